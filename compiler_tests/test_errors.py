@@ -1,0 +1,195 @@
+"""Bad input gets a PullbackError that names the file and line, quotes the
+line with a caret, and says what to write instead."""
+import inspect
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+
+def line_of(fn, text):
+    """The file line number of the first source line of ``fn`` containing text."""
+    lines, first = inspect.getsourcelines(fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return first + i
+    raise AssertionError(text)
+
+
+def check_error(excinfo, fn, text, cls, hint_words):
+    err = excinfo.value
+    assert isinstance(err, pb.PullbackError)
+    assert isinstance(err, cls)
+    assert err.filename == __file__
+    assert err.lineno == line_of(fn, text)
+    msg = str(err)
+    assert f'line {err.lineno}' in msg
+    assert text.strip() in msg          # the line is quoted
+    assert "^" in msg                   # with a caret under the construct
+    for w in hint_words:
+        assert w in msg, (w, msg)
+
+
+def f_for(x):
+    s = 0.0
+    for v in x:
+        s = s + v
+    return s
+
+
+def f_if(x):
+    if x > 0:
+        return x
+    return -x
+
+
+def f_while(x):
+    while x > 1.0:
+        x = x / 2
+    return x
+
+
+def f_try(x):
+    try:
+        y = np.log(x)
+    except ValueError:
+        y = x
+    return y
+
+
+def f_with(x):
+    with np.errstate(all="ignore"):
+        y = np.log(x)
+    return y
+
+
+def f_listcomp(x):
+    return np.sum(np.array([v * v for v in x]))
+
+
+def f_nested_def(x):
+    def g(v):
+        return v * 2.0
+    return g(x)
+
+
+def f_setitem(x):
+    y = np.zeros(3)
+    y[0] = x
+    return np.sum(y)
+
+
+def f_starargs(x):
+    args = (x, x)
+    return np.add(*args)
+
+
+def f_mutates_input(x):
+    x += 1.0
+    return np.sum(x)
+
+
+def f_alias_then_mutate(x):
+    y = x * 2.0
+    z = y
+    y += 1.0
+    return np.sum(z)
+
+
+def f_no_rule(x):
+    y = np.unwrap(x)
+    return np.sum(y)
+
+
+CASES = [
+    (f_for, "for v in x:", pb.UnsupportedSyntaxError, ["`for` loop"]),
+    (f_if, "if x > 0:", pb.UnsupportedSyntaxError, ["`if` statement", "np.where"]),
+    (f_while, "while x > 1.0:", pb.UnsupportedSyntaxError, ["`while` loop"]),
+    (f_try, "try:", pb.UnsupportedSyntaxError, ["`try`", "outside"]),
+    (f_with, "with np.errstate", pb.UnsupportedSyntaxError, ["`with`"]),
+    (f_listcomp, "[v * v for v in x]", pb.UnsupportedSyntaxError, ["list comprehension"]),
+    (f_nested_def, "def g(v):", pb.UnsupportedSyntaxError, ["nested function", "module level"]),
+    (f_setitem, "y[0] = x", pb.UnsupportedSyntaxError, ["assignment into an array"]),
+    (f_starargs, "np.add(*args)", pb.UnsupportedSyntaxError, ["*args", "one by one"]),
+    (f_mutates_input, "x += 1.0", pb.UnsupportedSyntaxError, ["in-place", "x = x + ..."]),
+    (f_alias_then_mutate, "y += 1.0", pb.UnsupportedSyntaxError, ["in-place", "y = y + ..."]),
+    (f_no_rule, "np.unwrap(x)", pb.NoRuleError, ["np.unwrap", "pb.custom_vjp"]),
+]
+
+
+@pytest.mark.parametrize("fn, text, cls, hint", CASES, ids=[c[0].__name__ for c in CASES])
+def test_error_names_line_and_fix(fn, text, cls, hint):
+    with pytest.raises(cls) as excinfo:
+        pb.grad(fn)(np.array([0.5, 1.5, 2.5]))
+    check_error(excinfo, fn, text, cls, hint)
+
+
+def test_error_caret_is_under_the_construct():
+    with pytest.raises(pb.NoRuleError) as excinfo:
+        pb.grad(f_no_rule)(np.ones(3))
+    quoted, caret = str(excinfo.value).splitlines()[2:4]
+    start = caret.index("^")
+    assert quoted[start:start + len("np.unwrap(x)")] == "np.unwrap(x)"
+    assert caret.count("^") == len("np.unwrap(x)")
+
+
+def test_undefined_name():
+    def f(x):
+        return undefined_function(x)  # noqa: F821
+    with pytest.raises(pb.NoRuleError, match="undefined_function"):
+        pb.grad(f)(1.0)
+
+
+def test_no_source_for_builtin():
+    with pytest.raises(pb.SourceUnavailableError, match="not a Python function"):
+        pb.grad(len)(1.0)
+
+
+def test_no_source_for_interactive_lambda():
+    ns = {}
+    exec(compile("f = lambda x: x * 2.0", "<stdin>", "exec"), ns)
+    with pytest.raises(pb.SourceUnavailableError) as excinfo:
+        pb.grad(ns["f"])(1.0)
+    assert "in a file" in str(excinfo.value)
+
+
+def test_integer_input_is_a_type_error():
+    def f(x, n):
+        return x * n
+    with pytest.raises(TypeError, match="integer") as excinfo:
+        pb.grad(f, argnums=1)(2.0, 3)
+    assert "3.0" in str(excinfo.value) or "float" in str(excinfo.value)
+    with pytest.raises(TypeError, match="int64"):
+        pb.grad(f, argnums=1)(2.0, np.arange(3))
+    with pytest.raises(TypeError, match="bool"):
+        pb.grad(f, argnums=1)(2.0, True)
+
+
+def test_non_scalar_output_says_how_to_fix():
+    with pytest.raises(TypeError, match=r"scalar output.*shape \(3,\).*\.sum\(\).*pb\.vjp"):
+        pb.grad(lambda x: x * 2.0)(np.ones(3))
+
+
+def test_complex_output_says_how_to_fix():
+    with pytest.raises(TypeError, match=r"real output.*np\.abs.*pb\.vjp"):
+        pb.grad(lambda z: z * z)(1.0 + 2.0j)
+
+
+def test_bad_argnums():
+    f = lambda x, y: x * y  # noqa: E731
+    with pytest.raises(TypeError, match="argnums"):
+        pb.grad(f, argnums=[0, 1])
+    with pytest.raises(ValueError, match="out of range"):
+        pb.grad(f, argnums=2)(1.0, 2.0)
+
+
+def test_runtime_error_in_user_code_points_at_the_user_line():
+    def f(x, y):
+        z = x @ y
+        return np.sum(z)
+    with pytest.raises(ValueError) as excinfo:
+        pb.grad(f)(np.ones((2, 3)), np.ones((2, 3)))
+    tb = "".join(__import__("traceback").format_exception(excinfo.value))
+    assert "z = x @ y" in tb                      # the generated line is shown
+    assert f"line {line_of(f, 'z = x @ y')}" in tb  # with the user's line number

@@ -1,0 +1,675 @@
+"""Tests of the differentiation rules (``pullback.rules``).
+
+Every registered rule is checked by a randomized dot-product test (as in
+autograd's ``test_systematic.py``): for random inputs ``x_k``, an output
+cotangent ``u`` and input directions ``v_k``,
+
+    Re<u, J v> (central differences, float64)  ==  sum_k Re<vjp_k(u), v_k>
+
+with ``<a, b> = sum(a * b)`` unconjugated (JAX's convention).  The rule is
+called directly; its contributions are unbroadcast (``broadcasts=True``) and
+realified onto real inputs as the machinery does.  ``CASES`` holds one or
+more entries per primitive; ``test_every_rule_has_a_case`` fails for a rule
+that has none.  Exact-value tests follow: ties, zeros in ``prod``, the
+complex convention, repeated indices.
+"""
+import ast
+import copy
+import dataclasses
+import inspect
+import math
+import operator
+import textwrap
+import zlib
+
+import numpy as np
+import pytest
+
+import pullback.rules  # noqa: F401  (registers the rules)
+from pullback import runtime
+from pullback.rules import registry
+
+RULES = registry.RULES
+STEP = 1e-6
+R = ("f64", "f32")            # real inputs, float64 and float32
+RC = ("f64", "f32", "c128")   # and complex
+F = ("f64",)                  # float64 (or Python float) only
+
+
+# --- random inputs ----------------------------------------------------------
+
+
+class Gen:
+    """Random inputs of one kind: ``f64``, ``f32`` or ``c128``.
+
+    ``shape=None`` gives a Python float (complex for ``c128``), ``()`` a 0-d
+    array.  Complex values get a small imaginary part that keeps them off
+    the branch cuts of the functions they feed.
+    """
+
+    def __init__(self, rng, kind):
+        self.rng, self.kind = rng, kind
+
+    def _out(self, re, im, shape):
+        val = re + 1j * im if self.kind == "c128" else re
+        if shape is None:
+            return complex(val[0]) if self.kind == "c128" else float(val[0])
+        arr = np.reshape(val, shape)
+        return arr.astype(np.float32) if self.kind == "f32" else arr
+
+    def _size(self, shape):
+        return 1 if shape is None else int(np.prod(shape, dtype=int))
+
+    def uniform(self, lo, hi, shape=None, im=0.5):
+        n = self._size(shape)
+        return self._out(self.rng.uniform(lo, hi, n), self.rng.uniform(-im, im, n), shape)
+
+    def normal(self, shape=None):
+        n = self._size(shape)
+        return self._out(self.rng.normal(size=n), 0.5 * self.rng.normal(size=n), shape)
+
+    def pos(self, shape=None):
+        return self.uniform(0.5, 2.0, shape)
+
+    def unit(self, shape=None):
+        return self.uniform(-0.8, 0.8, shape, im=0.3)
+
+    def gt1(self, shape=None):
+        return self.uniform(1.5, 3.0, shape)
+
+    def away(self, shape=None):
+        """Magnitudes in (0.3, 2) with random signs: away from kinks at 0."""
+        n = self._size(shape)
+        re = self.rng.uniform(0.3, 2.0, n) * self.rng.choice([-1.0, 1.0], n)
+        return self._out(re, 0.5 * self.rng.normal(size=n), shape)
+
+    def distinct(self, shape=None):
+        """Real values at least 0.2 apart: no ties for max/min."""
+        n = self._size(shape)
+        re = self.rng.permutation(n) * 0.25 + self.rng.uniform(0, 0.05, n) - 0.125 * n
+        return self._out(re, np.zeros(n), shape)
+
+    def bools(self, shape):
+        return self.rng.random(shape) > 0.5
+
+    def mod_pair(self, xshape=None, yshape=None):
+        """(x, y) with x / y away from integers: no jump of x mod y nearby."""
+        n = self._size(xshape)
+        q = self.rng.integers(-3, 4, n) + self.rng.uniform(0.15, 0.85, n)
+        y = self.pos(yshape)
+        return [self._out(q, np.zeros(n), xshape) * y, y]
+
+
+# --- the table ----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Case:
+    key: object
+    make: object                 # Gen -> list of positional arguments
+    kinds: tuple = R
+    kw: dict = dataclasses.field(default_factory=dict)
+    f32_exact: bool = True       # contributions stay float32 without projection
+    quiet: bool = False          # an unused contribution may warn (log of x < 0)
+
+
+CASES = []
+
+
+def case(key, make, kinds=R, f32_exact=True, quiet=False, **kw):
+    CASES.append(Case(key, make, kinds, kw, f32_exact, quiet))
+
+
+def unary(keys, gen, kinds, shapes=((3, 4), (5,), (), None)):
+    for key in keys:
+        for s in shapes:
+            case(key, lambda G, s=s: [getattr(G, gen)(s)], kinds)
+
+
+def binary(keys, gen1, gen2, kinds, pairs, **opts):
+    for key in keys:
+        for s1, s2 in pairs:
+            case(key, lambda G, s1=s1, s2=s2: [getattr(G, gen1)(s1), getattr(G, gen2)(s2)],
+                 kinds, **opts)
+
+
+BROADCAST_PAIRS = [((3, 4), (3, 4)), ((3, 1), (4,)), ((2, 3), ()), (None, None),
+                   ((3,), None), (None, (2, 2))]
+MOD_SHAPES = [((3, 4), (3, 4)), ((3, 4), ()), ((3, 4), None), (None, None)]
+MATMUL_PAIRS = [((3, 4), (4, 2)), ((4,), (4,)), ((4,), (4, 2)), ((3, 4), (4,)),
+                ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((1, 3, 4), (2, 4, 5)),
+                ((4,), (2, 4, 5)), ((2, 3, 4), (4,))]
+
+# operators and their ufunc twins
+binary([operator.add, np.add, operator.sub, np.subtract, operator.mul, np.multiply],
+       "normal", "normal", RC, BROADCAST_PAIRS)
+binary([operator.truediv, np.divide], "normal", "pos", RC, BROADCAST_PAIRS)
+for key in (operator.mod, np.mod, np.fmod):
+    for s1, s2 in MOD_SHAPES:
+        case(key, lambda G, s1=s1, s2=s2: G.mod_pair(s1, s2))
+binary([operator.pow, np.power], "pos", "normal", RC, BROADCAST_PAIRS[:-1])
+# log of a Python float base is a float64 scalar: the exponent's cotangent is
+# float64 until projected
+binary([operator.pow, np.power], "pos", "normal", RC, BROADCAST_PAIRS[-1:], f32_exact=False)
+binary([np.float_power], "pos", "normal", RC, BROADCAST_PAIRS[:3], f32_exact=False)
+# a constant integer exponent with negative bases: the exponent's contribution
+# (log of a negative number) is NaN, and unused
+for key in (operator.pow, np.power):
+    case(key, lambda G: [G.normal((3, 4)), 2], quiet=True)
+    case(key, lambda G: [G.normal(None), 3], quiet=True)
+binary([operator.matmul, np.matmul], "normal", "normal", RC, MATMUL_PAIRS)
+unary([operator.neg, np.negative, operator.pos, np.positive], "normal", RC)
+
+# elementwise NumPy
+unary([np.exp, np.exp2, np.expm1, np.square, np.sin, np.cos, np.sinh, np.cosh,
+       np.real, np.imag, np.conjugate], "normal", RC)
+unary([np.log, np.log2, np.log10, np.log1p, np.sqrt], "pos", RC)
+unary([np.tan, np.arcsin, np.arccos, np.arctan, np.tanh, np.arcsinh, np.arctanh],
+      "unit", RC)
+unary([np.arccosh], "gt1", RC)
+case(np.arccosh, lambda G: [-G.gt1((3,))], ("c128",))   # left half plane
+unary([np.cbrt, np.fabs], "away", R)
+unary([np.reciprocal, np.abs, np.angle], "away", RC)
+case(np.angle, lambda G: [G.away((3,))], RC, deg=True)
+unary([np.deg2rad, np.radians, np.rad2deg, np.degrees], "normal", R)
+binary([np.arctan2, np.logaddexp, np.logaddexp2], "normal", "normal", R,
+       BROADCAST_PAIRS[:4])
+binary([np.hypot], "away", "away", R, BROADCAST_PAIRS[:4])
+binary([np.maximum, np.minimum, np.fmax, np.fmin], "normal", "normal", R,
+       BROADCAST_PAIRS)
+
+
+def _clipped(G, shape):
+    """Values near -1.5, 0 and 1.5: away from bounds near +-0.5."""
+    centre = G.rng.choice([-1.5, 0.0, 1.5], shape)
+    return (centre + G.uniform(-0.3, 0.3, shape)).astype(G.normal(shape).dtype)
+
+
+case(np.clip, lambda G: [_clipped(G, (3, 4)), -0.5, 0.5])
+case(np.clip, lambda G: [_clipped(G, (3, 4)), G.uniform(-0.55, -0.45, (4,)),
+                         G.uniform(0.45, 0.55, (3, 1))])
+case(np.clip, lambda G: [_clipped(G, (5,)), None, 0.5])
+case(np.clip, lambda G: [_clipped(G, (5,)), -0.5, None])
+case(np.where, lambda G: [G.bools((3, 4)), G.normal((3, 4)), G.normal((4,))], RC)
+case(np.where, lambda G: [G.bools((3, 4)), G.normal(None), G.normal((3, 1))], RC)
+case(np.full_like, lambda G: [G.normal((3, 4)), G.normal(None)])
+case(np.full_like, lambda G: [G.normal((3, 4)), G.normal((4,))])
+case(np.full, lambda G: [(3, 4), G.normal(None)])
+case(np.full, lambda G: [(3, 4), G.normal((3, 1))])
+
+# reductions, as functions and as methods
+AXES = [{}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": -1},
+        {"keepdims": True}]
+
+
+def reductions(keys, gen, kinds, extra=()):
+    for key in keys:
+        for kw in AXES + list(extra):
+            case(key, lambda G: [getattr(G, gen)((3, 4))], kinds, **kw)
+        case(key, lambda G: [getattr(G, gen)((2, 3, 4))], kinds, axis=(0, 2))
+        if not isinstance(key, str):
+            case(key, lambda G: [getattr(G, gen)((5,))], kinds)
+
+
+reductions([np.sum, "ndarray.sum", np.mean, "ndarray.mean"], "normal", RC)
+reductions([np.prod, "ndarray.prod"], "pos", RC)
+reductions([np.max, np.amax, np.min, np.amin, "ndarray.max", "ndarray.min"],
+           "distinct", R)
+reductions([np.var, "ndarray.var", np.std, "ndarray.std"], "normal", RC,
+           extra=[{"ddof": 1}, {"axis": 0, "ddof": 1, "keepdims": True}])
+for key in (np.cumsum, "ndarray.cumsum"):
+    for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
+        case(key, lambda G: [G.normal((3, 4))], RC, **kw)
+
+# products
+DOT_PAIRS = [((3, 4), (4, 2)), ((4,), (4,)), ((4,), (4, 2)), ((3, 4), (4,)),
+             ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (5, 4, 2)),
+             ((), (3,)), ((3, 4), ())]
+binary([np.dot, "ndarray.dot"], "normal", "normal", RC,
+       [p for p in DOT_PAIRS if p[0] != ()])
+case(np.dot, lambda G: [G.normal(()), G.normal((3,))], RC)
+binary([np.inner], "normal", "normal", RC,
+       [((3, 4), (5, 4)), ((4,), (4,)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)),
+        ((), (3,)), ((3,), ())])
+binary([np.outer], "normal", "normal", RC, [((3,), (4,)), ((2, 2), (3,))])
+binary([np.vdot], "normal", "normal", RC, [((4,), (4,)), ((2, 3), (6,))])
+
+# shape changes
+for axes in (None, (1, 0, 2), (-1, 0, 1)):
+    case(np.transpose, lambda G, axes=axes: [G.normal((2, 3, 4)), axes], RC)
+case(np.reshape, lambda G: [G.normal((3, 4)), (2, 6)], RC)
+case(np.reshape, lambda G: [G.normal((3, 4)), (-1,)], RC)
+case(np.reshape, lambda G: [G.normal((3, 4)), (4, 3)], RC, order="F")
+for key in (np.ravel, "ndarray.ravel", "ndarray.flatten"):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+    case(key, lambda G: [G.normal((3, 4))], RC, order="F")
+    case(key, lambda G: [np.asfortranarray(G.normal((3, 4)))], RC, order="A")
+    case(key, lambda G: [G.normal((4, 3)).T[::-1]], RC, order="K")
+    case(key, lambda G: [G.normal((3, 4, 2)).transpose(2, 0, 1)], RC, order="K")
+for key in (np.squeeze, "ndarray.squeeze"):
+    case(key, lambda G: [G.normal((3, 1, 4))], RC)
+    case(key, lambda G: [G.normal((3, 1, 4))], RC, axis=1)
+case(np.expand_dims, lambda G: [G.normal((3, 4)), 1], RC)
+case(np.expand_dims, lambda G: [G.normal((3, 4)), (0, 2)], RC)
+case(np.broadcast_to, lambda G: [G.normal((3, 1)), (2, 3, 4)], RC)
+case(np.broadcast_to, lambda G: [G.normal(()), (3,)], RC)
+case(np.broadcast_to, lambda G: [G.normal(None), (3,)], RC)
+for key in (np.swapaxes, "ndarray.swapaxes"):
+    case(key, lambda G: [G.normal((2, 3, 4)), 0, 2], RC)
+case(np.moveaxis, lambda G: [G.normal((2, 3, 4)), 0, -1], RC)
+case(np.moveaxis, lambda G: [G.normal((2, 3, 4)), (0, 1), (2, 0)], RC)
+
+# joins
+case(np.concatenate, lambda G: [[G.normal((2, 3)), G.normal((4, 3))]], RC)
+case(np.concatenate, lambda G: [(G.normal((2, 3)), G.normal((2, 1)))], RC, axis=1)
+case(np.concatenate, lambda G: [[G.normal((2, 3)), G.normal((4,))]], RC, axis=None)
+case(np.stack, lambda G: [[G.normal((3,)) for _ in range(3)]], RC)
+case(np.stack, lambda G: [(G.normal((2, 3)), G.normal((2, 3)))], RC, axis=1)
+case(np.stack, lambda G: [[G.normal((2, 3)), G.normal((2, 3))]], RC, axis=-1)
+case(np.stack, lambda G: [[G.normal(None), G.normal(None)]], RC)
+case(np.hstack, lambda G: [[G.normal((3,)), G.normal((2,))]], RC)
+case(np.hstack, lambda G: [(G.normal((2, 3)), G.normal((2, 1)))], RC)
+# a Python float joins as float64, so the result (and g) is float64
+case(np.hstack, lambda G: [[G.normal(None), G.normal((2,))]], RC, f32_exact=False)
+case(np.vstack, lambda G: [[G.normal((3,)), G.normal((3,))]], RC)
+case(np.vstack, lambda G: [(G.normal((2, 3)), G.normal((1, 3)), G.normal((3,)))], RC)
+
+# copies, conversions
+for key in (np.copy, "ndarray.copy"):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+case(np.asarray, lambda G: [G.normal((3, 4))], RC)
+case(np.asarray, lambda G: [[G.normal(None) for _ in range(3)]], RC)
+case(np.asarray, lambda G: [[G.normal((3,)), G.normal((3,))]], RC)
+case(np.array, lambda G: [[G.normal(None) for _ in range(3)]], RC)
+case(np.array, lambda G: [[[G.normal(None), G.normal(None)], (G.normal(None), G.normal(None))]], RC)
+case(np.array, lambda G: [(G.normal((2,)), G.normal((2,)))], RC)
+case(np.array, lambda G: [G.normal((3,))], RC, ndmin=3)
+case(np.array, lambda G: [[G.normal(None), G.normal(None)]], RC, ndmin=2)
+for key in (np.astype, "ndarray.astype"):
+    case(key, lambda G: [G.normal((3, 4)), np.float64], R, f32_exact=False)
+    case(key, lambda G: [G.normal((3, 4)), np.complex128], R, f32_exact=False)
+
+# indexing
+for index in (2, -1, slice(1, 3), (slice(None), 1), (Ellipsis, 0), (None, 1),
+              np.array([0, 0, 3]), (np.array([0, 2, 0]), np.array([1, 1, 1])),
+              [4, 4, 4]):
+    case(operator.getitem, lambda G, index=index: [G.normal((5, 4)), index], RC)
+case(operator.getitem, lambda G: [G.normal((5,)), G.bools((5,))], RC)
+case(operator.getitem, lambda G: [G.normal((5, 4)), G.bools((5, 4))], RC)
+case(operator.getitem, lambda G: [[G.normal(None) for _ in range(4)], 1], RC)
+case(operator.getitem, lambda G: [[G.normal(None) for _ in range(4)], slice(1, 3)], RC)
+case(operator.getitem, lambda G: [(G.normal((2,)), G.normal(None)), 0], RC)
+case(operator.getitem, lambda G: [{"a": G.normal(None), "b": G.normal((2,))}, "b"], RC)
+
+# math module: Python floats
+unary([math.exp, math.exp2, math.expm1, math.sin, math.cos, math.atan, math.sinh,
+       math.cosh, math.asinh, math.degrees, math.radians, math.erf, math.erfc,
+       float], "normal", F, shapes=(None,))
+unary([math.log, math.log1p, math.log2, math.log10, math.sqrt], "pos", F, shapes=(None,))
+unary([math.tan, math.asin, math.acos, math.tanh, math.atanh], "unit", F, shapes=(None,))
+unary([math.acosh], "gt1", F, shapes=(None,))
+unary([math.cbrt, math.fabs], "away", F, shapes=(None,))
+case(math.log, lambda G: [G.pos(), 2.0], F)
+binary([math.pow], "pos", "normal", F, [(None, None)])
+case(math.pow, lambda G: [G.normal(), 3.0], F)
+binary([math.atan2], "normal", "normal", F, [(None, None)])
+binary([math.hypot, math.copysign], "away", "away", F, [(None, None)])
+for key in (math.fmod, math.remainder):
+    case(key, lambda G: G.mod_pair(), F)
+case(math.ldexp, lambda G: [G.normal(), 3], F)
+case(float, lambda G: [np.float64(G.normal())], F)
+case(float, lambda G: [G.normal(())], F)
+
+# builtins
+for key in (abs, operator.abs):
+    for s in (None, (3, 4), ()):
+        case(key, lambda G, s=s: [G.away(s)], RC)
+binary([pow], "pos", "normal", RC, [(None, None), ((3,), (3,)), ((2, 3), None)])
+case(pow, lambda G: [G.normal(None), 2], F, quiet=True)
+case(complex, lambda G: [G.normal(), G.normal()], F)
+case(sum, lambda G: [[G.normal() for _ in range(4)]], RC)
+case(sum, lambda G: [G.normal((3, 4))], RC)
+case(sum, lambda G: [(G.normal((2,)), G.normal((2,)), G.normal(None))], RC)
+case(sum, lambda G: [[G.normal(), G.normal()], G.normal()], RC)   # start is static
+case(math.fsum, lambda G: [[G.normal() for _ in range(4)]], F)
+for key in (max, min):
+    case(key, lambda G: [G.normal(), G.normal()], R)
+    case(key, lambda G: [G.normal(), G.normal(), G.normal()], R)
+    case(key, lambda G: [[G.normal() for _ in range(4)]], R)
+    case(key, lambda G: [(G.normal(), G.normal())], R)
+    case(key, lambda G: [G.distinct((5,))], R)
+
+# array methods and attributes
+case("ndarray.reshape", lambda G: [G.normal((3, 4)), 2, 6], RC)
+case("ndarray.reshape", lambda G: [G.normal((3, 4)), (6, -1)], RC)
+case("ndarray.reshape", lambda G: [G.normal((3, 4)), (4, 3)], RC, order="F")
+case("ndarray.transpose", lambda G: [G.normal((2, 3, 4))], RC)
+case("ndarray.transpose", lambda G: [G.normal((2, 3, 4)), 1, 0, 2], RC)
+case("ndarray.transpose", lambda G: [G.normal((2, 3, 4)), (2, 0, 1)], RC)
+case("ndarray.transpose", lambda G: [G.normal((2, 3, 4)), None], RC)
+case("ndarray.T", lambda G: [G.normal((3, 4))], RC)
+case("ndarray.T", lambda G: [G.normal((2, 3, 4))], RC)
+case("ndarray.mT", lambda G: [G.normal((2, 3, 4))], RC)
+for key in ("ndarray.real", "ndarray.imag", "ndarray.conj", "ndarray.conjugate"):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+    case(key, lambda G: [G.normal(())], RC)
+case("ndarray.clip", lambda G: [_clipped(G, (3, 4)), -0.5, 0.5])
+case("ndarray.clip", lambda G: [_clipped(G, (3, 4))], max=0.5)
+case("ndarray.clip", lambda G: [_clipped(G, (3, 4))], min=-0.5)
+case("ndarray.item", lambda G: [G.normal((3, 4)), 5], RC)
+case("ndarray.item", lambda G: [G.normal((3, 4)), 1, 2], RC)
+case("ndarray.item", lambda G: [G.normal((3, 4)), (2, 3)], RC)
+case("ndarray.item", lambda G: [G.normal((1, 1))], RC)
+for s in ((3, 4), (3,), ()):
+    case("ndarray.tolist", lambda G, s=s: [G.normal(s)], RC, f32_exact=False)
+
+
+# --- the dot-product check -----------------------------------------------------
+
+
+def keyname(key):
+    if isinstance(key, str):
+        return key
+    if isinstance(key, np.ufunc):
+        return "np." + key.__name__
+    module = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(
+        getattr(key, "__module__", None), getattr(key, "__module__", "") or "")
+    return f"{module}.{key.__name__}" if module else key.__name__
+
+
+def _params():
+    seen = {}
+    for c in CASES:
+        n = seen[keyname(c.key)] = seen.get(keyname(c.key), -1) + 1
+        for kind in c.kinds:
+            yield pytest.param(c, kind, id=f"{keyname(c.key)}-{n}-{kind}")
+
+
+def tmap(f, x, *rest):
+    """Apply ``f`` leafwise over nested lists, tuples and dicts."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(tmap(f, *z) for z in zip(x, *rest))
+    if isinstance(x, dict):
+        return {k: tmap(f, x[k], *(r[k] for r in rest)) for k in x}
+    return f(x, *rest)
+
+
+def leaves(x):
+    if isinstance(x, (list, tuple)):
+        return [leaf for item in x for leaf in leaves(item)]
+    if isinstance(x, dict):
+        return [leaf for item in x.values() for leaf in leaves(item)]
+    return [x]
+
+
+def is_var(x):
+    """Whether a leaf carries a gradient (a float or complex number or array)."""
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def random_like(rng, x):
+    if not is_var(x):
+        return None
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        val = rng.normal(size=np.shape(x))
+        if np.iscomplexobj(x):
+            val = val + 1j * rng.normal(size=np.shape(x))
+        return np.asarray(val, dtype=x.dtype)[()] if isinstance(x, np.generic) \
+            else np.asarray(val, dtype=x.dtype)
+    if isinstance(x, complex):
+        return complex(rng.normal(), rng.normal())
+    return float(rng.normal())
+
+
+def upcast(x):
+    """A float64 / complex128 copy of a float leaf, keeping an array's layout."""
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fc":
+        out = np.empty_like(x, dtype=np.complex128 if x.dtype.kind == "c" else np.float64)
+        out[...] = x
+        return out
+    if isinstance(x, np.generic) and x.dtype.kind in "fc":
+        return np.complex128(x) if x.dtype.kind == "c" else np.float64(x)
+    return x
+
+
+def shifted(x, v, t):
+    if v is None:
+        return x
+    y = upcast(x)
+    if isinstance(y, np.ndarray):
+        y[...] = y + t * v
+        return y
+    return y + t * v
+
+
+def pair(a, b):
+    """Re<a, b>, unconjugated, summed over leaves; None leaves count as zero."""
+    total = 0.0
+    for x, y in zip(leaves(a), leaves(b)):
+        if x is not None and y is not None:
+            total += np.real(np.sum(np.asarray(x, np.complex128) * np.asarray(y, np.complex128)))
+    return total
+
+
+def call(key, args, kw):
+    if isinstance(key, str):
+        self, *rest = args
+        attr = getattr(self, key.split(".", 1)[1])
+        return attr(*rest, **kw) if callable(attr) else attr
+    return key(*args, **kw)
+
+
+def positions(rule, nargs):
+    """Where each parameter's value sits among ``nargs`` positional arguments."""
+    where = {}
+    for i, p in enumerate(list(rule._call_signature.parameters.values())[:nargs]):
+        var = p.kind is inspect.Parameter.VAR_POSITIONAL
+        where[p.name] = slice(i, nargs) if var else i
+    return where
+
+
+def same(a, b):
+    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else
+               (x == y or (x != x and y != y)) for x, y in zip(leaves(a), leaves(b)))
+
+
+@pytest.mark.parametrize("case,kind", list(_params()))
+def test_dot_product(case, kind):
+    rule = RULES[case.key]
+    rng = np.random.default_rng(zlib.crc32(f"{keyname(case.key)}{kind}".encode()))
+    args = case.make(Gen(rng, kind))
+    ba = rule.bind(args, case.kw)
+    ans = call(case.key, args, case.kw)
+    u = tmap(lambda y: random_like(rng, y), ans)
+    diff = [n for n in rule.diff if n in ba.arguments]
+    where = positions(rule, len(args))
+    assert all(n in where for n in diff), "tables pass differentiable values positionally"
+    v = {n: tmap(lambda x: random_like(rng, x), ba.arguments[n]) for n in diff}
+
+    # J v by central differences, all inputs in float64 / complex128
+    def at(t):
+        moved = tmap(upcast, list(args))
+        for n in diff:
+            moved[where[n]] = tmap(lambda x, d: shifted(x, d, t), moved[where[n]], v[n])
+        return call(case.key, moved, tmap(upcast, case.kw))
+
+    jv = tmap(lambda p, m: (np.asarray(p) - np.asarray(m)) / (2 * STEP), at(STEP), at(-STEP))
+
+    before = copy.deepcopy((args, u))
+    with np.errstate(invalid="ignore" if case.quiet else "warn"):
+        out = rule.fn(u, ans, *args, **case.kw)
+    assert same(before, (args, u)), "the rule wrote to an input or to g"
+    contribs = out if len(rule.diff) > 1 else (out,)
+    assert isinstance(contribs, tuple) and len(contribs) == len(rule.diff)
+    contribs = dict(zip(rule.diff, contribs))
+
+    rhs, scale = 0.0, abs(pair(u, jv))
+    for n in diff:
+        def finish(c, x):
+            if not is_var(x):
+                return None
+            assert c is not None
+            if rule.broadcasts:
+                c = runtime.unbroadcast(c, x)
+            c = runtime.realify(c, x)
+            assert np.shape(c) == np.shape(x)
+            assert np.all(np.isfinite(c))
+            if kind == "f32" and np.result_type(x) == np.float32:
+                assert runtime.project(c, x).dtype == np.float32
+                if case.f32_exact:
+                    assert np.result_type(c) == np.float32, f"{n}: {np.result_type(c)}"
+            return c
+        c = tmap(finish, contribs[n], ba.arguments[n])
+        rhs += pair(c, v[n])
+        scale += sum(abs(pair(a, b)) for a, b in zip(leaves(c), leaves(v[n])))
+    lhs = pair(u, jv)
+    rtol = 2e-4 if kind == "f32" else 1e-6
+    assert abs(lhs - rhs) <= rtol * max(scale, 1.0), (lhs, rhs)
+
+
+def test_every_rule_has_a_case():
+    covered = {c.key for c in CASES}
+    missing = sorted(keyname(k) for k in RULES if k not in covered)
+    assert not missing, f"rules without a test case: {missing}"
+
+
+def test_rules_and_nondifferentiable_are_disjoint():
+    assert not set(RULES) & registry.NONDIFF
+
+
+# --- the inlining contract -----------------------------------------------------
+
+ALLOWED = {"np", "math"} | set(runtime.__all__)
+
+
+@pytest.mark.parametrize("rule", list({id(r.fn): r for r in RULES.values()}.values()),
+                         ids=lambda r: r.name)
+def test_rule_body_is_inlinable(rule):
+    """Assignments then one return; names: parameters, locals, np, math, runtime."""
+    fn = ast.parse(textwrap.dedent(inspect.getsource(rule.fn))).body[0]
+    *assigns, ret = fn.body
+    assert isinstance(ret, ast.Return) and ret.value is not None
+    local = set()
+    for stmt in assigns:
+        assert isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        assert isinstance(stmt.targets[0], ast.Name)
+        local.add(stmt.targets[0].id)
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        assert not isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                                     ast.GeneratorExp, ast.NamedExpr, ast.Starred,
+                                     ast.Yield, ast.Await))
+    names = {n.id for n in ast.walk(ast.Module(body=fn.body, type_ignores=[]))
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    free = names - local - set(rule.params) - {"g", "ans"}
+    assert free <= ALLOWED, free - ALLOWED
+    for name in free - {"np", "math"}:
+        assert rule.fn.__globals__[name] is getattr(runtime, name)
+    if len(rule.diff) > 1:
+        assert isinstance(ret.value, ast.Tuple) and len(ret.value.elts) == len(rule.diff)
+
+
+# --- exact values ----------------------------------------------------------------
+
+
+def vjp(key, g, *args, **kw):
+    return RULES[key].fn(g, call(key, args, kw), *args, **kw)
+
+
+def test_max_ties_split_equally():
+    a = np.array([1.0, 3.0, 3.0, 2.0])
+    np.testing.assert_array_equal(vjp(np.max, 1.0, a), [0, 0.5, 0.5, 0])
+    np.testing.assert_array_equal(vjp("ndarray.min", 2.0, -a), [0, 1, 1, 0])
+    m = np.array([[1.0, 1.0, 0.0], [2.0, 5.0, 5.0]])
+    np.testing.assert_array_equal(vjp(np.amax, np.array([1.0, 1.0]), m, axis=1),
+                                  [[0.5, 0.5, 0], [0, 0.5, 0.5]])
+    np.testing.assert_array_equal(vjp(np.min, np.array([[4.0, 2.0, 6.0]]), m, axis=0, keepdims=True),
+                                  [[4, 2, 6], [0, 0, 0]])
+    f32 = vjp(np.max, np.float32(1), np.ones(4, np.float32))
+    assert f32.dtype == np.float32 and np.all(f32 == 0.25)
+
+
+def test_elementwise_ties_split_equally():
+    x = np.array([1.0, 2.0, 3.0])
+    gx, gy = vjp(np.maximum, np.ones(3), x, x)
+    np.testing.assert_array_equal(gx, [0.5] * 3)
+    np.testing.assert_array_equal(gy, [0.5] * 3)
+    gx, gy = vjp(np.minimum, np.ones(3), x, np.array([1.0, 1.0, 4.0]))
+    np.testing.assert_array_equal(gx, [0.5, 0, 1])
+    np.testing.assert_array_equal(gy, [0.5, 1, 0])
+    # fmax/fmin ignore a NaN: the other argument gets everything
+    gx, gy = vjp(np.fmax, np.ones(2), np.array([np.nan, 1.0]), np.array([2.0, np.nan]))
+    np.testing.assert_array_equal(gx, [0, 1])
+    np.testing.assert_array_equal(gy, [1, 0])
+    # clip at a bound: half to the value, half to the bound
+    ga, glo, ghi = vjp(np.clip, np.ones(3), np.array([-1.0, 0.0, 2.0]), 0.0, 1.0)
+    np.testing.assert_array_equal(ga, [0, 0.5, 0])
+    np.testing.assert_array_equal(glo, [1, 0.5, 0])
+    np.testing.assert_array_equal(ghi, [0, 0, 1])
+    # builtins, and abs at its kink
+    assert vjp(max, 1.0, 2.0, 2.0, 1.0) == (0.5, 0.5, 0.0)
+    assert vjp(min, 1.0, [1.0, 3.0, 1.0]) == ([0.5, 0.0, 0.5],)
+    np.testing.assert_array_equal(vjp(max, 1.0, np.array([3.0, 1.0, 3.0]))[0], [0.5, 0, 0.5])
+    assert vjp(abs, 1.0, 0.0) == 0.0 and vjp(math.fabs, 1.0, 0.0) == 0.0
+    np.testing.assert_array_equal(vjp(np.abs, np.ones(3), np.array([-2.0, 0.0, 2.0])), [-1, 0, 1])
+
+
+def test_prod_with_zeros():
+    np.testing.assert_array_equal(vjp(np.prod, 1.0, np.array([2.0, 0.0, 3.0])), [0, 6, 0])
+    np.testing.assert_array_equal(vjp(np.prod, 1.0, np.array([2.0, 0.0, 0.0])), [0, 0, 0])
+    a = np.array([[2.0, 0.0, 3.0], [1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])
+    np.testing.assert_array_equal(vjp("ndarray.prod", np.ones(3), a, axis=1),
+                                  [[0, 6, 0], [6, 3, 2], [0, 0, 0]])
+    g = vjp(np.prod, np.ones((1, 3), np.float32), a.astype(np.float32), axis=0, keepdims=True)
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, [[0, 0, 15], [0, 0, 15], [2, 0, 9]])
+
+
+def test_complex_convention_abs_squared():
+    """grad of |z|**2 at 3+4j is 6-8j (JAX's convention), through each path."""
+    z = 3 + 4j
+    gy = vjp(np.square, 1.0, np.abs(z))                     # d/dy y**2 = 2y
+    assert np.isclose(vjp(np.abs, gy, z), 6 - 8j)
+    gy = vjp(operator.pow, 1.0, abs(z), 2)[0]
+    assert np.isclose(vjp(abs, gy, z), 6 - 8j)
+    zs = np.array([z, 1j])
+    gy = vjp(np.power, np.ones(2), np.abs(zs), 2)[0]
+    np.testing.assert_allclose(vjp(np.abs, gy, zs), [6 - 8j, -2j])
+    # and |z|**2 = z * conj(z): the sum of mul's two contributions through conj
+    gz, gc = vjp(operator.mul, 1.0, z, np.conj(z))
+    assert np.isclose(gz + vjp(np.conjugate, gc, z), 6 - 8j)
+
+
+def test_getitem_repeated_indices_accumulate():
+    a = np.zeros(3)
+    np.testing.assert_array_equal(vjp(operator.getitem, np.array([1.0, 2.0, 3.0]), a, [0, 0, 2]),
+                                  [3, 0, 3])
+    m = np.zeros((2, 2), np.float32)
+    g = vjp(operator.getitem, np.ones(3, np.float32), m, (np.array([0, 0, 1]), np.array([1, 1, 0])))
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, [[0, 2], [1, 0]])
+    assert vjp(operator.getitem, 5.0, [1.0, 2.0, 3.0], -1) == [0.0, 0.0, 5.0]
+
+
+def test_pow_at_zero_is_finite():
+    gx, gy = vjp(operator.pow, 1.0, 0.0, 0)
+    assert gx == 0 and gy == 0
+    gx, gy = vjp(operator.pow, 1.0, 0.0, 2.0)
+    assert gx == 0 and gy == 0
+    gx, gy = vjp(np.power, np.ones(2), np.zeros(2), np.array([0.0, 3.0]))
+    np.testing.assert_array_equal(gx, [0, 0])
+    np.testing.assert_array_equal(gy, [0, 0])
+    assert vjp(math.pow, 1.0, 0.0, 0.0) == (0.0, 0.0)
+    assert math.isnan(vjp(math.pow, 1.0, -2.0, 2.0)[1])
+
+
+def test_scalar_math_stays_python_float():
+    for key, x in [(math.exp, 0.3), (math.sin, 0.3), (math.sqrt, 2.0), (math.log, 2.0),
+                   (operator.mul, 0.5), (abs, -0.5), (math.fabs, -0.5)]:
+        args = (x, 1.5) if key is operator.mul else (x,)
+        out = vjp(key, 1.0, *args)
+        for c in out if isinstance(out, tuple) else (out,):
+            assert type(c) is float, (key, type(c))

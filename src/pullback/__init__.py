@@ -1,0 +1,15 @@
+"""pullback: source-to-source automatic differentiation for Python and NumPy.
+
+>>> import numpy as np, pullback as pb
+>>> pb.grad(lambda x: np.sum(x * x))(np.array([1.0, 2.0]))
+array([2., 4.])
+"""
+from .api import custom_vjp, differentiable, grad, jvp, source, value_and_grad, vjp
+from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
+                     SourceUnavailableError, UnsupportedSyntaxError)
+
+__version__ = "0.1.0"
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source",
+           "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
+           "SourceUnavailableError", "NonDifferentiableError"]

@@ -1,0 +1,2 @@
+"""Analyses over the normal form.  Each returns its result; none writes on
+the tree."""

@@ -1,0 +1,137 @@
+"""Kinds: what sort of value each name holds, for one signature.
+
+A transform is specialised to the abstract signature of its arguments
+(Python scalar, NumPy scalar, or array of a given dtype and rank).  From it
+this pass infers, for every name, whether it is a scalar, an array, a number
+of either sort, a container or unknown, and whether it may be complex.  The
+reverse pass uses the answers to leave out work that cannot matter: no
+``unbroadcast`` between two scalars, no real-part projection when nothing in
+the function can be complex, and ``+`` only where values are numbers::
+
+    def f(x: float, y: ndarray[float64, 1]):   x: scalar, real
+        z = x * 2.0                           z: scalar, real
+        w = z * y                             w: array,  real
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+import gast
+import numpy as np
+
+__all__ = ["Kind", "of_value", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    shape: str             # scalar | array | number | container | unknown
+    complex: object        # True, False, or None for "may be"
+
+    @property
+    def is_number(self):
+        return self.shape in ("scalar", "array", "number")
+
+
+SCALAR = Kind("scalar", False)
+ARRAY = Kind("array", False)
+NUMBER = Kind("number", False)      # scalar or array: the generic transform's inputs
+UNKNOWN = Kind("unknown", None)
+
+
+def of_value(x):
+    """The kind of a concrete argument (part of the specialisation key)."""
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return Kind("scalar", bool(np.iscomplexobj(x)))
+    if isinstance(x, np.ndarray):
+        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)))
+    if isinstance(x, (tuple, list)):
+        return Kind("container", None)
+    if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
+        return Kind("number", None)
+    return UNKNOWN
+
+
+_REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot, "ndarray.sum", "ndarray.mean", "ndarray.prod", "ndarray.max",
+               "ndarray.min", "ndarray.var", "ndarray.std"}
+
+
+def infer(fn, params, ops):
+    """Map every name of the normal-form ``fn`` to its ``Kind``; ``params``
+    gives the parameters' kinds."""
+    kinds = dict(params)
+    for stmt in fn.body:
+        if not isinstance(stmt, gast.Assign):
+            continue
+        target = stmt.targets[0]
+        if not isinstance(target, gast.Name):
+            for e in target.elts:
+                kinds[e.id] = UNKNOWN
+            continue
+        kinds[target.id] = _rhs(stmt.value, ops[id(stmt)], kinds)
+    return kinds
+
+
+def _atom(node, kinds):
+    if isinstance(node, gast.Name):
+        return kinds.get(node.id, UNKNOWN)
+    if isinstance(node, gast.Constant):
+        v = node.value
+        if isinstance(v, (int, float, complex)):
+            return Kind("scalar", isinstance(v, complex))
+        return UNKNOWN
+    return UNKNOWN
+
+
+def _broadcast(ks):
+    if any(not k.is_number for k in ks):
+        return UNKNOWN
+    cplx = _any_complex(ks)
+    if all(k.shape == "scalar" for k in ks):
+        return Kind("scalar", cplx)
+    if any(k.shape == "array" for k in ks):
+        return Kind("array", cplx)
+    return Kind("number", cplx)
+
+
+def _any_complex(ks):
+    flags = [k.complex for k in ks]
+    if any(f is True for f in flags):
+        return True
+    return None if any(f is None for f in flags) else False
+
+
+def _rhs(node, op, kinds):
+    if op.kind == "copy":
+        return _atom(node, kinds)
+    if op.kind == "pack":
+        elts = node.values if isinstance(node, gast.Dict) else node.elts
+        return Kind("container", _any_complex([_atom(e, kinds) for e in elts]))
+    if op.kind == "nondiff":
+        return Kind("number", False) if isinstance(node, (gast.Compare, gast.BoolOp)) \
+            else UNKNOWN
+    if op.kind != "rule":
+        return UNKNOWN
+    prim = op.primitive
+    args = [v for v in op.bound.values() if not isinstance(v, tuple)]
+    ks = [_atom(a, kinds) for a in args if isinstance(a, (gast.Name, gast.Constant))]
+    data = [_atom(op.bound[p], kinds) for p in op.rule.diff
+            if p in op.bound and not isinstance(op.bound[p], tuple)]
+    if isinstance(prim, np.ufunc) or prim in _OPERATORS:
+        return _broadcast(data or ks)
+    if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
+        return Kind("scalar", _any_complex(data)) if all(
+            k.shape == "scalar" for k in data) else _broadcast(data)
+    if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
+        return Kind("scalar", _any_complex(data))
+    if any(not k.is_number for k in data):
+        return UNKNOWN
+    return Kind("number", _any_complex(data))
+
+
+def _is_none(node):
+    return node is None or (isinstance(node, gast.Constant) and node.value is None)
+
+
+_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+              operator.mod, operator.pow, operator.neg, operator.pos}

@@ -1,0 +1,219 @@
+"""Ops: what each normal-form statement computes, resolved once.
+
+Each right-hand side is matched to what will differentiate it: a registered
+rule (with the call's arguments bound to the rule's parameters), a
+non-differentiable primitive, a user function (its own primal/adjoint pair),
+a ``custom_vjp`` function, or one of the structural operations (copy, pack a
+tuple, unpack one).  Callees are looked up in the function's closure, its
+globals and the builtins, as Python would at the time of the transform::
+
+    y = np.exp(x)        ->  Op('rule', rule=exp, bound={'x': x})
+    s = x.shape          ->  Op('nondiff')
+    z = helper(x, y)     ->  Op('user', fn=helper, bound={'a': x, 'b': y})
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import inspect
+import operator
+import types
+
+import gast
+
+from .. import rules as _rules  # noqa: F401  (registers every rule)
+from ..errors import NoRuleError, UnsupportedSyntaxError
+from ..rules.registry import is_nondifferentiable, lookup
+
+__all__ = ["Op", "resolve"]
+
+_BINOPS = {
+    gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+    gast.Div: operator.truediv, gast.FloorDiv: operator.floordiv, gast.Mod: operator.mod,
+    gast.Pow: operator.pow, gast.MatMult: operator.matmul,
+}
+_UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+
+
+@dataclasses.dataclass
+class Op:
+    kind: str                 # rule | nondiff | user | custom | copy | pack | unpack | opaque
+    label: str = ""
+    rule: object = None
+    primitive: object = None
+    bound: dict = dataclasses.field(default_factory=dict)   # param -> atom
+    operands: tuple = ()      # (param, name) pairs that carry a gradient
+    node: object = None       # the right-hand side, for error messages
+
+    def names(self):
+        return {n for _, n in self.operands}
+
+
+def resolve(normal, parsed):
+    """Map ``id(stmt)`` to its ``Op`` for every statement of ``normal.tree``."""
+    locals_ = set(normal.params) | {
+        n.id for n in gast.walk(normal.tree)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    r = _Resolver(parsed, locals_)
+    return {id(s): r.stmt(s) for s in normal.tree.body}
+
+
+class _Resolver:
+    def __init__(self, parsed, locals_):
+        self.parsed = parsed
+        self.locals = locals_
+
+    def stmt(self, stmt):
+        if isinstance(stmt, gast.Assign):
+            if not isinstance(stmt.targets[0], gast.Name):
+                return self.names_op("unpack", [stmt.value], stmt.value)
+            return self.rhs(stmt.value)
+        if isinstance(stmt, gast.Expr):
+            return self.rhs(stmt.value)
+        return Op("nondiff", node=stmt)
+
+    def rhs(self, node):
+        if isinstance(node, gast.Name):
+            return self.names_op("copy", [node], node)
+        if isinstance(node, gast.Constant) or (
+                isinstance(node, gast.Attribute) and node.value is not None
+                and self.is_static(node)):
+            return Op("nondiff", node=node)
+        if isinstance(node, (gast.Tuple, gast.List)):
+            return self.names_op("pack", node.elts, node)
+        if isinstance(node, gast.Dict):
+            op = self.names_op("pack", node.values, node)
+            op.operands = tuple((node.keys[i], n) for i, n in op.operands)
+            return op
+        if isinstance(node, gast.BinOp):
+            return self.primitive_op(_BINOPS.get(type(node.op)), [node.left, node.right], {},
+                                     node, _op_symbol(node))
+        if isinstance(node, gast.UnaryOp):
+            prim = _UNARY.get(type(node.op))
+            if prim is None:
+                return Op("nondiff", node=node)
+            return self.primitive_op(prim, [node.operand], {}, node, _op_symbol(node))
+        if isinstance(node, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
+            return Op("nondiff", node=node)
+        if isinstance(node, gast.Attribute):
+            return self.primitive_op(f"ndarray.{node.attr}", [node.value], {}, node,
+                                     f".{node.attr}")
+        if isinstance(node, gast.Subscript):
+            return self.primitive_op(operator.getitem, [node.value, node.slice], {}, node,
+                                     "indexing")
+        if isinstance(node, gast.Call):
+            return self.call(node)
+        return Op("opaque", node=node)
+
+    def call(self, node):
+        kwargs = {k.arg: k.value for k in node.keywords}
+        func = node.func
+        if isinstance(func, gast.Attribute) and not self.is_static(func):
+            return self.primitive_op(f"ndarray.{func.attr}", [func.value] + node.args, kwargs,
+                                     node, f".{func.attr}()")
+        label = _dotted(func)
+        if isinstance(func, gast.Name) and func.id in self.locals:
+            return Op("opaque", label=label, node=node)
+        obj = self.lookup_static(func)
+        from ..api import CustomVJP, unwrap  # late: api imports the pipeline
+        obj = unwrap(obj)
+        if isinstance(obj, CustomVJP):
+            return self.bind_python(obj.fun, "custom", obj, node, label)
+        if lookup(obj) is not None or is_nondifferentiable(obj):
+            return self.primitive_op(obj, node.args, kwargs, node, label)
+        if isinstance(obj, types.FunctionType) and not _is_library(obj):
+            return self.bind_python(obj, "user", obj, node, label)
+        return Op("opaque", label=label, primitive=obj, node=node,
+                  operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
+                                 if isinstance(a, gast.Name)))
+
+    def primitive_op(self, prim, args, kwargs, node, label):
+        if is_nondifferentiable(prim):
+            return Op("nondiff", label=label, primitive=prim, node=node)
+        rule = lookup(prim)
+        if rule is None:
+            return Op("opaque", label=label, primitive=prim, node=node,
+                      operands=tuple((None, a.id) for a in list(args) + list(kwargs.values())
+                                     if isinstance(a, gast.Name)))
+        try:
+            bound = rule.bind(args, kwargs).arguments
+        except TypeError as err:
+            raise UnsupportedSyntaxError(
+                f"The call to {label} does not match its differentiation rule: {err}.",
+                self.parsed.location(node),
+                f"Call {label} with the arguments NumPy documents "
+                f"({', '.join(rule.params)}).") from None
+        operands = []
+        for p in rule.diff:
+            v = bound.get(p)
+            vs = v if isinstance(v, tuple) else (v,)
+            operands.extend((p, a.id) for a in vs if isinstance(a, gast.Name))
+        return Op("rule", label=label, rule=rule, primitive=prim, bound=bound,
+                  operands=tuple(operands), node=node)
+
+    def bind_python(self, fn, kind, obj, node, label):
+        try:
+            bound = inspect.signature(fn).bind(*node.args,
+                                               **{k.arg: k.value for k in node.keywords})
+        except TypeError as err:
+            raise UnsupportedSyntaxError(f"The call to {label} does not match its "
+                                         f"signature: {err}.", self.parsed.location(node),
+                                         "Pass the arguments its definition names.") from None
+        operands = tuple((p, a.id) for p, a in bound.arguments.items()
+                         if isinstance(a, gast.Name))
+        return Op(kind, label=label, primitive=obj, bound=dict(bound.arguments),
+                  operands=operands, node=node)
+
+    def names_op(self, kind, atoms, node):
+        return Op(kind, node=node, operands=tuple(
+            (i, a.id) for i, a in enumerate(atoms) if isinstance(a, gast.Name)
+            and a.id in self.locals))
+
+    def is_static(self, node):
+        while isinstance(node, gast.Attribute):
+            node = node.value
+        return isinstance(node, gast.Name) and node.id not in self.locals
+
+    def lookup_static(self, node):
+        path = []
+        while isinstance(node, gast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, gast.Name):
+            return None
+        name = node.id
+        if name in self.parsed.closure:
+            try:
+                obj = self.parsed.closure[name].cell_contents
+            except ValueError:
+                return None
+        elif name in self.parsed.globals:
+            obj = self.parsed.globals[name]
+        elif hasattr(builtins, name):
+            obj = getattr(builtins, name)
+        else:
+            raise NoRuleError(f"The name `{name}` is not defined.", self.parsed.location(node),
+                              f"Define or import `{name}` before calling the function.")
+        for attr in reversed(path):
+            obj = getattr(obj, attr, None)
+        return obj
+
+
+def _is_library(fn):
+    module = getattr(fn, "__module__", "") or ""
+    return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax")
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, gast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts)) or "a call"
+
+
+def _op_symbol(node):
+    from ..codegen import unparse
+    return f"`{unparse(node)}`"

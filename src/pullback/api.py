@@ -1,0 +1,422 @@
+"""The public functions: grad, value_and_grad, vjp, differentiable, custom_vjp,
+source.  ``__init__`` re-exports them; nothing else here is public."""
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+import weakref
+
+import numpy as np
+
+from . import runtime
+from .analyses import kinds as kinds_
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source"]
+
+
+# -- per-function handles -----------------------------------------------------
+
+class Derivative:
+    """Transforms of one user function, one per abstract signature, cached."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.signature = inspect.signature(fun)
+        self.params = list(self.signature.parameters)
+        self.cache = {}
+        self._masked = {}
+
+    def specialize(self, args, wrt, has_aux=False):
+        key = (tuple(_signature_key(a) for a in args), wrt, has_aux)
+        loaded = self.cache.get(key)
+        if loaded is None:
+            from .pipeline import transform
+            param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
+            loaded = transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux)
+            self.cache[key] = loaded
+        return loaded
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return args
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call_primal(self, args, wrt, has_aux=False):
+        loaded = self.specialize(args, wrt, has_aux)
+        try:
+            out, res = loaded.primal(*args)
+        except Exception as err:
+            loaded.annotate(err)
+            raise
+        return out, (loaded, res, wrt)
+
+    def call_adjoint(self, res, ct):
+        loaded, r, wrt = res
+        try:
+            grads = loaded.adjoint(r, ct)
+        except Exception as err:
+            loaded.annotate(err)
+            raise
+        full = [None] * len(self.params)
+        for i, g in zip(wrt, grads):
+            full[i] = g
+        return tuple(full)
+
+    def for_callers(self, mask):
+        """A (primal, adjoint) pair for call sites whose active arguments are
+        the parameters in ``mask``."""
+        pair = self._masked.get(mask)
+        if pair is None:
+            def primal(*args, **kwargs):
+                args = self.bind(args, kwargs)
+                return self.call_primal(args, mask)
+            pair = self._masked[mask] = (primal, self.call_adjoint)
+        return pair
+
+
+class CustomVJP:
+    """A function with a user-given rule, in JAX's shape::
+
+        @pb.custom_vjp
+        def f(x):
+            return np.sin(x)
+
+        def f_fwd(x):
+            return np.sin(x), np.cos(x)        # output, residuals
+
+        def f_bwd(cos_x, g):
+            return (g * cos_x,)                 # one cotangent per argument
+
+        f.defvjp(f_fwd, f_bwd)
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = None
+        self.bwd = None
+        self.params = list(inspect.signature(fun).parameters)
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def bind(self, args, kwargs):
+        b = inspect.signature(self.fun).bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def _check(self):
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__} has no rule yet: call "
+                            f"{self.__name__}.defvjp(fwd, bwd) before differentiating it.")
+
+    def call_primal(self, args, wrt, has_aux=False):
+        self._check()
+        out, res = self.fwd(*args)
+        return out, (res, args)
+
+    def call_adjoint(self, res, ct):
+        r, args = res
+        grads = self.bwd(r, ct)
+        if not isinstance(grads, tuple) or len(grads) != len(args):
+            raise TypeError(
+                f"The bwd rule of {self.__name__} must return a tuple with one cotangent "
+                f"per argument ({len(args)}), but returned {type(grads).__name__}"
+                + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
+        return tuple(None if g is None else runtime.project(g, a)
+                     for g, a in zip(grads, args))
+
+    def for_callers(self, mask):
+        def primal(*args, **kwargs):
+            return self.call_primal(self.bind(args, kwargs), mask)
+        return primal, self.call_adjoint
+
+
+_handles = weakref.WeakKeyDictionary()
+
+
+def derivative_of(fun):
+    """The handle that differentiates ``fun`` (created once per function)."""
+    if isinstance(fun, CustomVJP):
+        return fun
+    handle = _handles.get(fun)
+    if handle is None:
+        handle = _handles[fun] = Derivative(fun)
+    return handle
+
+
+def unwrap(obj):
+    return obj
+
+
+# -- the public API ------------------------------------------------------------
+
+def differentiable(fun):
+    """Mark ``fun`` as differentiable: it still runs as written, is compiled by
+    ``pullback compile``, and its calls inside other differentiated functions
+    use its own primal/adjoint pair.
+
+    >>> @differentiable
+    ... def f(x):
+    ...     return x * x
+    >>> f(3.0)
+    9.0
+    """
+    fun.__pullback_differentiable__ = True
+    derivative_of(fun)
+    return fun
+
+
+def custom_vjp(fun):
+    """Give ``fun`` a rule of your own with ``fun.defvjp(fwd, bwd)`` (as JAX)."""
+    return CustomVJP(fun)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning ``fun``'s value and its gradient.
+
+    >>> import numpy as np
+    >>> value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    (np.float64(5.0), array([2., 4.]))
+    """
+    argnums_t = _check_argnums(argnums)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        handle = derivative_of(fun)
+        args = handle.bind(args, kwargs)
+        _check_argnum_range(fun, argnums_t, len(args))
+        for i in argnums_t:
+            _check_differentiable_input(fun, handle, i, args[i])
+        wrt = tuple(sorted(set(argnums_t)))
+        out, res = handle.call_primal(args, wrt, has_aux)
+        value, aux = _split_aux(fun, out, has_aux)
+        _check_scalar_output(fun, value)
+        grads = handle.call_adjoint(res, _one_like(value))
+        g = tuple(_fresh(grads[i], args[i]) for i in argnums_t)
+        result = g[0] if isinstance(argnums, int) else g
+        return ((value, aux), result) if has_aux else (value, result)
+
+    return value_and_grad_f
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of a real scalar-valued ``fun`` with respect to the
+    arguments ``argnums`` (an int gives one gradient, a tuple a tuple).
+
+    >>> import numpy as np
+    >>> grad(lambda x: np.sum(np.sin(x)))(np.zeros(2))
+    array([1., 1.])
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        (_, aux), g = vg(*args, **kwargs) if has_aux else (((None, None), vg(*args, **kwargs)[1]))
+        return (g, aux) if has_aux else g
+
+    return grad_f
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``fun``'s output and a function that pulls a cotangent of the output
+    back to one cotangent per primal (a tuple, as in JAX).
+
+    >>> import numpy as np
+    >>> out, back = vjp(lambda x, y: x * y, np.array([1.0, 2.0]), 3.0)
+    >>> back(np.array([1.0, 1.0]))
+    (array([3., 3.]), 3.0)
+    """
+    handle = derivative_of(fun)
+    args = tuple(primals)
+    wrt = tuple(i for i, a in enumerate(args) if _is_inexact(a))
+    out, res = handle.call_primal(args, wrt, has_aux)
+    value, aux = _split_aux(fun, out, has_aux)
+
+    def pullback(ct):
+        _check_cotangent(fun, value, ct)
+        grads = handle.call_adjoint(res, ct)
+        return tuple(_fresh(g, a) if g is not None else None for g, a in zip(grads, args))
+
+    return (value, pullback, aux) if has_aux else (value, pullback)
+
+
+def jvp(fun, primals, tangents):
+    """``fun(*primals)`` and the directional derivative along ``tangents``.
+
+    Computed from reverse mode: one adjoint sweep per element of the output
+    (two for a complex output), sharing one primal run.  That is exact, and
+    cheap for the small outputs jvp is mostly used on; a forward-mode
+    transform would make it cheap for large outputs too.
+
+    >>> import numpy as np
+    >>> jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))
+    (array([0., 0.]), array([1., 1.]))
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; "
+                         "pass one tangent per primal.")
+    for p, t in zip(primals, tangents):
+        if np.shape(p) != np.shape(t):
+            raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of "
+                             f"shape {np.shape(p)}; each tangent must match its primal.")
+    handle = derivative_of(fun)
+    wrt = tuple(i for i, a in enumerate(primals) if _is_inexact(a))
+    out, res = handle.call_primal(primals, wrt)
+    if isinstance(out, tuple):
+        raise TypeError("pb.jvp supports a single array or scalar output for now; "
+                        "call it once per output.")
+
+    def pair(grads):
+        return sum(np.real(np.sum(np.asarray(g) * np.asarray(t)))
+                   for g, t in zip(grads, tangents) if g is not None)
+
+    flat = np.zeros(np.size(out), dtype=np.result_type(out))
+    basis = np.zeros(np.size(out), dtype=np.result_type(out))
+    for k in range(np.size(out)):
+        basis[k] = 1
+        ct = basis.reshape(np.shape(out))
+        flat[k] = pair(handle.call_adjoint(res, ct))
+        if np.iscomplexobj(out):
+            basis[k] = -1j
+            flat[k] += 1j * pair(handle.call_adjoint(res, ct))
+        basis[k] = 0
+    tangent_out = flat.reshape(np.shape(out))
+    if not isinstance(out, np.ndarray):
+        tangent_out = type(out)(tangent_out[()]) if isinstance(out, (float, complex)) \
+            else tangent_out[()]
+    return out, tangent_out
+
+
+def source(fun, *example_args, argnums=None):
+    """The generated primal and adjoint of ``fun`` as Python source.
+
+    Without example arguments the generic transform is shown (every parameter
+    a real number or array); with them, the one specialised to their types.
+    """
+    handle = derivative_of(fun)
+    if isinstance(handle, CustomVJP):
+        raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
+                        "source to show.")
+    n = len(handle.params)
+    wrt = tuple(range(n)) if argnums is None else _check_argnums(argnums)
+    if example_args:
+        return handle.specialize(tuple(example_args), tuple(sorted(set(wrt)))).source
+    from .pipeline import transform
+    param_kinds = {p: kinds_.NUMBER for p in handle.params}
+    return transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+
+
+# -- checks and small helpers --------------------------------------------------
+
+def _signature_key(x):
+    if isinstance(x, np.ndarray):
+        return (np.ndarray, x.dtype.str, x.ndim)
+    if isinstance(x, np.generic):
+        return (np.generic, x.dtype.str)
+    return type(x)
+
+
+def _is_inexact(x):
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, complex)):
+        return True
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.issubdtype(x.dtype, np.inexact)
+    return False
+
+
+def _check_argnums(argnums):
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        return (argnums,)
+    if isinstance(argnums, tuple) and argnums and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in argnums):
+        return argnums
+    raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
+
+
+def _check_argnum_range(fun, argnums, n):
+    for i in argnums:
+        if not -n <= i < n:
+            raise ValueError(f"argnums={i} is out of range: {_name(fun)} was called with "
+                             f"{n} positional argument{'s' if n != 1 else ''}.")
+
+
+def _check_differentiable_input(fun, handle, i, x):
+    if _is_inexact(x):
+        return
+    name = handle.params[i] if hasattr(handle, "params") else str(i)
+    what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
+        else f"an array of {x.dtype}"
+    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):
+        raise TypeError(
+            f"pb.grad cannot differentiate {_name(fun)} with respect to argument {i} "
+            f"({name}), which is {what}: integer and boolean values carry no gradient. "
+            f"Pass a float (3.0, or x.astype(float)) or leave {i} out of argnums.")
+    raise TypeError(
+        f"pb.grad cannot differentiate {_name(fun)} with respect to argument {i} ({name}) "
+        f"of type {what}: pass a float, a complex number or a NumPy array of floats.")
+
+
+def _split_aux(fun, out, has_aux):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"With has_aux=True, {_name(fun)} must return a pair "
+                        f"(output, aux), but it returned {type(out).__name__}.")
+    return out[0], out[1]
+
+
+def _check_scalar_output(fun, value):
+    if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        shape = np.shape(value) if isinstance(value, np.ndarray) else None
+        what = f"an array of shape {shape}" if shape is not None else type(value).__name__
+        raise TypeError(
+            f"pb.grad requires a scalar output, but {_name(fun)} returned {what}. "
+            "Reduce it to a scalar (for example with .sum()), or use pb.vjp for a "
+            "non-scalar output.")
+    if np.iscomplexobj(value):
+        raise TypeError(
+            f"pb.grad requires a real output, but {_name(fun)} returned a complex value. "
+            "Take its real part or its absolute value (np.real(y), np.abs(y) ** 2), or use "
+            "pb.vjp, which accepts complex outputs.")
+
+
+def _check_cotangent(fun, value, ct):
+    if isinstance(value, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(value):
+            raise ValueError(f"{_name(fun)} returned a {type(value).__name__} of "
+                             f"{len(value)}, so its pullback needs a cotangent of the same "
+                             f"structure, not {type(ct).__name__}.")
+        for v, c in zip(value, ct):
+            _check_cotangent(fun, v, c)
+        return
+    if np.shape(ct) != np.shape(value):
+        raise ValueError(f"The cotangent passed to the pullback of {_name(fun)} has shape "
+                         f"{np.shape(ct)}, but its output has shape {np.shape(value)}.")
+
+
+def _one_like(value):
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.ones_like(value)
+    return type(value)(1) if isinstance(value, (int, float)) else 1.0
+
+
+def _fresh(g, x):
+    """Gradients come back as fresh objects of the input's type."""
+    if g is None:
+        return runtime.zeros_like(x)
+    return g
+
+
+def _name(fun):
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))

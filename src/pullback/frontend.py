@@ -1,0 +1,121 @@
+"""Frontend: from a Python function to its gast tree, globals and cells.
+
+Reads the source with ``inspect.getsource``, dedents it, parses it with gast
+and shifts line and column numbers back to the file's, so that every later
+error can quote the user's own line.  A lambda becomes a one-line function::
+
+    f = lambda x: x * 2        ->   def f(x):
+                                        return x * 2
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import linecache
+import textwrap
+import types
+
+import gast
+
+from .errors import Location, SourceUnavailableError, UnsupportedSyntaxError
+
+
+@dataclasses.dataclass
+class Parsed:
+    """A user function, parsed, with what its body may refer to."""
+
+    fn: types.FunctionType
+    tree: gast.FunctionDef
+    filename: str
+    globals: dict
+    closure: dict            # free variable name -> cell
+
+    def location(self, node):
+        lineno = getattr(node, "lineno", None) or self.tree.lineno
+        line = linecache.getline(self.filename, lineno)
+        return Location(self.filename, lineno, getattr(node, "col_offset", 0),
+                        getattr(node, "end_col_offset", None), line)
+
+    def unsupported(self, node, what, hint):
+        return UnsupportedSyntaxError(f"pullback cannot differentiate {what}.",
+                                      self.location(node), hint)
+
+
+def parse(fn):
+    """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
+    source cannot be found."""
+    if not isinstance(fn, types.FunctionType):
+        raise SourceUnavailableError(
+            f"{fn!r} is not a Python function, so pullback cannot read its source.",
+            hint="Differentiate a function written in Python (def or lambda), or give "
+                 "this callable a rule with pb.custom_vjp.")
+    code = fn.__code__
+    filename = code.co_filename
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as err:
+        raise SourceUnavailableError(
+            f"The source of {fn.__qualname__} (defined in {filename}) is not available: "
+            f"{err}.",
+            hint="Define the function in a file (or a notebook cell) rather than at an "
+                 "interactive prompt, or give it a rule with pb.custom_vjp.") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = _indent_of(lines[0]) - _indent_of(dedented.splitlines(True)[0])
+    try:
+        module = gast.parse(dedented)
+    except SyntaxError:
+        # A lambda inside a larger expression: getsource returns its lines,
+        # which need not parse on their own; parse the enclosing statement.
+        module = gast.parse(_wrap_fragment(dedented))
+    gast.increment_lineno(module, first - 1)
+    for node in gast.walk(module):
+        if hasattr(node, "col_offset") and node.col_offset is not None:
+            node.col_offset += indent
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset += indent
+    tree = _find_function(module, fn, filename)
+    closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    return Parsed(fn, tree, filename, fn.__globals__, closure)
+
+
+def _indent_of(line):
+    return len(line) - len(line.lstrip())
+
+
+def _wrap_fragment(text):
+    return "(\n" + text + "\n)"
+
+
+def _find_function(module, fn, filename):
+    code = fn.__code__
+    if fn.__name__ == "<lambda>":
+        lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
+                   and n.lineno == code.co_firstlineno
+                   and [a.id for a in n.args.args] == list(code.co_varnames[:code.co_argcount])]
+        if len(lambdas) != 1:
+            raise SourceUnavailableError(
+                f"Cannot tell which lambda on line {code.co_firstlineno} of {filename} "
+                "is being differentiated.",
+                hint="Give the lambda its own line, or write it as a def.")
+        lam = lambdas[0]
+        ret = gast.Return(value=lam.body)
+        gast.copy_location(ret, lam.body)
+        tree = gast.FunctionDef(name="lambda_", args=lam.args, body=[ret],
+                                decorator_list=[], returns=None, type_comment=None,
+                                type_params=[])
+        return gast.copy_location(tree, lam)
+    for node in gast.walk(module):
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) \
+                and node.name == fn.__name__:
+            if isinstance(node, gast.AsyncFunctionDef):
+                raise UnsupportedSyntaxError(
+                    "pullback cannot differentiate an async function.",
+                    Location(filename, node.lineno, node.col_offset, None,
+                             linecache.getline(filename, node.lineno)),
+                    "Write an ordinary def.")
+            node.decorator_list = []
+            return node
+    raise SourceUnavailableError(
+        f"Could not find the definition of {fn.__qualname__} in its source.",
+        hint="Define it with a plain def statement.")

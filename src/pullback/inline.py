@@ -1,0 +1,170 @@
+"""Inline rules: a rule's body, instantiated at one call site.
+
+A rule is an ordinary function (see ``rules/registry.py``).  Here its body is
+parsed once and copied into the adjoint with its parameters replaced by the
+call site's names, its locals renamed apart, and the module-level names it
+uses (``np``, ``unreduce``) collected so that the generated code can bind
+them.  Only the contributions asked for are produced, with the local
+assignments they need::
+
+    @vjp(np.arctan2, broadcasts=True)
+    def arctan2(g, ans, y, x):                  arctan2_d = a * a + b * b
+        d = x * x + y * y             ->        b_bar = -c_bar * a / arctan2_d
+        return g * x / d, -g * y / d            (for c = np.arctan2(b, a), wrt b)
+"""
+from __future__ import annotations
+
+import builtins
+import copy
+import functools
+import inspect
+import textwrap
+
+import gast
+
+from .errors import PullbackError
+
+__all__ = ["instantiate"]
+
+
+@functools.lru_cache(maxsize=None)
+def _template(fn):
+    src = textwrap.dedent(inspect.getsource(fn))
+    tree = gast.parse(src).body[0]
+    body = tree.body
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
+        body = body[1:]
+    *assigns, ret = body
+    if not isinstance(ret, gast.Return) or not all(
+            isinstance(a, gast.Assign) and len(a.targets) == 1
+            and isinstance(a.targets[0], gast.Name) for a in assigns):
+        raise PullbackError(f"Rule {fn.__name__} must be assignments and one return.")
+    params = [a.id for a in tree.args.args]
+    if tree.args.vararg is not None:
+        params.append(tree.args.vararg.id)
+    local_names = [a.targets[0].id for a in assigns]
+    bound_names = set(params) | set(local_names)
+    globals_used = sorted({n.id for n in gast.walk(tree)
+                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                           and n.id not in bound_names})
+    results = ret.value.elts if isinstance(ret.value, gast.Tuple) else [ret.value]
+    return assigns, results, local_names, globals_used
+
+
+def instantiate(rule, subst, wanted, namer, bind_global):
+    """Instantiate ``rule`` at a call site.
+
+    ``subst`` maps every parameter (``g``, ``ans`` and the primitive's) to the
+    expression to use; ``wanted`` lists the differentiable parameters whose
+    contributions are needed; ``bind_global(name, value)`` returns the name by
+    which generated code reaches a module-level value the body uses.  Returns
+    ``(statements, {param: expression})``.
+    """
+    assigns, results, local_names, globals_used = _template(rule.fn)
+    index = {p: i for i, p in enumerate(rule.diff)}
+    exprs = {p: results[index[p]] for p in wanted}
+    needed = _needed_locals(assigns, exprs.values())
+    renames = {n: namer.fresh(f"{rule.name}_{n}") for n in local_names if n in needed}
+    mapping = dict(subst)
+    for n in globals_used:
+        value = rule.fn.__globals__[n] if n in rule.fn.__globals__ else getattr(builtins, n)
+        mapping[n] = gast.Name(id=bind_global(n, value), ctx=gast.Load(), annotation=None,
+                               type_comment=None)
+    mapping.update({n: gast.Name(id=r, ctx=gast.Load(), annotation=None, type_comment=None)
+                    for n, r in renames.items()})
+    stmts = []
+    for a in assigns:
+        name = a.targets[0].id
+        if name not in needed:
+            continue
+        value = _substitute(a.value, mapping)
+        stmts.append(gast.Assign(targets=[gast.Name(id=renames[name], ctx=gast.Store(),
+                                                    annotation=None, type_comment=None)],
+                                 value=value, type_comment=None))
+    out = {p: _substitute(e, mapping) for p, e in exprs.items()}
+    return stmts, out
+
+
+def _needed_locals(assigns, exprs):
+    deps = {a.targets[0].id: {n.id for n in gast.walk(a.value) if isinstance(n, gast.Name)}
+            for a in assigns}
+    needed, work = set(), [n.id for e in exprs for n in gast.walk(e) if isinstance(n, gast.Name)]
+    while work:
+        n = work.pop()
+        if n in deps and n not in needed:
+            needed.add(n)
+            work.extend(deps[n])
+    return needed
+
+
+class _Subst(gast.NodeTransformer):
+    def __init__(self, mapping):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+def _substitute(expr, mapping):
+    return simplify(_Subst(mapping).visit(copy.deepcopy(expr)))
+
+
+class _Fold(gast.NodeTransformer):
+    """Fold constant subexpressions and drop identities (``x ** 1``, ``g * 1``)
+    left by substituting constants into a rule."""
+
+    def generic_visit(self, node):
+        node = super().generic_visit(node)
+        if isinstance(node, (gast.BinOp, gast.UnaryOp, gast.Compare)) and all(
+                isinstance(n, gast.Constant) for n in _operands(node)):
+            try:
+                value = _evaluate(node)
+            except Exception:
+                return node
+            if isinstance(value, (bool, int, float, complex)):
+                return gast.copy_location(gast.Constant(value=value, kind=None), node)
+        if isinstance(node, gast.BinOp):
+            return _identity(node)
+        return node
+
+
+def _operands(node):
+    if isinstance(node, gast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, gast.UnaryOp):
+        return [node.operand]
+    return [node.left] + node.comparators
+
+
+def _evaluate(node):
+    import ast
+    expr = gast.gast_to_ast(gast.Expression(body=node))
+    ast.fix_missing_locations(expr)
+    return eval(compile(expr, "<fold>", "eval"), {"__builtins__": {}})
+
+
+def _is_const(node, value):
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float) \
+        and not isinstance(node.value, bool) and node.value == value
+
+
+def _identity(node):
+    op, left, right = node.op, node.left, node.right
+    if isinstance(op, gast.Pow) and _is_const(right, 1):
+        return left
+    if isinstance(op, gast.Mult) and _is_const(right, 1):
+        return left
+    if isinstance(op, gast.Mult) and _is_const(left, 1):
+        return right
+    if isinstance(op, (gast.Add, gast.Sub)) and _is_const(right, 0):
+        return left
+    if isinstance(op, gast.Div) and _is_const(right, 1):
+        return left
+    return node
+
+
+def simplify(expr):
+    """``expr`` with constants folded and trivial identities removed."""
+    return _Fold().visit(expr)

@@ -1,0 +1,89 @@
+"""The pipeline: every pass, in order, in one flat list.
+
+Each pass is one module and takes its inputs explicitly.  Slots for the
+passes still to come are marked where they will go (DESIGN.md, "Pipeline").
+"""
+from __future__ import annotations
+
+import gast
+
+from . import frontend, loader, normalize, reverse
+from .analyses import activity, defuse, kinds, ops as ops_
+from .errors import PullbackError
+
+
+def transform(fn, param_kinds, wrt, has_aux=False):
+    """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
+    with respect to the parameters named in ``wrt``; return a ``Loaded``."""
+    parsed = frontend.parse(fn)
+    normal = normalize.normalize(parsed)
+    ops = ops_.resolve(normal, parsed)
+    kind_of = kinds.infer(normal.tree, param_kinds, ops)
+    output = _output(normal, ops, has_aux, parsed)
+    chains = defuse.chains(normal.tree)
+    active = activity.active_names(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names())
+    _check_augmented(normal, kind_of, chains, ops, parsed)
+    derived = reverse.differentiate(normal, parsed, ops, kind_of, active, wrt, output)
+    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
+    # accumulate in place: owned gradient buffers updated with += (to come)
+    return loader.load(derived, parsed)
+
+
+def _output(normal, ops, has_aux, parsed):
+    """The atom whose cotangent the adjoint receives."""
+    returned = normal.returned
+    if not has_aux:
+        return returned
+    for stmt in normal.tree.body:
+        if isinstance(stmt, gast.Assign) and isinstance(returned, gast.Name) \
+                and isinstance(stmt.targets[0], gast.Name) \
+                and stmt.targets[0].id == returned.id \
+                and isinstance(stmt.value, (gast.Tuple, gast.List)) \
+                and len(stmt.value.elts) == 2:
+            return stmt.value.elts[0]
+    raise PullbackError(
+        "With has_aux=True the function must return a pair `(output, aux)`.",
+        parsed.location(normal.tree.body[-1]),
+        "End the function with `return value, aux`.")
+
+
+def _check_augmented(normal, kind_of, chains, ops, parsed):
+    """Refuse `y += v` on an array another name may share: NumPy would mutate
+    the shared array, and the desugared `y = y + v` would not."""
+    from .errors import UnsupportedSyntaxError
+    for stmt, old, origin in normal.augmented:
+        kind = kind_of.get(old)
+        if kind is not None and kind.shape == "scalar":
+            continue
+        shared = old in normal.params or any(
+            ops[id(s)].kind not in ("rule", "nondiff") or _is_view(ops[id(s)])
+            for s in chains.readers(old) if s is not stmt)
+        definer = chains.defs.get(old)
+        if definer is not None and (ops[id(definer)].kind != "rule"
+                                    or _is_view(ops[id(definer)])):
+            shared = True
+        if shared:
+            raise UnsupportedSyntaxError(
+                "pullback cannot follow an in-place update of an array that other names "
+                "may share.", parsed.location(origin),
+                f"Write `{origin.target.id} = {origin.target.id} "
+                f"{_symbol(origin.op)} ...` to make a new array, if that is what you mean.")
+
+
+_VIEWS = {"ndarray.T", "ndarray.reshape", "ndarray.transpose", "ndarray.ravel",
+          "ndarray.squeeze", "ndarray.real", "ndarray.imag"}
+
+
+def _is_view(op):
+    import numpy as np
+    prim = op.primitive
+    if isinstance(prim, str):
+        return prim in _VIEWS
+    return prim in (np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims,
+                    np.broadcast_to, np.asarray, np.real, np.imag, np.swapaxes, np.moveaxis) \
+        or getattr(prim, "__name__", "") == "getitem"
+
+
+def _symbol(op):
+    return {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/",
+            gast.MatMult: "@", gast.Pow: "**"}.get(type(op), "op")

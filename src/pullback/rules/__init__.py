@@ -1,0 +1,15 @@
+"""Differentiation rules, kept apart from the machinery.
+
+Importing this package registers every rule (see ``registry``).  One module
+per family: Python operators, NumPy elementwise functions, reductions,
+products and shape changes, the ``math`` module and builtins, and array
+methods and attributes.
+"""
+from pullback.rules import registry
+from pullback.rules import (math_rules, methods, numpy_elementwise,  # noqa: F401
+                            numpy_linalg_shape, numpy_reductions, operators)
+from pullback.rules.registry import (NONDIFF, RULES, Rule, is_nondifferentiable,
+                                     lookup, nondifferentiable, vjp)
+
+__all__ = ["registry", "Rule", "vjp", "nondifferentiable", "lookup",
+           "is_nondifferentiable", "RULES", "NONDIFF"]

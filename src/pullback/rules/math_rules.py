@@ -1,0 +1,241 @@
+"""Rules for the ``math`` module and for builtins (``abs``, ``pow``, ``max``...).
+
+``math`` functions take and return Python floats, so their rules are written
+with ``math`` functions and plain arithmetic: a scalar loop's adjoint stays
+plain Python, with no NumPy call per operation.  Like the primal, these
+formulas raise where Python float arithmetic raises: the derivative of
+``math.sqrt`` at 0 divides by zero.
+
+Static parameters (``math.log``'s ``base``, ``sum``'s ``start``) receive no
+gradient; a call that passes a differentiated value there must be refused by
+the machinery.
+"""
+import math
+import operator
+
+import numpy as np
+
+from pullback.rules.registry import nondifferentiable, vjp
+from pullback.runtime import abs_grad, select_grad, unsum
+
+# --- exponentials, logarithms, powers ---
+
+
+@vjp(math.exp)
+def exp(g, ans, x):
+    return g * ans
+
+
+@vjp(math.exp2)
+def exp2(g, ans, x):
+    return g * ans * math.log(2.0)
+
+
+@vjp(math.expm1)
+def expm1(g, ans, x):
+    return g * (ans + 1.0)
+
+
+@vjp(math.log)
+def log(g, ans, x, base=math.e):
+    return g / (x * math.log(base))
+
+
+@vjp(math.log1p)
+def log1p(g, ans, x):
+    return g / (1.0 + x)
+
+
+@vjp(math.log2)
+def log2(g, ans, x):
+    return g / (x * math.log(2.0))
+
+
+@vjp(math.log10)
+def log10(g, ans, x):
+    return g / (x * math.log(10.0))
+
+
+@vjp(math.sqrt)
+def sqrt(g, ans, x):
+    return g / (2.0 * ans)
+
+
+@vjp(math.cbrt)
+def cbrt(g, ans, x):
+    return g / (3.0 * ans * ans)
+
+
+@vjp(math.pow)
+def pow_(g, ans, x, y):
+    # y == 0 gives 0 even at x == 0; d/dy at x == 0 is 0 (as JAX), NaN below
+    return (g * y * math.pow(x, y - 1.0 + (y == 0)),
+            g * ans * math.log(x) if x > 0 else g * (0.0 if x == 0 else math.nan))
+
+
+@vjp(pow, broadcasts=True)
+def builtin_pow(g, ans, base, exp, mod=None):
+    # the same formulas as operator.pow, so arrays work too
+    return (g * exp * base ** (exp - 1 + (exp == 0)),
+            g * ans * np.log(base + (base == 0)))
+
+
+# --- trigonometric and hyperbolic ---
+
+
+@vjp(math.sin)
+def sin(g, ans, x):
+    return g * math.cos(x)
+
+
+@vjp(math.cos)
+def cos(g, ans, x):
+    return -g * math.sin(x)
+
+
+@vjp(math.tan)
+def tan(g, ans, x):
+    return g * (1.0 + ans * ans)
+
+
+@vjp(math.asin)
+def asin(g, ans, x):
+    return g / math.sqrt(1.0 - x * x)
+
+
+@vjp(math.acos)
+def acos(g, ans, x):
+    return -g / math.sqrt(1.0 - x * x)
+
+
+@vjp(math.atan)
+def atan(g, ans, x):
+    return g / (1.0 + x * x)
+
+
+@vjp(math.atan2)
+def atan2(g, ans, y, x):
+    return g * x / (x * x + y * y), -g * y / (x * x + y * y)
+
+
+@vjp(math.sinh)
+def sinh(g, ans, x):
+    return g * math.cosh(x)
+
+
+@vjp(math.cosh)
+def cosh(g, ans, x):
+    return g * math.sinh(x)
+
+
+@vjp(math.tanh)
+def tanh(g, ans, x):
+    return g * (1.0 - ans * ans)
+
+
+@vjp(math.asinh)
+def asinh(g, ans, x):
+    return g / math.sqrt(x * x + 1.0)
+
+
+@vjp(math.acosh)
+def acosh(g, ans, x):
+    return g / math.sqrt(x * x - 1.0)
+
+
+@vjp(math.atanh)
+def atanh(g, ans, x):
+    return g / (1.0 - x * x)
+
+
+@vjp(math.degrees)
+def degrees(g, ans, x):
+    return g * (180.0 / math.pi)
+
+
+@vjp(math.radians)
+def radians(g, ans, x):
+    return g * (math.pi / 180.0)
+
+
+# --- special functions ---
+
+
+@vjp(math.erf)
+def erf(g, ans, x):
+    return g * (2.0 / math.sqrt(math.pi)) * math.exp(-x * x)
+
+
+@vjp(math.erfc)
+def erfc(g, ans, x):
+    return -g * (2.0 / math.sqrt(math.pi)) * math.exp(-x * x)
+
+
+# --- sign, magnitude, remainders ---
+
+
+@vjp(math.fabs)
+def fabs(g, ans, x):
+    # zero at x == 0 (the one-sided slopes split equally)
+    return g * math.copysign(1.0, x) if x else 0.0 * g
+
+
+@vjp(abs, operator.abs)
+def abs_(g, ans, x):
+    # g * sign(x); for complex x, g * conj(x) / |x|: grad |z|**2 = 2 conj(z)
+    return abs_grad(g, x)
+
+
+@vjp(math.copysign, nondiff=("y",))
+def copysign(g, ans, x, y):
+    return g * math.copysign(1.0, x) * math.copysign(1.0, y)
+
+
+@vjp(math.hypot)
+def hypot(g, ans, x, y):
+    return g * x / ans, g * y / ans
+
+
+@vjp(math.fmod, math.remainder)
+def fmod(g, ans, x, y):
+    # x - n*y with n = (x - ans) / y constant between jumps
+    return g, g * (ans - x) / y
+
+
+@vjp(math.ldexp, nondiff=("i",))
+def ldexp(g, ans, x, i):
+    return g * math.ldexp(1.0, i)
+
+
+# --- conversions and builtins over sequences ---
+
+
+@vjp(float)
+def float_(g, ans, x):
+    return g
+
+
+@vjp(complex)
+def complex_(g, ans, real, imag):
+    # complex(x) with one argument does not bind: write x + 0j
+    return g, 1j * g
+
+
+@vjp(sum, math.fsum)
+def sum_(g, ans, iterable, start=0):
+    return unsum(g, iterable)
+
+
+@vjp(max, min)
+def max_(g, ans, *args):
+    # max(a, b, ...) or max(iterable): the winners share g equally
+    return select_grad(g, ans, args)
+
+
+nondifferentiable(
+    math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
+    math.isclose, math.factorial, math.gcd, math.lcm, math.comb, math.perm,
+    math.isqrt,
+    len, int, bool, round, range, isinstance, type, id, hash, str, repr, ord,
+    chr,
+)

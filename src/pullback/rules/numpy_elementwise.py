@@ -1,0 +1,269 @@
+"""Rules for NumPy's elementwise functions (ufuncs and friends).
+
+Each rule reads like the derivative: ``exp``: ``g * ans``.  Holomorphic
+functions use the real formula on complex input too (JAX's convention, no
+conjugation); the branch of each formula matches NumPy's principal branch.
+Constants are Python floats (``math.log(2.0)``, not ``np.log(2.0)``) so that
+float32 stays float32 under NumPy's promotion rules.
+
+``np.add``, ``np.multiply``, ``np.power`` and the other arithmetic ufuncs share
+the rules of the Python operators in ``operators``.
+"""
+import math
+
+import numpy as np
+
+from pullback.rules.registry import nondifferentiable, vjp
+from pullback.runtime import abs_grad, clip_grad, tie_share
+
+# --- exponentials and logarithms ---
+
+
+@vjp(np.exp)
+def exp(g, ans, x):
+    return g * ans
+
+
+@vjp(np.exp2)
+def exp2(g, ans, x):
+    return g * ans * math.log(2.0)
+
+
+@vjp(np.expm1)
+def expm1(g, ans, x):
+    return g * (ans + 1.0)
+
+
+@vjp(np.log)
+def log(g, ans, x):
+    return g / x
+
+
+@vjp(np.log2)
+def log2(g, ans, x):
+    return g / (x * math.log(2.0))
+
+
+@vjp(np.log10)
+def log10(g, ans, x):
+    return g / (x * math.log(10.0))
+
+
+@vjp(np.log1p)
+def log1p(g, ans, x):
+    return g / (1.0 + x)
+
+
+@vjp(np.logaddexp, broadcasts=True)
+def logaddexp(g, ans, x1, x2):
+    return g * np.exp(x1 - ans), g * np.exp(x2 - ans)
+
+
+@vjp(np.logaddexp2, broadcasts=True)
+def logaddexp2(g, ans, x1, x2):
+    return g * np.exp2(x1 - ans), g * np.exp2(x2 - ans)
+
+
+# --- powers and roots ---
+
+
+@vjp(np.sqrt)
+def sqrt(g, ans, x):
+    return g / (2.0 * ans)
+
+
+@vjp(np.cbrt)
+def cbrt(g, ans, x):
+    return g / (3.0 * ans * ans)
+
+
+@vjp(np.square)
+def square(g, ans, x):
+    return 2.0 * g * x
+
+
+@vjp(np.reciprocal)
+def reciprocal(g, ans, x):
+    return -g * ans * ans
+
+
+@vjp(np.hypot, broadcasts=True)
+def hypot(g, ans, x1, x2):
+    return g * x1 / ans, g * x2 / ans
+
+
+# --- trigonometric and hyperbolic ---
+
+
+@vjp(np.sin)
+def sin(g, ans, x):
+    return g * np.cos(x)
+
+
+@vjp(np.cos)
+def cos(g, ans, x):
+    return -g * np.sin(x)
+
+
+@vjp(np.tan)
+def tan(g, ans, x):
+    return g * (1.0 + ans * ans)
+
+
+@vjp(np.arcsin)
+def arcsin(g, ans, x):
+    return g / np.sqrt(1.0 - x * x)
+
+
+@vjp(np.arccos)
+def arccos(g, ans, x):
+    return -g / np.sqrt(1.0 - x * x)
+
+
+@vjp(np.arctan)
+def arctan(g, ans, x):
+    return g / (1.0 + x * x)
+
+
+@vjp(np.arctan2, broadcasts=True)
+def arctan2(g, ans, x1, x2):
+    # ans = angle of the point (x2, x1)
+    return g * x2 / (x1 * x1 + x2 * x2), -g * x1 / (x1 * x1 + x2 * x2)
+
+
+@vjp(np.sinh)
+def sinh(g, ans, x):
+    return g * np.cosh(x)
+
+
+@vjp(np.cosh)
+def cosh(g, ans, x):
+    return g * np.sinh(x)
+
+
+@vjp(np.tanh)
+def tanh(g, ans, x):
+    return g * (1.0 - ans * ans)
+
+
+@vjp(np.arcsinh)
+def arcsinh(g, ans, x):
+    return g / np.sqrt(x * x + 1.0)
+
+
+@vjp(np.arccosh)
+def arccosh(g, ans, x):
+    # sqrt(x - 1) * sqrt(x + 1), not sqrt(x*x - 1): the same for real x > 1,
+    # and the right branch for complex x in the left half plane
+    return g / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0))
+
+
+@vjp(np.arctanh)
+def arctanh(g, ans, x):
+    return g / (1.0 - x * x)
+
+
+@vjp(np.deg2rad, np.radians)
+def deg2rad(g, ans, x):
+    return g * (math.pi / 180.0)
+
+
+@vjp(np.rad2deg, np.degrees)
+def rad2deg(g, ans, x):
+    return g * (180.0 / math.pi)
+
+
+# --- absolute value, complex parts ---
+
+
+@vjp(np.abs)
+def absolute(g, ans, x):
+    # g * sign(x); for complex x, g * conj(x) / |x|: grad |z|**2 = 2 conj(z)
+    return abs_grad(g, x)
+
+
+@vjp(np.fabs)
+def fabs(g, ans, x):
+    return g * np.sign(x)
+
+
+@vjp(np.real, "ndarray.real")
+def real(g, ans, val):
+    # Re dz pairs with a real r as Re(r dz)
+    return np.real(g)
+
+
+@vjp(np.imag, "ndarray.imag")
+def imag(g, ans, val):
+    # Im dz = Re(-1j dz)
+    return -1j * np.real(g)
+
+
+@vjp(np.conjugate, "ndarray.conj", "ndarray.conjugate")
+def conjugate(g, ans, x):
+    return np.conj(g)
+
+
+@vjp(np.angle)
+def angle(g, ans, z, deg=False):
+    # d angle(z) = Im(dz / z) = Re(-1j dz / z)
+    return -1j * np.real(g) / z * (180.0 / math.pi if deg else 1.0)
+
+
+# --- selection: ties split equally (JAX's policy) ---
+
+
+@vjp(np.maximum, np.minimum, np.fmax, np.fmin, broadcasts=True)
+def maximum(g, ans, x1, x2):
+    # the argument equal to ans wins; on a tie each gets half (fmax/fmin
+    # return the non-NaN argument, which is then the one equal to ans)
+    return tie_share(g, ans, x1, x2), tie_share(g, ans, x2, x1)
+
+
+@vjp(np.clip, broadcasts=True)
+def clip(g, ans, a, a_min, a_max):
+    # clip = minimum(maximum(a, a_min), a_max); a None bound gets None
+    return (clip_grad(g, ans, a, a_min, a_max, "a"),
+            clip_grad(g, ans, a, a_min, a_max, "a_min"),
+            clip_grad(g, ans, a, a_min, a_max, "a_max"))
+
+
+@vjp(np.where, nondiff=("condition",), broadcasts=True)
+def where(g, ans, condition, x, y):
+    # the untaken branch gets an exact zero; if its own derivative is
+    # infinite there (np.where(x > 0, np.log(x), 0) at x == 0), the chain
+    # rule still gives 0 / 0 = NaN, as in JAX
+    return np.where(condition, g, 0), np.where(condition, 0, g)
+
+
+# --- constant fills: the fill value gets the sum of g ---
+
+
+@vjp(np.full_like, nondiff=("a",), broadcasts=True)
+def full_like(g, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    return g
+
+
+@vjp(np.full, nondiff=("shape",), broadcasts=True)
+def full(g, ans, shape, fill_value, dtype=None, order="C"):
+    return g
+
+
+nondifferentiable(
+    # rounding, sign, predicates: piecewise constant or boolean
+    np.floor, np.ceil, np.round, np.around, np.rint, np.trunc, np.fix,
+    np.sign, np.signbit, np.heaviside, np.isnan, np.isinf, np.isfinite,
+    np.isneginf, np.isposinf, np.isreal, np.iscomplex, np.isclose,
+    np.allclose, np.array_equal, np.any, np.all,
+    np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
+    np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+    np.logical_xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+    np.invert, np.left_shift, np.right_shift,
+    # integer results
+    np.argmax, np.argmin, np.argsort, np.argwhere, np.nonzero,
+    np.flatnonzero, np.count_nonzero, np.searchsorted,
+    np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj,
+    # constants that ignore their argument's values
+    np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
+    np.eye, np.identity, np.arange,
+)

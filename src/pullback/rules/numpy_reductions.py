@@ -1,0 +1,60 @@
+"""Rules for NumPy's reductions and their ``ndarray`` methods.
+
+A reduction's cotangent is broadcast back over the reduced axes
+(``runtime.unreduce``), then shaped by the derivative.  ``max``/``min`` split
+the cotangent equally among tied maxima (JAX's policy); ``prod`` is correct
+with zeros.  ``out=``, ``initial=`` and ``where=`` are not accepted: a call
+using them does not bind, so it is refused rather than differentiated wrongly.
+"""
+import numpy as np
+
+from pullback.rules.registry import vjp
+from pullback.runtime import prod_grad, unreduce
+
+
+@vjp(np.sum, "ndarray.sum")
+def sum_(g, ans, a, axis=None, dtype=None, keepdims=False):
+    return unreduce(g, a, axis, keepdims)
+
+
+@vjp(np.mean, "ndarray.mean")
+def mean(g, ans, a, axis=None, dtype=None, keepdims=False):
+    # each element weighs 1/n, n = how many were averaged into each output
+    return unreduce(g / (np.size(a) // np.size(ans)), a, axis, keepdims)
+
+
+@vjp(np.prod, "ndarray.prod")
+def prod(g, ans, a, axis=None, dtype=None, keepdims=False):
+    return prod_grad(g, ans, a, axis, keepdims)
+
+
+@vjp(np.max, np.amax, np.min, np.amin, "ndarray.max", "ndarray.min")
+def max_(g, ans, a, axis=None, keepdims=False):
+    # the elements equal to the result share g equally
+    winners = a == unreduce(ans, a, axis, keepdims)
+    return (unreduce(g, a, axis, keepdims) * winners
+            / np.sum(winners, axis=axis, keepdims=True, dtype=np.result_type(ans)))
+
+
+@vjp(np.var, "ndarray.var")
+def var(g, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
+    # d var = 2 Re(conj(a - mean) da) / (n - ddof)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return (unreduce(g, a, axis, keepdims) * (2.0 / (np.size(a) // np.size(ans) - ddof))
+            * (np.conj(centered) if np.iscomplexobj(centered) else centered))
+
+
+@vjp(np.std, "ndarray.std")
+def std(g, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
+    # d std = d var / (2 std)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return (unreduce(g / ans, a, axis, keepdims) * (1.0 / (np.size(a) // np.size(ans) - ddof))
+            * (np.conj(centered) if np.iscomplexobj(centered) else centered))
+
+
+@vjp(np.cumsum, "ndarray.cumsum")
+def cumsum(g, ans, a, axis=None, dtype=None):
+    # each element feeds every later partial sum: a reversed cumulative sum
+    # (axis=None: over the flattened array, then reshaped)
+    along = -1 if axis is None else axis
+    return np.reshape(np.flip(np.cumsum(np.flip(g, along), along), along), np.shape(a))

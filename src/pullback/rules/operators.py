@@ -1,0 +1,90 @@
+"""Rules for Python's operators (the ``operator`` module) and their NumPy twins.
+
+``a + b`` is keyed by ``operator.add``; the same rule serves ``np.add``.  The
+bodies use only arithmetic, so on Python floats the adjoint stays plain
+Python arithmetic and on arrays it is NumPy's.  Contributions have the
+broadcast output's shape (``broadcasts=True``); the machinery sums them back
+onto each operand's shape.
+
+Complex numbers follow JAX: a holomorphic operation's rule is the real
+formula, with no conjugation (``mul``: ``g * y``).
+
+Builtin ``abs`` and ``operator.abs`` live in ``math_rules``; ``operator.getitem``
+in ``numpy_linalg_shape``.  These rules assume numeric operands: list or tuple
+concatenation (``xs + ys``) and repetition (``xs * 3``) need their own
+handling in the machinery.
+"""
+import operator
+
+import numpy as np
+
+from pullback.rules.registry import nondifferentiable, vjp
+from pullback.runtime import matmul_lhs_grad, matmul_rhs_grad
+
+
+@vjp(operator.add, np.add, broadcasts=True)
+def add(g, ans, x, y):
+    return g, g
+
+
+@vjp(operator.sub, np.subtract, broadcasts=True)
+def sub(g, ans, x, y):
+    return g, -g
+
+
+@vjp(operator.mul, np.multiply, broadcasts=True)
+def mul(g, ans, x, y):
+    return g * y, g * x
+
+
+@vjp(operator.truediv, np.divide, broadcasts=True)
+def truediv(g, ans, x, y):
+    return g / y, -g * ans / y
+
+
+@vjp(operator.mod, np.mod, np.fmod, broadcasts=True)
+def mod(g, ans, x, y):
+    # x mod y = x - n*y with n an integer constant between jumps, and
+    # n = (x - ans) / y; this serves floor (%) and truncated (fmod) modulo alike
+    return g, g * (ans - x) / y
+
+
+@vjp(operator.pow, np.power, broadcasts=True)
+def pow_(g, ans, x, y):
+    # d/dx = y * x**(y - 1), written so that y == 0 gives 0 even at x == 0;
+    # d/dy = x**y * log(x), taken as 0 at x == 0 (as JAX does)
+    return (g * y * x ** (y - 1 + (y == 0)),
+            g * ans * np.log(x + (x == 0)))
+
+
+@vjp(np.float_power, broadcasts=True)
+def float_power(g, ans, x1, x2):
+    return (g * x2 * np.float_power(x1, x2 - 1 + (x2 == 0)),
+            g * ans * np.log(x1 + (x1 == 0)))
+
+
+@vjp(operator.matmul, np.matmul)
+def matmul(g, ans, x1, x2):
+    return matmul_lhs_grad(g, x1, x2), matmul_rhs_grad(g, x1, x2)
+
+
+@vjp(operator.neg, np.negative)
+def neg(g, ans, x):
+    return -g
+
+
+@vjp(operator.pos, np.positive)
+def pos(g, ans, x):
+    return g
+
+
+# Piecewise constant or not numeric: their outputs carry no gradient.
+nondifferentiable(
+    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+    operator.not_, operator.truth, operator.is_, operator.is_not,
+    operator.contains, operator.countOf, operator.indexOf, operator.index,
+    operator.length_hint,
+    operator.and_, operator.or_, operator.xor, operator.invert, operator.inv,
+    operator.lshift, operator.rshift,
+    operator.floordiv, np.floor_divide,
+)

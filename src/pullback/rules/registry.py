@@ -1,0 +1,110 @@
+"""The rule registry: differentiation rules kept apart from the machinery.
+
+A rule is an ordinary Python function that computes the contribution of an
+output cotangent ``g`` to the cotangent of each differentiable input::
+
+    @vjp(np.exp, math.exp)
+    def exp(g, ans, x):
+        return g * ans
+
+Its first two parameters are always ``g`` (the cotangent of the output) and
+``ans`` (the output itself); the rest mirror the primitive's own parameters,
+with the primitive's names, so that a call's positional and keyword arguments
+bind to them.  Parameters without a default are differentiable unless listed
+in ``nondiff``; parameters with a default are static (``axis``, ``keepdims``).
+With one differentiable parameter the rule returns its contribution, with
+several a tuple in parameter order.
+
+The compiler inlines the body of a rule into the generated adjoint (so the
+adjoint reads like the math and costs no call per operation), substituting
+the call's own names for the parameters; a test calls the same function
+directly.  A body is a few assignments and one ``return``.
+
+``broadcasts=True`` marks rules whose contributions have the output's shape
+and must be summed back onto each input's shape (``a * b``, ``np.maximum``);
+the machinery inserts that unbroadcast only where shapes may differ.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Callable
+
+__all__ = ["Rule", "vjp", "nondifferentiable", "lookup", "is_nondifferentiable",
+           "RULES", "NONDIFF"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One registered differentiation rule."""
+
+    fn: Callable
+    name: str
+    diff: tuple          # names of differentiable parameters, in return order
+    params: tuple        # every parameter after (g, ans), in order
+    broadcasts: bool
+    signature: inspect.Signature
+
+    def bind(self, args, kwargs):
+        """Bind a call's arguments to the rule's parameters (after g, ans).
+
+        Returns an ``inspect.BoundArguments`` (defaults not applied) or raises
+        ``TypeError`` as Python would for the primitive itself.
+        """
+        return self._call_signature.bind(*args, **kwargs)
+
+    @property
+    def _call_signature(self):
+        ps = list(self.signature.parameters.values())[2:]
+        return self.signature.replace(parameters=ps)
+
+
+# Keys are the primitives themselves (np.exp, operator.add, math.sin); array
+# methods and attributes are keyed by strings such as "ndarray.sum", "ndarray.T".
+RULES: dict = {}
+NONDIFF: set = set()
+
+
+def vjp(*primitives, nondiff=(), broadcasts=False):
+    """Register the decorated function as the rule of each primitive."""
+
+    def register(fn):
+        sig = inspect.signature(fn)
+        names = list(sig.parameters)
+        if names[:2] != ["g", "ans"]:
+            raise ValueError(f"rule {fn.__name__} must start with (g, ans, ...)")
+        params = tuple(names[2:])
+        diff = tuple(
+            n for n in params
+            if sig.parameters[n].default is inspect.Parameter.empty
+            and sig.parameters[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                           inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                           inspect.Parameter.VAR_POSITIONAL)
+            and n not in nondiff)
+        rule = Rule(fn, fn.__name__, diff, params, broadcasts, sig)
+        for p in primitives:
+            RULES[p] = rule
+        return fn
+
+    return register
+
+
+def nondifferentiable(*primitives):
+    """Declare primitives whose outputs carry no gradient (shape, argmax...)."""
+    for p in primitives:
+        NONDIFF.add(p)
+
+
+def lookup(primitive):
+    """The rule registered for ``primitive``, or None."""
+    try:
+        return RULES.get(primitive)
+    except TypeError:  # unhashable callables have no rule
+        return None
+
+
+def is_nondifferentiable(primitive):
+    try:
+        return primitive in NONDIFF
+    except TypeError:
+        return False

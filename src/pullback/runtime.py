@@ -1,0 +1,419 @@
+"""Helpers that generated code calls.
+
+Generated primal and adjoint functions import only NumPy and this module, so
+an ahead-of-time artifact runs without the compiler.  Every helper is cheap
+when it has nothing to do (equal shapes, matching dtype) because adjoints
+call them on hot paths.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify",
+           "pack_like", "add_cotangents"]
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` over the axes NumPy broadcasting added to reach ``x``'s shape.
+
+    >>> unbroadcast(np.ones((2, 3)), np.ones(3))
+    array([2., 2., 2.])
+    """
+    shape = np.shape(x)
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    g = np.sum(g, axis=axes, keepdims=False) if axes else g
+    if np.shape(g) != shape:
+        g = np.reshape(g, shape)
+    return g
+
+
+def realify(g, x):
+    """The real part of ``g`` where the primal ``x`` is real (JAX's convention)."""
+    if np.iscomplexobj(g) and not np.iscomplexobj(x):
+        return np.real(g)
+    return g
+
+
+def project(g, x, copy=False):
+    """Project a cotangent onto the space of its primal ``x``.
+
+    Shape (unbroadcast), realness (real part for a real primal) and type (the
+    primal's dtype; a Python float for a Python float, a NumPy scalar for a
+    NumPy scalar).  A fresh array is returned whenever ``g`` might be shared
+    with something the caller holds, so gradients never alias.
+    """
+    if isinstance(x, bool) or isinstance(x, np.bool_):
+        raise TypeError("booleans carry no gradient")
+    if isinstance(x, (float, int)) and not isinstance(x, np.generic):
+        g = np.sum(g) if np.ndim(g) else g
+        if isinstance(x, complex):
+            return complex(g)
+        return float(np.real(g))
+    if isinstance(x, complex):
+        return complex(np.sum(g) if np.ndim(g) else g)
+    g = unbroadcast(g, x)
+    g = realify(g, x)
+    dtype = np.result_type(x)
+    if isinstance(x, np.generic):
+        return dtype.type(g)
+    if copy or np.shape(g) != np.shape(x):
+        return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
+    return np.asarray(g, dtype=dtype)
+
+
+def zeros_like(x):
+    """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
+    if isinstance(x, complex):
+        return 0j
+    if isinstance(x, (float, int)) and not isinstance(x, np.generic):
+        return 0.0
+    if isinstance(x, (tuple, list)):
+        return type(x)(zeros_like(v) for v in x)
+    if isinstance(x, np.generic):
+        return np.zeros((), dtype=x.dtype)[()]
+    return np.zeros_like(x)
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """Broadcast the cotangent of a reduction back to the reduced array."""
+    shape = np.shape(x)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
+    return np.broadcast_to(g, shape)
+
+
+def _normalize_axes(axis, ndim):
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def pack_like(t, parts):
+    """Build the cotangent of the unpacked value ``t`` from its parts."""
+    parts = [zeros_like(v) if p is None else p for p, v in zip(parts, t)]
+    if isinstance(t, np.ndarray):
+        return np.stack(parts)
+    if isinstance(t, list):
+        return parts
+    if isinstance(t, tuple) and type(t) is not tuple:  # a namedtuple
+        return type(t)(*parts)
+    return tuple(parts)
+
+
+def add_cotangents(a, b):
+    """``a + b`` for cotangents that may be containers (tuples add by element)."""
+    if isinstance(a, (tuple, list)):
+        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+    return a + b
+
+
+def is_python_scalar(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, np.generic)
+
+
+# --- helpers called by rules ---
+#
+# Rule bodies are inlined into generated code, so they hold no control flow;
+# the few rules that need some (ties, zeros, splitting a cotangent, indexing)
+# call these.  Each takes the rule's own values and returns a contribution.
+
+__all__ += ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
+            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad",
+            "inner_lhs_grad", "inner_rhs_grad", "untranspose", "ravel_grad",
+            "unconcatenate", "unstack", "unarray", "unindex", "unitem",
+            "unsum", "select_grad"]
+
+
+def tie_share(g, ans, x, y):
+    """``x``'s share of ``g`` in an elementwise max or min whose value is ``ans``.
+
+    All of ``g`` where ``x`` alone attains ``ans``, half of it where ``y``
+    attains it too (ties split equally, as in JAX), none elsewhere.
+
+    >>> tie_share(1.0, np.array([2., 3.]), np.array([2., 3.]), np.array([1., 3.]))
+    array([1. , 0.5])
+    """
+    return np.where(x == ans, np.where(y == ans, 0.5 * g, g), 0)
+
+
+def abs_grad(g, x):
+    """Cotangent of ``abs(x)``: ``g * sign(x)``; ``g * conj(x) / |x|`` for complex ``x``.
+
+    Zero at ``x == 0`` (the two one-sided slopes split equally).
+    """
+    if type(x) is float:
+        return g if x > 0 else -g if x < 0 else 0.0 * g
+    if np.iscomplexobj(x):
+        return np.real(g) * np.conj(np.sign(x))
+    return g * np.sign(x)
+
+
+def clip_grad(g, ans, a, a_min, a_max, wrt):
+    """Cotangent of ``np.clip(a, a_min, a_max)`` for the argument named ``wrt``.
+
+    Clip is ``minimum(maximum(a, a_min), a_max)``, so a tie at a bound splits
+    equally between the value and the bound.  A ``None`` bound gets ``None``.
+    """
+    if (wrt == "a_min" and a_min is None) or (wrt == "a_max" and a_max is None):
+        return None
+    m = a if a_min is None else np.maximum(a, a_min)
+    if wrt == "a_max":
+        return tie_share(g, ans, a_max, m)
+    gm = g if a_max is None else tie_share(g, ans, m, a_max)
+    if wrt == "a_min":
+        return tie_share(gm, m, a_min, a)
+    return gm if a_min is None else tie_share(gm, m, a, a_min)
+
+
+def prod_grad(g, ans, a, axis=None, keepdims=False):
+    """Cotangent of ``np.prod(a, axis)``: the product of the other factors.
+
+    Correct with zeros: where a slice has one zero, only the zero gets the
+    product of the others; with two or more, the whole slice gets zero.
+    """
+    a = np.asarray(a)
+    g = unreduce(g, a, axis, keepdims)
+    zero = a == 0
+    if not zero.any():
+        return g * unreduce(ans, a, axis, keepdims) / a
+    nonzero = np.where(zero, 1, a)
+    others = np.prod(nonzero, axis=axis, keepdims=True)
+    zeros = np.sum(zero, axis=axis, keepdims=True)
+    return g * np.where(zero, np.where(zeros == 1, others, 0),
+                        np.where(zeros == 0, others / nonzero, 0))
+
+
+def dot_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return np.sum(g * b)
+    if nb == 0:
+        return g * b
+    if nb == 1:
+        return np.multiply.outer(g, b)
+    if na == 2 and nb == 2:
+        return np.dot(g, np.transpose(b))
+    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
+                                    list(range(nb - 2)) + [nb - 1]))
+
+
+def dot_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 0:
+        return np.sum(g * a)
+    if na == 0:
+        return g * a
+    lead = list(range(na - 1))
+    if nb == 1:
+        return np.tensordot(g, a, axes=(lead, lead))
+    if na == 2 and nb == 2:
+        return np.dot(np.transpose(a), g)
+    return np.moveaxis(np.tensordot(a, g, axes=(lead, lead)), 0, -2)
+
+
+def matmul_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``a @ b``, summed over broadcast batch axes."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
+        return g * b
+    if nb == 1:
+        c = np.expand_dims(g, -1) * b
+    elif na == 1:
+        c = np.matmul(b, np.expand_dims(g, -1))[..., 0]
+    else:
+        c = np.matmul(g, np.swapaxes(b, -1, -2))
+    return unbroadcast(c, a)
+
+
+def matmul_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``a @ b``, summed over broadcast batch axes."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
+        return g * a
+    if na == 1:
+        c = np.expand_dims(a, -1) * np.expand_dims(g, -2)
+    elif nb == 1:
+        c = np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0]
+    else:
+        c = np.matmul(np.swapaxes(a, -1, -2), g)
+    return unbroadcast(c, b)
+
+
+def inner_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``np.inner(a, b)`` (sum over the last axes)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return np.sum(g * b)
+    if nb == 0:
+        return g * b
+    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
+                                    list(range(nb - 1))))
+
+
+def inner_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``np.inner(a, b)`` (sum over the last axes)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 0:
+        return np.sum(g * a)
+    if na == 0:
+        return g * a
+    lead = list(range(na - 1))
+    return np.tensordot(g, a, axes=(lead, lead))
+
+
+def untranspose(g, axes):
+    """Undo ``np.transpose(a, axes)`` on ``g``; ``axes`` may also be a method's ``*axes``."""
+    if isinstance(axes, tuple) and len(axes) == 1 and (
+            axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    if axes is None or len(axes) == 0:
+        return np.transpose(g)
+    return np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))
+
+
+def ravel_grad(g, a, order="C"):
+    """Cotangent of ``np.ravel(a, order)``: ``g`` laid back in ``a``'s shape."""
+    shape = np.shape(a)
+    if order in ("C", "F", None):
+        return np.reshape(g, shape, order=order or "C")
+    a = np.asarray(a)
+    if a.flags.c_contiguous:
+        return np.reshape(g, shape)
+    if order == "A" or a.flags.f_contiguous:
+        return np.reshape(g, shape, order="F" if a.flags.f_contiguous else "C")
+    # "K": memory order; an index array laid out like ``a`` says where each went
+    where = np.empty_like(a, dtype=np.intp)
+    where[...] = np.arange(a.size).reshape(shape)
+    out = np.empty(a.size, dtype=np.result_type(g))
+    out[np.ravel(where, order="K")] = g
+    return out.reshape(shape)
+
+
+def _same_kind(seq, parts):
+    return list(parts) if isinstance(seq, list) else tuple(parts)
+
+
+def unconcatenate(g, arrays, axis=0, ndmin=1):
+    """Split the cotangent of a concatenation into one view per input.
+
+    ``axis=None`` means the inputs were flattened first; ``ndmin`` is the
+    rank the inputs were promoted to (2 for ``vstack``).
+    """
+    if axis is None:
+        g, axis = np.ravel(g), 0
+        sizes = [np.size(x) for x in arrays]
+    else:
+        sizes = []
+        for x in arrays:
+            shape = np.shape(x)
+            shape = (1,) * (ndmin - len(shape)) + shape
+            sizes.append(shape[axis])
+    parts = np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+    return _same_kind(arrays, [p if np.shape(p) == np.shape(x) else
+                               np.reshape(p, np.shape(x))
+                               for p, x in zip(parts, arrays)])
+
+
+def unstack(g, arrays, axis=0):
+    """Split the cotangent of ``np.stack(arrays, axis)`` into one view per input."""
+    return _same_kind(arrays, np.moveaxis(g, axis, 0))
+
+
+def unarray(g, a):
+    """Cotangent of ``np.asarray(a)`` / ``np.array(a)`` in the structure of ``a``.
+
+    An array gets ``g`` (reshaped if ``ndmin`` added axes); a (nested) list or
+    tuple of numbers or arrays gets a list or tuple of parts.
+    """
+    if isinstance(a, (list, tuple)):
+        shape = np.shape(a)
+        if np.shape(g) != shape:
+            g = np.reshape(g, shape)
+        return _same_kind(a, [unarray(g[i], x) for i, x in enumerate(a)])
+    if np.shape(g) != np.shape(a):
+        g = np.reshape(g, np.shape(a))
+    return g
+
+
+def _is_basic_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis
+               or (isinstance(i, (int, np.integer, slice))
+                   and not isinstance(i, (bool, np.bool_)))
+               for i in items)
+
+
+def unindex(g, a, index):
+    """Cotangent of ``a[index]``: ``g`` scattered into zeros shaped like ``a``.
+
+    Repeated integer indices accumulate (``np.add.at``).  Lists, tuples and
+    dicts get the same structure with zeros elsewhere.
+    """
+    if isinstance(a, (list, tuple)):
+        out = [zeros_like(x) for x in a]
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(a))), g):
+                out[i] = gi
+        else:
+            out[index] = g
+        return _same_kind(a, out)
+    if isinstance(a, dict):
+        out = {k: zeros_like(x) for k, x in a.items()}
+        out[index] = g
+        return out
+    out = np.zeros(np.shape(a), dtype=np.result_type(a, g))
+    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+        out[index] = g
+    else:
+        np.add.at(out, index, g)
+    return out
+
+
+def unitem(g, a, args):
+    """Cotangent of ``a.item(*args)``: ``g`` at that element, zeros elsewhere."""
+    out = np.zeros(np.shape(a), dtype=np.result_type(a, g))
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if len(args) == 0:
+        out[(0,) * out.ndim] = g
+    elif len(args) == 1:
+        out[np.unravel_index(args[0], out.shape)] = g
+    else:
+        out[args] = g
+    return out
+
+
+def unsum(g, iterable):
+    """Cotangent of builtin ``sum(iterable)`` (or ``math.fsum``): ``g`` for each item."""
+    if isinstance(iterable, np.ndarray):
+        return np.broadcast_to(g, iterable.shape)
+    return _same_kind(iterable, [unbroadcast(g, x) for x in iterable])
+
+
+def select_grad(g, ans, args):
+    """Cotangent of builtin ``max(*args)`` / ``min(*args)``: winners share ``g`` equally.
+
+    Returns one contribution per positional argument; with a single iterable
+    argument, its contribution has the iterable's structure.
+    """
+    if len(args) == 1:
+        items = args[0]
+        if isinstance(items, np.ndarray):
+            hits = items == ans
+            return (g * hits / int(np.sum(hits)),)
+        return (_same_kind(items, _winners_share(g, ans, items)),)
+    return tuple(_winners_share(g, ans, args))
+
+
+def _winners_share(g, ans, items):
+    hits = [bool(x == ans) for x in items]
+    n = sum(hits)
+    return [g / n if h else zeros_like(x) for h, x in zip(hits, items)]
