@@ -262,3 +262,9 @@ def test_traceback_shows_generated_lines():
             pb.grad(f)(np.array([0.0]))
     text = "".join(traceback.format_exception(excinfo.value))
     assert "<pullback" in text and "f_adjoint" in text
+
+
+def test_scalar_branch_of_where_is_summed_back():
+    cond = np.array([True, False, True])
+    g = pb.grad(lambda a, b: np.sum(np.where(cond, a, b) * 2.0), argnums=(0, 1))(1.0, 2.0)
+    assert g == (4.0, 2.0)

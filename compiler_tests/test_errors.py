@@ -1,6 +1,7 @@
 """Bad input gets a PullbackError that names the file and line, quotes the
 line with a caret, and says what to write instead."""
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -193,3 +194,27 @@ def test_runtime_error_in_user_code_points_at_the_user_line():
     tb = "".join(__import__("traceback").format_exception(excinfo.value))
     assert "z = x @ y" in tb                      # the generated line is shown
     assert f"line {line_of(f, 'z = x @ y')}" in tb  # with the user's line number
+
+
+def f_varied_static(x):
+    return math.log(2.0, x)
+
+
+def f_list_concat(x):
+    xs = [x, x]
+    ys = xs + [x]
+    return np.sum(np.stack(ys))
+
+
+def test_varied_value_in_a_static_argument_is_refused():
+    with pytest.raises(pb.NonDifferentiableError) as excinfo:
+        pb.grad(f_varied_static)(3.0)
+    check_error(excinfo, f_varied_static, "math.log(2.0, x)", pb.NonDifferentiableError,
+                ["`base`", "constant"])
+
+
+def test_list_concatenation_is_refused():
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(f_list_concat)(np.ones(2))
+    check_error(excinfo, f_list_concat, "ys = xs + [x]", pb.UnsupportedSyntaxError,
+                ["np.concatenate"])

@@ -1,11 +1,21 @@
 """Codegen: print generated functions as Python, with provenance comments.
 
 Statements carry the line number of the user's statement they came from;
-where that changes, a ``# line N: <source line>`` comment is interleaved::
+where that changes, a ``# line N: <source line>`` comment is interleaved.
 
-    def f_adjoint(residuals, out_bar):        def f_adjoint(residuals, out_bar):
-        y_bar = out_bar * 2.0          ->         # line 3: return y * 2.0
-                                                  y_bar = out_bar * 2.0
+>>> from pullback.testing import function_from_source, normal_form
+>>> f = function_from_source('''
+... def f(x):
+...     y = np.sin(x) * 2.0
+...     return y
+... ''')
+>>> print(render_function(normal_form(f).tree, f.__code__.co_filename), end="")
+def f(x):
+    # line 2: y = np.sin(x) * 2.0
+    sin_x = np.sin(x)
+    y = sin_x * 2.0
+    # line 3: return y
+    return y
 """
 from __future__ import annotations
 

@@ -2,10 +2,17 @@
 
 Reads the source with ``inspect.getsource``, dedents it, parses it with gast
 and shifts line and column numbers back to the file's, so that every later
-error can quote the user's own line.  A lambda becomes a one-line function::
+error can quote the user's own line.  A lambda becomes a one-line function.
 
-    f = lambda x: x * 2        ->   def f(x):
-                                        return x * 2
+>>> from pullback.testing import function_from_source
+>>> from pullback.codegen import unparse
+>>> f = function_from_source('''
+... def outer():
+...     return lambda x: x * 2.0
+... ''')()
+>>> print(unparse(parse(f).tree))
+def lambda_(x):
+    return x * 2.0
 """
 from __future__ import annotations
 

@@ -2,15 +2,24 @@
 
 A rule is an ordinary function (see ``rules/registry.py``).  Here its body is
 parsed once and copied into the adjoint with its parameters replaced by the
-call site's names, its locals renamed apart, and the module-level names it
-uses (``np``, ``unreduce``) collected so that the generated code can bind
-them.  Only the contributions asked for are produced, with the local
-assignments they need::
+call site's names, its locals renamed apart, constants folded, and the
+module-level names it uses bound for the generated code.  Only the
+contributions asked for are produced, with the local assignments they need.
 
-    @vjp(np.arctan2, broadcasts=True)
-    def arctan2(g, ans, y, x):                  arctan2_d = a * a + b * b
-        d = x * x + y * y             ->        b_bar = -c_bar * a / arctan2_d
-        return g * x / d, -g * y / d            (for c = np.arctan2(b, a), wrt b)
+>>> import gast, numpy as np
+>>> from pullback.rules.registry import lookup
+>>> from pullback.naming import Namer
+>>> from pullback.codegen import unparse
+>>> name = lambda n: gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+>>> rule = lookup(np.max)
+>>> subst = {"g": name("m_bar"), "ans": name("m"), "a": name("x"),
+...          "axis": gast.Constant(value=None, kind=None),
+...          "keepdims": gast.Constant(value=False, kind=None)}
+>>> stmts, exprs = instantiate(rule, subst, ["a"], Namer(), lambda n, v: n)
+>>> for s in stmts: print(unparse(s))
+max_winners = x == unreduce(m, x)
+>>> print(unparse(exprs["a"]))
+unreduce(m_bar, x) * max_winners / np.sum(max_winners, axis=None, keepdims=True, dtype=np.result_type(m))
 """
 from __future__ import annotations
 
@@ -39,9 +48,10 @@ def _template(fn):
             isinstance(a, gast.Assign) and len(a.targets) == 1
             and isinstance(a.targets[0], gast.Name) for a in assigns):
         raise PullbackError(f"Rule {fn.__name__} must be assignments and one return.")
-    params = [a.id for a in tree.args.args]
-    if tree.args.vararg is not None:
-        params.append(tree.args.vararg.id)
+    params = [a.id for a in tree.args.args + tree.args.kwonlyargs]
+    for extra in (tree.args.vararg, tree.args.kwarg):
+        if extra is not None:
+            params.append(extra.id)
     local_names = [a.targets[0].id for a in assigns]
     bound_names = set(params) | set(local_names)
     globals_used = sorted({n.id for n in gast.walk(tree)
@@ -64,24 +74,27 @@ def instantiate(rule, subst, wanted, namer, bind_global):
     index = {p: i for i, p in enumerate(rule.diff)}
     exprs = {p: results[index[p]] for p in wanted}
     needed = _needed_locals(assigns, exprs.values())
-    renames = {n: namer.fresh(f"{rule.name}_{n}") for n in local_names if n in needed}
+    renames = {n: namer.fresh(f"{rule.name.rstrip('_')}_{n}") for n in local_names if n in needed}
     mapping = dict(subst)
+    values = {}
     for n in globals_used:
         value = rule.fn.__globals__[n] if n in rule.fn.__globals__ else getattr(builtins, n)
+        values[n] = value
         mapping[n] = gast.Name(id=bind_global(n, value), ctx=gast.Load(), annotation=None,
                                type_comment=None)
     mapping.update({n: gast.Name(id=r, ctx=gast.Load(), annotation=None, type_comment=None)
                     for n, r in renames.items()})
+    defaults = {mapping[n].id: _defaults(v) for n, v in values.items() if callable(v)}
     stmts = []
     for a in assigns:
         name = a.targets[0].id
         if name not in needed:
             continue
-        value = _substitute(a.value, mapping)
+        value = _substitute(a.value, mapping, defaults)
         stmts.append(gast.Assign(targets=[gast.Name(id=renames[name], ctx=gast.Store(),
                                                     annotation=None, type_comment=None)],
                                  value=value, type_comment=None))
-    out = {p: _substitute(e, mapping) for p, e in exprs.items()}
+    out = {p: _substitute(e, mapping, defaults) for p, e in exprs.items()}
     return stmts, out
 
 
@@ -107,8 +120,36 @@ class _Subst(gast.NodeTransformer):
         return node
 
 
-def _substitute(expr, mapping):
-    return simplify(_Subst(mapping).visit(copy.deepcopy(expr)))
+def _substitute(expr, mapping, defaults):
+    expr = simplify(_Subst(mapping).visit(copy.deepcopy(expr)))
+    _drop_default_arguments(expr, defaults)
+    return expr
+
+
+def _defaults(fn):
+    """Positional parameter defaults of a helper a rule calls, if any."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    return [p.default for p in params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _drop_default_arguments(expr, defaults):
+    """Leave out trailing constant arguments equal to the callee's defaults:
+    ``unreduce(g, a)`` rather than ``unreduce(g, a, None, False)``."""
+    for node in gast.walk(expr):
+        if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
+                and node.func.id in defaults and not node.keywords):
+            continue
+        ds = defaults[node.func.id]
+        while node.args and len(node.args) <= len(ds):
+            last, d = node.args[-1], ds[len(node.args) - 1]
+            if not (isinstance(last, gast.Constant) and d is not inspect.Parameter.empty
+                    and type(last.value) is type(d) and last.value == d):
+                break
+            node.args.pop()
 
 
 class _Fold(gast.NodeTransformer):
@@ -123,7 +164,7 @@ class _Fold(gast.NodeTransformer):
                 value = _evaluate(node)
             except Exception:
                 return node
-            if isinstance(value, (bool, int, float, complex)):
+            if isinstance(value, (bool, int, float)):
                 return gast.copy_location(gast.Constant(value=value, kind=None), node)
         if isinstance(node, gast.BinOp):
             return _identity(node)

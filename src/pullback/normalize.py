@@ -159,7 +159,7 @@ class _Normalizer:
                 if isinstance(elt, gast.Name):
                     parts.append((elt, None))
                 else:
-                    parts.append((elt, self.namer.fresh("part")))
+                    parts.append((elt, self.local(self.namer.fresh("part"))))
             new = [self.new_version(e.id) if tmp is None else tmp for e, tmp in parts]
             self.emit(gast.Assign(
                 targets=[gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
@@ -196,7 +196,7 @@ class _Normalizer:
         else:
             value = self.rhs(node.value)
             if not is_atom(value, self.locals):
-                name = self.namer.fresh("out")
+                name = self.local(self.namer.fresh("out"))
                 self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                                       type_comment=None), node)
                 value = _name(name)
@@ -223,8 +223,8 @@ class _Normalizer:
         return stmt
 
     def new_version(self, name):
-        if name in self.env or name in self.namer.taken and name not in self.locals:
-            return self.namer.version(name)
+        if name in self.env:
+            return self.local(self.namer.version(name))
         self.namer.reserve(name)
         return name
 
@@ -234,10 +234,15 @@ class _Normalizer:
         value = self.rhs(node)
         if is_atom(value, self.locals):
             return value
-        name = self.namer.fresh(describe(value))
+        name = self.local(self.namer.fresh(describe(value)))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), node)
         return _name(name)
+
+    def local(self, name):
+        """Record a name this pass introduced as local (so `t.T` is not static)."""
+        self.locals.add(name)
+        return name
 
     def load(self, node):
         if node.id in self.locals:
@@ -355,7 +360,7 @@ class _Normalizer:
         return node.elts
 
     def atom_of(self, value, base):
-        name = self.namer.fresh(base)
+        name = self.local(self.namer.fresh(base))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), value)
         return _name(name)

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify",
-           "pack_like", "add_cotangents"]
+           "pack_like", "add_cotangents", "meta", "Meta"]
 
 
 def unbroadcast(g, x):
@@ -32,6 +32,35 @@ def unbroadcast(g, x):
     if np.shape(g) != shape:
         g = np.reshape(g, shape)
     return g
+
+
+class Meta:
+    """What the adjoint needs of an array it reads only for its shape and
+    dtype: saving this instead of the array lets the array be freed."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    def __repr__(self):
+        return f"meta(shape={self.shape}, dtype={self.dtype})"
+
+
+def meta(x):
+    """``x``'s shape and dtype if it is an array, else ``x`` itself."""
+    if isinstance(x, np.ndarray):
+        return Meta(x.shape, x.dtype)
+    return x
 
 
 def realify(g, x):
@@ -60,7 +89,7 @@ def project(g, x, copy=False):
         return complex(np.sum(g) if np.ndim(g) else g)
     g = unbroadcast(g, x)
     g = realify(g, x)
-    dtype = np.result_type(x)
+    dtype = x.dtype if isinstance(x, Meta) else np.result_type(x)
     if isinstance(x, np.generic):
         return dtype.type(g)
     if copy or np.shape(g) != np.shape(x):
@@ -78,6 +107,8 @@ def zeros_like(x):
         return type(x)(zeros_like(v) for v in x)
     if isinstance(x, np.generic):
         return np.zeros((), dtype=x.dtype)[()]
+    if isinstance(x, Meta):
+        return np.zeros(x.shape, dtype=x.dtype)
     return np.zeros_like(x)
 
 
@@ -417,3 +448,12 @@ def _winners_share(g, ans, items):
     hits = [bool(x == ans) for x in items]
     n = sum(hits)
     return [g / n if h else zeros_like(x) for h, x in zip(hits, items)]
+
+
+# Helpers whose result is always a new array that nothing else refers to (the
+# ownership analysis may then update it in place).  Helpers that may hand back
+# ``g`` itself or a view of it (unbroadcast, unreduce, untranspose, unstack...)
+# are deliberately absent.
+FRESH = frozenset([tie_share, abs_grad, prod_grad, dot_lhs_grad, dot_rhs_grad,
+                   matmul_lhs_grad, matmul_rhs_grad, inner_lhs_grad, inner_rhs_grad,
+                   unindex, unitem])

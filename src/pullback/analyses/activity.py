@@ -3,23 +3,41 @@
 A name is *varied* if it depends differentiably on an input being
 differentiated, *useful* if the output depends differentiably on it, and
 *active* if both.  Only active names get a ``_bar``; a statement none of
-whose operands is active leaves no trace in the adjoint::
+whose operands is active leaves no trace in the adjoint.
 
-    def f(x, n):              varied: x, y, z      useful: z, y, x, k
-        k = n * 2             active: x, y, z      (k is not varied: no k_bar)
-        y = x * k
-        z = np.sin(y)
-        return z
+>>> from pullback.testing import function_from_source, analyses
+>>> f = function_from_source('''
+... def f(x, n):
+...     k = n * 2
+...     y = x * k
+...     s = np.shape(y)
+...     return np.sin(y)
+... ''')
+>>> *_, act = analyses(f, wrt=["x"])
+>>> sorted(act.active)        # k is not varied, s not useful
+['out', 'x', 'y']
 """
 from __future__ import annotations
 
+import dataclasses
+
 import gast
 
-__all__ = ["active_names"]
+__all__ = ["Activity", "analyze"]
 
 
-def active_names(fn, chains, wrt, returned, differentiable_operands):
-    """The set of active names.
+@dataclasses.dataclass(frozen=True)
+class Activity:
+    varied: frozenset
+    useful: frozenset
+
+    @property
+    def active(self):
+        return self.varied & self.useful
+
+
+def analyze(fn, chains, wrt, returned, differentiable_operands):
+    """Which names are varied, useful and active.
 
     ``differentiable_operands(stmt)`` gives the names the statement's targets
     depend on differentiably (empty for a comparison, ``x.shape``, ...).
@@ -45,7 +63,7 @@ def active_names(fn, chains, wrt, returned, differentiable_operands):
         stmt = chains.defs.get(name)
         if stmt is not None:
             work.extend(n for n in differentiable_operands(stmt) if n not in useful)
-    return varied & useful
+    return Activity(frozenset(varied), frozenset(useful))
 
 
 def _targets(stmt):

@@ -4,9 +4,18 @@ beniget wants a module and reports unbound names; this adapter hands it one,
 silences it, and answers the questions the other passes ask in terms of
 statements: which statement defines a name, and which statements read it.
 
-    def f(x):                 defs:  x -> <param>, y -> `y = x * 2`
-        y = x * 2             users: x -> [`y = x * 2`, `return y`]... 
-        return y
+>>> from pullback.testing import function_from_source, normal_form
+>>> from pullback.codegen import unparse
+>>> f = function_from_source('''
+... def f(x):
+...     y = x * 2.0
+...     return y + x
+... ''')
+>>> c = chains(normal_form(f).tree)
+>>> unparse(c.defs["y"])
+'y = x * 2.0'
+>>> [unparse(s) for s in c.readers("x")]
+['y = x * 2.0', 'out = y + x']
 """
 from __future__ import annotations
 

@@ -6,11 +6,18 @@ this pass infers, for every name, whether it is a scalar, an array, a number
 of either sort, a container or unknown, and whether it may be complex.  The
 reverse pass uses the answers to leave out work that cannot matter: no
 ``unbroadcast`` between two scalars, no real-part projection when nothing in
-the function can be complex, and ``+`` only where values are numbers::
+the function can be complex, and ``+`` only where values are numbers.
 
-    def f(x: float, y: ndarray[float64, 1]):   x: scalar, real
-        z = x * 2.0                           z: scalar, real
-        w = z * y                             w: array,  real
+>>> from pullback.testing import function_from_source, analyses
+>>> f = function_from_source('''
+... def f(x, y):
+...     z = x * 2.0
+...     w = z * y
+...     return np.sum(w)
+... ''')
+>>> _, _, _, k, _ = analyses(f, param_kinds={"x": SCALAR, "y": ARRAY})
+>>> [(n, k[n].shape) for n in ("z", "w", "out")]
+[('z', 'scalar'), ('w', 'array'), ('out', 'scalar')]
 """
 from __future__ import annotations
 
@@ -101,6 +108,12 @@ def _any_complex(ks):
     return None if any(f is None for f in flags) else False
 
 
+# Real-valued functions of possibly complex values: their gradient must be
+# projected onto the reals before it flows on (JAX's convention).
+REAL_OUTPUT = {np.real, np.imag, np.abs, np.absolute, np.angle, abs, "ndarray.real",
+                "ndarray.imag"}
+
+
 def _rhs(node, op, kinds):
     if op.kind == "copy":
         return _atom(node, kinds)
@@ -113,20 +126,36 @@ def _rhs(node, op, kinds):
     if op.kind != "rule":
         return UNKNOWN
     prim = op.primitive
+    if prim in REAL_OUTPUT:
+        return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)
+    return _rhs_number(node, op, kinds)
+
+
+def _rhs_number(node, op, kinds):
+    prim = op.primitive
     args = [v for v in op.bound.values() if not isinstance(v, tuple)]
     ks = [_atom(a, kinds) for a in args if isinstance(a, (gast.Name, gast.Constant))]
     data = [_atom(op.bound[p], kinds) for p in op.rule.diff
             if p in op.bound and not isinstance(op.bound[p], tuple)]
+    cplx = _any_complex(data or ks)
     if isinstance(prim, np.ufunc) or prim in _OPERATORS:
-        return _broadcast(data or ks)
+        return dataclasses.replace(_broadcast(data or ks), complex=cplx)
     if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
         return Kind("scalar", _any_complex(data)) if all(
             k.shape == "scalar" for k in data) else _broadcast(data)
     if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
         return Kind("scalar", _any_complex(data))
-    if any(not k.is_number for k in data):
-        return UNKNOWN
-    return Kind("number", _any_complex(data))
+    if any(not k.is_number for k in data) and not _returns_array(prim):
+        return Kind("unknown", cplx)
+    return Kind("number", cplx)
+
+
+def _returns_array(prim):
+    """NumPy functions and array methods return arrays or NumPy scalars."""
+    if isinstance(prim, str):
+        return prim.startswith("ndarray.") and prim not in ("ndarray.tolist",)
+    return (getattr(prim, "__module__", "") or "").startswith("numpy") \
+        and prim not in (np.split, np.array_split)
 
 
 def _is_none(node):

@@ -5,11 +5,19 @@ rule (with the call's arguments bound to the rule's parameters), a
 non-differentiable primitive, a user function (its own primal/adjoint pair),
 a ``custom_vjp`` function, or one of the structural operations (copy, pack a
 tuple, unpack one).  Callees are looked up in the function's closure, its
-globals and the builtins, as Python would at the time of the transform::
+globals and the builtins, as Python would at the time of the transform.
 
-    y = np.exp(x)        ->  Op('rule', rule=exp, bound={'x': x})
-    s = x.shape          ->  Op('nondiff')
-    z = helper(x, y)     ->  Op('user', fn=helper, bound={'a': x, 'b': y})
+>>> from pullback.testing import function_from_source, analyses
+>>> f = function_from_source('''
+... def f(x, y):
+...     e = np.exp(x)
+...     s = x.shape
+...     t = (e, y)
+...     return t
+... ''')
+>>> normal, ops, *_ = analyses(f)
+>>> [(ops[id(s)].kind, ops[id(s)].label) for s in normal.tree.body[:3]]
+[('rule', 'np.exp'), ('nondiff', '.shape'), ('pack', '')]
 """
 from __future__ import annotations
 
@@ -46,7 +54,15 @@ class Op:
     node: object = None       # the right-hand side, for error messages
 
     def names(self):
-        return {n for _, n in self.operands}
+        """Names a gradient could flow to, including those a rule takes as
+        static (so that a varied ``axis`` or ``base`` is caught, not dropped)."""
+        names = {n for _, n in self.operands}
+        if self.rule is not None:
+            for p, v in self.bound.items():
+                for a in v if isinstance(v, tuple) else (v,):
+                    if isinstance(a, gast.Name):
+                        names.add(a.id)
+        return names
 
 
 def resolve(normal, parsed):

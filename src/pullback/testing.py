@@ -1,0 +1,55 @@
+"""Helpers for tests and docstring examples: functions from source text, and
+each pass's result on them.
+
+>>> f = function_from_source('''
+... def f(x):
+...     return x * 2.0
+... ''')
+>>> f(1.5)
+3.0
+"""
+from __future__ import annotations
+
+import itertools
+import textwrap
+
+import numpy as np
+
+from . import codegen, frontend, normalize as normalize_
+from .analyses import activity, defuse, kinds as kinds_, ops as ops_
+
+__all__ = ["function_from_source", "normal_form", "analyses"]
+
+_counter = itertools.count()
+
+
+def function_from_source(text, globals_=None):
+    """Define the function written in ``text`` with its source retrievable (as
+    if it lived in a file), in a namespace holding ``np`` and ``math``."""
+    import math
+    text = textwrap.dedent(text).lstrip("\n")
+    filename = f"<pullback example {next(_counter)}>"
+    codegen.register_source(filename, text)
+    ns = {"np": np, "math": math, **(globals_ or {})}
+    exec(compile(text, filename, "exec"), ns)
+    name = text.split("def ", 1)[1].split("(", 1)[0].strip()
+    return ns[name]
+
+
+def normal_form(fn):
+    """The normal form of ``fn`` (a ``normalize.Normal``)."""
+    return normalize_.normalize(frontend.parse(fn))
+
+
+def analyses(fn, wrt=None, param_kinds=None):
+    """Normal form, ops, def-use chains, kinds and activity of ``fn``."""
+    parsed = frontend.parse(fn)
+    normal = normalize_.normalize(parsed)
+    ops = ops_.resolve(normal, parsed)
+    param_kinds = param_kinds or {p: kinds_.NUMBER for p in normal.params}
+    kinds = kinds_.infer(normal.tree, param_kinds, ops)
+    chains = defuse.chains(normal.tree)
+    wrt = normal.params if wrt is None else wrt
+    act = activity.analyze(normal.tree, chains, wrt, normal.returned,
+                           lambda s: ops[id(s)].names())
+    return normal, ops, chains, kinds, act
