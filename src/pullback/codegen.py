@@ -52,14 +52,16 @@ def render_function(fn, filename, indent=""):
 
 
 def _render_body(body, filename, indent, lines, last):
-    for stmt in body:
-        lineno = getattr(stmt, "lineno", None)
+    linenos = [getattr(stmt, "lineno", None) for stmt in body]
+    converted = gast.gast_to_ast(gast.Module(body=body, type_ignores=[])).body
+    for lineno, stmt in zip(linenos, converted):
         if lineno is not None and lineno != last[0] and filename:
             text = linecache.getline(filename, lineno).strip()
             if text:
                 lines.append(f"{indent}# line {lineno}: {text}")
             last[0] = lineno
-        for line in unparse(stmt).splitlines():
+        ast.fix_missing_locations(stmt)
+        for line in ast.unparse(stmt).splitlines():
             lines.append(indent + line)
 
 

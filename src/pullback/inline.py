@@ -24,7 +24,6 @@ unreduce(m_bar, x) * max_winners / np.sum(max_winners, axis=None, keepdims=True,
 from __future__ import annotations
 
 import builtins
-import copy
 import functools
 import inspect
 import textwrap
@@ -110,18 +109,25 @@ def _needed_locals(assigns, exprs):
     return needed
 
 
-class _Subst(gast.NodeTransformer):
-    def __init__(self, mapping):
-        self.mapping = mapping
-
-    def visit_Name(self, node):
-        if isinstance(node.ctx, gast.Load) and node.id in self.mapping:
-            return copy.deepcopy(self.mapping[node.id])
+def clone(node, mapping=None):
+    """A copy of the gast tree ``node``; with ``mapping``, loaded names it maps
+    are replaced by copies of their expressions (much faster than deepcopy)."""
+    if isinstance(node, list):
+        return [clone(n, mapping) for n in node]
+    if not isinstance(node, gast.AST):
         return node
+    if mapping and isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
+            and node.id in mapping:
+        return clone(mapping[node.id])
+    new = type(node)(**{f: clone(getattr(node, f, None), mapping) for f in node._fields})
+    for a in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        if hasattr(node, a):
+            setattr(new, a, getattr(node, a))
+    return new
 
 
 def _substitute(expr, mapping, defaults):
-    expr = simplify(_Subst(mapping).visit(copy.deepcopy(expr)))
+    expr = simplify(clone(expr, mapping))
     _drop_default_arguments(expr, defaults)
     return expr
 

@@ -52,7 +52,7 @@ import numpy as np
 from . import runtime
 from .analyses.ops import Op  # noqa: F401  (documented type of `ops`)
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from .inline import instantiate
+from .inline import clone, instantiate
 
 __all__ = ["Derived", "differentiate"]
 
@@ -473,6 +473,5 @@ def _is_fresh(expr, resolve):
 
 
 def _copy(node):
-    import copy
-    return copy.deepcopy(node)
+    return clone(node)
 
