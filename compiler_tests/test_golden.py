@@ -97,11 +97,11 @@ def f_primal(x):
     # line 3: return np.sum(a * b)
     a_b = a * b
     out = np.sum(a_b)
-    return (out, (meta(a_b), a, b, split_x, split_x_res, x))
+    return (out, (meta(a_b), b, a, split_x, split_x_res, x))
 
 
 def f_adjoint(residuals, out_bar):
-    a_b, a, b, split_x, split_x_res, x = residuals
+    a_b, b, a, split_x, split_x_res, x = residuals
     # line 3: return np.sum(a * b)
     a_b_bar = unreduce(out_bar, a_b)
     a_bar = unbroadcast(a_b_bar * b, a)

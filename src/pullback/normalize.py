@@ -40,6 +40,7 @@ import dataclasses
 
 import gast
 
+from .grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
 from .naming import Namer, describe
 
 __all__ = ["Normal", "normalize", "check", "is_atom", "is_static"]
@@ -54,24 +55,17 @@ class Normal:
     returned: gast.expr     # the atom the function returns
     augmented: list         # (stmt, old name) of each `y op= v` desugared
     namer: Namer
+    carried: dict = dataclasses.field(default_factory=dict)  # id(loop) -> carried names
+
+    @property
+    def carried_names(self):
+        return {n for names in self.carried.values() for n in names}
 
 
 def normalize(parsed, namer=None):
     """Bring ``parsed.tree`` to the normal form; raise on what it cannot hold."""
     namer = namer or Namer.for_tree(parsed.tree, parsed.globals.keys())
     return _Normalizer(parsed, namer).run()
-
-
-def is_static(node, local_names):
-    """A dotted path rooted at a non-local name (np.exp, math.pi, helper)."""
-    while isinstance(node, gast.Attribute):
-        node = node.value
-    return isinstance(node, gast.Name) and node.id not in local_names
-
-
-def is_atom(node, local_names=()):
-    return isinstance(node, (gast.Name, gast.Constant)) or (
-        isinstance(node, gast.Attribute) and is_static(node, local_names))
 
 
 class _Normalizer:
@@ -87,17 +81,14 @@ class _Normalizer:
         self.env = {p: p for p in self.params}
         self.out = []
         self.augmented = []
+        self.carried = {}
         self.returned = None
         self.lineno = fn.lineno
 
     def run(self):
         fn = self.parsed.tree
         body = fn.body
-        for stmt in body:
-            if self.returned is not None:
-                break  # code after return never runs
-            self.lineno = stmt.lineno
-            self.stmt(stmt)
+        self.statements(body)
         if self.returned is None:
             self.returned = gast.Constant(value=None, kind=None)
             self.emit(gast.Return(value=self.returned))
@@ -105,7 +96,8 @@ class _Normalizer:
                                 decorator_list=[], returns=None, type_comment=None,
                                 type_params=[])
         gast.copy_location(tree, fn)
-        return Normal(tree, self.params, self.returned, self.augmented, self.namer)
+        return Normal(tree, self.params, self.returned, self.augmented, self.namer,
+                      self.carried)
 
     # -- statements ---------------------------------------------------------
 
@@ -114,6 +106,23 @@ class _Normalizer:
         stmt.lineno = self.lineno
         self.out.append(stmt)
         return stmt
+
+    def statements(self, stmts):
+        for stmt in stmts:
+            if self.returned is not None:
+                break  # code after return never runs
+            self.lineno = stmt.lineno
+            self.stmt(stmt)
+
+    def block(self, stmts):
+        """Normalize a nested block; return its statements (self.env is left as
+        at the block's end)."""
+        saved, self.out = self.out, []
+        lineno = self.lineno
+        self.statements(stmts)
+        out, self.out = self.out, saved
+        self.lineno = lineno
+        return out
 
     def stmt(self, node):
         kind = type(node).__name__
@@ -215,6 +224,115 @@ class _Normalizer:
         self.emit(gast.Assert(test=self.atom(node.test),
                               msg=None if node.msg is None else self.atom(node.msg)), node)
 
+    # -- control flow -------------------------------------------------------
+
+    def stmt_If(self, node):
+        test = self.atom(node.test)
+        if len(node.body) == 1 and isinstance(node.body[0], gast.Break) and not node.orelse:
+            self.emit(gast.If(test=test, body=[gast.Break()], orelse=[]), node)
+            return
+        before = dict(self.env)
+        body = self.block(node.body)
+        after_body, self.env = self.env, dict(before)
+        orelse = self.block(node.orelse)
+        after_else = self.env
+        merged = dict(before)
+        for v in sorted(set(after_body) | set(after_else)):
+            a, b = after_body.get(v), after_else.get(v)
+            if a == b:
+                merged[v] = a
+                continue
+            new = self.local(self.namer.version(v))
+            for branch, src in ((body, a), (orelse, b)):
+                if src is not None:
+                    branch.append(self.copy(new, src))
+            merged[v] = new
+        self.env = merged
+        self.emit(gast.If(test=test, body=body or [gast.Pass()], orelse=orelse), node)
+
+    def stmt_For(self, node):
+        if not isinstance(node.target, gast.Name):
+            raise self.parsed.unsupported(node.target, "a `for` loop with this target",
+                                          "Loop over one name and unpack inside the body.")
+        iterable = self.atom(node.iter)
+        target = node.target.id
+        carried = self.enter_loop(node.body, exclude={target})
+        self.env[target] = self.local(self.new_version(target))
+        body = self.block(node.body)
+        self.leave_loop(body, carried)
+        loop = gast.For(target=_name(self.env[target], gast.Store()), iter=iterable,
+                        body=body, orelse=[], type_comment=None)
+        # the target keeps the last iteration's value after the loop
+        self.emit(loop, node)
+        self.carried[id(loop)] = set(carried.values())
+        self.statements(node.orelse)
+
+    def stmt_While(self, node):
+        cond = self.local(self.namer.fresh("loop_cond"))
+        self.emit(self.copy_value(cond, self.atom(node.test)), node)
+        self.env[cond] = cond
+        carried = self.enter_loop(node.body, extra=[cond])
+        body = self.block(node.body)
+        saved, self.out = self.out, []
+        test = self.atom(node.test)             # the condition, recomputed
+        if not isinstance(test, gast.Name):
+            tmp = self.local(self.namer.fresh("loop_cond"))
+            self.out.append(self.copy_value(tmp, test))
+            test = _name(tmp)
+        recompute, self.out = self.out, saved
+        self.env[cond] = test.id
+        _insert_before_break(body, recompute)
+        self.leave_loop(body, carried)
+        del self.env[cond]
+        loop = self.emit(gast.While(test=_name(cond), body=body, orelse=[]), node)
+        self.carried[id(loop)] = set(carried.values())
+        self.statements(node.orelse)
+
+    def enter_loop(self, body, exclude=(), extra=()):
+        """Give every variable the loop body assigns, and that exists already,
+        a fresh name copied in just before the loop (its loop-carried name)."""
+        carried = {}
+        for v in sorted(assigned_names(body) - set(exclude)):
+            if v in self.env:
+                carried[v] = self.local(self.namer.version(v))
+                self.emit(self.copy(carried[v], self.env[v]))
+                self.env[v] = carried[v]
+        for v in extra:
+            carried[v] = self.env[v]
+        return carried
+
+    def leave_loop(self, body, carried):
+        """Copy each carried variable's last value back to its carried name at
+        the end of the body (before a final `if flag: break`)."""
+        copies = [self.copy(name, self.env[v]) for v, name in carried.items()
+                  if self.env.get(v) not in (None, name)]
+        _insert_before_break(body, copies)
+        for v, name in carried.items():
+            self.env[v] = name
+
+    def bind_carried(self, name, value, origin):
+        self.env[name] = name
+        self.namer.reserve(name)
+        self.emit(self.copy_value(name, value), origin)
+
+    def copy(self, target, source):
+        return self.copy_value(target, _name(source))
+
+    def copy_value(self, target, value):
+        stmt = gast.Assign(targets=[_name(target, gast.Store())], value=value, type_comment=None)
+        stmt.lineno = self.lineno
+        return stmt
+
+    def stmt_Break(self, node):
+        raise self.parsed.unsupported(node, "a `break` here", "Use a flag.")
+
+    def expr_IfExp(self, node):
+        tmp = self.local(self.namer.fresh("choice"))
+        stmt = gast.If(test=node.test, body=[_assign_user(tmp, node.body, node)],
+                       orelse=[_assign_user(tmp, node.orelse, node)])
+        self.stmt_If(gast.copy_location(stmt, node))
+        return _name(self.env[tmp])
+
     def bind(self, name, rhs, origin):
         new = self.new_version(name)
         stmt = self.emit(gast.Assign(targets=[_name(new, gast.Store())], value=rhs,
@@ -296,7 +414,21 @@ class _Normalizer:
         return gast.BoolOp(op=gast.And(), values=parts)
 
     def expr_BoolOp(self, node):
-        return gast.BoolOp(op=node.op, values=[self.atom(v) for v in node.values])
+        if all(_is_boolean(v) for v in node.values) and not any(
+                isinstance(n, gast.Call) for v in node.values[1:] for n in gast.walk(v)):
+            return gast.BoolOp(op=node.op, values=[self.atom(v) for v in node.values])
+        # `a and b` is one of its operands (whose gradient must flow), or a
+        # later operand calls something: keep Python's short circuit
+        tmp = self.local(self.namer.fresh("cond"))
+        inner = None
+        for v in reversed(node.values[1:]):
+            body = [_assign_user(tmp, v, node)] + ([inner] if inner is not None else [])
+            test = _name(tmp) if isinstance(node.op, gast.And) else \
+                gast.UnaryOp(op=gast.Not(), operand=_name(tmp))
+            inner = gast.copy_location(gast.If(test=test, body=body, orelse=[]), node)
+        self.stmt(_assign_user(tmp, node.values[0], node))
+        self.stmt_If(inner)
+        return _name(self.env[tmp])
 
     def expr_Call(self, node):
         func = node.func
@@ -377,12 +509,34 @@ def _name(id_, ctx=None):
     return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
+def _assign_user(name, value, origin):
+    stmt = gast.Assign(targets=[_name(name, gast.Store())], value=value, type_comment=None)
+    return gast.copy_location(stmt, origin)
+
+
+def _is_boolean(node):
+    """Syntactically a bool: comparisons, `not`, and `and`/`or` of those."""
+    if isinstance(node, gast.Compare) or (isinstance(node, gast.UnaryOp)
+                                          and isinstance(node.op, gast.Not)):
+        return True
+    if isinstance(node, gast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, gast.BoolOp):
+        return all(_is_boolean(v) for v in node.values)
+    return False
+
+
+def _insert_before_break(body, stmts):
+    """Append ``stmts`` to a loop body, before its final ``if flag: break``."""
+    last = body[-1] if body else None
+    if isinstance(last, gast.If) and last.body and isinstance(last.body[0], gast.Break):
+        body[-1:-1] = stmts
+    else:
+        body.extend(stmts)
+
+
 _HINT_DEFAULT = "Rewrite it with assignments, arithmetic and calls."
-_HINT_FLOW = ("This version of pullback differentiates straight-line code; write the "
-              "computation without it (np.where selects elementwise without a branch).")
 _DESCRIBE = {
-    "If": "an `if` statement", "For": "a `for` loop", "While": "a `while` loop",
-    "IfExp": "a conditional expression (`a if c else b`)",
     "Try": "a `try` statement", "With": "a `with` statement", "Raise": "a `raise` statement",
     "FunctionDef": "a nested function definition", "ClassDef": "a class definition",
     "Lambda": "a `lambda` inside the function", "Global": "a `global` statement",
@@ -396,7 +550,6 @@ _DESCRIBE = {
     "AsyncFor": "an `async for` loop", "AsyncWith": "an `async with` statement",
 }
 _HINTS = {
-    "If": _HINT_FLOW, "For": _HINT_FLOW, "While": _HINT_FLOW, "IfExp": _HINT_FLOW,
     "ListComp": "Use a NumPy operation on the whole array instead.",
     "GeneratorExp": "Use a NumPy operation on the whole array instead.",
     "Try": "Move the error handling outside the differentiated function.",
@@ -409,79 +562,6 @@ _HINTS = {
     "Lambda": "Define the helper at module level and call it.",
     "ClassDef": "Define the class at module level.",
 }
-
-
-# -- the grammar, checked ---------------------------------------------------
-
-def check(normal):
-    """Assert that ``normal.tree`` is in the normal form; return it."""
-    fn = normal.tree
-    local_names = set(normal.params) | {
-        n.id for n in gast.walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    assigned = set(normal.params)
-    atom = lambda n: is_atom(n, local_names)  # noqa: E731
-    for stmt in fn.body:
-        if isinstance(stmt, gast.Assign):
-            assert len(stmt.targets) == 1, "one target per assignment"
-            target = stmt.targets[0]
-            names = [target] if isinstance(target, gast.Name) else target.elts
-            if not isinstance(target, gast.Name):
-                assert atom(stmt.value), "unpacking takes an atom"
-            else:
-                _check_rhs(stmt.value, atom)
-            for n in names:
-                assert isinstance(n, gast.Name), "targets are names"
-                assert n.id not in assigned, f"{n.id} assigned twice"
-                assigned.add(n.id)
-        elif isinstance(stmt, gast.Return):
-            assert atom(stmt.value), "return takes an atom"
-        elif isinstance(stmt, gast.Expr):
-            _check_rhs(stmt.value, atom)
-        elif isinstance(stmt, gast.Assert):
-            assert atom(stmt.test)
-        else:
-            raise AssertionError(f"unexpected statement {type(stmt).__name__}")
-    return fn
-
-
-def _check_rhs(node, atom):
-    if atom(node):
-        return
-    if isinstance(node, gast.BinOp):
-        assert atom(node.left) and atom(node.right), "binary operands are atoms"
-    elif isinstance(node, gast.UnaryOp):
-        assert atom(node.operand)
-    elif isinstance(node, gast.Compare):
-        assert atom(node.left) and all(map(atom, node.comparators))
-    elif isinstance(node, gast.BoolOp):
-        assert all(map(atom, node.values))
-    elif isinstance(node, gast.Call):
-        func = node.func
-        assert atom(func) or (isinstance(func, gast.Attribute) and atom(func.value))
-        assert all(map(atom, node.args)) and all(atom(k.value) for k in node.keywords)
-    elif isinstance(node, gast.Attribute):
-        assert atom(node.value)
-    elif isinstance(node, gast.Subscript):
-        assert atom(node.value)
-        _check_index(node.slice, atom)
-    elif isinstance(node, (gast.Tuple, gast.List)):
-        assert all(map(atom, node.elts)), "container elements are atoms"
-    elif isinstance(node, gast.Dict):
-        assert all(map(atom, node.keys)) and all(map(atom, node.values))
-    elif isinstance(node, gast.JoinedStr):
-        pass
-    else:
-        raise AssertionError(f"unexpected right-hand side {type(node).__name__}")
-
-
-def _check_index(node, atom):
-    if isinstance(node, gast.Slice):
-        assert all(p is None or atom(p) for p in (node.lower, node.upper, node.step))
-    elif isinstance(node, gast.Tuple):
-        for e in node.elts:
-            _check_index(e, atom)
-    else:
-        assert atom(node)
 
 
 def show(source):

@@ -7,21 +7,26 @@ from __future__ import annotations
 
 import gast
 
-from . import frontend, loader, normalize, reverse
+from . import desugar, frontend, loader, normalize, reverse, structure
 from .analyses import activity, defuse, kinds, ops as ops_
 from .errors import PullbackError
+from .naming import Namer
 
 
 def transform(fn, param_kinds, wrt, has_aux=False):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
     parsed = frontend.parse(fn)
-    normal = normalize.normalize(parsed)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    desugar.desugar(parsed.tree, namer, parsed)
+    structure.structure(parsed.tree, namer, parsed)
+    normal = normalize.normalize(parsed, namer)
     ops = ops_.resolve(normal, parsed)
     kind_of = kinds.infer(normal.tree, param_kinds, ops)
     output = _output(normal, ops, has_aux, parsed)
     chains = defuse.chains(normal.tree)
-    act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names())
+    act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
+                           lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output)
     # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
@@ -58,10 +63,9 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
         shared = old in normal.params or any(
             ops[id(s)].kind not in ("rule", "nondiff") or _is_view(ops[id(s)])
             for s in chains.readers(old) if s is not stmt)
-        definer = chains.defs.get(old)
-        if definer is not None and (ops[id(definer)].kind != "rule"
-                                    or _is_view(ops[id(definer)])):
-            shared = True
+        for definer in chains.defs.get(old, ()):
+            if ops[id(definer)].kind != "rule" or _is_view(ops[id(definer)]):
+                shared = True
         if shared:
             raise UnsupportedSyntaxError(
                 "pullback cannot follow an in-place update of an array that other names "

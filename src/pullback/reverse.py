@@ -2,14 +2,16 @@
 
 The primal is the normal form itself, returning its value and the residuals
 the adjoint reads (an intermediate array read only for its shape is saved as
-``meta(x)``).  The adjoint walks the statements backwards; for each active
-one it inlines the rule of its operation, and accumulates every contribution
-into the gradient of the name it belongs to: the first binds ``x_bar``, later
-ones add.  Whether a gradient buffer is *owned* (allocated here, shared with
-nothing) is tracked on the way; a returned gradient that is not owned is
-copied, so no gradient aliases an input, a cotangent or another gradient.
+``meta(x)``).  The adjoint walks the statements backwards (``adjoints`` gives
+each statement's code, ``accumulate`` the gradient states).  Control flow is
+replayed, not unrolled: an ``if`` runs the adjoint of the branch the primal
+took, a loop runs its body's adjoint once per iteration, counted by the
+primal.  Each block that runs more than once pushes the values its adjoint
+reads onto a tape at its end (one tuple per run, only what is read), and the
+adjoint pops them.  A returned gradient that is not owned is copied, so no
+gradient aliases an input, a cotangent or another gradient.
 
->>> import pullback as pb
+>>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source
 >>> f = function_from_source('''
 ... def f(x, w):
@@ -44,15 +46,16 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import operator
 
 import gast
 import numpy as np
 
 from . import runtime
+from .accumulate import OWNED, SHARED, ZERO, Gradients
+from .adjoints import Adjoints
 from .analyses.ops import Op  # noqa: F401  (documented type of `ops`)
-from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from .inline import clone, instantiate
+from .grammar import assigned_names
+from .inline import clone
 
 __all__ = ["Derived", "differentiate"]
 
@@ -65,43 +68,46 @@ class Derived:
     wrt: tuple               # parameters whose gradients the adjoint returns
 
 
-def differentiate(normal, parsed, ops, kinds, activity, wrt, output):
+def differentiate(normal, parsed, ops, kinds, activity, wrt, output, inplace=True):
     """Build the primal and adjoint of ``normal``.
 
     ``output`` is the atom whose cotangent the adjoint receives (the returned
     value, or its first element under ``has_aux``).
     """
-    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output).run()
+    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace).run()
 
 
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
+class _Block:
+    """A primal block (function body, branch, loop body) and its adjoint."""
+
+    def __init__(self, stmts, kind, parent, also_assigned=()):
+        self.stmts, self.kind, self.parent = stmts, kind, parent
+        self.children = []          # nested blocks, in the order their adjoints appear
+        self.adjoint = []
+        self.extra = set(also_assigned)         # a loop body's target
+        self.assigned = assigned_names(stmts) | self.extra
+        self.save = []
+        if parent is not None:
+            parent.children.append(self)
 
 
-def _call(func, *args):
-    return gast.Call(func=_name(func), args=list(args), keywords=[])
-
-
-def _assign(target, value, lineno):
-    stmt = gast.Assign(targets=[target if not isinstance(target, str) else _name(target, True)],
-                       value=value, type_comment=None)
-    stmt.lineno = lineno
-    return stmt
-
-
-class _Reverse:
-    def __init__(self, normal, parsed, ops, kinds, activity, wrt, output):
+class _Reverse(Adjoints):
+    def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace):
         self.normal, self.parsed, self.ops = normal, parsed, ops
         self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
         self.active, self.varied = activity.active, activity.varied
         self.namer = normal.namer
         self.helpers = {}
-        self.bar = {}           # primal name -> name of its gradient variable
-        self.owned = {}         # gradient variable -> allocated here and unshared
-        self.adjoint = []       # statements, last primal statement's first
         self.residual_of = {}   # call target -> name of its callee residuals
-        self.user_names = {n.id for n in gast.walk(normal.tree) if isinstance(n, gast.Name)}
+        self.trips = {}         # id(loop) -> name of its trip counter
+        self.indexed = set()    # names whose gradient received an indexed add
+        self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
+        self.grads = Gradients(self.namer, kinds, self.helper, inplace)
+        self.int_names = _int_names(normal.tree.body, ops)
+        self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
+
+    def kind(self, name):
+        return self.kinds.get(name) or _UNKNOWN
 
     # -- helpers bound in the generated code ---------------------------------
 
@@ -112,7 +118,7 @@ class _Reverse:
         if self.parsed.globals.get(name) is value and name not in self.helpers:
             return name        # the user's module already binds it, e.g. np
         if getattr(builtins, name, None) is value and name not in self.parsed.globals \
-                and name not in self.user_names:
+                and name not in self.user_locals:
             return name        # a builtin nobody shadows, e.g. slice
         for used, v in self.helpers.items():
             if v is value and used.startswith(name):
@@ -135,36 +141,61 @@ class _Reverse:
     def runtime(self, fn_name):
         return self.helper(fn_name, getattr(runtime, fn_name))
 
+    def callee(self, op, which):
+        """The name of the callee's primal or adjoint, for this call site's
+        active arguments."""
+        from .api import derivative_of  # late: api imports the pipeline
+        handle = derivative_of(op.primitive)
+        params = list(handle.params)
+        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
+        primal, adjoint = handle.for_callers(mask)
+        name = getattr(op.primitive, "__name__", "callee")
+        return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
+
     # -- the two functions --------------------------------------------------
 
     def run(self):
-        body = self.normal.tree.body
+        fn = self.normal.tree
         self.out_bar = self.namer.fresh("out_bar")
         self.residuals = self.namer.fresh("residuals")
+        self.tape = self.namer.fresh("tape")
+        primal = self.primal_block(fn.body)
+        self.primal_names |= set(self.residual_of.values()) | set(self.trips.values())
         if isinstance(self.output, gast.Name) and self.output.id in self.active:
-            self.bar[self.output.id] = self.out_bar
-            self.owned[self.out_bar] = False
-        primal = [self.primal_stmt(s) for s in body]
-        for stmt in reversed(body):
-            self.adjoint_stmt(stmt)
-        adjoint = list(self.adjoint)
-        adjoint.append(self.final_return())
-        residuals = self.residual_names(adjoint)
-        shape_only = self.shape_only(adjoint, residuals)
+            self.grads.seed(self.output.id, self.out_bar)
+        top = _Block(primal, "top", None)
+        top.adjoint = self.adjoint_block(top)
+        final = self.final_return()
+        top.adjoint.append(final)
+        self.compute_saves(top)
+        uses_tape = self.insert_saves(top)
+        residuals = sorted(self.need(top), key=self.order_key(top))
+        if uses_tape:
+            residuals.append(self.tape)
+        shape_only = self.shape_only(top, residuals)
         saved = [_call(self.runtime("meta"), _name(r)) if r in shape_only else _name(r)
                  for r in residuals]
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
+        prologue = [_assign(n, gast.Constant(None, None), None)
+                    for n in sorted(self.maybe_unbound(top))]
+        if uses_tape:
+            prologue.append(_assign(self.tape, gast.List(elts=[], ctx=gast.Load()), None))
+        primal[:0] = prologue
+        adjoint = top.adjoint
+        head = []
         if residuals:
-            unpack = _assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
-                                        ctx=gast.Store()), _name(self.residuals), None)
-            adjoint.insert(0, unpack)
-        fn = self.normal.tree
+            head.append(_assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
+                                           ctx=gast.Store()), _name(self.residuals), None))
+        if uses_tape:
+            head.append(_assign(self.tape, _call(self.helper("list", list), _name(self.tape)),
+                                None))
+        adjoint[:0] = head
         primal_fn = gast.FunctionDef(name=self.namer.fresh(f"{fn.name}_primal"), args=fn.args,
                                      body=primal, decorator_list=[], returns=None,
                                      type_comment=None, type_params=[])
-        args = gast.arguments(args=[_name(self.residuals, False), _name(self.out_bar, False)],
+        args = gast.arguments(args=[_name(self.residuals), _name(self.out_bar)],
                               posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                               kwarg=None, defaults=[])
         for a in args.args:
@@ -174,24 +205,275 @@ class _Reverse:
                                       type_comment=None, type_params=[])
         return Derived(primal_fn, adjoint_fn, self.helpers, self.wrt)
 
-    def residual_names(self, adjoint):
-        primal_names = set(self.normal.params) | set(self.kinds) | set(
-            self.residual_of.values())
-        seen = []
-        for stmt in adjoint:
-            for n in gast.walk(stmt):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) \
-                        and n.id in primal_names and n.id not in seen:
-                    seen.append(n.id)
-        return seen
+    def final_return(self):
+        elts = []
+        for p in self.wrt:
+            if self.grads.bound(p):
+                call = _call(self.runtime("project"), _name(self.grads.var(p)), _name(p))
+                if self.grads.state[p] != OWNED:
+                    call.keywords = [gast.keyword(arg="copy", value=gast.Constant(True, None))]
+                elts.append(call)
+            else:
+                elts.append(_call(self.runtime("zeros_like"), _name(p)))
+        ret = gast.Return(value=gast.Tuple(elts=elts, ctx=gast.Load()))
+        ret.lineno = None
+        return ret
 
-    def shape_only(self, adjoint, residuals):
+    # -- primal ---------------------------------------------------------------
+
+    def primal_block(self, stmts):
+        out = []
+        for stmt in stmts:
+            out.extend(self.primal_stmt(stmt))
+        return out
+
+    def primal_stmt(self, stmt):
+        if isinstance(stmt, gast.If):
+            stmt.body = self.primal_block(stmt.body)
+            stmt.orelse = self.primal_block(stmt.orelse)
+            return [stmt]
+        if isinstance(stmt, (gast.For, gast.While)):
+            trips = self.namer.fresh("trips")
+            self.trips[id(stmt)] = trips
+            stmt.body = [_assign(trips, gast.BinOp(left=_name(trips), op=gast.Add(),
+                                                   right=gast.Constant(1, None)), stmt.lineno)
+                         ] + self.primal_block(stmt.body)
+            return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
+        op = self.ops.get(id(stmt))
+        if op is not None and op.kind in ("user", "custom") and isinstance(stmt, gast.Assign) \
+                and isinstance(stmt.targets[0], gast.Name) \
+                and stmt.targets[0].id in self.active:
+            target = stmt.targets[0].id
+            res = self.namer.fresh(f"{target}_res")
+            self.residual_of[target] = res
+            stmt.value.func = _name(self.callee(op, "primal"))
+            stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
+                                       ctx=gast.Store())]
+        return [stmt]
+
+    # -- adjoint --------------------------------------------------------------
+
+    def adjoint_block(self, block):
+        out = []
+        for stmt in reversed(block.stmts):
+            out.extend(self.adjoint_stmt(stmt, block))
+        return out
+
+    def adjoint_stmt(self, stmt, block):
+        if isinstance(stmt, gast.If):
+            return self.adjoint_if(stmt, block)
+        if isinstance(stmt, (gast.For, gast.While)):
+            return self.adjoint_loop(stmt, block)
+        op = self.ops.get(id(stmt))
+        if op is not None and op.kind == "append":
+            out = []
+            self.adjoint_append(out, stmt, op)
+            for s in out:
+                s.lineno = stmt.lineno
+            return out
+        if not isinstance(stmt, gast.Assign) or op is None:
+            return []      # effects (print, assert) and the primal's own bookkeeping
+        target = stmt.targets[0]
+        if op.kind in ("user", "custom") and isinstance(target, gast.Tuple):
+            target = target.elts[0]      # `z, z_res = g_primal(...)`
+        out = []
+        if isinstance(target, gast.Tuple):
+            names = [e.id for e in target.elts]
+            if any(self.grads.bound(n) for n in names) and stmt.value.id in self.active:
+                self.adjoint_unpack(out, stmt, names, stmt.value.id)
+            for n in names:
+                self.grads.consume(n)
+        else:
+            t = target.id
+            if t in self.active and self.grads.bound(t):
+                g = _name(self.grads.var(t))
+                getattr(self, f"adjoint_{op.kind}")(out, stmt, op, t, g)
+            self.grads.consume(t)
+        for s in out:
+            s.lineno = stmt.lineno
+        return out
+
+    def adjoint_if(self, stmt, block):
+        before = self.grads.snapshot()
+        then = _Block(stmt.body, "branch", block)
+        then.adjoint = self.adjoint_block(then)
+        after_then = self.grads.snapshot()
+        self.grads.restore(before)
+        other = _Block(stmt.orelse, "branch", block)
+        other.adjoint = self.adjoint_block(other)
+        after_other = self.grads.snapshot()
+        merged, fix_then, fix_other = self.grads.merge(after_then, after_other, self.zero_for)
+        then.adjoint += fix_then
+        other.adjoint += fix_other
+        self.grads.restore(merged)
+        if not then.adjoint and not other.adjoint:
+            block.children.remove(then)
+            block.children.remove(other)
+            return []
+        new = gast.If(test=clone(stmt.test), body=then.adjoint or [gast.Pass()],
+                      orelse=other.adjoint)
+        new.lineno = stmt.lineno
+        return [new]
+
+    def adjoint_loop(self, stmt, block):
+        carried = self.normal.carried.get(id(stmt), ())
+        # a dry run finds the gradients the body adds to that live across
+        # iterations; they are bound (and made owned) before the loop, so
+        # that every iteration starts in the same state
+        saved = (self.grads.snapshot(), set(self.namer.taken), dict(self.helpers),
+                 set(self.indexed), list(block.children))
+        target = [stmt.target.id] if isinstance(stmt, gast.For) else []
+        body = _Block(stmt.body, "loop", block, target)
+        self.adjoint_block(body)
+        touched = {n for n in self.grads.state if n not in body.assigned or n in carried}
+        touched = {n for n in touched if self.grads.state.get(n) != saved[0][0].get(n)
+                   or n in carried or n in self.indexed - saved[3]}
+        indexed = self.indexed - saved[3]
+        self.grads.restore(saved[0])
+        self.namer.taken, self.helpers = saved[1], saved[2]
+        self.indexed, block.children[:] = saved[3], saved[4]
+        pre = []
+        for n in sorted(touched):
+            if n in indexed:
+                pre.extend(self.grads.make_owned(n, self.zero_buffer))
+            elif not self.grads.bound(n):
+                pre.append(self.grads.materialize(n, self.zero_for))
+        pre.extend(self.grads.stabilize(sorted(touched)))
+        entry = self.grads.snapshot()
+        body = _Block(stmt.body, "loop", block, target)
+        body.adjoint = self.adjoint_block(body)
+        for n in sorted(carried):
+            if not self.grads.bound(n):
+                body.adjoint.append(self.grads.materialize(n, self.zero_for))
+        weaker = [n for n in touched if entry[0].get(n) == OWNED
+                  and self.grads.state.get(n) != OWNED]
+        if weaker:   # the body leaves a buffer shared: start every iteration shared
+            self.grads.restore(entry)
+            for n in weaker:
+                self.grads.state[n] = SHARED
+            block.children.remove(body)
+            body = _Block(stmt.body, "loop", block, target)
+            body.adjoint = self.adjoint_block(body)
+            for n in sorted(carried):
+                if not self.grads.bound(n):
+                    body.adjoint.append(self.grads.materialize(n, self.zero_for))
+        if not body.adjoint:
+            block.children.remove(body)
+            return pre
+        trips = self.trips[id(stmt)]
+        loop = gast.For(target=_name("_", True),
+                        iter=_call(self.helper("range", range), _name(trips)),
+                        body=body.adjoint, orelse=[], type_comment=None)
+        loop.lineno = stmt.lineno
+        for s in pre:
+            s.lineno = stmt.lineno
+        return pre + [loop]
+
+    def zero_for(self, name):
+        return _call(self.runtime("zeros_like"), _name(name))
+
+    # -- what each block saves ------------------------------------------------
+
+    def compute_saves(self, block):
+        """Bottom-up: each block saves the values its own adjoint reads that
+        it assigns; the rest are read from where they were assigned."""
+        need = self.loads(block.adjoint, block)
+        for child in block.children:
+            child_need = self.compute_saves(child)
+            need |= child_need - child.assigned
+        if block.kind == "top":
+            block.save = sorted(need)
+        else:
+            block.save = sorted(need & block.assigned)
+        block.need = need
+        return need
+
+    def need(self, block):
+        return block.need
+
+    def loads(self, stmts, block):
+        """Primal names the adjoint statements read, not counting nested blocks."""
+        nested = {id(s) for c in block.children for s in c.adjoint}
+        found = set()
+        stack = list(stmts)
+        while stack:
+            node = stack.pop()
+            if id(node) in nested:
+                continue
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
+                    and node.id in self.primal_names:
+                found.add(node.id)
+            stack.extend(gast.iter_child_nodes(node))
+        return found
+
+    def insert_saves(self, block):
+        """Push each block's saved values at its end (before a loop body's
+        carried copies and final break) and pop them at the start of its
+        adjoint.  Returns whether any block uses the tape."""
+        used = False
+        for child in block.children:
+            used |= self.insert_saves(child)
+        if block.kind == "top" or not block.save:
+            return used
+        pack = gast.Tuple(elts=[_name(n) for n in block.save], ctx=gast.Load())
+        push = gast.Expr(value=gast.Call(func=gast.Attribute(
+            value=_name(self.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
+        pop = _assign(gast.Tuple(elts=[_name(n, True) for n in block.save], ctx=gast.Store()),
+                      gast.Call(func=gast.Attribute(value=_name(self.tape), attr="pop",
+                                                    ctx=gast.Load()), args=[], keywords=[]),
+                      None)
+        if len(block.save) == 1:
+            pack = _name(block.save[0])
+            push.value.args = [pack]
+            pop.targets = [_name(block.save[0], True)]
+        stmts = block.stmts
+        at = len(stmts)
+        carried = set(self.normal.carried_names)
+        while at > 0 and (_is_break_check(stmts[at - 1]) or (
+                block.kind == "loop" and _is_copy(stmts[at - 1])
+                and stmts[at - 1].targets[0].id in carried)):
+            at -= 1
+        stmts.insert(at, push)
+        block.adjoint.insert(0, pop)
+        return True
+
+    def maybe_unbound(self, top):
+        """Names a block saves that only a nested branch may assign: bound to
+        None up front, so that saving them never fails."""
+        out = set()
+
+        def walk(block):
+            direct = {t.id for s in block.stmts if isinstance(s, gast.Assign)
+                      for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
+                                else [s.targets[0]]) if isinstance(t, gast.Name)}
+            direct |= {s.target.id for s in block.stmts if isinstance(s, gast.For)}
+            direct |= {self.trips[id(s)] for s in block.stmts
+                       if isinstance(s, (gast.For, gast.While))}
+            direct |= block.extra
+            for n in block.save:
+                if n not in direct and n not in self.normal.params:
+                    out.add(n)
+            for c in block.children:
+                walk(c)
+        walk(top)
+        return out - set(self.normal.carried_names)
+
+    def order_key(self, top):
+        """Residuals in the order the adjoint first reads them."""
+        order = {}
+        for stmt in top.adjoint:
+            for node in _preorder(stmt):
+                if isinstance(node, gast.Name):
+                    order.setdefault(node.id, len(order))
+        return lambda n: (order.get(n, len(order)), n)
+
+    def shape_only(self, top, residuals):
         """Residuals the adjoint reads only for their shape and dtype.  They are
         saved as ``meta(x)``, so an intermediate array need not outlive the
         primal.  Parameters are the caller's and cost nothing to keep."""
         candidates = set(residuals) - set(self.normal.params)
         meta_uses, all_uses = {}, {}
-        for stmt in adjoint:
+        for stmt in top.adjoint:
             for node in gast.walk(stmt):
                 if isinstance(node, gast.Name) and node.id in candidates \
                         and isinstance(node.ctx, gast.Load):
@@ -204,274 +486,83 @@ class _Reverse:
                         meta_uses[n] = meta_uses.get(n, 0) + 1
         return {r for r in candidates if all_uses.get(r) and meta_uses.get(r) == all_uses[r]}
 
-    def final_return(self):
-        elts = []
-        for p in self.wrt:
-            if p in self.bar:
-                g = self.bar[p]
-                call = _call(self.runtime("project"), _name(g), _name(p))
-                if not self.owned.get(g, False):
-                    call.keywords = [gast.keyword(arg="copy", value=gast.Constant(True, None))]
-                elts.append(call)
-            else:
-                elts.append(_call(self.runtime("zeros_like"), _name(p)))
-        ret = gast.Return(value=gast.Tuple(elts=elts, ctx=gast.Load()))
-        ret.lineno = None
-        return ret
 
-    # -- primal ---------------------------------------------------------------
-
-    def primal_stmt(self, stmt):
-        op = self.ops[id(stmt)]
-        if op.kind in ("user", "custom") and isinstance(stmt, gast.Assign) \
-                and stmt.targets[0].id in self.active:
-            target = stmt.targets[0].id
-            res = self.namer.fresh(f"{target}_res")
-            self.residual_of[target] = res
-            call = stmt.value
-            call.func = _name(self.callee(op, "primal"))
-            new = _assign(gast.Tuple(elts=[_name(target, True), _name(res, True)],
-                                     ctx=gast.Store()), call, stmt.lineno)
-            return new
-        return stmt
-
-    def callee(self, op, which):
-        """The name of the callee's primal or adjoint, for this call site's
-        active arguments."""
-        from .api import derivative_of  # late: api imports the pipeline
-        handle = derivative_of(op.primitive)
-        params = list(handle.params)
-        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
-        primal, adjoint = handle.for_callers(mask)
-        name = getattr(op.primitive, "__name__", "callee")
-        return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
-
-    # -- adjoint --------------------------------------------------------------
-
-    def emit(self, stmt, lineno):
-        stmt.lineno = lineno
-        self.adjoint.append(stmt)
-
-    def adjoint_stmt(self, stmt):
-        if not isinstance(stmt, gast.Assign):
-            return
-        target = stmt.targets[0]
-        op = self.ops[id(stmt)]
-        block = []
-        if isinstance(target, gast.Tuple):
-            names = [e.id for e in target.elts]
-            if not any(n in self.bar for n in names) or op.names() - self.active:
-                return
-            parts = gast.Tuple(elts=[_name(self.bar[n]) if n in self.bar
-                                     else gast.Constant(None, None) for n in names],
-                               ctx=gast.Load())
-            src = stmt.value.id
-            self.accumulate(block, src, _call(self.runtime("pack_like"), _name(src), parts),
-                            fresh=True)
-        else:
-            t = target.id
-            if t not in self.bar or t not in self.active:
-                return
-            g = self.bar[t]
-            getattr(self, f"adjoint_{op.kind}")(block, stmt, op, t, _name(g))
-        for s in block:
-            self.emit(s, stmt.lineno)
-
-    def adjoint_copy(self, block, stmt, op, t, g):
-        for _, name in op.operands:
-            if name in self.active:
-                self.accumulate(block, name, g, fresh=False)
-
-    def adjoint_pack(self, block, stmt, op, t, g):
-        for i, name in op.operands:
-            if name in self.active:
-                key = _copy(i) if isinstance(i, gast.AST) else gast.Constant(i, None)
-                item = gast.Subscript(value=g, slice=key, ctx=gast.Load())
-                self.accumulate(block, name, item, fresh=False)
-
-    def adjoint_rule(self, block, stmt, op, t, g):
-        rule = op.rule
-        self.check_static_arguments(op)
-        wanted = [p for p, name in op.operands if name in self.active]
-        if not wanted:
-            return
-        if op.primitive in (operator.add, operator.mul) and any(
-                self.kinds.get(n, _NONE).shape == "container" for _, n in op.operands):
-            raise UnsupportedSyntaxError(
-                "pullback cannot differentiate joining or repeating lists and tuples with "
-                "`+` or `*`.", self.parsed.location(op.node),
-                "Join arrays with np.concatenate or np.stack instead.")
-        subst = {"g": g, "ans": _name(t)}
-        for p in rule.params:
-            if p in op.bound:
-                v = op.bound[p]
-                subst[p] = gast.Tuple(elts=list(v), ctx=gast.Load()) if isinstance(v, tuple) \
-                    else self.index_value(v)
-            else:
-                default = rule.signature.parameters[p].default
-                subst[p] = gast.Constant(value=default, kind=None) \
-                    if _is_literal(default) else gast.Constant(value=None, kind=None)
-        stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.namer, self.helper)
-        block.extend(stmts)
-        for p, name in op.operands:
-            if name not in self.active:
-                continue
-            expr = _copy(exprs[p])
-            if rule.broadcasts and self.may_broadcast(op, p, t):
-                expr = _call(self.runtime("unbroadcast"), expr, _name(name))
-            self.accumulate(block, name, expr, fresh=_is_fresh(expr, self.resolve))
-
-    def index_value(self, node):
-        """An index as a value: ``x[:, :1]``'s index is ``(slice(None), slice(None, 1))``."""
-        if isinstance(node, gast.Slice):
-            parts = [p if p is not None else gast.Constant(None, None)
-                     for p in (node.lower, node.upper, node.step)]
-            while len(parts) > 1 and isinstance(parts[-1], gast.Constant) \
-                    and parts[-1].value is None:
-                parts.pop()
-            return _call(self.helper("slice", slice), *parts)
-        if isinstance(node, gast.Tuple):
-            return gast.Tuple(elts=[self.index_value(e) for e in node.elts], ctx=gast.Load())
-        return node
-
-    def may_broadcast(self, op, param, t):
-        """Whether the output of a broadcasting rule may be larger than the
-        argument bound to ``param`` (no, when every other argument, the
-        condition of np.where included, is a scalar, or the output is one)."""
-        if self.kinds.get(t, _NONE).shape == "scalar":
-            return False
-        mine = op.bound.get(param)
-        for p, v in op.bound.items():
-            if p == param or (isinstance(v, gast.Name) and isinstance(mine, gast.Name)
-                              and v.id == mine.id):
-                continue
-            kind = _NONE if isinstance(v, tuple) else (
-                self.kinds.get(v.id, _NONE) if isinstance(v, gast.Name) else
-                _SCALAR if isinstance(v, gast.Constant) and isinstance(
-                    v.value, (int, float, complex)) else _NONE)
-            if kind.shape != "scalar":
-                return True
-        return False
-
-    def check_static_arguments(self, op):
-        """A value that depends on the inputs, passed where the rule takes no
-        gradient (``axis``, ``math.log``'s ``base``), would lose its gradient."""
-        for p in op.rule.params:
-            if p in op.rule.diff or p not in op.bound:
-                continue
-            vs = op.bound[p] if isinstance(op.bound[p], tuple) else (op.bound[p],)
-            for v in vs:
-                if isinstance(v, gast.Name) and v.id in self.varied:
-                    raise NonDifferentiableError(
-                        f"The `{p}` argument of {op.label} carries no gradient, but `{v.id}` "
-                        "depends on the inputs being differentiated.",
-                        self.parsed.location(op.node),
-                        f"Pass a constant as `{p}`, or rewrite the expression so that "
-                        f"`{v.id}` enters through a differentiable argument.")
-
-    def adjoint_user(self, block, stmt, op, t, g, fresh=True):
-        from .api import derivative_of
-        params = list(derivative_of(op.primitive).params)
-        grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
-        call = _call(self.callee(op, "adjoint"), _name(self.residual_of[t]), g)
-        block.append(_assign(grads, call, None))
-        for p, name in op.operands:
-            if name in self.active:
-                item = gast.Subscript(value=_name(grads), slice=gast.Constant(params.index(p),
-                                                                              None),
-                                      ctx=gast.Load())
-                self.accumulate(block, name, item, fresh=fresh)
-
-    def adjoint_custom(self, block, stmt, op, t, g):
-        self.adjoint_user(block, stmt, op, t, g, fresh=False)
-
-    def adjoint_unpack(self, block, stmt, op, t, g):
-        raise AssertionError("unpacking is handled by adjoint_stmt")
-
-    def adjoint_nondiff(self, block, stmt, op, t, g):
-        pass  # no gradient flows through comparisons, shapes, argmax...
-
-    def adjoint_opaque(self, block, stmt, op, t, g):
-        what = op.label or "this operation"
-        node = op.node if op.node is not None else stmt
-        if op.primitive is None:
-            hint = ("Call a NumPy function, a function defined with def, or a "
-                    "pb.custom_vjp function here.")
-        else:
-            hint = (f"Give {what} a rule with pb.custom_vjp (define fwd and bwd), or "
-                    "compute this value with NumPy functions that have rules.")
-        raise NoRuleError(f"pullback has no differentiation rule for {what}.",
-                          self.parsed.location(node), hint)
-
-    # -- accumulation ---------------------------------------------------------
-
-    def accumulate(self, block, name, expr, fresh):
-        """Add ``expr`` to the gradient of ``name`` (binding it if first)."""
-        lineno = None
-        if isinstance(expr, gast.Name) and expr.id in self.owned:
-            self.owned[expr.id] = False      # two gradient names now share it
-        if name not in self.bar:
-            bar = self.namer.fresh(f"{name}_bar")
-            self.bar[name] = bar
-            self.owned[bar] = fresh
-            block.append(_assign(bar, expr, lineno))
-            return
-        bar = self.bar[name]
-        kind = self.kinds.get(name, _NONE)
-        if kind.is_number:
-            total = gast.BinOp(left=_name(bar), op=gast.Add(), right=expr)
-        else:
-            total = _call(self.runtime("add_cotangents"), _name(bar), expr)
-        self.owned[bar] = True
-        block.append(_assign(bar, total, lineno))
-
-
-class _NoneKind:
+class _Unknown:
     shape = "unknown"
     complex = None
     is_number = False
 
 
-_NONE = _NoneKind()
+_UNKNOWN = _Unknown()
 
-
-class _ScalarKind(_NoneKind):
-    shape = "scalar"
-
-
-_SCALAR = _ScalarKind()
-
-
-def _is_literal(v):
-    if isinstance(v, (tuple, list)):
-        return all(_is_literal(e) for e in v)
-    return v is None or isinstance(v, (bool, int, float, complex, str))
-
-
-_FRESH_NUMPY = {np.where, np.outer, np.dot, np.matmul, np.tensordot, np.sum, np.mean,
-                np.prod, np.zeros, np.ones, np.zeros_like, np.ones_like, np.full,
-                np.full_like, np.array, np.concatenate, np.stack, np.copy}
-_PASS_FIRST = {runtime.unbroadcast, runtime.realify}
 # functions that read only the shape and dtype of their argument at this position
 _META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 1,
-                  runtime.realify: 1, runtime.zeros_like: 0, np.shape: 0, np.size: 0,
-                  np.ndim: 0}
+                  runtime.realify: 1, runtime.zeros_like: 0, runtime.owned_zeros: 0,
+                  np.shape: 0, np.size: 0, np.ndim: 0}
 
 
-def _is_fresh(expr, resolve):
-    """Whether ``expr`` certainly evaluates to a new object that nothing else
-    refers to; ``resolve`` gives the value a callee expression names.  When
-    unsure the answer is no: an out-of-place path is always correct."""
-    if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
-        return True
-    if not isinstance(expr, gast.Call):
-        return False
-    fn = resolve(expr.func)
-    if fn in _PASS_FIRST:
-        return bool(expr.args) and _is_fresh(expr.args[0], resolve)
-    return isinstance(fn, np.ufunc) or fn in runtime.FRESH or fn in _FRESH_NUMPY
+def _int_names(stmts, ops):
+    """Names certainly holding Python ints: range loop targets, len(...),
+    integer constants and integer arithmetic on those."""
+    ints = set()
+    ranges = set()
+
+    def is_int(node):
+        return (isinstance(node, gast.Constant) and type(node.value) is int) or (
+            isinstance(node, gast.Name) and node.id in ints)
+
+    for _ in range(2):      # twice: loop-carried counters
+        for s in _all_statements(stmts):
+            if isinstance(s, gast.For) and isinstance(s.iter, gast.Name) \
+                    and s.iter.id in ranges:
+                ints.add(s.target.id)
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+                continue
+            v, t = s.value, s.targets[0].id
+            if isinstance(v, gast.Call) and isinstance(v.func, gast.Name) \
+                    and v.func.id in ("len", "int", "range"):
+                (ranges if v.func.id == "range" else ints).add(t)
+            elif is_int(v) or (isinstance(v, gast.BinOp) and is_int(v.left)
+                               and is_int(v.right) and isinstance(
+                                   v.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv,
+                                          gast.Mod))):
+                ints.add(t)
+    return ints
 
 
-def _copy(node):
-    return clone(node)
+def _all_statements(stmts):
+    for s in stmts:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _all_statements(getattr(s, field, []) or [])
 
+
+def _preorder(node):
+    yield node
+    for child in gast.iter_child_nodes(node):
+        yield from _preorder(child)
+
+
+def _is_break_check(stmt):
+    return isinstance(stmt, gast.If) and stmt.body and isinstance(stmt.body[0], gast.Break)
+
+
+def _is_copy(stmt):
+    return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
+        and isinstance(stmt.value, gast.Name)
+
+
+def _name(id_, store=False):
+    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
+                     type_comment=None)
+
+
+def _call(func, *args):
+    return gast.Call(func=_name(func), args=list(args), keywords=[])
+
+
+def _assign(target, value, lineno):
+    stmt = gast.Assign(targets=[target if not isinstance(target, str) else _name(target, True)],
+                       value=value, type_comment=None)
+    stmt.lineno = lineno
+    return stmt

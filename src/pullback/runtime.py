@@ -457,3 +457,43 @@ def _winners_share(g, ans, items):
 FRESH = frozenset([tie_share, abs_grad, prod_grad, dot_lhs_grad, dot_rhs_grad,
                    matmul_lhs_grad, matmul_rhs_grad, inner_lhs_grad, inner_rhs_grad,
                    unindex, unitem])
+
+
+# --- helpers for in-place accumulation ---
+
+def owned_copy(g):
+    """A copy of a shared gradient that the adjoint may then update in place."""
+    if isinstance(g, (list, tuple)):
+        return [owned_copy(v) for v in g]
+    return np.array(g, copy=True) if isinstance(g, np.ndarray) else g
+
+
+def index_add(buffer, index, g):
+    """``buffer[index] += g`` with NumPy's read semantics: repeated integer
+    indices accumulate (unbuffered), a complex ``g`` adds its real part to a
+    real buffer, and ``g`` is rounded to the buffer's dtype first.  Lists of
+    gradients (the gradient of a list) are updated element by element."""
+    if isinstance(buffer, list):
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(buffer))), g):
+                buffer[i] = add_cotangents(buffer[i], gi)
+        else:
+            buffer[index] = add_cotangents(buffer[index], g)
+        return
+    g = realify(g, buffer)
+    if np.result_type(g) != buffer.dtype:
+        g = np.asarray(g).astype(buffer.dtype)
+    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+        buffer[index] += g
+    else:
+        np.add.at(buffer, index, g)
+
+
+def owned_zeros(x):
+    """A zero gradient buffer for ``x`` that may be updated in place: an array
+    of ``x``'s shape and dtype, or a list for a list or tuple."""
+    if isinstance(x, (list, tuple)):
+        return [zeros_like(v) for v in x]
+    if isinstance(x, Meta):
+        return np.zeros(x.shape, dtype=x.dtype)
+    return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))

@@ -37,19 +37,44 @@ def function_from_source(text, globals_=None):
 
 
 def normal_form(fn):
-    """The normal form of ``fn`` (a ``normalize.Normal``)."""
-    return normalize_.normalize(frontend.parse(fn))
+    """The normal form of ``fn`` (a ``normalize.Normal``), after the passes
+    that come before normalize."""
+    from . import desugar, structure
+    from .naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    desugar.desugar(parsed.tree, namer, parsed)
+    structure.structure(parsed.tree, namer, parsed)
+    return normalize_.normalize(parsed, namer)
 
 
 def analyses(fn, wrt=None, param_kinds=None):
     """Normal form, ops, def-use chains, kinds and activity of ``fn``."""
+    normal = normal_form(fn)
     parsed = frontend.parse(fn)
-    normal = normalize_.normalize(parsed)
     ops = ops_.resolve(normal, parsed)
     param_kinds = param_kinds or {p: kinds_.NUMBER for p in normal.params}
     kinds = kinds_.infer(normal.tree, param_kinds, ops)
     chains = defuse.chains(normal.tree)
     wrt = normal.params if wrt is None else wrt
     act = activity.analyze(normal.tree, chains, wrt, normal.returned,
-                           lambda s: ops[id(s)].names())
+                           lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
     return normal, ops, chains, kinds, act
+
+
+def structured(fn):
+    """``fn``'s source after the structure pass (early exits as flags)."""
+    from . import structure
+    from .naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    return codegen.unparse(structure.structure(parsed.tree, namer, parsed))
+
+
+def desugared(fn):
+    """``fn``'s source after the desugar pass (index loops, comprehensions)."""
+    from . import desugar
+    from .naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    return codegen.unparse(desugar.desugar(parsed.tree, namer, parsed))

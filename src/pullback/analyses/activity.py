@@ -36,13 +36,21 @@ class Activity:
         return self.varied & self.useful
 
 
-def analyze(fn, chains, wrt, returned, differentiable_operands):
+def analyze(fn, chains, wrt, returned, differentiable_operands, mutated=lambda s: None):
     """Which names are varied, useful and active.
+
+    ``mutated(stmt)`` names the list a statement appends to (which it
+    defines as much as an assignment would).
 
     ``differentiable_operands(stmt)`` gives the names the statement's targets
     depend on differentiably (empty for a comparison, ``x.shape``, ...).
     """
-    targets = {id(s): _targets(s) for s in fn.body}
+    targets = {id(s): _targets(s) + ([mutated(s)] if mutated(s) else [])
+               for s in chains.statements}
+    mutators = {}
+    for s in chains.statements:
+        if mutated(s):
+            mutators.setdefault(mutated(s), []).append(s)
     varied = set()
     work = [w for w in wrt]
     while work:
@@ -60,13 +68,14 @@ def analyze(fn, chains, wrt, returned, differentiable_operands):
         if name in useful:
             continue
         useful.add(name)
-        stmt = chains.defs.get(name)
-        if stmt is not None:
+        for stmt in list(chains.defs.get(name, ())) + mutators.get(name, []):
             work.extend(n for n in differentiable_operands(stmt) if n not in useful)
     return Activity(frozenset(varied), frozenset(useful))
 
 
 def _targets(stmt):
+    if isinstance(stmt, gast.For):
+        return []     # loop targets are indices or elements read by an Op; not varied
     if isinstance(stmt, gast.Assign):
         t = stmt.targets[0]
         return [t.id] if isinstance(t, gast.Name) else [e.id for e in t.elts]

@@ -12,8 +12,8 @@ statements: which statement defines a name, and which statements read it.
 ...     return y + x
 ... ''')
 >>> c = chains(normal_form(f).tree)
->>> unparse(c.defs["y"])
-'y = x * 2.0'
+>>> [unparse(s) for s in c.defs["y"]]
+['y = x * 2.0']
 >>> [unparse(s) for s in c.readers("x")]
 ['y = x * 2.0', 'out = y + x']
 """
@@ -31,9 +31,10 @@ __all__ = ["Chains", "chains"]
 class Chains:
     """Which statement defines each local name, and which statements read it."""
 
-    def __init__(self, defs, users):
-        self.defs = defs      # name -> statement (None for a parameter)
+    def __init__(self, defs, users, statements):
+        self.defs = defs      # name -> [statement, ...] (empty for a parameter)
         self.users = users    # name -> [statement, ...] in program order
+        self.statements = statements
 
     def readers(self, name):
         return self.users.get(name, [])
@@ -46,20 +47,39 @@ def chains(fn):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         du.visit(module)
     owner = {}
-    for stmt in fn.body:
-        for node in gast.walk(stmt):
+    for stmt in _all_statements(fn.body):
+        for node in _own_nodes(stmt):
             owner[id(node)] = stmt
     defs, users = {}, {}
     for d in du.locals[fn]:
         name = d.name()
         stmt = owner.get(id(d.node))
-        defs.setdefault(name, stmt)
+        if stmt is not None and stmt not in defs.setdefault(name, []):
+            defs[name].append(stmt)
         readers = users.setdefault(name, [])
         for u in d.users():
             s = owner.get(id(u.node))
             if s is not None and s not in readers:
                 readers.append(s)
-    order = {id(s): i for i, s in enumerate(fn.body)}
+    order = {id(s): i for i, s in enumerate(_all_statements(fn.body))}
     for readers in users.values():
         readers.sort(key=lambda s: order[id(s)])
-    return Chains(defs, users)
+    return Chains(defs, users, list(_all_statements(fn.body)))
+
+
+def _all_statements(stmts):
+    for s in stmts:
+        yield s
+        for field in ("body", "orelse"):
+            yield from _all_statements(getattr(s, field, None) or [])
+
+
+def _own_nodes(stmt):
+    """The nodes of a statement, not those of its nested blocks."""
+    if isinstance(stmt, gast.If):
+        return gast.walk(stmt.test)
+    if isinstance(stmt, gast.For):
+        return list(gast.walk(stmt.target)) + list(gast.walk(stmt.iter))
+    if isinstance(stmt, gast.While):
+        return gast.walk(stmt.test)
+    return gast.walk(stmt)

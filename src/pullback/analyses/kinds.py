@@ -34,24 +34,26 @@ __all__ = ["Kind", "of_value", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
 class Kind:
     shape: str             # scalar | array | number | container | unknown
     complex: object        # True, False, or None for "may be"
+    ndim: object = None    # the rank when known (0 for a scalar)
 
     @property
     def is_number(self):
         return self.shape in ("scalar", "array", "number")
 
 
-SCALAR = Kind("scalar", False)
+SCALAR = Kind("scalar", False, 0)
 ARRAY = Kind("array", False)
 NUMBER = Kind("number", False)      # scalar or array: the generic transform's inputs
 UNKNOWN = Kind("unknown", None)
+RANGE = Kind("range", False)
 
 
 def of_value(x):
     """The kind of a concrete argument (part of the specialisation key)."""
     if isinstance(x, (bool, int, float, complex, np.generic)):
-        return Kind("scalar", bool(np.iscomplexobj(x)))
+        return Kind("scalar", bool(np.iscomplexobj(x)), 0)
     if isinstance(x, np.ndarray):
-        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)))
+        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)), x.ndim)
     if isinstance(x, (tuple, list)):
         return Kind("container", None)
     if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
@@ -67,16 +69,43 @@ def infer(fn, params, ops):
     """Map every name of the normal-form ``fn`` to its ``Kind``; ``params``
     gives the parameters' kinds."""
     kinds = dict(params)
-    for stmt in fn.body:
-        if not isinstance(stmt, gast.Assign):
-            continue
-        target = stmt.targets[0]
-        if not isinstance(target, gast.Name):
-            for e in target.elts:
-                kinds[e.id] = UNKNOWN
-            continue
-        kinds[target.id] = _rhs(stmt.value, ops[id(stmt)], kinds)
+    _block(fn.body, ops, kinds)
     return kinds
+
+
+def _block(stmts, ops, kinds):
+    for stmt in stmts:
+        if isinstance(stmt, gast.If):
+            _block(stmt.body, ops, kinds)
+            _block(stmt.orelse, ops, kinds)
+        elif isinstance(stmt, (gast.For, gast.While)):
+            if isinstance(stmt, gast.For):
+                over_range = _atom(stmt.iter, kinds) == RANGE
+                kinds[stmt.target.id] = Kind("scalar", False, 0) if over_range else UNKNOWN
+            for _ in range(3):      # loop-carried names: until their kinds settle
+                before = dict(kinds)
+                _block(stmt.body, ops, kinds)
+                if kinds == before:
+                    break
+        elif isinstance(stmt, gast.Assign):
+            target = stmt.targets[0]
+            if not isinstance(target, gast.Name):
+                for e in target.elts:
+                    kinds[e.id] = UNKNOWN
+                continue
+            new = _rhs(stmt.value, ops[id(stmt)], kinds)
+            old = kinds.get(target.id)
+            kinds[target.id] = new if old is None or old == new else _join(old, new)
+
+
+def _join(a, b):
+    """The kind of a name assigned in more than one place (loops, branches)."""
+    cplx = a.complex if a.complex == b.complex else None
+    if a.shape == b.shape:
+        return Kind(a.shape, cplx, a.ndim if a.ndim == b.ndim else None)
+    if a.is_number and b.is_number:
+        return Kind("number", cplx)
+    return Kind("unknown", cplx)
 
 
 def _atom(node, kinds):
@@ -85,7 +114,7 @@ def _atom(node, kinds):
     if isinstance(node, gast.Constant):
         v = node.value
         if isinstance(v, (int, float, complex)):
-            return Kind("scalar", isinstance(v, complex))
+            return Kind("scalar", isinstance(v, complex), 0)
         return UNKNOWN
     return UNKNOWN
 
@@ -94,10 +123,12 @@ def _broadcast(ks):
     if any(not k.is_number for k in ks):
         return UNKNOWN
     cplx = _any_complex(ks)
+    ndims = [k.ndim for k in ks]
+    ndim = max(ndims) if ks and None not in ndims else None
     if all(k.shape == "scalar" for k in ks):
-        return Kind("scalar", cplx)
+        return Kind("scalar", cplx, 0)
     if any(k.shape == "array" for k in ks):
-        return Kind("array", cplx)
+        return Kind("array", cplx, ndim)
     return Kind("number", cplx)
 
 
@@ -115,14 +146,17 @@ REAL_OUTPUT = {np.real, np.imag, np.abs, np.absolute, np.angle, abs, "ndarray.re
 
 
 def _rhs(node, op, kinds):
-    if op.kind == "copy":
+    if op.kind == "copy" or isinstance(node, gast.Constant):
         return _atom(node, kinds)
     if op.kind == "pack":
         elts = node.values if isinstance(node, gast.Dict) else node.elts
         return Kind("container", _any_complex([_atom(e, kinds) for e in elts]))
     if op.kind == "nondiff":
-        return Kind("number", False) if isinstance(node, (gast.Compare, gast.BoolOp)) \
-            else UNKNOWN
+        if op.primitive is range:
+            return RANGE
+        if op.primitive in (len, int) or isinstance(node, (gast.Compare, gast.BoolOp)):
+            return Kind("scalar", False, 0)
+        return UNKNOWN
     if op.kind != "rule":
         return UNKNOWN
     prim = op.primitive
@@ -141,10 +175,12 @@ def _rhs_number(node, op, kinds):
     if isinstance(prim, np.ufunc) or prim in _OPERATORS:
         return dataclasses.replace(_broadcast(data or ks), complex=cplx)
     if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
-        return Kind("scalar", _any_complex(data)) if all(
+        return Kind("scalar", _any_complex(data), 0) if all(
             k.shape == "scalar" for k in data) else _broadcast(data)
     if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
-        return Kind("scalar", _any_complex(data))
+        return Kind("scalar", _any_complex(data), 0)
+    if prim is operator.getitem:
+        return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
     if any(not k.is_number for k in data) and not _returns_array(prim):
         return Kind("unknown", cplx)
     return Kind("number", cplx)
@@ -156,6 +192,28 @@ def _returns_array(prim):
         return prim.startswith("ndarray.") and prim not in ("ndarray.tolist",)
     return (getattr(prim, "__module__", "") or "").startswith("numpy") \
         and prim not in (np.split, np.array_split)
+
+
+def _indexed(kind, index, kinds):
+    """The kind of ``x[index]``: each integer drops an axis, a slice keeps
+    one, None adds one; anything else (arrays, masks, ...) is not followed."""
+    if kind.shape != "array" or kind.ndim is None or index is None:
+        return Kind("number", kind.complex) if kind.is_number else Kind("unknown",
+                                                                          kind.complex)
+    items = index.elts if isinstance(index, gast.Tuple) else [index]
+    ndim = kind.ndim
+    for item in items:
+        if isinstance(item, gast.Slice):
+            continue
+        if isinstance(item, gast.Constant) and item.value is None:
+            ndim += 1
+        elif _atom(item, kinds).shape == "scalar" and _atom(item, kinds).complex is False:
+            ndim -= 1          # an integer (a float index would fail in NumPy itself)
+        else:
+            return Kind("number", kind.complex)
+    if ndim < 0:
+        return Kind("number", kind.complex)
+    return Kind("scalar" if ndim == 0 else "array", kind.complex, ndim)
 
 
 def _is_none(node):

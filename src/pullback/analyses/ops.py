@@ -33,7 +33,7 @@ from .. import rules as _rules  # noqa: F401  (registers every rule)
 from ..errors import NoRuleError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
 
-__all__ = ["Op", "resolve"]
+__all__ = ["Op", "resolve", "all_statements"]
 
 _BINOPS = {
     gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -52,6 +52,7 @@ class Op:
     bound: dict = dataclasses.field(default_factory=dict)   # param -> atom
     operands: tuple = ()      # (param, name) pairs that carry a gradient
     node: object = None       # the right-hand side, for error messages
+    mutates: str = None       # the local list an `append` adds to
 
     def names(self):
         """Names a gradient could flow to, including those a rule takes as
@@ -71,7 +72,15 @@ def resolve(normal, parsed):
         n.id for n in gast.walk(normal.tree)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = _Resolver(parsed, locals_)
-    return {id(s): r.stmt(s) for s in normal.tree.body}
+    return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
+
+
+def all_statements(stmts):
+    """Every statement of a block, nested blocks included, in program order."""
+    for s in stmts:
+        yield s
+        for field in ("body", "orelse"):
+            yield from all_statements(getattr(s, field, None) or [])
 
 
 class _Resolver:
@@ -85,6 +94,14 @@ class _Resolver:
                 return self.names_op("unpack", [stmt.value], stmt.value)
             return self.rhs(stmt.value)
         if isinstance(stmt, gast.Expr):
+            call = stmt.value
+            if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                    and call.func.attr == "append" and isinstance(call.func.value, gast.Name) \
+                    and call.func.value.id in self.locals and len(call.args) == 1 \
+                    and not call.keywords:
+                op = self.names_op("append", call.args, call)
+                op.mutates, op.label = call.func.value.id, f"{call.func.value.id}.append"
+                return op
             return self.rhs(stmt.value)
         return Op("nondiff", node=stmt)
 
