@@ -46,10 +46,36 @@ def f_with(x):
     return y
 
 
-def f_nested_def(x):
+def apply(fn, v):
+    return fn(v)
+
+
+def f_closure_as_value(x):
     def g(v):
         return v * 2.0
-    return g(x)
+    return apply(g, x)
+
+
+def f_yield(x):
+    yield x
+
+
+def f_global(x):
+    global COUNTER
+    COUNTER = 1
+    return x
+
+
+def f_del(x):
+    y = x * 2.0
+    del y
+    return x
+
+
+def f_class(x):
+    class Box:
+        pass
+    return x
 
 
 def f_setitem(x):
@@ -83,7 +109,12 @@ def f_no_rule(x):
 CASES = [
     (f_try, "try:", pb.UnsupportedSyntaxError, ["`try`", "outside"]),
     (f_with, "with np.errstate", pb.UnsupportedSyntaxError, ["`with`"]),
-    (f_nested_def, "def g(v):", pb.UnsupportedSyntaxError, ["nested function", "module level"]),
+    (f_closure_as_value, "return apply(g, x)", pb.UnsupportedSyntaxError,
+     ["used as a value", "module level"]),
+    (f_yield, "yield x", pb.UnsupportedSyntaxError, ["`yield`"]),
+    (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
+    (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),
+    (f_class, "class Box:", pb.UnsupportedSyntaxError, ["class definition", "module level"]),
     (f_setitem, "y[0] = x", pb.UnsupportedSyntaxError, ["assignment into an array"]),
     (f_starargs, "np.add(*args)", pb.UnsupportedSyntaxError, ["*args", "one by one"]),
     (f_mutates_input, "x += 1.0", pb.UnsupportedSyntaxError, ["in-place", "x = x + ..."]),

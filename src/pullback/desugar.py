@@ -242,6 +242,7 @@ class _Hoist(gast.NodeTransformer):
 def _map_as_comprehension(node, namer):
     names = [namer.fresh("item") for _ in node.args[1:]]
     call = gast.Call(func=node.args[0], args=[_name(n) for n in names], keywords=[])
+    gast.copy_location(call, node)
     target = _name(names[0], gast.Store()) if len(names) == 1 else gast.Tuple(
         elts=[_name(n, gast.Store()) for n in names], ctx=gast.Store())
     it = node.args[1] if len(names) == 1 else gast.Call(

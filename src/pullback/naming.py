@@ -59,8 +59,8 @@ def _clean(base):
     base = re.sub(r"\W+", "_", str(base)).strip("_") or "tmp"
     if base[0].isdigit():
         base = "v" + base
-    if len(base) > _MAX + 8:
-        base = base[:_MAX].rstrip("_")
+    if len(base) > 40:
+        base = base[:40].rstrip("_")
     return base
 
 
@@ -69,7 +69,11 @@ def describe(expr):
     name = _describe(expr)
     if len(name) > _MAX and isinstance(expr, gast.BinOp):
         return _OP_NOUNS.get(type(expr.op), "tmp")
-    return name
+    if len(name) > _MAX and isinstance(expr, gast.Call):
+        fn = expr.func.attr if isinstance(expr.func, gast.Attribute) else \
+            getattr(expr.func, "id", "call")
+        return fn if len(fn) <= _MAX else "result"
+    return name[:_MAX].rstrip("_") if len(name) > _MAX else name
 
 
 def _describe(expr):

@@ -111,7 +111,7 @@ class _Normalizer:
         for stmt in stmts:
             if self.returned is not None:
                 break  # code after return never runs
-            self.lineno = stmt.lineno
+            self.lineno = getattr(stmt, "lineno", None) or self.lineno
             self.stmt(stmt)
 
     def block(self, stmts):

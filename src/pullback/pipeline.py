@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gast
 
-from . import desugar, frontend, loader, normalize, reverse, structure
+from . import closures, desugar, frontend, loader, lower_broadcasts, normalize, reverse, structure
 from .analyses import activity, defuse, kinds, ops as ops_
 from .errors import PullbackError
 from .naming import Namer
@@ -19,6 +19,7 @@ def transform(fn, param_kinds, wrt, has_aux=False):
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
+    closures.lift_closures(parsed.tree, namer, parsed)
     structure.structure(parsed.tree, namer, parsed)
     normal = normalize.normalize(parsed, namer)
     ops = ops_.resolve(normal, parsed)
@@ -28,8 +29,8 @@ def transform(fn, param_kinds, wrt, has_aux=False):
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
+    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act, wrt, output)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output)
-    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
     # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)
 

@@ -183,6 +183,7 @@ class _Reverse(Adjoints):
         if uses_tape:
             prologue.append(_assign(self.tape, gast.List(elts=[], ctx=gast.Load()), None))
         primal[:0] = prologue
+        self.bind_lifted(primal)
         adjoint = top.adjoint
         head = []
         if residuals:
@@ -204,6 +205,15 @@ class _Reverse(Adjoints):
                                       body=adjoint, decorator_list=[], returns=None,
                                       type_comment=None, type_params=[])
         return Derived(primal_fn, adjoint_fn, self.helpers, self.wrt)
+
+    def bind_lifted(self, primal):
+        """Nested functions lifted by ``closures`` and still called directly
+        (their results carry no gradient) are bound like other helpers."""
+        real = set(self.parsed.fn.__code__.co_freevars)
+        for node in gast.walk(gast.Module(body=primal, type_ignores=[])):
+            if isinstance(node, gast.Name) and node.id in self.parsed.closure \
+                    and node.id not in real:
+                self.helpers[node.id] = self.parsed.closure[node.id].cell_contents
 
     def final_return(self):
         elts = []

@@ -39,11 +39,12 @@ def function_from_source(text, globals_=None):
 def normal_form(fn):
     """The normal form of ``fn`` (a ``normalize.Normal``), after the passes
     that come before normalize."""
-    from . import desugar, structure
+    from . import closures, desugar, structure
     from .naming import Namer
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
+    closures.lift_closures(parsed.tree, namer, parsed)
     structure.structure(parsed.tree, namer, parsed)
     return normalize_.normalize(parsed, namer)
 
@@ -78,3 +79,14 @@ def desugared(fn):
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     return codegen.unparse(desugar.desugar(parsed.tree, namer, parsed))
+
+
+def lifted(fn):
+    """``fn``'s source after closure lifting, followed by the lifted functions."""
+    from . import closures
+    from .naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    extra = closures.lift_closures(parsed.tree, namer, parsed)
+    return "\n\n".join([codegen.unparse(parsed.tree)] +
+                       [codegen.unparse(tree) for _, tree in extra])
