@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gast
 
-from . import closures, desugar, frontend, loader, lower_broadcasts, normalize, reverse, structure
+from . import closures, desugar, frontend, loader, normalize, reverse, structure
 from .analyses import activity, defuse, kinds, ops as ops_
 from .errors import PullbackError
 from .naming import Namer
@@ -29,7 +29,7 @@ def transform(fn, param_kinds, wrt, has_aux=False):
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
-    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act, wrt, output)
+    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output)
     # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)
