@@ -207,3 +207,15 @@ def test_pullback_can_be_called_twice_with_loops():
     g2 = back(1.0)
     assert g1[0] == g2[0]
     np.testing.assert_array_equal(g1[1], g2[1])
+
+
+def defined_in_first_iteration(x, n):
+    for i in range(n):
+        if i == 0:
+            t = x * 3.0
+        x = x + t * x
+    return x
+
+
+def test_value_from_an_earlier_iteration():
+    check(defined_in_first_iteration, 0.3, 4)

@@ -109,10 +109,15 @@ class Adjoints:
                     if _is_literal(default) else gast.Constant(value=None, kind=None)
         stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.namer, self.helper)
         block.extend(stmts)
+        seen = {}
         for p, name in op.operands:
+            j = seen[p] = seen.get(p, -1) + 1
             if name not in self.active:
                 continue
             expr = clone(exprs[p])
+            if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
+                k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
+                expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
             if rule.broadcasts and self.may_broadcast(op, p, t):
                 expr = _call(self.runtime("unbroadcast"), expr, _name(name))
             self.grads.add(block, name, expr, fresh=self.is_fresh(expr))
@@ -213,6 +218,18 @@ class Adjoints:
 
     def adjoint_custom(self, block, stmt, op, t, g):
         self.adjoint_user(block, stmt, op, t, g, fresh=False)
+
+    def adjoint_field(self, block, stmt, op, t, g):
+        """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the
+        ``w`` entry of ``p``'s gradient (a dict until it is projected)."""
+        attr, name = op.operands[0]
+        if name not in self.active:
+            return
+        if self.kind(name).is_number:
+            self.adjoint_opaque(block, stmt, op, t, g)
+        self.grads.add_indexed(block, name, gast.Constant(attr, None), g, self.zero_buffer,
+                               simple=False)
+        self.indexed.add(name)
 
     def adjoint_nondiff(self, block, stmt, op, t, g):
         pass  # no gradient flows through comparisons, shapes, argmax...

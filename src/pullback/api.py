@@ -31,11 +31,17 @@ class Derivative:
         key = (tuple(_signature_key(a) for a in args), wrt, has_aux)
         loaded = self.cache.get(key)
         if loaded is None:
-            from .pipeline import transform
-            param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
-            loaded = transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux)
+            # an up-to-date artifact, else the on-disk cache, else the compiler
+            from . import cache as disk
+            loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
+                                 lambda: self.transform(args, wrt, has_aux))
             self.cache[key] = loaded
         return loaded
+
+    def transform(self, args, wrt, has_aux=False):
+        from .pipeline import transform
+        param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
+        return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux)
 
     def bind(self, args, kwargs):
         if not kwargs and len(args) == len(self.params):
@@ -73,6 +79,7 @@ class Derivative:
             def primal(*args, **kwargs):
                 args = self.bind(args, kwargs)
                 return self.call_primal(args, mask)
+            primal.__pullback_callee__ = (self, mask)     # describable (cache.describe)
             pair = self._masked[mask] = (primal, self.call_adjoint)
         return pair
 
@@ -136,6 +143,7 @@ class CustomVJP:
     def for_callers(self, mask):
         def primal(*args, **kwargs):
             return self.call_primal(self.bind(args, kwargs), mask)
+        primal.__pullback_callee__ = (self, mask)         # describable (cache.describe)
         return primal, self.call_adjoint
 
 
@@ -326,12 +334,17 @@ def _signature_key(x):
 
 
 def _is_inexact(x):
+    """A float or complex value, or a structure (tuple, list, dict, namedtuple,
+    dataclass) of them: something with a gradient."""
     if isinstance(x, (bool, np.bool_)):
         return False
     if isinstance(x, (float, complex)):
         return True
     if isinstance(x, (np.ndarray, np.generic)):
         return np.issubdtype(x.dtype, np.inexact)
+    if runtime.is_structure(x):
+        leaves = runtime.fields_of(x)
+        return bool(leaves) and all(_is_inexact(v) for _, v in leaves)
     return False
 
 

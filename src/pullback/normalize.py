@@ -82,6 +82,8 @@ class _Normalizer:
         self.out = []
         self.augmented = []
         self.carried = {}
+        self.maybe_unbound = set()   # names a branch or a loop may leave unassigned
+        self.preinit = set()         # ... that a loop copies in: bound to None first
         self.returned = None
         self.lineno = fn.lineno
 
@@ -92,6 +94,11 @@ class _Normalizer:
         if self.returned is None:
             self.returned = gast.Constant(value=None, kind=None)
             self.emit(gast.Return(value=self.returned))
+        for name in sorted(self.preinit):
+            init = gast.Assign(targets=[_name(name, gast.Store())],
+                               value=gast.Constant(value=None, kind=None), type_comment=None)
+            init.lineno = fn.lineno
+            self.out.insert(0, init)
         tree = gast.FunctionDef(name=fn.name, args=fn.args, body=self.out,
                                 decorator_list=[], returns=None, type_comment=None,
                                 type_params=[])
@@ -245,7 +252,11 @@ class _Normalizer:
             new = self.local(self.namer.version(v))
             for branch, src in ((body, a), (orelse, b)):
                 if src is not None:
+                    if src in self.maybe_unbound:
+                        self.preinit.add(src)
                     branch.append(self.copy(new, src))
+            if a is None or b is None or a in self.maybe_unbound or b in self.maybe_unbound:
+                self.maybe_unbound.add(new)
             merged[v] = new
         self.env = merged
         self.emit(gast.If(test=test, body=body or [gast.Pass()], orelse=orelse), node)
@@ -262,7 +273,8 @@ class _Normalizer:
         self.leave_loop(body, carried)
         loop = gast.For(target=_name(self.env[target], gast.Store()), iter=iterable,
                         body=body, orelse=[], type_comment=None)
-        # the target keeps the last iteration's value after the loop
+        # the target keeps the last iteration's value after the loop (if any)
+        self.maybe_unbound.add(self.env[target])
         self.emit(loop, node)
         self.carried[id(loop)] = set(carried.values())
         self.statements(node.orelse)
@@ -294,6 +306,8 @@ class _Normalizer:
         carried = {}
         for v in sorted(assigned_names(body) - set(exclude)):
             if v in self.env:
+                if self.env[v] in self.maybe_unbound:
+                    self.preinit.add(self.env[v])
                 carried[v] = self.local(self.namer.version(v))
                 self.emit(self.copy(carried[v], self.env[v]))
                 self.env[v] = carried[v]

@@ -335,10 +335,12 @@ class _Reverse(Adjoints):
         target = [stmt.target.id] if isinstance(stmt, gast.For) else []
         body = _Block(stmt.body, "loop", block, target)
         self.adjoint_block(body)
-        touched = {n for n in self.grads.state if n not in body.assigned or n in carried}
-        touched = {n for n in touched if self.grads.state.get(n) != saved[0][0].get(n)
-                   or n in carried or n in self.indexed - saved[3]}
         indexed = self.indexed - saved[3]
+        # live across iterations: bound when the body's adjoint ends (this
+        # includes a name the body assigns only sometimes), carried, or
+        # updated in place
+        touched = {n for n, st in self.grads.state.items() if st != ZERO}
+        touched |= set(carried) | (indexed - body.assigned)
         self.grads.restore(saved[0])
         self.namer.taken, self.helpers = saved[1], saved[2]
         self.indexed, block.children[:] = saved[3], saved[4]

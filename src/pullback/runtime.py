@@ -7,6 +7,8 @@ call them on hot paths.
 """
 from __future__ import annotations
 
+import copy as copy_module
+import dataclasses
 import numbers
 
 import numpy as np
@@ -71,6 +73,12 @@ def realify(g, x):
 
 
 def project(g, x, copy=False):
+    if is_structure(x):
+        return _project_structure(g, x, copy)
+    return _project_leaf(g, x, copy)
+
+
+def _project_leaf(g, x, copy=False):
     """Project a cotangent onto the space of its primal ``x``.
 
     Shape (unbroadcast), realness (real part for a real primal) and type (the
@@ -99,12 +107,14 @@ def project(g, x, copy=False):
 
 def zeros_like(x):
     """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
+    if x is None:
+        return 0.0       # a value that was never assigned on this path
     if isinstance(x, complex):
         return 0j
     if isinstance(x, (float, int)) and not isinstance(x, np.generic):
         return 0.0
-    if isinstance(x, (tuple, list)):
-        return type(x)(zeros_like(v) for v in x)
+    if is_structure(x):
+        return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
     if isinstance(x, np.generic):
         return np.zeros((), dtype=x.dtype)[()]
     if isinstance(x, Meta):
@@ -138,10 +148,71 @@ def pack_like(t, parts):
 
 
 def add_cotangents(a, b):
-    """``a + b`` for cotangents that may be containers (tuples add by element)."""
+    """``a + b`` for cotangents that may be containers (added by element)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        out = dict(a)
+        for k, v in (b.items() if isinstance(b, dict) else fields_of(b)):
+            out[k] = add_cotangents(out.get(k), v)
+        return out
     if isinstance(a, (tuple, list)):
-        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+        return type(a)(add_cotangents(u, v) for u, v in zip(a, b)) \
+            if type(a) in (tuple, list) else type(a)(*(add_cotangents(u, v)
+                                                       for u, v in zip(a, b)))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return rebuild_like(a, {k: add_cotangents(v, getattr(b, k, None) if not isinstance(
+            b, dict) else b.get(k)) for k, v in fields_of(a)})
     return a + b
+
+
+# --- structures: tuples, lists, dicts, namedtuples, dataclasses ---
+
+def is_structure(x):
+    return isinstance(x, (tuple, list, dict)) or (
+        dataclasses.is_dataclass(x) and not isinstance(x, type))
+
+
+def fields_of(x):
+    """(key, value) pairs of a structure: indices, dict keys or field names."""
+    if isinstance(x, dict):
+        return list(x.items())
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return list(zip(x._fields, x))
+    if isinstance(x, (tuple, list)):
+        return list(enumerate(x))
+    return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)]
+
+
+def rebuild_like(x, values):
+    """A structure of ``x``'s type holding ``values`` (key -> value)."""
+    if isinstance(x, dict):
+        return type(x)((k, values.get(k)) for k in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(values.get(k) for k in x._fields))
+    if isinstance(x, (tuple, list)):
+        return type(x)(values.get(i) for i in range(len(x)))
+    new = copy_module.copy(x)
+    for k, v in values.items():
+        object.__setattr__(new, k, v)
+    return new
+
+
+def _entry(g, key):
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return g.get(key)
+    if isinstance(g, (list, tuple)) and isinstance(key, int):
+        return g[key] if key < len(g) else None
+    return getattr(g, key, None)
+
+
+def _project_structure(g, x, copy):
+    return rebuild_like(x, {k: (zeros_like(v) if _entry(g, k) is None
+                                else project(_entry(g, k), v, copy)) for k, v in fields_of(x)})
 
 
 def is_python_scalar(x):
@@ -463,8 +534,10 @@ FRESH = frozenset([tie_share, abs_grad, prod_grad, dot_lhs_grad, dot_rhs_grad,
 
 def owned_copy(g):
     """A copy of a shared gradient that the adjoint may then update in place."""
-    if isinstance(g, (list, tuple)):
+    if isinstance(g, list) or (isinstance(g, tuple) and not hasattr(g, "_fields")):
         return [owned_copy(v) for v in g]
+    if is_structure(g):
+        return {k: owned_copy(v) for k, v in fields_of(g)}
     return np.array(g, copy=True) if isinstance(g, np.ndarray) else g
 
 
@@ -473,6 +546,9 @@ def index_add(buffer, index, g):
     indices accumulate (unbuffered), a complex ``g`` adds its real part to a
     real buffer, and ``g`` is rounded to the buffer's dtype first.  Lists of
     gradients (the gradient of a list) are updated element by element."""
+    if isinstance(buffer, dict):
+        buffer[index] = add_cotangents(buffer.get(index), g)
+        return
     if isinstance(buffer, list):
         if isinstance(index, slice):
             for i, gi in zip(range(*index.indices(len(buffer))), g):
@@ -491,9 +567,12 @@ def index_add(buffer, index, g):
 
 def owned_zeros(x):
     """A zero gradient buffer for ``x`` that may be updated in place: an array
-    of ``x``'s shape and dtype, or a list for a list or tuple."""
-    if isinstance(x, (list, tuple)):
+    of ``x``'s shape and dtype, a list for a list or tuple, a dict for a dict,
+    a namedtuple or a dataclass (project gives it ``x``'s type at the end)."""
+    if isinstance(x, list) or (isinstance(x, tuple) and not hasattr(x, "_fields")):
         return [zeros_like(v) for v in x]
+    if is_structure(x):
+        return {k: zeros_like(v) for k, v in fields_of(x)}
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))

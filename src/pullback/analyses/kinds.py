@@ -158,7 +158,7 @@ def _rhs(node, op, kinds):
             return Kind("scalar", False, 0)
         return UNKNOWN
     if op.kind != "rule":
-        return UNKNOWN
+        return UNKNOWN     # user calls, fields of structures, ...
     prim = op.primitive
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)

@@ -129,8 +129,13 @@ class _Resolver:
         if isinstance(node, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
             return Op("nondiff", node=node)
         if isinstance(node, gast.Attribute):
-            return self.primitive_op(f"ndarray.{node.attr}", [node.value], {}, node,
-                                     f".{node.attr}")
+            key = f"ndarray.{node.attr}"
+            if lookup(key) is None and not is_nondifferentiable(key) \
+                    and isinstance(node.value, gast.Name):
+                # a field of a namedtuple or dataclass (an array has no such attribute)
+                return Op("field", label=f".{node.attr}", node=node,
+                          operands=((node.attr, node.value.id),))
+            return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
         if isinstance(node, gast.Subscript):
             return self.primitive_op(operator.getitem, [node.value, node.slice], {}, node,
                                      "indexing")

@@ -1,0 +1,277 @@
+"""Ahead-of-time artifacts: `pullback compile` output imported in a fresh
+process gives the just-in-time gradients; the decorator uses an up-to-date
+artifact instead of transforming, and ignores a stale one."""
+import ast
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def _r(seed, *shape):
+    return np.random.default_rng(seed).normal(size=shape)
+
+
+# Inputs for every @differentiable function in examples/ (module.function).
+INPUTS = {
+    "quickstart.loss": lambda: (_r(0, 3, 2), _r(1, 5, 3), _r(2, 5, 2)),
+    "logistic.nll": lambda: (_r(0, 2), 0.3, _r(1, 7, 2), (_r(2, 7) > 0).astype(float)),
+    "mlp.dense": lambda: (_r(0, 6, 1), _r(1, 1, 4), _r(2, 4)),
+    "mlp.loss": lambda: (_r(0, 1, 4), _r(1, 4), _r(2, 4, 1), _r(3, 1), _r(4, 6, 1),
+                         _r(5, 6, 1)),
+}
+
+
+def run(code, env=None, cwd=None):
+    """Run ``code`` in a fresh interpreter; return its stdout (fail on error)."""
+    full = dict(os.environ, **(env or {}))
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, env=full, cwd=cwd)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def artifact_meta(path):
+    with open(path) as fh:
+        tree = ast.parse(fh.read())
+    node = tree.body[-1]
+    assert node.targets[0].id == "__pullback__"
+    return ast.literal_eval(node.value)
+
+
+def example_module(name):
+    if EXAMPLES not in sys.path:
+        sys.path.insert(0, EXAMPLES)
+    return importlib.import_module(name)
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", EXAMPLES, "-o", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+def example_entries():
+    names = sorted(f[:-3] for f in os.listdir(EXAMPLES) if f.endswith(".py"))
+    return [(m, q) for m in names for q, v in vars(example_module(m)).items()
+            if getattr(v, "__pullback_differentiable__", False)
+            and getattr(v, "__module__", None) == m]
+
+
+@pytest.mark.parametrize("module,qualname", example_entries())
+def test_artifact_in_fresh_process_matches_jit(build, tmp_path, module, qualname):
+    key = f"{module}.{qualname}"
+    assert key in INPUTS, f"add example inputs for {key} to INPUTS in test_aot.py"
+    args = INPUTS[key]()
+    meta = artifact_meta(build / f"{module}_pullback.py")
+    entry = next(e for e in meta["entries"] if e["qualname"] == qualname and e["own"]
+                 and e["signature"] is None and e["wrt"] == list(range(len(args))))
+    fn = getattr(example_module(module), qualname)
+    value = fn(*args)
+    ct = _r(9, *np.shape(value)) if np.ndim(value) else 1.0
+    np.savez(tmp_path / "args.npz", *[np.asarray(a) for a in args], ct=ct)
+    scalar = [not isinstance(a, np.ndarray) for a in args]
+    assert entry["names"] == [f"{qualname}_primal", f"{qualname}_adjoint"]
+    out = run(f"""
+        import json, sys
+        import numpy as np
+        sys.path[:0] = [{str(build)!r}, {EXAMPLES!r}]
+        import {module}_pullback as art
+        data = np.load({str(tmp_path / "args.npz")!r})
+        args = [float(data[f"arr_{{i}}"]) if s else data[f"arr_{{i}}"]
+                for i, s in enumerate({scalar!r})]
+        value, res = art.{qualname}_primal(*args)
+        grads = art.{qualname}_adjoint(res, data["ct"][()])
+        np.savez({str(tmp_path / "grads.npz")!r}, value, *grads)
+        print(json.dumps({{"compiler": "pullback.pipeline" in sys.modules,
+                           "user_module": {module!r} in sys.modules}}))
+    """)
+    loaded = json.loads(out)
+    assert not loaded["compiler"], "importing an artifact must not need the compiler"
+    needs_module = any(f"import {module} as" in line for line in
+                       (build / f"{module}_pullback.py").read_text().splitlines())
+    assert loaded["user_module"] == needs_module
+    os.environ["PULLBACK_ARTIFACTS"] = "0"
+    try:
+        value, back = pb.vjp(fn, *args)
+        jit = back(ct)
+    finally:
+        del os.environ["PULLBACK_ARTIFACTS"]
+    got = np.load(tmp_path / "grads.npz")
+    np.testing.assert_array_equal(got["arr_0"], value)
+    assert len(got.files) == len(jit) + 1
+    for k, g in enumerate(jit):
+        np.testing.assert_allclose(got[f"arr_{k + 1}"], g, rtol=1e-12, atol=0)
+
+
+def test_artifact_is_readable_and_imports_little(build):
+    text = (build / "mlp_pullback.py").read_text()
+    assert "def loss_primal(w1, b1, w2, b2, x, y):" in text
+    assert "def loss_adjoint(residuals, out_bar):" in text
+    assert "# line" in text and "__pullback_make__" not in text
+    modules = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules.add(f"{node.module}.{node.names[0].name}")
+    assert modules <= {"numpy", "pullback.runtime", "types", "mlp"}, modules
+    from pullback import cache
+    meta = artifact_meta(build / "mlp_pullback.py")
+    assert meta["source_sha256"] == cache.file_sha256(os.path.join(EXAMPLES, "mlp.py"))
+
+
+GRAD_SCRIPT = """
+    import json, sys
+    import numpy as np
+    sys.path.insert(0, {proj!r})
+    import pullback as pb
+    from pullback import cache
+    import {module} as m
+    args = {args}
+    value, grads = pb.value_and_grad(m.{fn}, argnums={argnums})(*args)
+    grads = grads if isinstance(grads, tuple) else (grads,)
+    np.savez({out!r}, value, *grads)
+    print(json.dumps(cache.stats))
+"""
+
+
+def grads_in_fresh_process(proj, module, fn, args, argnums, out, **env):
+    code = GRAD_SCRIPT.format(proj=str(proj), module=module, fn=fn, args=args,
+                              argnums=argnums, out=str(out))
+    stats = json.loads(run(code, env={"PULLBACK_CACHE": "0", **env}))
+    got = np.load(out)
+    return stats, [got[k] for k in got.files]
+
+
+MLP_ARGS = ("[np.random.default_rng(i).normal(size=s) for i, s in enumerate("
+            "[(1, 4), (4,), (4, 1), (1,), (6, 1), (6, 1)])]")
+
+
+def test_decorator_uses_fresh_artifact_and_ignores_stale_one(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    shutil.copy(os.path.join(EXAMPLES, "mlp.py"), proj / "mlp.py")
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "mlp.py")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (proj / "__pullback__" / "mlp_pullback.py").exists()
+    call = (proj, "mlp", "loss", MLP_ARGS, (0, 1, 2, 3))
+
+    stats, from_artifact = grads_in_fresh_process(*call, tmp_path / "a.npz")
+    assert stats["artifact_hits"] >= 1 and stats["transforms"] == 0, stats
+    stats, jit = grads_in_fresh_process(*call, tmp_path / "j.npz", PULLBACK_ARTIFACTS="0")
+    assert stats["artifact_hits"] == 0 and stats["transforms"] >= 1, stats
+    for a, j in zip(from_artifact, jit):
+        np.testing.assert_allclose(a, j, rtol=1e-12, atol=0)
+
+    source = (proj / "mlp.py").read_text()
+    edited = source.replace("return np.mean((pred - y) ** 2) + penalty",
+                            "return np.mean((pred - y) ** 4) + penalty")
+    assert edited != source
+    (proj / "mlp.py").write_text(edited)
+    stats, after = grads_in_fresh_process(*call, tmp_path / "b.npz")
+    assert stats["stale_artifacts"] == 1 and stats["artifact_hits"] == 0, stats
+    assert stats["transforms"] >= 1
+    assert not np.allclose(after[1], jit[1])          # the new function's gradient...
+    stats, jit_after = grads_in_fresh_process(*call, tmp_path / "c.npz",
+                                              PULLBACK_ARTIFACTS="0")
+    for a, j in zip(after, jit_after):                # ...as the compiler gives it
+        np.testing.assert_array_equal(a, j)
+
+
+def test_a_script_run_as_main_uses_its_artifact(tmp_path):
+    shutil.copy(os.path.join(EXAMPLES, "quickstart.py"), tmp_path / "quickstart.py")
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile",
+                        str(tmp_path / "quickstart.py")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = run(f"""
+        import contextlib, io, json, runpy, sys
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            runpy.run_path({str(tmp_path / "quickstart.py")!r}, run_name="__main__")
+        from pullback import cache
+        print(json.dumps(dict(cache.stats, compiler="pullback.pipeline" in sys.modules,
+                              printed=printed.getvalue())))
+    """, env={"PULLBACK_CACHE": "0"})
+    stats = json.loads(out)
+    assert stats["artifact_hits"] == 1 and stats["transforms"] == 0, stats
+    assert not stats["compiler"] and "def loss_adjoint(" in stats["printed"]
+
+
+SPECIALISED = """
+import numpy as np
+import pullback as pb
+
+
+@pb.custom_vjp
+def cube(x):
+    return x ** 3
+
+
+cube.defvjp(lambda x: (x ** 3, x), lambda x, g: (3 * x ** 2 * g,))
+
+
+@pb.differentiable
+def energy(z):
+    return np.sum(np.abs(z) ** 2) + np.sum(cube(np.real(z)))
+
+
+def make(k):
+    @pb.differentiable
+    def scaled(x):
+        return k * np.sum(x)
+    return scaled
+
+
+scaled = make(2.0)
+"""
+
+
+def test_signatures_custom_callees_and_closures(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "spec.py").write_text(SPECIALISED)
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "spec.py"),
+                        "--signature", "energy(complex128[:])"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "skipped make.<locals>.scaled" in p.stderr and "enclosing function" in p.stderr
+    text = (proj / "__pullback__" / "spec_pullback.py").read_text()
+    assert "def _make_energy_1(" in text and "_pullback_api.derivative_of(_spec.cube)" in text
+    z = "[np.array([1.0 + 2.0j, -0.5 + 0.25j, 3.0 - 1.0j])]"
+    x = "[np.array([1.0, -0.5, 3.0])]"
+    for args in (z, x):
+        call = (proj, "spec", "energy", args, 0)
+        stats, got = grads_in_fresh_process(*call, tmp_path / "a.npz")
+        assert stats["artifact_hits"] == 1, stats
+        _, jit = grads_in_fresh_process(*call, tmp_path / "j.npz", PULLBACK_ARTIFACTS="0")
+        for a, j in zip(got, jit):
+            np.testing.assert_allclose(a, j, rtol=1e-12, atol=0)
+    xs = np.array([1.0, -0.5, 3.0])                   # the last call's: d/dx (x^2 + x^3)
+    np.testing.assert_allclose(got[1], 2 * xs + 3 * xs ** 2)
+
+
+def test_parse_spec():
+    from pullback.aot import parse_spec
+    name, args = parse_spec("loss(float64[:, :], complex128, float, int, float32[:])")
+    assert name == "loss"
+    assert args[0].shape == (1, 1) and args[0].dtype == np.float64
+    assert isinstance(args[1], np.complex128) and args[2] == 0.0 and args[3] == 0
+    assert args[4].dtype == np.float32 and args[4].ndim == 1
+    assert parse_spec("f()") == ("f", ())
+    for bad in ("loss", "loss(float64[:], floot)", "loss(float64[1])"):
+        with pytest.raises(ValueError, match="cannot read|not a NumPy dtype"):
+            parse_spec(bad)

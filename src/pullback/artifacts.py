@@ -1,0 +1,160 @@
+"""Artifacts read back: a transform rebuilt from ``pullback compile``'s output.
+
+When a function's module ``dir/mod.py`` has an artifact ``mod_pullback.py``
+in ``dir/__pullback__/`` (where ``pullback compile`` writes by default),
+``dir/``, a directory of ``PULLBACK_PATH`` or of ``sys.path``, whose
+``__pullback__`` records the SHA-256 of ``mod.py`` as it is now and this
+compiler's version, the transform is rebuilt from the artifact's factory:
+its code compiled from the file, its helpers bound as the just-in-time path
+binds them (callees through pullback's dispatch), the user's globals and
+cells as in ``loader``.  A stale artifact (the source or pullback changed)
+is counted in ``cache.stats["stale_artifacts"]`` and ignored.  An entry
+serves a call when it is for the same function, its globals still resolve
+as when it was written (``cache.fingerprint``), the ``PULLBACK_*`` settings
+are the same, the arguments have its signature (or are real, for a generic
+entry), and it computes at least the gradients asked for (an adjoint
+computing more is narrowed to those).
+``PULLBACK_ARTIFACTS=0`` turns artifacts off.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import sys
+
+from . import cache, loader
+
+__all__ = ["lookup", "search_dirs", "forget", "artifact_name"]
+
+_found = {}             # source file -> _Artifact, or None where there is none (fresh)
+
+
+def artifact_name(source_file):
+    """``examples/mlp.py`` -> ``mlp_pullback.py``."""
+    return os.path.splitext(os.path.basename(source_file))[0] + "_pullback.py"
+
+
+def search_dirs(source_file):
+    """Where the artifact of ``source_file`` is looked for, in order."""
+    here = os.path.dirname(os.path.abspath(source_file))
+    dirs = [os.path.join(here, "__pullback__"), here]
+    dirs += [p for p in os.environ.get("PULLBACK_PATH", "").split(os.pathsep) if p]
+    dirs += [p or os.getcwd() for p in sys.path if isinstance(p, str)]
+    out = []
+    for d in dirs:
+        d = os.path.abspath(d)
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def forget():
+    """Forget which artifacts were found (they are looked for once per file)."""
+    _found.clear()
+
+
+def lookup(fn, material):
+    """The ``Loaded`` transform for ``material`` (``cache.identity``) from an
+    up-to-date artifact of ``fn``'s module, or None."""
+    if os.environ.get("PULLBACK_ARTIFACTS", "1").strip().lower() in cache._OFF:
+        return None
+    src = material["file"]
+    if src not in _found:
+        _found[src] = _find(src)
+    art = _found[src]
+    return None if art is None else art.load(fn, material)
+
+
+def _find(source_file):
+    if not os.path.isfile(source_file):
+        return None                 # (source kept only in linecache: a notebook cell, ...)
+    name, digest = artifact_name(source_file), None
+    for d in search_dirs(source_file):
+        path = os.path.join(d, name)
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as fh:
+                text = fh.read()
+            tree = ast.parse(text, path)
+            meta = _metadata(tree)
+            if digest is None:
+                digest = cache.file_sha256(source_file)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if meta.get("source_sha256") != digest or meta.get("pullback") != cache.compiler_version():
+            cache.stats["stale_artifacts"] += 1
+            continue
+        return _Artifact(path, text, compile(tree, path, "exec"), meta)
+    return None
+
+
+def _metadata(tree):
+    for stmt in reversed(tree.body):
+        if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] \
+                == ["__pullback__"]:
+            meta = ast.literal_eval(stmt.value)
+            if isinstance(meta, dict) and meta.get("format") == 1:
+                return meta
+    raise ValueError("not a pullback artifact")
+
+
+def _all_real(signature):
+    import numpy as np
+    for s in signature:
+        if s[0] == "type":
+            if s[1:] not in (["builtins", "float"], ["builtins", "int"]):
+                return False
+        elif np.dtype(s[1]).kind not in "fiu":
+            return False
+    return True
+
+
+class _Artifact:
+    def __init__(self, path, text, code, meta):
+        self.path, self.text, self.code, self.meta = path, text, code, meta
+
+    def choose(self, material):
+        best = None
+        for e in self.meta["entries"]:
+            if not e["own"] or e["qualname"] != material["qualname"] or e["helpers"] is None \
+                    or e["fingerprint"] != material["globals"] \
+                    or e["env"] != material["env"] or not set(material["wrt"]) <= set(e["wrt"]):
+                continue
+            if e["signature"] == material["signature"]:
+                rank = 0
+            elif e["signature"] is None and _all_real(material["signature"]):
+                rank = 1
+            else:
+                continue
+            rank = (rank, e["wrt"] != material["wrt"])
+            if best is None or rank < best[0]:
+                best = (rank, e)
+        return None if best is None else best[1]
+
+    def load(self, fn, material):
+        e = self.choose(material)
+        if e is None:
+            return None
+        try:
+            helpers = {n: cache.resolve(d, fn) for n, d in e["helpers"].items()}
+        except Exception:
+            return None
+        first, last = e["lines"]
+        body = self.text.splitlines(True)[first:last - 1]
+        source = f"# generated by pullback from {fn.__qualname__} (from {self.path})\n" + \
+            "".join(line[4:] if line.startswith("    ") else line for line in body)
+        loaded = loader.rebuild(fn, self.text, helpers, e["names"], source,
+                                fn.__code__.co_filename, code=self.code, filename=self.path,
+                                factory=e["factory"])
+        if e["wrt"] != material["wrt"]:
+            loaded.adjoint = _narrowed(loaded.adjoint, [e["wrt"].index(i)
+                                                        for i in material["wrt"]])
+        return loaded
+
+
+def _narrowed(adjoint, positions):
+    def adjoint_narrowed(residuals, out_bar):
+        grads = adjoint(residuals, out_bar)
+        return tuple(grads[k] for k in positions)
+    return adjoint_narrowed
