@@ -44,11 +44,9 @@ def f_adjoint(residuals, out_bar):
     z_bar = out_bar / y
     y_bar = -out_bar * out / y
     # line 2: z = x * y + math.sin(x)
-    x_y_bar = z_bar
-    sin_x_bar = z_bar
-    x_bar = sin_x_bar * math.cos(x)
-    x_bar = x_bar + x_y_bar * y
-    y_bar = y_bar + x_y_bar * x
+    x_bar = z_bar * math.cos(x)
+    x_bar = x_bar + z_bar * y
+    y_bar = y_bar + z_bar * x
     return (project(x_bar, x), project(y_bar, y))
 """
     assert generated(src, *(1.0, 2.0)) == expected

@@ -28,22 +28,18 @@ before the loop.  With ``inplace=False`` every addition is out of place
 ... ''')
 >>> print(pb.source(f, np.ones(3)).split("def f_adjoint")[1])
 (residuals, out_bar):
-    x, trips, tape = residuals
+    x, range_1, trips, tape = residuals
     tape = list(tape)
     # line 3: for i in range(3):
     x_bar = owned_zeros(x)
     s_1_bar = out_bar
-    for _ in range(trips):
-        i, x_item, x_item_1 = tape.pop()
-        s_2_bar = s_1_bar
-        s_1_bar = s_2_bar
-        x_item_x_item_1_bar = s_2_bar
-        x_item_bar = x_item_x_item_1_bar * x_item_1
-        x_item_1_bar = x_item_x_item_1_bar * x_item
+    for i in reversed(range_1[:trips]):
+        x_item, x_item_1 = tape.pop()
+        x_item_bar = s_1_bar * x_item_1
+        x_item_1_bar = s_1_bar * x_item
         x_bar[i] += x_item_1_bar
         x_bar[i] += x_item_bar
     return (project(x_bar, x),)
-<BLANKLINE>
 """
 from __future__ import annotations
 

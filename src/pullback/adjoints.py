@@ -18,12 +18,10 @@ of place.
 (residuals, out_bar):
     y, z, x = residuals
     # line 3: return z[0] + y[1]
-    z_item_bar = out_bar
-    y_item_bar = out_bar
     y_bar = owned_zeros(y)
-    y_bar[1] += y_item_bar
+    y_bar[1] += out_bar
     z_bar = owned_zeros(z)
-    z_bar[0] += z_item_bar
+    z_bar[0] += out_bar
     # line 2: z = x * y
     x_bar = unbroadcast(z_bar * y, x)
     y_bar = y_bar + unbroadcast(z_bar * x, y)

@@ -419,7 +419,9 @@ def _check_cotangent(fun, value, ct):
 
 
 def _one_like(value):
-    if isinstance(value, (np.ndarray, np.generic)):
+    if isinstance(value, np.generic):
+        return value.dtype.type(1)      # a scalar stays a scalar (0-d arrays are slow)
+    if isinstance(value, np.ndarray):
         return np.ones_like(value)
     return type(value)(1) if isinstance(value, (int, float)) else 1.0
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import gast
 
-from . import closures, desugar, frontend, loader, normalize, reverse, structure
+from . import (closures, desugar, frontend, loader, normalize, propagate_copies, reverse,
+               structure)
 from .analyses import activity, defuse, kinds, ops as ops_
 from .errors import PullbackError
 from .naming import Namer
@@ -31,6 +32,7 @@ def transform(fn, param_kinds, wrt, has_aux=False):
     _check_augmented(normal, kind_of, chains, ops, parsed)
     # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output)
+    propagate_copies.propagate_copies(derived.adjoint)
     # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)
 

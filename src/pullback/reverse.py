@@ -85,6 +85,7 @@ class _Block:
         self.children = []          # nested blocks, in the order their adjoints appear
         self.adjoint = []
         self.extra = set(also_assigned)         # a loop body's target
+        self.recomputed = set()                 # ... when the adjoint loop recomputes it
         self.assigned = assigned_names(stmts) | self.extra
         self.save = []
         if parent is not None:
@@ -245,9 +246,15 @@ class _Reverse(Adjoints):
         if isinstance(stmt, (gast.For, gast.While)):
             trips = self.namer.fresh("trips")
             self.trips[id(stmt)] = trips
+            body = self.primal_block(stmt.body)
+            if self.over_range(stmt) and not (body and _is_break_check(body[-1])):
+                # a range loop without break runs len(range) times: no counter
+                stmt.body = body
+                count = _call(self.helper("len", len), clone(stmt.iter))
+                return [stmt, _assign(trips, count, stmt.lineno)]
             stmt.body = [_assign(trips, gast.BinOp(left=_name(trips), op=gast.Add(),
                                                    right=gast.Constant(1, None)), stmt.lineno)
-                         ] + self.primal_block(stmt.body)
+                         ] + body
             return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
         op = self.ops.get(id(stmt))
         if op is not None and op.kind in ("user", "custom") and isinstance(stmt, gast.Assign) \
@@ -373,13 +380,28 @@ class _Reverse(Adjoints):
             block.children.remove(body)
             return pre
         trips = self.trips[id(stmt)]
-        loop = gast.For(target=_name("_", True),
-                        iter=_call(self.helper("range", range), _name(trips)),
-                        body=body.adjoint, orelse=[], type_comment=None)
+        if self.over_range(stmt):
+            # the indices again, backwards: `for i in reversed(r[:trips])`
+            taken = gast.Subscript(value=clone(stmt.iter), slice=gast.Slice(
+                None, _name(trips), None), ctx=gast.Load())
+            loop = gast.For(target=_name(stmt.target.id, True),
+                            iter=_call(self.helper("reversed", reversed), taken),
+                            body=body.adjoint, orelse=[], type_comment=None)
+            body.recomputed = {stmt.target.id}
+        else:
+            loop = gast.For(target=_name("_", True),
+                            iter=_call(self.helper("range", range), _name(trips)),
+                            body=body.adjoint, orelse=[], type_comment=None)
         loop.lineno = stmt.lineno
         for s in pre:
             s.lineno = stmt.lineno
         return pre + [loop]
+
+    def over_range(self, stmt):
+        """A ``for`` loop over a ``range`` held in a name."""
+        return isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Name) \
+            and self.kinds.get(stmt.iter.id) is not None \
+            and self.kinds[stmt.iter.id].shape == "range"
 
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
@@ -396,7 +418,7 @@ class _Reverse(Adjoints):
         if block.kind == "top":
             block.save = sorted(need)
         else:
-            block.save = sorted(need & block.assigned)
+            block.save = sorted((need & block.assigned) - block.recomputed)
         block.need = need
         return need
 
