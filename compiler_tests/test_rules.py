@@ -295,6 +295,8 @@ for index in (2, -1, slice(1, 3), (slice(None), 1), (Ellipsis, 0), (None, 1),
               [4, 4, 4]):
     case(operator.getitem, lambda G, index=index: [G.normal((5, 4)), index], RC)
 case(operator.getitem, lambda G: [G.normal((5,)), G.bools((5,))], RC)
+case(np.take, lambda G: [G.normal((5,)), np.array([3, 0, 3])], RC)
+case(np.take, lambda G: [G.normal((4, 3)), np.array([[2, 0], [2, 1]])], RC, axis=1)
 case(operator.getitem, lambda G: [G.normal((5, 4)), G.bools((5, 4))], RC)
 case(operator.getitem, lambda G: [[G.normal(None) for _ in range(4)], 1], RC)
 case(operator.getitem, lambda G: [[G.normal(None) for _ in range(4)], slice(1, 3)], RC)

@@ -21,7 +21,7 @@ of place.
     y_bar = owned_zeros(y)
     y_bar[1] += out_bar
     z_bar = owned_zeros(z)
-    z_bar[0] += out_bar
+    index_add(z_bar, 0, out_bar)
     # line 2: z = x * y
     x_bar = unbroadcast(z_bar * y, x)
     y_bar = y_bar + unbroadcast(z_bar * x, y)
@@ -81,6 +81,34 @@ class Adjoints:
         else:
             block.append(gast.Expr(value=pop))
 
+    def adjoint_setitem(self, block, stmt, op):
+        """``y[index] = v`` (or ``+=``, ``-=``, ``np.add.at``): ``v`` gets the
+        written part of ``y_bar``; a plain write then zeroes that part, since
+        the old values it replaced no longer reach the output."""
+        y, value, mode = op.mutates, op.bound["value"], op.bound["mode"]
+        if y not in self.active or not self.grads.bound(y):
+            return
+        index = self.index_value(op.bound["index"])
+        if isinstance(value, gast.Name) and value.id in self.active:
+            part = _call(self.runtime("written_grad"), _name(self.grads.var(y)), index,
+                         _name(value.id))
+            if mode == "add_at":
+                part.keywords = [gast.keyword(arg="every", value=gast.Constant(True, None))]
+            if mode == "sub":
+                part = gast.UnaryOp(op=gast.USub(), operand=part)
+            self.grads.add(block, value.id, part, fresh=True)
+        if mode == "set" and not self.grads.inplace:
+            zeroed = _call(self.runtime("zeroed"), _name(self.grads.var(y)), clone(index))
+            self.grads.state[y] = "zero"      # rebinds: the next line binds it owned
+            self.grads.add(block, y, zeroed, fresh=True)
+        elif mode == "set":
+            block.extend(self.grads.make_owned(y, self.zero_buffer))
+            self.indexed.add(y)
+            target = gast.Subscript(value=_name(self.grads.var(y)), slice=clone(index),
+                                    ctx=gast.Store())
+            block.append(gast.Assign(targets=[target], value=gast.Constant(0, None),
+                                     type_comment=None))
+
     def adjoint_rule(self, block, stmt, op, t, g):
         rule = op.rule
         self.check_static_arguments(op)
@@ -130,7 +158,8 @@ class Adjoints:
             return False
         index = self.index_value(op.bound["b"])
         simple = (kind.complex is False and self.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and kind.shape == "array")
+                  and self.basic_index(op.bound["b"]) and kind.shape == "array"
+                  and kind.dtype == "float64" and self.float64)
         self.grads.add_indexed(block, x.id, index, g, self.zero_buffer, simple)
         self.indexed.add(x.id)
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import numbers
 import weakref
 
@@ -27,21 +28,24 @@ class Derivative:
         self.cache = {}
         self._masked = {}
 
-    def specialize(self, args, wrt, has_aux=False):
-        key = (tuple(_signature_key(a) for a in args), wrt, has_aux)
+    def specialize(self, args, wrt, has_aux=False, inplace=None):
+        inplace = _inplace_default() if inplace is None else bool(inplace)
+        key = (tuple(_signature_key(a) for a in args), wrt, has_aux, inplace)
         loaded = self.cache.get(key)
         if loaded is None:
             # an up-to-date artifact, else the on-disk cache, else the compiler
             from . import cache as disk
+            options = None if inplace else {"inplace": False}
             loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
-                                 lambda: self.transform(args, wrt, has_aux))
+                                 lambda: self.transform(args, wrt, has_aux, inplace), options)
             self.cache[key] = loaded
         return loaded
 
-    def transform(self, args, wrt, has_aux=False):
+    def transform(self, args, wrt, has_aux=False, inplace=True):
         from .pipeline import transform
         param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
-        return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux)
+        return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
+                         inplace=inplace)
 
     def bind(self, args, kwargs):
         if not kwargs and len(args) == len(self.params):
@@ -50,8 +54,8 @@ class Derivative:
         b.apply_defaults()
         return tuple(b.arguments.values())
 
-    def call_primal(self, args, wrt, has_aux=False):
-        loaded = self.specialize(args, wrt, has_aux)
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        loaded = self.specialize(args, wrt, has_aux, inplace)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
@@ -124,7 +128,7 @@ class CustomVJP:
             raise TypeError(f"custom_vjp function {self.__name__} has no rule yet: call "
                             f"{self.__name__}.defvjp(fwd, bwd) before differentiating it.")
 
-    def call_primal(self, args, wrt, has_aux=False):
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
         self._check()
         out, res = self.fwd(*args)
         return out, (res, args)
@@ -187,7 +191,13 @@ def custom_vjp(fun):
     return CustomVJP(fun)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def _inplace_default():
+    """In-place gradient accumulation is on unless ``PULLBACK_INPLACE=0``."""
+    return os.environ.get("PULLBACK_INPLACE", "1").strip().lower() not in ("0", "false", "no",
+                                                                          "off")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     """A function returning ``fun``'s value and its gradient.
 
     >>> import numpy as np
@@ -204,7 +214,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         for i in argnums_t:
             _check_differentiable_input(fun, handle, i, args[i])
         wrt = tuple(sorted(set(argnums_t)))
-        out, res = handle.call_primal(args, wrt, has_aux)
+        out, res = handle.call_primal(args, wrt, has_aux, inplace)
         value, aux = _split_aux(fun, out, has_aux)
         _check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, _one_like(value))
@@ -215,7 +225,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     return value_and_grad_f
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, *, inplace=None):
     """The gradient of a real scalar-valued ``fun`` with respect to the
     arguments ``argnums`` (an int gives one gradient, a tuple a tuple).
 
@@ -223,7 +233,7 @@ def grad(fun, argnums=0, has_aux=False):
     >>> grad(lambda x: np.sum(np.sin(x)))(np.zeros(2))
     array([1., 1.])
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, inplace=inplace)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -233,7 +243,7 @@ def grad(fun, argnums=0, has_aux=False):
     return grad_f
 
 
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun, *primals, has_aux=False, inplace=None):
     """``fun``'s output and a function that pulls a cotangent of the output
     back to one cotangent per primal (a tuple, as in JAX).
 
@@ -245,7 +255,7 @@ def vjp(fun, *primals, has_aux=False):
     handle = derivative_of(fun)
     args = tuple(primals)
     wrt = tuple(i for i, a in enumerate(args) if _is_inexact(a))
-    out, res = handle.call_primal(args, wrt, has_aux)
+    out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = _split_aux(fun, out, has_aux)
 
     def pullback(ct):

@@ -334,13 +334,15 @@ def _load(fn, material):
                           entry["user_file"])
 
 
-def obtain(fn, sig_key, wrt, has_aux, make):
+def obtain(fn, sig_key, wrt, has_aux, make, options=None):
     """The ``Loaded`` transform of ``fn`` for the abstract signature
     ``sig_key`` (see ``api._signature_key``) and ``wrt`` (argument indices):
     from an up-to-date artifact, else the on-disk cache, else ``make()``,
     whose result is then cached."""
     material = identity(fn, sig_key, wrt, has_aux)
-    if material is not None and not has_aux:
+    if material is not None and options:
+        material["options"] = dict(options)
+    if material is not None and not has_aux and not options:
         from . import artifacts
         loaded = artifacts.lookup(fn, material)
         if loaded is not None:

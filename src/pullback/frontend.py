@@ -72,9 +72,11 @@ def parse(fn):
     try:
         module = gast.parse(dedented)
     except SyntaxError:
-        # A lambda inside a larger expression: getsource returns its lines,
-        # which need not parse on their own; parse the enclosing statement.
-        module = gast.parse(_wrap_fragment(dedented))
+        # A lambda inside a larger expression (a dict entry, an argument):
+        # its lines need not parse on their own, so parse the whole file.
+        module = _parse_file(filename, fn)
+        indent = 0
+        first = 1
     gast.increment_lineno(module, first - 1)
     for node in gast.walk(module):
         if hasattr(node, "col_offset") and node.col_offset is not None:
@@ -90,8 +92,14 @@ def _indent_of(line):
     return len(line) - len(line.lstrip())
 
 
-def _wrap_fragment(text):
-    return "(\n" + text + "\n)"
+def _parse_file(filename, fn):
+    text = "".join(linecache.getlines(filename, fn.__globals__))
+    try:
+        return gast.parse(text)
+    except SyntaxError:
+        raise SourceUnavailableError(
+            f"Could not parse the source of {fn.__qualname__} in {filename}.",
+            hint="Write the function with def on lines of its own.") from None
 
 
 def _find_function(module, fn, filename):

@@ -3,6 +3,8 @@
     block  := stmt*
     stmt   := Name = rhs                  one operation, one target
             | Name, Name, ... = atom      unpacking a value
+            | Name[index] = atom          a write into a local array
+            | Name[index] OP= atom        (and np.add.at(Name, index, atom))
             | rhs                         a call kept for its effect (print)
             | assert atom
             | if atom: block else: block
@@ -70,12 +72,18 @@ def _check_block(stmts, atom, counts, top, in_loop):
             target = stmt.targets[0]
             if isinstance(target, gast.Name):
                 _check_rhs(stmt.value, atom)
+            elif isinstance(target, gast.Subscript):
+                assert isinstance(target.value, gast.Name) and atom(stmt.value)
+                _check_index(target.slice, atom)
             else:
                 assert atom(stmt.value), "unpacking takes an atom"
                 assert all(isinstance(n, gast.Name) for n in target.elts)
         elif isinstance(stmt, gast.Return):
             assert top and last, "one return, at the end"
             assert atom(stmt.value), "return takes an atom"
+        elif isinstance(stmt, gast.AugAssign):
+            assert isinstance(stmt.target, gast.Subscript) and atom(stmt.value)
+            _check_index(stmt.target.slice, atom)
         elif isinstance(stmt, gast.Expr):
             _check_rhs(stmt.value, atom)
         elif isinstance(stmt, gast.Assert):

@@ -56,6 +56,7 @@ class Normal:
     augmented: list         # (stmt, old name) of each `y op= v` desugared
     namer: Namer
     carried: dict = dataclasses.field(default_factory=dict)  # id(loop) -> carried names
+    renames: set = dataclasses.field(default_factory=set)    # id(copy) normalize added
 
     @property
     def carried_names(self):
@@ -82,6 +83,7 @@ class _Normalizer:
         self.out = []
         self.augmented = []
         self.carried = {}
+        self.renames = set()         # id of each copy normalize adds (carried, merged)
         self.maybe_unbound = set()   # names a branch or a loop may leave unassigned
         self.preinit = set()         # ... that a loop copies in: bound to None first
         self.returned = None
@@ -104,7 +106,7 @@ class _Normalizer:
                                 type_params=[])
         gast.copy_location(tree, fn)
         return Normal(tree, self.params, self.returned, self.augmented, self.namer,
-                      self.carried)
+                      self.carried, self.renames)
 
     # -- statements ---------------------------------------------------------
 
@@ -188,16 +190,30 @@ class _Normalizer:
                 else:
                     self.assign_target(elt, _name(n), origin)
         elif isinstance(target, gast.Subscript):
-            raise self.parsed.unsupported(
-                target, "assignment into an array element or slice",
-                "Build a new array instead (np.where, np.concatenate), or keep the "
-                "update outside the differentiated function.")
+            self.emit(gast.Assign(targets=[self.write_target(target)], value=value,
+                                  type_comment=None), origin)
         else:
             raise self.parsed.unsupported(
                 target, f"assignment to {type(target).__name__.lower()}",
                 "Assign to a plain local name.")
 
+    def write_target(self, target):
+        """``y[index]`` as the target of a write: ``y`` keeps its name (the
+        object is changed, not rebound)."""
+        if not (isinstance(target.value, gast.Name) and target.value.id in self.locals):
+            raise self.parsed.unsupported(
+                target, "a write into something that is not a local array",
+                "Write into a local array (y = np.zeros(n); y[i] = ...), or build a new "
+                "value instead.")
+        return gast.Subscript(value=self.load(target.value), slice=self.index(target.slice),
+                              ctx=gast.Store())
+
     def stmt_AugAssign(self, node):
+        if isinstance(node.target, gast.Subscript):
+            value = self.atom(node.value)
+            self.emit(gast.AugAssign(target=self.write_target(node.target), op=node.op,
+                                     value=value), node)
+            return
         if not isinstance(node.target, gast.Name):
             self.assign_target(node.target, None, node)  # raises
         old = self.load(node.target)
@@ -335,6 +351,8 @@ class _Normalizer:
     def copy_value(self, target, value):
         stmt = gast.Assign(targets=[_name(target, gast.Store())], value=value, type_comment=None)
         stmt.lineno = self.lineno
+        if isinstance(value, gast.Name):
+            self.renames.add(id(stmt))
         return stmt
 
     def stmt_Break(self, node):

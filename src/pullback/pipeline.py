@@ -9,12 +9,12 @@ import gast
 
 from . import (closures, desugar, frontend, loader, normalize, propagate_copies, reverse,
                structure)
-from .analyses import activity, defuse, kinds, ops as ops_
+from .analyses import activity, defuse, kinds, mutation, ops as ops_
 from .errors import PullbackError
 from .naming import Namer
 
 
-def transform(fn, param_kinds, wrt, has_aux=False):
+def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
     parsed = frontend.parse(fn)
@@ -30,8 +30,11 @@ def transform(fn, param_kinds, wrt, has_aux=False):
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
-    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
-    derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output)
+    written = mutation.check(normal, ops, parsed)
+    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act,
+                                                       wrt, output)
+    derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
+                                    inplace=inplace, written=frozenset(written))
     propagate_copies.propagate_copies(derived.adjoint)
     # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)

@@ -68,13 +68,15 @@ class Derived:
     wrt: tuple               # parameters whose gradients the adjoint returns
 
 
-def differentiate(normal, parsed, ops, kinds, activity, wrt, output, inplace=True):
+def differentiate(normal, parsed, ops, kinds, activity, wrt, output, inplace=True,
+                  written=frozenset()):
     """Build the primal and adjoint of ``normal``.
 
     ``output`` is the atom whose cotangent the adjoint receives (the returned
     value, or its first element under ``has_aux``).
     """
-    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace).run()
+    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace,
+                    written).run()
 
 
 class _Block:
@@ -93,7 +95,7 @@ class _Block:
 
 
 class _Reverse(Adjoints):
-    def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace):
+    def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace, written):
         self.normal, self.parsed, self.ops = normal, parsed, ops
         self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
         self.active, self.varied = activity.active, activity.varied
@@ -105,6 +107,11 @@ class _Reverse(Adjoints):
         self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
         self.grads = Gradients(self.namer, kinds, self.helper, inplace)
         self.int_names = _int_names(normal.tree.body, ops)
+        self.written = written            # arrays the primal writes into
+        # every input float64 (or a Python float): contributions need no rounding
+        self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
+                           if p in kinds and kinds[p].shape in ("scalar", "array"))
+        self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
 
     def kind(self, name):
@@ -168,6 +175,7 @@ class _Reverse(Adjoints):
         top.adjoint = self.adjoint_block(top)
         final = self.final_return()
         top.adjoint.append(final)
+        self.snapshot_overwritten(top)
         self.compute_saves(top)
         uses_tape = self.insert_saves(top)
         residuals = sorted(self.need(top), key=self.order_key(top))
@@ -282,11 +290,12 @@ class _Reverse(Adjoints):
         if isinstance(stmt, (gast.For, gast.While)):
             return self.adjoint_loop(stmt, block)
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind == "append":
+        if op is not None and op.kind in ("append", "setitem"):
             out = []
-            self.adjoint_append(out, stmt, op)
+            getattr(self, f"adjoint_{op.kind}")(out, stmt, op)
             for s in out:
                 s.lineno = stmt.lineno
+            self.parts.append((stmt, out, block))
             return out
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
@@ -308,6 +317,7 @@ class _Reverse(Adjoints):
             self.grads.consume(t)
         for s in out:
             s.lineno = stmt.lineno
+        self.parts.append((stmt, out, block))
         return out
 
     def adjoint_if(self, stmt, block):
@@ -338,7 +348,7 @@ class _Reverse(Adjoints):
         # iterations; they are bound (and made owned) before the loop, so
         # that every iteration starts in the same state
         saved = (self.grads.snapshot(), set(self.namer.taken), dict(self.helpers),
-                 set(self.indexed), list(block.children))
+                 set(self.indexed), list(block.children), len(self.parts))
         target = [stmt.target.id] if isinstance(stmt, gast.For) else []
         body = _Block(stmt.body, "loop", block, target)
         self.adjoint_block(body)
@@ -351,6 +361,7 @@ class _Reverse(Adjoints):
         self.grads.restore(saved[0])
         self.namer.taken, self.helpers = saved[1], saved[2]
         self.indexed, block.children[:] = saved[3], saved[4]
+        del self.parts[saved[5]:]
         pre = []
         for n in sorted(touched):
             if n in indexed:
@@ -359,6 +370,7 @@ class _Reverse(Adjoints):
                 pre.append(self.grads.materialize(n, self.zero_for))
         pre.extend(self.grads.stabilize(sorted(touched)))
         entry = self.grads.snapshot()
+        mark = len(self.parts)
         body = _Block(stmt.body, "loop", block, target)
         body.adjoint = self.adjoint_block(body)
         for n in sorted(carried):
@@ -367,6 +379,7 @@ class _Reverse(Adjoints):
         weaker = [n for n in touched if entry[0].get(n) == OWNED
                   and self.grads.state.get(n) != OWNED]
         if weaker:   # the body leaves a buffer shared: start every iteration shared
+            del self.parts[mark:]
             self.grads.restore(entry)
             for n in weaker:
                 self.grads.state[n] = SHARED
@@ -405,6 +418,50 @@ class _Reverse(Adjoints):
 
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
+
+    # -- values a later write overwrites ------------------------------------
+
+    def snapshot_overwritten(self, top):
+        """An array the primal writes into changes after a statement reads it;
+        where that statement's adjoint needs the value it read, the primal
+        saves a copy right after it (``y_1 = snapshot(y)``)."""
+        if not self.written:
+            return
+        views = _views_of(self.written, self.normal.tree.body, self.ops)
+        order, loops, writes = _write_positions(self.normal.tree.body, self.ops,
+                                                self.written)
+        for stmt, adjoint, block in self.parts:
+            if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind == "setitem":
+                continue
+            later = any(w > order[id(stmt)] for w in writes) or any(
+                loops.get(id(stmt), set()) & loops.get(w_id, set()) for w_id in writes.values())
+            if not later:
+                continue
+            for name in sorted(self.value_reads(adjoint) & views):
+                snap = self.namer.fresh(f"{name}_then")
+                for node in gast.walk(gast.Module(body=adjoint, type_ignores=[])):
+                    if isinstance(node, gast.Name) and node.id == name \
+                            and isinstance(node.ctx, gast.Load):
+                        node.id = snap
+                owner = _owner(block, stmt)
+                at = owner.stmts.index(stmt) + 1
+                owner.stmts.insert(at, _assign(snap, _call(self.runtime("snapshot"),
+                                                           _name(name)), stmt.lineno))
+                owner.assigned.add(snap)
+                self.primal_names.add(snap)
+
+    def value_reads(self, stmts):
+        """Names whose values (not only shapes) the statements read."""
+        meta, every = set(), set()
+        for node in gast.walk(gast.Module(body=stmts, type_ignores=[])):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+                every.add(id(node))
+            if isinstance(node, gast.Call):
+                pos = _META_POSITION.get(self.resolve(node.func))
+                if pos is not None and len(node.args) > pos:
+                    meta.add(id(node.args[pos]))
+        return {n.id for n in gast.walk(gast.Module(body=stmts, type_ignores=[]))
+                if isinstance(n, gast.Name) and id(n) in every - meta}
 
     # -- what each block saves ------------------------------------------------
 
@@ -532,7 +589,50 @@ _UNKNOWN = _Unknown()
 # functions that read only the shape and dtype of their argument at this position
 _META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 1,
                   runtime.realify: 1, runtime.zeros_like: 0, runtime.owned_zeros: 0,
-                  np.shape: 0, np.size: 0, np.ndim: 0}
+                  runtime.written_grad: 2, np.shape: 0, np.size: 0, np.ndim: 0}
+
+
+def _views_of(written, stmts, ops):
+    """The written arrays and every name that may be a view of one."""
+    from .analyses.mutation import _is_view
+    names = set(written)
+    for _ in range(3):
+        for s in _all_statements(stmts):
+            op = ops.get(id(s))
+            if op is not None and isinstance(s, gast.Assign) and isinstance(
+                    s.targets[0], gast.Name) and _is_view(op, s) and op.names() & names:
+                names.add(s.targets[0].id)
+    return names
+
+
+def _write_positions(stmts, ops, written):
+    """Program order of every statement, the loops around each, and where
+    the writes into ``written`` arrays are."""
+    order, loops, writes = {}, {}, {}
+
+    def walk(block, around):
+        for s in block:
+            order[id(s)] = len(order)
+            loops[id(s)] = around
+            op = ops.get(id(s))
+            if op is not None and op.kind == "setitem" and op.mutates in written:
+                writes[order[id(s)]] = id(s)
+            inner = around | {id(s)} if isinstance(s, (gast.For, gast.While)) else around
+            for field in ("body", "orelse"):
+                walk(getattr(s, field, None) or [], inner)
+    walk(stmts, frozenset())
+    return order, loops, writes
+
+
+def _owner(block, stmt):
+    """The block (or nested block) whose statement list holds ``stmt``."""
+    if any(s is stmt for s in block.stmts):
+        return block
+    for child in block.children:
+        found = _owner(child, stmt)
+        if found is not None:
+            return found
+    return None
 
 
 def _int_names(stmts, ops):

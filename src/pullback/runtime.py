@@ -229,7 +229,7 @@ __all__ += ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
             "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad",
             "inner_lhs_grad", "inner_rhs_grad", "untranspose", "ravel_grad",
             "unconcatenate", "unstack", "unarray", "unindex", "unitem",
-            "unsum", "select_grad"]
+            "unsum", "select_grad", "take_grad"]
 
 
 def tie_share(g, ans, x, y):
@@ -471,11 +471,37 @@ def unindex(g, a, index):
         out = {k: zeros_like(x) for k, x in a.items()}
         out[index] = g
         return out
-    out = np.zeros(np.shape(a), dtype=np.result_type(a, g))
+    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
+    out = np.zeros(np.shape(a), dtype=dtype)
+    g = realify(g, out)           # projected as an in-place add would project it
     if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
         out[index] = g
     else:
         np.add.at(out, index, g)
+    return out
+
+
+def take_grad(g, a, indices, axis=None):
+    """Cotangent of ``np.take(a, indices, axis)``: ``g`` added back at the
+    taken positions (repeats accumulate)."""
+    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
+    out = np.zeros(np.shape(a), dtype=dtype)
+    g = realify(g, out)
+    if axis is None:
+        np.add.at(out.reshape(-1), indices, g)
+        return out
+    axis = axis % out.ndim
+    k = np.ndim(indices)
+    np.add.at(np.moveaxis(out, axis, 0), indices,
+              np.moveaxis(g, list(range(axis, axis + k)), list(range(k))))
+    return out
+
+
+def zeroed(g, index):
+    """A copy of ``g`` with ``g[index]`` set to zero (the out-of-place form of
+    ``g[index] = 0``)."""
+    out = np.array(g, copy=True)
+    out[index] = 0
     return out
 
 
@@ -576,3 +602,42 @@ def owned_zeros(x):
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+
+
+# --- writes into arrays ---
+
+def snapshot(x):
+    """The value of ``x`` now, safe from later writes into the array."""
+    return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+
+
+def written_grad(g, index, value, every=False):
+    """The gradient of the value written by ``y[index] = value`` (or ``+=``)
+    from ``g``, the gradient of ``y`` after the write: ``g[index]``, where a
+    position written twice counts only for its last write (NumPy's buffered
+    semantics), or for every write with ``every=True`` (``np.add.at``);
+    summed back onto ``value``'s shape."""
+    part = np.array(g[index], copy=True) if isinstance(g, np.ndarray) else g
+    if not every and not _is_basic_index(index) and not (
+            isinstance(index, np.ndarray) and index.dtype == bool):
+        part = part * _last_writes(np.shape(g), index, np.shape(part))
+    return unbroadcast(part, value)
+
+
+def _last_writes(shape, index, out_shape):
+    """1 where an element of an integer-array index is the last to write its
+    position, else 0 (shaped to broadcast against ``g[index]``)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
+        raise NotImplementedError(
+            "pullback differentiates writes with repeated indices only when every "
+            "index is an integer or an integer array (no slices mixed in).")
+    arrays = np.broadcast_arrays(*[np.asarray(p) for p in parts])
+    flat = np.ravel_multi_index([a % n for a, n in zip(arrays, shape)],
+                                shape[:len(arrays)]).ravel()
+    rev = flat[::-1]
+    _, first = np.unique(rev, return_index=True)
+    keep = np.zeros(rev.size, dtype=bool)
+    keep[first] = True
+    mask = keep[::-1].reshape(arrays[0].shape)
+    return mask.reshape(mask.shape + (1,) * (len(out_shape) - mask.ndim))

@@ -78,5 +78,7 @@ def _targets(stmt):
         return []     # loop targets are indices or elements read by an Op; not varied
     if isinstance(stmt, gast.Assign):
         t = stmt.targets[0]
+        if isinstance(t, gast.Subscript):
+            return []       # a write: `mutated` names the array
         return [t.id] if isinstance(t, gast.Name) else [e.id for e in t.elts]
     return []

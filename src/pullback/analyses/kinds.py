@@ -35,6 +35,7 @@ class Kind:
     shape: str             # scalar | array | number | container | unknown
     complex: object        # True, False, or None for "may be"
     ndim: object = None    # the rank when known (0 for a scalar)
+    dtype: object = None   # e.g. "float64", when known
 
     @property
     def is_number(self):
@@ -51,9 +52,10 @@ RANGE = Kind("range", False)
 def of_value(x):
     """The kind of a concrete argument (part of the specialisation key)."""
     if isinstance(x, (bool, int, float, complex, np.generic)):
-        return Kind("scalar", bool(np.iscomplexobj(x)), 0)
+        return Kind("scalar", bool(np.iscomplexobj(x)), 0, np.result_type(x).name)
     if isinstance(x, np.ndarray):
-        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)), x.ndim)
+        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)), x.ndim,
+                    x.dtype.name)
     if isinstance(x, (tuple, list)):
         return Kind("container", None)
     if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
@@ -89,6 +91,8 @@ def _block(stmts, ops, kinds):
                     break
         elif isinstance(stmt, gast.Assign):
             target = stmt.targets[0]
+            if isinstance(target, gast.Subscript):
+                continue           # a write into an array keeps its kind
             if not isinstance(target, gast.Name):
                 for e in target.elts:
                     kinds[e.id] = UNKNOWN
@@ -154,6 +158,8 @@ def _rhs(node, op, kinds):
     if op.kind == "nondiff":
         if op.primitive is range:
             return RANGE
+        if op.primitive in _NEW_ARRAYS and isinstance(node, gast.Call) and node.args:
+            return _new_array(op.primitive, node, kinds)
         if op.primitive in (len, int) or isinstance(node, (gast.Compare, gast.BoolOp)):
             return Kind("scalar", False, 0)
         return UNKNOWN
@@ -194,6 +200,28 @@ def _returns_array(prim):
         and prim not in (np.split, np.array_split)
 
 
+_NEW_ARRAYS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
+               np.empty_like, np.full_like}
+
+
+def _new_array(prim, node, kinds):
+    """``np.zeros(shape, ...)`` and friends: an array of known rank."""
+    complex_ = None if any(k.arg == "dtype" for k in node.keywords) or (
+        prim in (np.zeros, np.ones, np.empty) and len(node.args) > 1) else False
+    first = node.args[0]
+    if prim in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
+        like = _atom(first, kinds)
+        return Kind(like.shape, like.complex if complex_ is False else None, like.ndim)
+    if isinstance(first, gast.Tuple):
+        ndim = len(first.elts)
+    elif _atom(first, kinds).shape == "scalar":
+        ndim = 1
+    else:
+        return Kind("number", complex_)
+    return Kind("scalar" if ndim == 0 else "array", complex_, ndim,
+                "float64" if complex_ is False and prim is not np.full else None)
+
+
 def _indexed(kind, index, kinds):
     """The kind of ``x[index]``: each integer drops an axis, a slice keeps
     one, None adds one; anything else (arrays, masks, ...) is not followed."""
@@ -213,7 +241,7 @@ def _indexed(kind, index, kinds):
             return Kind("number", kind.complex)
     if ndim < 0:
         return Kind("number", kind.complex)
-    return Kind("scalar" if ndim == 0 else "array", kind.complex, ndim)
+    return Kind("scalar" if ndim == 0 else "array", kind.complex, ndim, kind.dtype)
 
 
 def _is_none(node):

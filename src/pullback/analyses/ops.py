@@ -28,6 +28,7 @@ import operator
 import types
 
 import gast
+import numpy as np
 
 from .. import rules as _rules  # noqa: F401  (registers every rule)
 from ..errors import NoRuleError, UnsupportedSyntaxError
@@ -41,6 +42,7 @@ _BINOPS = {
     gast.Pow: operator.pow, gast.MatMult: operator.matmul,
 }
 _UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+_WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 
 
 @dataclasses.dataclass
@@ -89,6 +91,16 @@ class _Resolver:
         self.locals = locals_
 
     def stmt(self, stmt):
+        if isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Subscript):
+            return self.write(stmt.targets[0], stmt.value, "set", stmt)
+        if isinstance(stmt, gast.AugAssign):
+            mode = {gast.Add: "add", gast.Sub: "sub"}.get(type(stmt.op))
+            if mode is None:
+                raise UnsupportedSyntaxError(
+                    "pullback cannot differentiate this in-place update of array elements.",
+                    self.parsed.location(stmt), "Use `+=` or `-=`, or write it as a plain "
+                    "assignment: `y[i] = y[i] * v`.")
+            return self.write(stmt.target, stmt.value, mode, stmt)
         if isinstance(stmt, gast.Assign):
             if not isinstance(stmt.targets[0], gast.Name):
                 return self.names_op("unpack", [stmt.value], stmt.value)
@@ -102,8 +114,22 @@ class _Resolver:
                 op = self.names_op("append", call.args, call)
                 op.mutates, op.label = call.func.value.id, f"{call.func.value.id}.append"
                 return op
+            if isinstance(call, gast.Call) and len(call.args) == 3 and not call.keywords \
+                    and self.is_static(call.func) and self.lookup_static(call.func) == np.add.at \
+                    and isinstance(call.args[0], gast.Name) and call.args[0].id in self.locals:
+                target = gast.Subscript(value=call.args[0], slice=call.args[1], ctx=gast.Store())
+                return self.write(target, call.args[2], "add_at", stmt)
             return self.rhs(stmt.value)
         return Op("nondiff", node=stmt)
+
+    def write(self, target, value, mode, stmt):
+        """``y[index] = v`` (or ``+=``, ``*=``, ``np.add.at``): ``y`` changes."""
+        y = target.value.id
+        op = Op("setitem", label=f"{y}[...] {_WRITE_SYMBOL[mode]}", node=stmt, mutates=y,
+                bound={"index": target.slice, "value": value, "mode": mode})
+        op.operands = tuple(("value", value.id) for _ in [0]
+                            if isinstance(value, gast.Name)) + (("array", y),)
+        return op
 
     def rhs(self, node):
         if isinstance(node, gast.Name):

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from pullback.rules.registry import vjp
-from pullback.runtime import (dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
+from pullback.runtime import (take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
                               inner_rhs_grad, ravel_grad, unarray, unbroadcast,
                               unconcatenate, unindex, unstack, untranspose)
 
@@ -133,6 +133,12 @@ def astype(g, ans, x, dtype, order="K", casting="unsafe", subok=True, copy=True)
 
 
 # --- indexing ---
+
+
+@vjp(np.take, nondiff=("indices",))
+def take(g, ans, a, indices, axis=None, mode="raise"):
+    # like indexing with an integer array: repeated indices accumulate
+    return take_grad(g, a, indices, axis)
 
 
 @vjp(operator.getitem, nondiff=("b",))
