@@ -31,8 +31,7 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
     written = mutation.check(normal, ops, parsed)
-    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act,
-                                                       wrt, output)
+    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
                                     inplace=inplace, written=frozenset(written))
     propagate_copies.propagate_copies(derived.adjoint)
