@@ -111,6 +111,8 @@ def path_of(obj, home_globals):
     home = home_globals.get("__name__")
     name = getattr(obj, "__name__", None)
     tries = [(getattr(obj, "__module__", None), getattr(obj, "__qualname__", None) or name)]
+    if (tries[0][0] or "").startswith("pullback.runtime."):
+        tries.insert(0, ("pullback.runtime", name))     # the package re-exports its helpers
     tries += [(m, name) for m in ("numpy", "math", "builtins", "operator")]
     for module, qualname in tries:
         if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:

@@ -48,12 +48,11 @@ import builtins
 import dataclasses
 
 import gast
-import numpy as np
 
 from . import runtime
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from .adjoints import Adjoints
-from .analyses.ops import Op  # noqa: F401  (documented type of `ops`)
+from .residuals import Residuals
 from .grammar import assigned_names
 from .inline import clone
 
@@ -94,7 +93,7 @@ class _Block:
             parent.children.append(self)
 
 
-class _Reverse(Adjoints):
+class _Reverse(Adjoints, Residuals):
     def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace, written):
         self.normal, self.parsed, self.ops = normal, parsed, ops
         self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
@@ -419,165 +418,6 @@ class _Reverse(Adjoints):
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
 
-    # -- values a later write overwrites ------------------------------------
-
-    def snapshot_overwritten(self, top):
-        """An array the primal writes into changes after a statement reads it;
-        where that statement's adjoint needs the value it read, the primal
-        saves a copy right after it (``y_1 = snapshot(y)``)."""
-        if not self.written:
-            return
-        views = _views_of(self.written, self.normal.tree.body, self.ops)
-        order, loops, writes = _write_positions(self.normal.tree.body, self.ops,
-                                                self.written)
-        for stmt, adjoint, block in self.parts:
-            if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind == "setitem":
-                continue
-            later = any(w > order[id(stmt)] for w in writes) or any(
-                loops.get(id(stmt), set()) & loops.get(w_id, set()) for w_id in writes.values())
-            if not later:
-                continue
-            for name in sorted(self.value_reads(adjoint) & views):
-                snap = self.namer.fresh(f"{name}_then")
-                for node in gast.walk(gast.Module(body=adjoint, type_ignores=[])):
-                    if isinstance(node, gast.Name) and node.id == name \
-                            and isinstance(node.ctx, gast.Load):
-                        node.id = snap
-                owner = _owner(block, stmt)
-                at = owner.stmts.index(stmt) + 1
-                owner.stmts.insert(at, _assign(snap, _call(self.runtime("snapshot"),
-                                                           _name(name)), stmt.lineno))
-                owner.assigned.add(snap)
-                self.primal_names.add(snap)
-
-    def value_reads(self, stmts):
-        """Names whose values (not only shapes) the statements read."""
-        meta, every = set(), set()
-        for node in gast.walk(gast.Module(body=stmts, type_ignores=[])):
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-                every.add(id(node))
-            if isinstance(node, gast.Call):
-                pos = _META_POSITION.get(self.resolve(node.func))
-                if pos is not None and len(node.args) > pos:
-                    meta.add(id(node.args[pos]))
-        return {n.id for n in gast.walk(gast.Module(body=stmts, type_ignores=[]))
-                if isinstance(n, gast.Name) and id(n) in every - meta}
-
-    # -- what each block saves ------------------------------------------------
-
-    def compute_saves(self, block):
-        """Bottom-up: each block saves the values its own adjoint reads that
-        it assigns; the rest are read from where they were assigned."""
-        need = self.loads(block.adjoint, block)
-        for child in block.children:
-            child_need = self.compute_saves(child)
-            need |= child_need - child.assigned
-        if block.kind == "top":
-            block.save = sorted(need)
-        else:
-            block.save = sorted((need & block.assigned) - block.recomputed)
-        block.need = need
-        return need
-
-    def need(self, block):
-        return block.need
-
-    def loads(self, stmts, block):
-        """Primal names the adjoint statements read, not counting nested blocks."""
-        nested = {id(s) for c in block.children for s in c.adjoint}
-        found = set()
-        stack = list(stmts)
-        while stack:
-            node = stack.pop()
-            if id(node) in nested:
-                continue
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                    and node.id in self.primal_names:
-                found.add(node.id)
-            stack.extend(gast.iter_child_nodes(node))
-        return found
-
-    def insert_saves(self, block):
-        """Push each block's saved values at its end (before a loop body's
-        carried copies and final break) and pop them at the start of its
-        adjoint.  Returns whether any block uses the tape."""
-        used = False
-        for child in block.children:
-            used |= self.insert_saves(child)
-        if block.kind == "top" or not block.save:
-            return used
-        pack = gast.Tuple(elts=[_name(n) for n in block.save], ctx=gast.Load())
-        push = gast.Expr(value=gast.Call(func=gast.Attribute(
-            value=_name(self.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
-        pop = _assign(gast.Tuple(elts=[_name(n, True) for n in block.save], ctx=gast.Store()),
-                      gast.Call(func=gast.Attribute(value=_name(self.tape), attr="pop",
-                                                    ctx=gast.Load()), args=[], keywords=[]),
-                      None)
-        if len(block.save) == 1:
-            pack = _name(block.save[0])
-            push.value.args = [pack]
-            pop.targets = [_name(block.save[0], True)]
-        stmts = block.stmts
-        at = len(stmts)
-        carried = set(self.normal.carried_names)
-        while at > 0 and (_is_break_check(stmts[at - 1]) or (
-                block.kind == "loop" and _is_copy(stmts[at - 1])
-                and stmts[at - 1].targets[0].id in carried)):
-            at -= 1
-        stmts.insert(at, push)
-        block.adjoint.insert(0, pop)
-        return True
-
-    def maybe_unbound(self, top):
-        """Names a block saves that only a nested branch may assign: bound to
-        None up front, so that saving them never fails."""
-        out = set()
-
-        def walk(block):
-            direct = {t.id for s in block.stmts if isinstance(s, gast.Assign)
-                      for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
-                                else [s.targets[0]]) if isinstance(t, gast.Name)}
-            direct |= {s.target.id for s in block.stmts if isinstance(s, gast.For)}
-            direct |= {self.trips[id(s)] for s in block.stmts
-                       if isinstance(s, (gast.For, gast.While))}
-            direct |= block.extra
-            for n in block.save:
-                if n not in direct and n not in self.normal.params:
-                    out.add(n)
-            for c in block.children:
-                walk(c)
-        walk(top)
-        return out - set(self.normal.carried_names)
-
-    def order_key(self, top):
-        """Residuals in the order the adjoint first reads them."""
-        order = {}
-        for stmt in top.adjoint:
-            for node in _preorder(stmt):
-                if isinstance(node, gast.Name):
-                    order.setdefault(node.id, len(order))
-        return lambda n: (order.get(n, len(order)), n)
-
-    def shape_only(self, top, residuals):
-        """Residuals the adjoint reads only for their shape and dtype.  They are
-        saved as ``meta(x)``, so an intermediate array need not outlive the
-        primal.  Parameters are the caller's and cost nothing to keep."""
-        candidates = set(residuals) - set(self.normal.params)
-        meta_uses, all_uses = {}, {}
-        for stmt in top.adjoint:
-            for node in gast.walk(stmt):
-                if isinstance(node, gast.Name) and node.id in candidates \
-                        and isinstance(node.ctx, gast.Load):
-                    all_uses[node.id] = all_uses.get(node.id, 0) + 1
-                if isinstance(node, gast.Call):
-                    pos = _META_POSITION.get(self.resolve(node.func))
-                    if pos is not None and len(node.args) > pos \
-                            and isinstance(node.args[pos], gast.Name):
-                        n = node.args[pos].id
-                        meta_uses[n] = meta_uses.get(n, 0) + 1
-        return {r for r in candidates if all_uses.get(r) and meta_uses.get(r) == all_uses[r]}
-
-
 class _Unknown:
     shape = "unknown"
     complex = None
@@ -585,55 +425,6 @@ class _Unknown:
 
 
 _UNKNOWN = _Unknown()
-
-# functions that read only the shape and dtype of their argument at this position
-_META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 1,
-                  runtime.realify: 1, runtime.zeros_like: 0, runtime.owned_zeros: 0,
-                  runtime.written_grad: 2, np.shape: 0, np.size: 0, np.ndim: 0}
-
-
-def _views_of(written, stmts, ops):
-    """The written arrays and every name that may be a view of one."""
-    from .analyses.mutation import _is_view
-    names = set(written)
-    for _ in range(3):
-        for s in _all_statements(stmts):
-            op = ops.get(id(s))
-            if op is not None and isinstance(s, gast.Assign) and isinstance(
-                    s.targets[0], gast.Name) and _is_view(op, s) and op.names() & names:
-                names.add(s.targets[0].id)
-    return names
-
-
-def _write_positions(stmts, ops, written):
-    """Program order of every statement, the loops around each, and where
-    the writes into ``written`` arrays are."""
-    order, loops, writes = {}, {}, {}
-
-    def walk(block, around):
-        for s in block:
-            order[id(s)] = len(order)
-            loops[id(s)] = around
-            op = ops.get(id(s))
-            if op is not None and op.kind == "setitem" and op.mutates in written:
-                writes[order[id(s)]] = id(s)
-            inner = around | {id(s)} if isinstance(s, (gast.For, gast.While)) else around
-            for field in ("body", "orelse"):
-                walk(getattr(s, field, None) or [], inner)
-    walk(stmts, frozenset())
-    return order, loops, writes
-
-
-def _owner(block, stmt):
-    """The block (or nested block) whose statement list holds ``stmt``."""
-    if any(s is stmt for s in block.stmts):
-        return block
-    for child in block.children:
-        found = _owner(child, stmt)
-        if found is not None:
-            return found
-    return None
-
 
 def _int_names(stmts, ops):
     """Names certainly holding Python ints: range loop targets, len(...),
@@ -671,19 +462,8 @@ def _all_statements(stmts):
             yield from _all_statements(getattr(s, field, []) or [])
 
 
-def _preorder(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        yield from _preorder(child)
-
-
 def _is_break_check(stmt):
     return isinstance(stmt, gast.If) and stmt.body and isinstance(stmt.body[0], gast.Break)
-
-
-def _is_copy(stmt):
-    return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
-        and isinstance(stmt.value, gast.Name)
 
 
 def _name(id_, store=False):

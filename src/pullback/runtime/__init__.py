@@ -1,0 +1,20 @@
+"""Helpers that generated code calls.
+
+Generated primal and adjoint functions import only NumPy and this package,
+so an ahead-of-time artifact runs without the compiler.  Every helper is
+cheap when it has nothing to do (equal shapes, matching dtype) because
+adjoints call them on hot paths.
+
+- ``core``: projection onto the primal (shape, realness, dtype, type), zeros,
+  structures (tuples, dicts, namedtuples, dataclasses);
+- ``rule_support``: the helpers rule bodies call (ties, products, splits);
+- ``accumulation``: owned buffers, indexed adds, writes into arrays.
+"""
+from .accumulation import *  # noqa: F401,F403
+from .accumulation import __all__ as _accumulation
+from .core import *  # noqa: F401,F403
+from .core import __all__ as _core
+from .rule_support import *  # noqa: F401,F403
+from .rule_support import __all__ as _rule_support
+
+__all__ = _core + _rule_support + _accumulation

@@ -1,0 +1,102 @@
+"""Owned gradient buffers, indexed adds, and writes into arrays."""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Meta, add_cotangents, fields_of, is_structure, realify, unbroadcast, \
+    zeros_like
+from .rule_support import _is_basic_index
+
+__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed"]
+
+def owned_copy(g):
+    """A copy of a shared gradient that the adjoint may then update in place."""
+    if isinstance(g, list) or (isinstance(g, tuple) and not hasattr(g, "_fields")):
+        return [owned_copy(v) for v in g]
+    if is_structure(g):
+        return {k: owned_copy(v) for k, v in fields_of(g)}
+    return np.array(g, copy=True) if isinstance(g, np.ndarray) else g
+
+
+def index_add(buffer, index, g):
+    """``buffer[index] += g`` with NumPy's read semantics: repeated integer
+    indices accumulate (unbuffered), a complex ``g`` adds its real part to a
+    real buffer, and ``g`` is rounded to the buffer's dtype first.  Lists of
+    gradients (the gradient of a list) are updated element by element."""
+    if isinstance(buffer, dict):
+        buffer[index] = add_cotangents(buffer.get(index), g)
+        return
+    if isinstance(buffer, list):
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(buffer))), g):
+                buffer[i] = add_cotangents(buffer[i], gi)
+        else:
+            buffer[index] = add_cotangents(buffer[index], g)
+        return
+    g = realify(g, buffer)
+    if np.result_type(g) != buffer.dtype:
+        g = np.asarray(g).astype(buffer.dtype)
+    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+        buffer[index] += g
+    else:
+        np.add.at(buffer, index, g)
+
+
+def owned_zeros(x):
+    """A zero gradient buffer for ``x`` that may be updated in place: an array
+    of ``x``'s shape and dtype, a list for a list or tuple, a dict for a dict,
+    a namedtuple or a dataclass (project gives it ``x``'s type at the end)."""
+    if isinstance(x, list) or (isinstance(x, tuple) and not hasattr(x, "_fields")):
+        return [zeros_like(v) for v in x]
+    if is_structure(x):
+        return {k: zeros_like(v) for k, v in fields_of(x)}
+    if isinstance(x, Meta):
+        return np.zeros(x.shape, dtype=x.dtype)
+    return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
+
+
+# --- writes into arrays ---
+
+def snapshot(x):
+    """The value of ``x`` now, safe from later writes into the array."""
+    return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+
+
+def written_grad(g, index, value, every=False):
+    """The gradient of the value written by ``y[index] = value`` (or ``+=``)
+    from ``g``, the gradient of ``y`` after the write: ``g[index]``, where a
+    position written twice counts only for its last write (NumPy's buffered
+    semantics), or for every write with ``every=True`` (``np.add.at``);
+    summed back onto ``value``'s shape."""
+    part = np.array(g[index], copy=True) if isinstance(g, np.ndarray) else g
+    if not every and not _is_basic_index(index) and not (
+            isinstance(index, np.ndarray) and index.dtype == bool):
+        part = part * _last_writes(np.shape(g), index, np.shape(part))
+    return unbroadcast(part, value)
+
+
+def _last_writes(shape, index, out_shape):
+    """1 where an element of an integer-array index is the last to write its
+    position, else 0 (shaped to broadcast against ``g[index]``)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(p, slice) or p is None or p is Ellipsis for p in parts):
+        raise NotImplementedError(
+            "pullback differentiates writes with repeated indices only when every "
+            "index is an integer or an integer array (no slices mixed in).")
+    arrays = np.broadcast_arrays(*[np.asarray(p) for p in parts])
+    flat = np.ravel_multi_index([a % n for a, n in zip(arrays, shape)],
+                                shape[:len(arrays)]).ravel()
+    rev = flat[::-1]
+    _, first = np.unique(rev, return_index=True)
+    keep = np.zeros(rev.size, dtype=bool)
+    keep[first] = True
+    mask = keep[::-1].reshape(arrays[0].shape)
+    return mask.reshape(mask.shape + (1,) * (len(out_shape) - mask.ndim))
+
+
+def zeroed(g, index):
+    """A copy of ``g`` with ``g[index]`` set to zero (the out-of-place form of
+    ``g[index] = 0``)."""
+    out = np.array(g, copy=True)
+    out[index] = 0
+    return out

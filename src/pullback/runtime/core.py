@@ -1,0 +1,213 @@
+"""Projection onto the primal, zeros, reductions and structures."""
+from __future__ import annotations
+
+import copy as copy_module
+import dataclasses
+import numbers
+
+import numpy as np
+
+__all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
+           "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like"]
+
+
+def unbroadcast(g, x):
+    """Sum ``g`` over the axes NumPy broadcasting added to reach ``x``'s shape.
+
+    >>> unbroadcast(np.ones((2, 3)), np.ones(3))
+    array([2., 2., 2.])
+    """
+    shape = np.shape(x)
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    g = np.sum(g, axis=axes, keepdims=False) if axes else g
+    if np.shape(g) != shape:
+        g = np.reshape(g, shape)
+    return g
+
+
+class Meta:
+    """What the adjoint needs of an array it reads only for its shape and
+    dtype: saving this instead of the array lets the array be freed."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    def __repr__(self):
+        return f"meta(shape={self.shape}, dtype={self.dtype})"
+
+
+def meta(x):
+    """``x``'s shape and dtype if it is an array, else ``x`` itself."""
+    if isinstance(x, np.ndarray):
+        return Meta(x.shape, x.dtype)
+    return x
+
+
+def realify(g, x):
+    """The real part of ``g`` where the primal ``x`` is real (JAX's convention)."""
+    if np.iscomplexobj(g) and not np.iscomplexobj(x):
+        return np.real(g)
+    return g
+
+
+def project(g, x, copy=False):
+    if is_structure(x):
+        return _project_structure(g, x, copy)
+    return _project_leaf(g, x, copy)
+
+
+def _project_leaf(g, x, copy=False):
+    """Project a cotangent onto the space of its primal ``x``.
+
+    Shape (unbroadcast), realness (real part for a real primal) and type (the
+    primal's dtype; a Python float for a Python float, a NumPy scalar for a
+    NumPy scalar).  A fresh array is returned whenever ``g`` might be shared
+    with something the caller holds, so gradients never alias.
+    """
+    if isinstance(x, bool) or isinstance(x, np.bool_):
+        raise TypeError("booleans carry no gradient")
+    if isinstance(x, (float, int)) and not isinstance(x, np.generic):
+        g = np.sum(g) if np.ndim(g) else g
+        if isinstance(x, complex):
+            return complex(g)
+        return float(np.real(g))
+    if isinstance(x, complex):
+        return complex(np.sum(g) if np.ndim(g) else g)
+    g = unbroadcast(g, x)
+    g = realify(g, x)
+    dtype = x.dtype if isinstance(x, Meta) else np.result_type(x)
+    if isinstance(x, np.generic):
+        return dtype.type(g)
+    if copy or np.shape(g) != np.shape(x):
+        return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
+    return np.asarray(g, dtype=dtype)
+
+
+def zeros_like(x):
+    """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
+    if x is None:
+        return 0.0       # a value that was never assigned on this path
+    if isinstance(x, complex):
+        return 0j
+    if isinstance(x, (float, int)) and not isinstance(x, np.generic):
+        return 0.0
+    if is_structure(x):
+        return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
+    if isinstance(x, np.generic):
+        return np.zeros((), dtype=x.dtype)[()]
+    if isinstance(x, Meta):
+        return np.zeros(x.shape, dtype=x.dtype)
+    return np.zeros_like(x)
+
+
+def unreduce(g, x, axis=None, keepdims=False):
+    """Broadcast the cotangent of a reduction back to the reduced array."""
+    shape = np.shape(x)
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
+    return np.broadcast_to(g, shape)
+
+
+def _normalize_axes(axis, ndim):
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axes))
+
+
+def pack_like(t, parts):
+    """Build the cotangent of the unpacked value ``t`` from its parts."""
+    parts = [zeros_like(v) if p is None else p for p, v in zip(parts, t)]
+    if isinstance(t, np.ndarray):
+        return np.stack(parts)
+    if isinstance(t, list):
+        return parts
+    if isinstance(t, tuple) and type(t) is not tuple:  # a namedtuple
+        return type(t)(*parts)
+    return tuple(parts)
+
+
+def add_cotangents(a, b):
+    """``a + b`` for cotangents that may be containers (added by element)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        out = dict(a)
+        for k, v in (b.items() if isinstance(b, dict) else fields_of(b)):
+            out[k] = add_cotangents(out.get(k), v)
+        return out
+    if isinstance(a, (tuple, list)):
+        return type(a)(add_cotangents(u, v) for u, v in zip(a, b)) \
+            if type(a) in (tuple, list) else type(a)(*(add_cotangents(u, v)
+                                                       for u, v in zip(a, b)))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return rebuild_like(a, {k: add_cotangents(v, getattr(b, k, None) if not isinstance(
+            b, dict) else b.get(k)) for k, v in fields_of(a)})
+    return a + b
+
+
+# --- structures: tuples, lists, dicts, namedtuples, dataclasses ---
+
+def is_structure(x):
+    return isinstance(x, (tuple, list, dict)) or (
+        dataclasses.is_dataclass(x) and not isinstance(x, type))
+
+
+def fields_of(x):
+    """(key, value) pairs of a structure: indices, dict keys or field names."""
+    if isinstance(x, dict):
+        return list(x.items())
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return list(zip(x._fields, x))
+    if isinstance(x, (tuple, list)):
+        return list(enumerate(x))
+    return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)]
+
+
+def rebuild_like(x, values):
+    """A structure of ``x``'s type holding ``values`` (key -> value)."""
+    if isinstance(x, dict):
+        return type(x)((k, values.get(k)) for k in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(values.get(k) for k in x._fields))
+    if isinstance(x, (tuple, list)):
+        return type(x)(values.get(i) for i in range(len(x)))
+    new = copy_module.copy(x)
+    for k, v in values.items():
+        object.__setattr__(new, k, v)
+    return new
+
+
+def _entry(g, key):
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return g.get(key)
+    if isinstance(g, (list, tuple)) and isinstance(key, int):
+        return g[key] if key < len(g) else None
+    return getattr(g, key, None)
+
+
+def _project_structure(g, x, copy):
+    return rebuild_like(x, {k: (zeros_like(v) if _entry(g, k) is None
+                                else project(_entry(g, k), v, copy)) for k, v in fields_of(x)})
+
+
+def is_python_scalar(x):
+    return isinstance(x, numbers.Number) and not isinstance(x, np.generic)

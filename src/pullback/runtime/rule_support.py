@@ -1,0 +1,331 @@
+"""Helpers called by rules.
+
+Rule bodies are inlined into generated code, so they hold no control flow;
+the few rules that need some (ties, zeros, splitting a cotangent, indexing)
+call these.  Each takes the rule's own values and returns a contribution.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Meta, realify, unbroadcast, unreduce, zeros_like
+
+__all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
+           "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
+           "inner_rhs_grad", "untranspose", "ravel_grad", "unconcatenate", "unstack",
+           "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH"]
+
+def tie_share(g, ans, x, y):
+    """``x``'s share of ``g`` in an elementwise max or min whose value is ``ans``.
+
+    All of ``g`` where ``x`` alone attains ``ans``, half of it where ``y``
+    attains it too (ties split equally, as in JAX), none elsewhere.
+
+    >>> tie_share(1.0, np.array([2., 3.]), np.array([2., 3.]), np.array([1., 3.]))
+    array([1. , 0.5])
+    """
+    return np.where(x == ans, np.where(y == ans, 0.5 * g, g), 0)
+
+
+def abs_grad(g, x):
+    """Cotangent of ``abs(x)``: ``g * sign(x)``; ``g * conj(x) / |x|`` for complex ``x``.
+
+    Zero at ``x == 0`` (the two one-sided slopes split equally).
+    """
+    if type(x) is float:
+        return g if x > 0 else -g if x < 0 else 0.0 * g
+    if np.iscomplexobj(x):
+        return np.real(g) * np.conj(np.sign(x))
+    return g * np.sign(x)
+
+
+def clip_grad(g, ans, a, a_min, a_max, wrt):
+    """Cotangent of ``np.clip(a, a_min, a_max)`` for the argument named ``wrt``.
+
+    Clip is ``minimum(maximum(a, a_min), a_max)``, so a tie at a bound splits
+    equally between the value and the bound.  A ``None`` bound gets ``None``.
+    """
+    if (wrt == "a_min" and a_min is None) or (wrt == "a_max" and a_max is None):
+        return None
+    m = a if a_min is None else np.maximum(a, a_min)
+    if wrt == "a_max":
+        return tie_share(g, ans, a_max, m)
+    gm = g if a_max is None else tie_share(g, ans, m, a_max)
+    if wrt == "a_min":
+        return tie_share(gm, m, a_min, a)
+    return gm if a_min is None else tie_share(gm, m, a, a_min)
+
+
+def prod_grad(g, ans, a, axis=None, keepdims=False):
+    """Cotangent of ``np.prod(a, axis)``: the product of the other factors.
+
+    Correct with zeros: where a slice has one zero, only the zero gets the
+    product of the others; with two or more, the whole slice gets zero.
+    """
+    a = np.asarray(a)
+    g = unreduce(g, a, axis, keepdims)
+    zero = a == 0
+    if not zero.any():
+        return g * unreduce(ans, a, axis, keepdims) / a
+    nonzero = np.where(zero, 1, a)
+    others = np.prod(nonzero, axis=axis, keepdims=True)
+    zeros = np.sum(zero, axis=axis, keepdims=True)
+    return g * np.where(zero, np.where(zeros == 1, others, 0),
+                        np.where(zeros == 0, others / nonzero, 0))
+
+
+def dot_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return np.sum(g * b)
+    if nb == 0:
+        return g * b
+    if nb == 1:
+        return np.multiply.outer(g, b)
+    if na == 2 and nb == 2:
+        return np.dot(g, np.transpose(b))
+    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
+                                    list(range(nb - 2)) + [nb - 1]))
+
+
+def dot_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 0:
+        return np.sum(g * a)
+    if na == 0:
+        return g * a
+    lead = list(range(na - 1))
+    if nb == 1:
+        return np.tensordot(g, a, axes=(lead, lead))
+    if na == 2 and nb == 2:
+        return np.dot(np.transpose(a), g)
+    return np.moveaxis(np.tensordot(a, g, axes=(lead, lead)), 0, -2)
+
+
+def matmul_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``a @ b``, summed over broadcast batch axes."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
+        return g * b
+    if nb == 1:
+        c = np.expand_dims(g, -1) * b
+    elif na == 1:
+        c = np.matmul(b, np.expand_dims(g, -1))[..., 0]
+    else:
+        c = np.matmul(g, np.swapaxes(b, -1, -2))
+    return unbroadcast(c, a)
+
+
+def matmul_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``a @ b``, summed over broadcast batch axes."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 1 and nb == 1:
+        return g * a
+    if na == 1:
+        c = np.expand_dims(a, -1) * np.expand_dims(g, -2)
+    elif nb == 1:
+        c = np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0]
+    else:
+        c = np.matmul(np.swapaxes(a, -1, -2), g)
+    return unbroadcast(c, b)
+
+
+def inner_lhs_grad(g, a, b):
+    """Cotangent of ``a`` in ``np.inner(a, b)`` (sum over the last axes)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if na == 0:
+        return np.sum(g * b)
+    if nb == 0:
+        return g * b
+    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
+                                    list(range(nb - 1))))
+
+
+def inner_rhs_grad(g, a, b):
+    """Cotangent of ``b`` in ``np.inner(a, b)`` (sum over the last axes)."""
+    na, nb = np.ndim(a), np.ndim(b)
+    if nb == 0:
+        return np.sum(g * a)
+    if na == 0:
+        return g * a
+    lead = list(range(na - 1))
+    return np.tensordot(g, a, axes=(lead, lead))
+
+
+def untranspose(g, axes):
+    """Undo ``np.transpose(a, axes)`` on ``g``; ``axes`` may also be a method's ``*axes``."""
+    if isinstance(axes, tuple) and len(axes) == 1 and (
+            axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    if axes is None or len(axes) == 0:
+        return np.transpose(g)
+    return np.transpose(g, np.argsort(np.mod(axes, np.ndim(g))))
+
+
+def ravel_grad(g, a, order="C"):
+    """Cotangent of ``np.ravel(a, order)``: ``g`` laid back in ``a``'s shape."""
+    shape = np.shape(a)
+    if order in ("C", "F", None):
+        return np.reshape(g, shape, order=order or "C")
+    a = np.asarray(a)
+    if a.flags.c_contiguous:
+        return np.reshape(g, shape)
+    if order == "A" or a.flags.f_contiguous:
+        return np.reshape(g, shape, order="F" if a.flags.f_contiguous else "C")
+    # "K": memory order; an index array laid out like ``a`` says where each went
+    where = np.empty_like(a, dtype=np.intp)
+    where[...] = np.arange(a.size).reshape(shape)
+    out = np.empty(a.size, dtype=np.result_type(g))
+    out[np.ravel(where, order="K")] = g
+    return out.reshape(shape)
+
+
+def _same_kind(seq, parts):
+    return list(parts) if isinstance(seq, list) else tuple(parts)
+
+
+def unconcatenate(g, arrays, axis=0, ndmin=1):
+    """Split the cotangent of a concatenation into one view per input.
+
+    ``axis=None`` means the inputs were flattened first; ``ndmin`` is the
+    rank the inputs were promoted to (2 for ``vstack``).
+    """
+    if axis is None:
+        g, axis = np.ravel(g), 0
+        sizes = [np.size(x) for x in arrays]
+    else:
+        sizes = []
+        for x in arrays:
+            shape = np.shape(x)
+            shape = (1,) * (ndmin - len(shape)) + shape
+            sizes.append(shape[axis])
+    parts = np.split(g, np.cumsum(sizes)[:-1], axis=axis)
+    return _same_kind(arrays, [p if np.shape(p) == np.shape(x) else
+                               np.reshape(p, np.shape(x))
+                               for p, x in zip(parts, arrays)])
+
+
+def unstack(g, arrays, axis=0):
+    """Split the cotangent of ``np.stack(arrays, axis)`` into one view per input."""
+    return _same_kind(arrays, np.moveaxis(g, axis, 0))
+
+
+def unarray(g, a):
+    """Cotangent of ``np.asarray(a)`` / ``np.array(a)`` in the structure of ``a``.
+
+    An array gets ``g`` (reshaped if ``ndmin`` added axes); a (nested) list or
+    tuple of numbers or arrays gets a list or tuple of parts.
+    """
+    if isinstance(a, (list, tuple)):
+        shape = np.shape(a)
+        if np.shape(g) != shape:
+            g = np.reshape(g, shape)
+        return _same_kind(a, [unarray(g[i], x) for i, x in enumerate(a)])
+    if np.shape(g) != np.shape(a):
+        g = np.reshape(g, np.shape(a))
+    return g
+
+
+def _is_basic_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis
+               or (isinstance(i, (int, np.integer, slice))
+                   and not isinstance(i, (bool, np.bool_)))
+               for i in items)
+
+
+def unindex(g, a, index):
+    """Cotangent of ``a[index]``: ``g`` scattered into zeros shaped like ``a``.
+
+    Repeated integer indices accumulate (``np.add.at``).  Lists, tuples and
+    dicts get the same structure with zeros elsewhere.
+    """
+    if isinstance(a, (list, tuple)):
+        out = [zeros_like(x) for x in a]
+        if isinstance(index, slice):
+            for i, gi in zip(range(*index.indices(len(a))), g):
+                out[i] = gi
+        else:
+            out[index] = g
+        return _same_kind(a, out)
+    if isinstance(a, dict):
+        out = {k: zeros_like(x) for k, x in a.items()}
+        out[index] = g
+        return out
+    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
+    out = np.zeros(np.shape(a), dtype=dtype)
+    g = realify(g, out)           # projected as an in-place add would project it
+    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+        out[index] = g
+    else:
+        np.add.at(out, index, g)
+    return out
+
+
+def take_grad(g, a, indices, axis=None):
+    """Cotangent of ``np.take(a, indices, axis)``: ``g`` added back at the
+    taken positions (repeats accumulate)."""
+    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
+    out = np.zeros(np.shape(a), dtype=dtype)
+    g = realify(g, out)
+    if axis is None:
+        np.add.at(out.reshape(-1), indices, g)
+        return out
+    axis = axis % out.ndim
+    k = np.ndim(indices)
+    np.add.at(np.moveaxis(out, axis, 0), indices,
+              np.moveaxis(g, list(range(axis, axis + k)), list(range(k))))
+    return out
+
+
+def unitem(g, a, args):
+    """Cotangent of ``a.item(*args)``: ``g`` at that element, zeros elsewhere."""
+    out = np.zeros(np.shape(a), dtype=np.result_type(a, g))
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if len(args) == 0:
+        out[(0,) * out.ndim] = g
+    elif len(args) == 1:
+        out[np.unravel_index(args[0], out.shape)] = g
+    else:
+        out[args] = g
+    return out
+
+
+def unsum(g, iterable):
+    """Cotangent of builtin ``sum(iterable)`` (or ``math.fsum``): ``g`` for each item."""
+    if isinstance(iterable, np.ndarray):
+        return np.broadcast_to(g, iterable.shape)
+    return _same_kind(iterable, [unbroadcast(g, x) for x in iterable])
+
+
+def select_grad(g, ans, args):
+    """Cotangent of builtin ``max(*args)`` / ``min(*args)``: winners share ``g`` equally.
+
+    Returns one contribution per positional argument; with a single iterable
+    argument, its contribution has the iterable's structure.
+    """
+    if len(args) == 1:
+        items = args[0]
+        if isinstance(items, np.ndarray):
+            hits = items == ans
+            return (g * hits / int(np.sum(hits)),)
+        return (_same_kind(items, _winners_share(g, ans, items)),)
+    return tuple(_winners_share(g, ans, args))
+
+
+def _winners_share(g, ans, items):
+    hits = [bool(x == ans) for x in items]
+    n = sum(hits)
+    return [g / n if h else zeros_like(x) for h, x in zip(hits, items)]
+
+
+# Helpers whose result is always a new array that nothing else refers to (the
+# ownership analysis may then update it in place).  Helpers that may hand back
+# ``g`` itself or a view of it (unbroadcast, unreduce, untranspose, unstack...)
+# are deliberately absent.
+FRESH = frozenset([tie_share, abs_grad, prod_grad, dot_lhs_grad, dot_rhs_grad,
+                   matmul_lhs_grad, matmul_rhs_grad, inner_lhs_grad, inner_rhs_grad,
+                   unindex, unitem])
