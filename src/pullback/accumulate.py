@@ -48,6 +48,7 @@ import dataclasses
 import gast
 
 from . import runtime
+from .astbuild import assign as _assign, call as _call, name as _name
 
 __all__ = ["Gradients", "ZERO", "OWNED", "SHARED"]
 
@@ -188,16 +189,3 @@ class Gradients:
         else:
             add_at = self.helper("index_add", runtime.index_add)
             block.append(gast.Expr(value=_call(add_at, _name(var), index, g)))
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _call(func, *args):
-    return gast.Call(func=_name(func), args=list(args), keywords=[])
-
-
-def _assign(target, value):
-    return gast.Assign(targets=[_name(target, True)], value=value, type_comment=None)

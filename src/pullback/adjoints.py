@@ -35,6 +35,7 @@ import gast
 import numpy as np
 
 from . import runtime
+from .astbuild import assign as _assign, call as _call, name as _name
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from .inline import clone, instantiate
 
@@ -297,17 +298,3 @@ def _is_literal(v):
     if isinstance(v, (tuple, list)):
         return all(_is_literal(e) for e in v)
     return v is None or isinstance(v, (bool, int, float, complex, str))
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _call(func, *args):
-    return gast.Call(func=_name(func), args=list(args), keywords=[])
-
-
-def _assign(target, value):
-    return gast.Assign(targets=[_name(target, True) if isinstance(target, str) else target],
-                       value=value, type_comment=None)

@@ -1,24 +1,15 @@
 """Normalize: one operation per statement, every name assigned once.
 
-The normal form (checked by ``check``; tests run it over every example)::
-
-    stmt   := Name = rhs                  one operation, one target
-            | Name, Name, ... = atom      unpacking a value
-            | return atom
-            | rhs                         a call kept for its effect (print)
-            | assert atom
-    rhs    := atom | atom OP atom | UOP atom | atom CMP atom | atom and/or atom
-            | callee(atom, ..., key=atom) | atom.attr | atom.method(atom, ...)
-            | atom[index] | (atom, ...) | [atom, ...] | {atom: atom, ...} | f-string
-    index  := atom | atom?:atom?:atom? | (index, ...)
-    atom   := Name | Constant | static
-    static := a dotted path rooted at a global or closure name (np.pi, np.exp)
-
-Within the straight-line code handled here every local name is assigned
-exactly once: a re-assignment gets a new version (``y`` then ``y_1``), so the
-reverse pass may read any primal value after the primal has finished.
-Temporaries are named after what they hold; the value returned is ``out``.
-Each statement keeps the line number of the source statement it came from.
+The grammar it guarantees is stated and checked in ``grammar.py``: each
+statement does one operation on atoms (names, constants, static dotted
+paths); ``if``, ``for`` over a range and ``while`` keep their blocks.  A
+re-assignment gets a new version (``y`` then ``y_1``); a variable a loop
+changes gets a loop-carried name copied in before the loop and back at the
+end of its body, and one a branch changes a merged name copied at the end of
+each branch.  So every value the reverse pass reads was computed by exactly
+one statement per execution of its block.  Temporaries are named after what
+they hold; the value returned is ``out``.  Each statement keeps the line
+number of the source statement it came from.
 
 >>> print(show('''
 ... def f(x, w):

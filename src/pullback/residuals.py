@@ -42,6 +42,8 @@ import gast
 import numpy as np
 
 from . import runtime
+from .astbuild import all_statements as _all_statements
+from .astbuild import assign as _assign, call as _call, name as _name
 
 __all__ = ["Residuals"]
 
@@ -267,11 +269,6 @@ def _preorder(node):
         yield from _preorder(child)
 
 
-def _all_statements(stmts):
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from _all_statements(getattr(s, field, []) or [])
 
 
 def _is_break_check(stmt):
@@ -281,19 +278,3 @@ def _is_break_check(stmt):
 def _is_copy(stmt):
     return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
         and isinstance(stmt.value, gast.Name)
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _call(func, *args):
-    return gast.Call(func=_name(func), args=list(args), keywords=[])
-
-
-def _assign(target, value, lineno):
-    stmt = gast.Assign(targets=[target if not isinstance(target, str) else _name(target, True)],
-                       value=value, type_comment=None)
-    stmt.lineno = lineno
-    return stmt

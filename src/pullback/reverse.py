@@ -50,6 +50,8 @@ import dataclasses
 import gast
 
 from . import runtime
+from .astbuild import all_statements as _all_statements
+from .astbuild import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from .adjoints import Adjoints
 from .residuals import Residuals
@@ -455,28 +457,7 @@ def _int_names(stmts, ops):
     return ints
 
 
-def _all_statements(stmts):
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from _all_statements(getattr(s, field, []) or [])
 
 
 def _is_break_check(stmt):
     return isinstance(stmt, gast.If) and stmt.body and isinstance(stmt.body[0], gast.Break)
-
-
-def _name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
-
-
-def _call(func, *args):
-    return gast.Call(func=_name(func), args=list(args), keywords=[])
-
-
-def _assign(target, value, lineno):
-    stmt = gast.Assign(targets=[target if not isinstance(target, str) else _name(target, True)],
-                       value=value, type_comment=None)
-    stmt.lineno = lineno
-    return stmt
