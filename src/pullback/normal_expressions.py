@@ -97,7 +97,7 @@ class Expressions:
             inner = gast.copy_location(gast.If(test=test, body=body, orelse=[]), node)
         self.stmt(_assign_user(tmp, node.values[0], node))
         self.stmt_If(inner)
-        return _name(self.env[tmp])
+        return _name(self.env.pop(tmp))   # a temporary: later merges need not carry it
 
     def expr_Call(self, node):
         func = node.func
@@ -171,7 +171,7 @@ class Expressions:
         stmt = gast.If(test=node.test, body=[_assign_user(tmp, node.body, node)],
                        orelse=[_assign_user(tmp, node.orelse, node)])
         self.stmt_If(gast.copy_location(stmt, node))
-        return _name(self.env[tmp])
+        return _name(self.env.pop(tmp))   # a temporary: later merges need not carry it
 
 
 

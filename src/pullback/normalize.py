@@ -276,9 +276,10 @@ class _Normalizer(Expressions):
         iterable = self.atom(node.iter)
         target = node.target.id
         carried = self.enter_loop(node.body, exclude={target})
+        before = set(self.env)
         self.env[target] = self.local(self.new_version(target))
         body = self.block(node.body)
-        self.leave_loop(body, carried)
+        self.leave_loop(body, carried, before)
         loop = gast.For(target=_name(self.env[target], gast.Store()), iter=iterable,
                         body=body, orelse=[], type_comment=None)
         # the target keeps the last iteration's value after the loop (if any)
@@ -292,6 +293,7 @@ class _Normalizer(Expressions):
         self.emit(self.copy_value(cond, self.atom(node.test)), node)
         self.env[cond] = cond
         carried = self.enter_loop(node.body, extra=[cond])
+        before = set(self.env)
         body = self.block(node.body)
         saved, self.out = self.out, []
         test = self.atom(node.test)             # the condition, recomputed
@@ -302,7 +304,7 @@ class _Normalizer(Expressions):
         recompute, self.out = self.out, saved
         self.env[cond] = test.id
         _insert_before_break(body, recompute)
-        self.leave_loop(body, carried)
+        self.leave_loop(body, carried, before)
         del self.env[cond]
         loop = self.emit(gast.While(test=_name(cond), body=body, orelse=[]), node)
         self.carried[id(loop)] = set(carried.values())
@@ -323,9 +325,13 @@ class _Normalizer(Expressions):
             carried[v] = self.env[v]
         return carried
 
-    def leave_loop(self, body, carried):
+    def leave_loop(self, body, carried, before=None):
         """Copy each carried variable's last value back to its carried name at
-        the end of the body (before a final `if flag: break`)."""
+        the end of the body (before a final `if flag: break`).  A variable the
+        body defines first is unbound after a loop that ran no iteration."""
+        for v, current in self.env.items():
+            if before is not None and v not in before:
+                self.maybe_unbound.add(current)
         copies = [self.copy(name, self.env[v]) for v, name in carried.items()
                   if self.env.get(v) not in (None, name)]
         _insert_before_break(body, copies)

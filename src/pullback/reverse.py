@@ -351,18 +351,26 @@ class _Reverse(Adjoints, Residuals):
         saved = (self.grads.snapshot(), set(self.namer.taken), dict(self.helpers),
                  set(self.indexed), list(block.children), len(self.parts))
         target = [stmt.target.id] if isinstance(stmt, gast.For) else []
-        body = _Block(stmt.body, "loop", block, target)
-        self.adjoint_block(body)
-        indexed = self.indexed - saved[3]
-        # live across iterations: bound when the body's adjoint ends (this
-        # includes a name the body assigns only sometimes), carried, or
-        # updated in place
-        touched = {n for n, st in self.grads.state.items() if st != ZERO}
-        touched |= set(carried) | (indexed - body.assigned)
-        self.grads.restore(saved[0])
-        self.namer.taken, self.helpers = saved[1], saved[2]
-        self.indexed, block.children[:] = saved[3], saved[4]
-        del self.parts[saved[5]:]
+        touched = {n for n in carried if n in self.active}
+        for _ in range(4):     # until the set stops growing
+            for n in touched:
+                if not self.grads.bound(n):
+                    self.grads.state[n] = OWNED      # as it will be at entry
+            body = _Block(stmt.body, "loop", block, target)
+            self.adjoint_block(body)
+            indexed = self.indexed - saved[3]
+            # live across iterations: bound when the body's adjoint ends (this
+            # includes a name the body assigns only sometimes), carried, or
+            # updated in place
+            found = {n for n, st in self.grads.state.items() if st != ZERO}
+            found |= {n for n in carried if n in self.active} | (indexed - body.assigned)
+            self.grads.restore(saved[0])
+            self.namer.taken, self.helpers = set(saved[1]), dict(saved[2])
+            self.indexed, block.children[:] = set(saved[3]), list(saved[4])
+            del self.parts[saved[5]:]
+            if found <= touched:
+                break
+            touched |= found
         pre = []
         for n in sorted(touched):
             if n in indexed:
@@ -375,7 +383,7 @@ class _Reverse(Adjoints, Residuals):
         body = _Block(stmt.body, "loop", block, target)
         body.adjoint = self.adjoint_block(body)
         for n in sorted(carried):
-            if not self.grads.bound(n):
+            if n in self.active and not self.grads.bound(n):
                 body.adjoint.append(self.grads.materialize(n, self.zero_for))
         weaker = [n for n in touched if entry[0].get(n) == OWNED
                   and self.grads.state.get(n) != OWNED]
@@ -388,7 +396,7 @@ class _Reverse(Adjoints, Residuals):
             body = _Block(stmt.body, "loop", block, target)
             body.adjoint = self.adjoint_block(body)
             for n in sorted(carried):
-                if not self.grads.bound(n):
+                if n in self.active and not self.grads.bound(n):
                     body.adjoint.append(self.grads.materialize(n, self.zero_for))
         if not body.adjoint:
             block.children.remove(body)
