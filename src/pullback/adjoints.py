@@ -186,8 +186,10 @@ class Adjoints:
         if isinstance(node, gast.Slice):
             parts = [p if p is not None else gast.Constant(None, None)
                      for p in (node.lower, node.upper, node.step)]
+            # drop trailing Nones, but `slice(a)` is `:a`, so `a:` keeps its upper None
             while len(parts) > 1 and isinstance(parts[-1], gast.Constant) \
-                    and parts[-1].value is None:
+                    and parts[-1].value is None \
+                    and (len(parts) == 3 or _is_none(parts[0])):
                 parts.pop()
             return _call(self.helper("slice", slice), *parts)
         if isinstance(node, gast.Tuple):
@@ -245,7 +247,9 @@ class Adjoints:
                 self.grads.add(block, name, item, fresh=fresh)
 
     def adjoint_custom(self, block, stmt, op, t, g):
-        self.adjoint_user(block, stmt, op, t, g, fresh=False)
+        # a user's bwd may hand back what it was given; fused kernels say they don't
+        self.adjoint_user(block, stmt, op, t, g,
+                          fresh=getattr(op.primitive, "fresh_cotangents", False))
 
     def adjoint_field(self, block, stmt, op, t, g):
         """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the
@@ -292,6 +296,10 @@ _FRESH_NUMPY = {np.where, np.outer, np.dot, np.matmul, np.tensordot, np.sum, np.
                 np.prod, np.zeros, np.ones, np.zeros_like, np.ones_like, np.full,
                 np.full_like, np.array, np.concatenate, np.stack, np.copy}
 _PASS_FIRST = {runtime.unbroadcast, runtime.realify}
+
+
+def _is_none(node):
+    return isinstance(node, gast.Constant) and node.value is None
 
 
 def _is_literal(v):

@@ -29,23 +29,32 @@ class Derivative:
         self._masked = {}
 
     def specialize(self, args, wrt, has_aux=False, inplace=None):
+        from . import kernels     # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
-        key = (tuple(_signature_key(a) for a in args), wrt, has_aux, inplace)
+        large = kernels.size_class(args)     # large arrays: elementwise work is fused
+        key = (tuple(_signature_key(a) for a in args), wrt, has_aux, inplace, large)
         loaded = self.cache.get(key)
         if loaded is None:
             # an up-to-date artifact, else the on-disk cache, else the compiler
             from . import cache as disk
-            options = None if inplace else {"inplace": False}
+            options = {}
+            if not inplace:
+                options["inplace"] = False
+            if large:
+                options["large"] = True
             loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
-                                 lambda: self.transform(args, wrt, has_aux, inplace), options)
+                                 lambda: self.transform(args, wrt, has_aux, inplace),
+                                 options or None)
             self.cache[key] = loaded
         return loaded
 
     def transform(self, args, wrt, has_aux=False, inplace=True):
+        from . import kernels
         from .pipeline import transform
         param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
-        return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
-                         inplace=inplace)
+        with kernels.sizing(args):
+            return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
+                             inplace=inplace)
 
     def bind(self, args, kwargs):
         if not kwargs and len(args) == len(self.params):

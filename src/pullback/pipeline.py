@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import gast
 
-from . import (closures, desugar, frontend, loader, normalize, propagate_copies, reverse,
-               structure)
+from . import (closures, desugar, frontend, loader, lower_broadcasts, normalize,
+               propagate_copies, reverse, structure)
 from .analyses import activity, defuse, kinds, mutation, ops as ops_
 from .errors import PullbackError
 from .naming import Namer
@@ -31,7 +31,8 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
     written = mutation.check(normal, ops, parsed)
-    # lower broadcasts: pure elementwise regions -> JAX jvp kernels (to come)
+    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act,
+                                                       wrt, output)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
                                     inplace=inplace, written=frozenset(written))
     propagate_copies.propagate_copies(derived.adjoint)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU checks of the fused elementwise kernels, in a few minutes: the tests
+# marked `gpu` (CuPy arrays reach JAX through DLPack without a copy, and the
+# gradients are right) and the timings of a fused kernel on CuPy arrays.
+#
+# Needs, in the virtual environment: CuPy (pip install cupy-cuda12x) and a
+# CUDA build of JAX (pip install "jax[cuda12]").  Run from anywhere:
+#     bash benchmarks/gpu_check.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-.venv/bin/python}"
+
+"$PY" - <<'PYEOF'
+import sys
+try:
+    import cupy
+    import jax
+except ImportError as err:
+    sys.exit(f"gpu_check: {err}; install cupy-cuda12x and jax[cuda12] first")
+print("cupy", cupy.__version__, "available:", cupy.is_available())
+print("jax", jax.__version__, "devices:", jax.devices())
+if not cupy.is_available() or not any(d.platform == "gpu" for d in jax.devices()):
+    sys.exit("gpu_check: no GPU visible to both CuPy and JAX")
+PYEOF
+
+echo "== tests marked gpu"
+timeout 300 "$PY" -m pytest compiler_tests -m gpu -q -rs -p no:cacheprovider
+
+echo "== timings"
+PULLBACK_CACHE=0 XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 300 "$PY" benchmarks/elementwise.py --gpu

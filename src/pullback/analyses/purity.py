@@ -1,0 +1,281 @@
+"""Purity: which operations are pure and elementwise, and which user
+functions are built only from them.
+
+A statement may join a fused kernel (``lower_broadcasts``) only if its
+operation writes nothing, prints nothing, calls nothing impure, and maps
+each element of its (broadcast) operands to the element of its result
+in the same place: NumPy's ufuncs and Python's arithmetic on arrays,
+comparisons, ``np.where`` and ``np.clip``, the ``math`` module's functions
+(as their NumPy twins), builtin ``abs``, ``pow``, ``max``/``min`` of two
+values, and user scalar functions whose bodies are made of these.  Anything
+else is impure or not elementwise: the answer is "no" unless proven yes.
+
+``elementwise(op)`` gives the NumPy-side primitive an operation computes on
+arrays (``math.sin`` -> ``np.sin``), or None.  ``scalar_function(fn)`` parses
+and normalizes a user function and says whether its body qualifies.
+
+>>> import math, operator
+>>> from pullback.testing import function_from_source
+>>> g = function_from_source('''
+... def g(z):
+...     return math.tanh(2.0 * z + 1.0) * z
+... ''')
+>>> scalar_function(g).pure
+True
+>>> noisy = function_from_source('''
+... def noisy(z):
+...     print(z)
+...     return z * z
+... ''')
+>>> scalar_function(noisy).pure, scalar_function(noisy).reason
+(False, 'line 2: `print(z)` is kept for its effect')
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+import types
+import weakref
+
+import gast
+import numpy as np
+
+from ..rules.registry import lookup
+
+__all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
+           "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
+
+# math functions and the NumPy ufunc computing the same on arrays
+MATH_TO_NUMPY = {
+    math.sin: np.sin, math.cos: np.cos, math.tan: np.tan, math.asin: np.arcsin,
+    math.acos: np.arccos, math.atan: np.arctan, math.atan2: np.arctan2,
+    math.sinh: np.sinh, math.cosh: np.cosh, math.tanh: np.tanh, math.asinh: np.arcsinh,
+    math.acosh: np.arccosh, math.atanh: np.arctanh, math.exp: np.exp,
+    math.expm1: np.expm1, math.log2: np.log2, math.log10: np.log10,
+    math.log1p: np.log1p, math.sqrt: np.sqrt, math.fabs: np.fabs, math.hypot: np.hypot,
+    math.degrees: np.degrees, math.radians: np.radians, math.pow: np.power,
+    abs: np.absolute, operator.abs: np.absolute, pow: np.power,
+}
+for _name, _ufunc in (("exp2", np.exp2), ("cbrt", np.cbrt)):   # Python 3.11+
+    if hasattr(math, _name):
+        MATH_TO_NUMPY[getattr(math, _name)] = _ufunc
+
+_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv,
+              operator.floordiv, operator.mod, operator.pow, operator.neg, operator.pos}
+
+# ufuncs that a fused kernel may hold: their rules (or their lack of a
+# gradient) are elementwise, and jax.numpy has a function of the same name
+_UFUNC_NAMES = frozenset("""
+    add subtract multiply divide true_divide floor_divide remainder mod fmod power
+    float_power negative positive absolute fabs sign exp exp2 expm1 log log2 log10
+    log1p logaddexp logaddexp2 sqrt cbrt square reciprocal hypot sin cos tan arcsin
+    arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh deg2rad rad2deg
+    degrees radians maximum minimum fmax fmin floor ceil trunc rint signbit
+    isnan isinf isfinite greater greater_equal less less_equal equal not_equal
+    logical_and logical_or logical_not logical_xor copysign heaviside conjugate
+""".split())
+
+# elementwise operations whose derivative is not complex-linear: a forward
+# tangent through them is wrong for complex values (abs, real part, ...)
+HOLOMORPHIC_EXCEPTIONS = frozenset([np.absolute, np.fabs, np.conjugate, np.sign,
+                                    np.maximum, np.minimum, np.fmax, np.fmin, np.clip,
+                                    np.hypot, np.arctan2, np.copysign, np.heaviside])
+
+
+def elementwise(op, node=None):
+    """The NumPy-side primitive of a pure elementwise operation, or None.
+
+    ``op`` is the statement's ``analyses.ops.Op``; ``node`` its right-hand
+    side.  Operators are returned as themselves (``operator.mul``), a
+    comparison as ``operator.lt`` and friends."""
+    if isinstance(node, gast.Compare) and len(node.ops) == 1:
+        return _COMPARE.get(type(node.ops[0]))
+    if op.kind == "copy":
+        return _identity
+    if op.kind not in ("rule", "nondiff"):
+        return None
+    prim = op.primitive
+    try:
+        hash(prim)
+    except TypeError:
+        return None
+    if prim in _OPERATORS:
+        return prim
+    if isinstance(prim, np.ufunc):
+        if prim.__name__ not in _UFUNC_NAMES or prim.nout != 1:
+            return None
+        if op.kind == "rule":
+            return prim if len(op.bound) == prim.nin else None
+        return prim if isinstance(node, gast.Call) and not node.keywords \
+            and len(node.args) == prim.nin else None
+    if prim is np.where:
+        return prim if {"condition", "x", "y"} <= set(op.bound) else None
+    if prim is np.clip:
+        return prim if set(op.bound) <= {"a", "a_min", "a_max"} else None
+    if prim in (max, min):
+        args = op.bound.get("args", ())
+        if isinstance(args, tuple) and len(args) == 2 and set(op.bound) == {"args"}:
+            return np.maximum if prim is max else np.minimum
+        return None
+    if prim is math.log:
+        return np.log if set(op.bound) == {"x"} else None
+    numpy_twin = MATH_TO_NUMPY.get(prim)
+    if numpy_twin is not None and prim is not pow:
+        return numpy_twin
+    if prim is pow and set(op.bound) <= {"base", "exp"}:
+        return np.power
+    return None
+
+
+def _identity(x):
+    return x
+
+
+def numpy_twin(fn):
+    """The NumPy ufunc computing the callable ``fn`` elementwise on arrays
+    (``math.sin`` -> ``np.sin``, ``np.tanh`` itself), or None."""
+    try:
+        twin = MATH_TO_NUMPY.get(fn)
+    except TypeError:
+        return None
+    if twin is not None:
+        return twin
+    if isinstance(fn, np.ufunc) and fn.__name__ in _UFUNC_NAMES and fn.nout == 1:
+        return fn
+    return None
+
+
+_COMPARE = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
+            gast.GtE: operator.ge, gast.Eq: operator.eq, gast.NotEq: operator.ne}
+
+
+# -- user scalar functions -------------------------------------------------------
+
+@dataclasses.dataclass
+class ScalarFunction:
+    """A user function seen as an elementwise map, if its body qualifies."""
+
+    fn: object
+    pure: bool
+    reason: str = ""
+    normal: object = None         # its normalize.Normal
+    parsed: object = None         # its frontend.Parsed
+    ops: dict = None              # id(stmt) -> Op
+
+
+_cache = weakref.WeakKeyDictionary()
+_active = set()
+
+
+def scalar_function(fn):
+    """Whether ``fn`` is a pure elementwise scalar function (cached per
+    function object).  Its statements must be assignments of elementwise
+    operations on values derived from its parameters; values that are not
+    (read from globals or closure cells) may also be indexed.  Calls to
+    other user functions qualify if those do; recursion does not."""
+    try:
+        hit = _cache.get(fn)
+    except TypeError:
+        return ScalarFunction(fn, False, "not a Python function")
+    if hit is not None:
+        return hit
+    if id(fn) in _active:
+        return ScalarFunction(fn, False, "recursive")
+    _active.add(id(fn))
+    try:
+        result = _analyze(fn)
+    finally:
+        _active.discard(id(fn))
+    try:
+        _cache[fn] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _analyze(fn):
+    from .. import frontend, normalize
+    from ..errors import PullbackError
+    from . import ops as ops_
+    if not isinstance(fn, types.FunctionType):
+        return ScalarFunction(fn, False, "not a Python function")
+    try:
+        parsed = frontend.parse(fn)
+        normal = normalize.normalize(parsed)
+        ops = ops_.resolve(normal, parsed)
+    except PullbackError as err:
+        return ScalarFunction(fn, False, str(err).splitlines()[0])
+    mapped = set(normal.params)          # values that vary per element
+    body = normal.tree.body
+    for stmt in body:
+        reason = _statement(stmt, ops, mapped, parsed)
+        if reason:
+            where = getattr(stmt, "lineno", None)
+            line = f"line {where}: " if where else ""
+            return ScalarFunction(fn, False, line + reason)
+    return ScalarFunction(fn, True, "", normal, parsed, ops)
+
+
+def _statement(stmt, ops, mapped, parsed):
+    from ..codegen import unparse
+    if isinstance(stmt, gast.Return):
+        return ""
+    if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
+        what = "is kept for its effect" if isinstance(stmt, gast.Expr) else "is not an assignment"
+        return f"`{unparse(stmt)}` {what}"
+    op = ops[id(stmt)]
+    target = stmt.targets[0].id
+    names = {n.id for n in gast.walk(stmt.value) if isinstance(n, gast.Name)}
+    varies = bool(names & mapped)
+    rhs = stmt.value
+    if isinstance(rhs, gast.Constant):
+        return ""
+    if elementwise(op, rhs) is not None:
+        if varies:
+            mapped.add(target)
+        return ""
+    if op.kind == "user" and scalar_function(op.primitive).pure:
+        if varies:
+            mapped.add(target)
+        return ""
+    if not varies and isinstance(rhs, (gast.Subscript, gast.Attribute)) \
+            and op.kind in ("rule", "nondiff"):
+        return ""            # indexing a captured array: the same for every element
+    return f"`{unparse(rhs)}` is not a pure elementwise operation"
+
+
+def inlinable(fn):
+    """``fn``'s normal form if it is straight-line assignments ending in one
+    return, with no statement kept only for its effect, and at least one
+    elementwise operation (so inlining it can feed a fused region); else
+    None.  Used for closures lifted out of the function being differentiated,
+    which share its namespace."""
+    try:
+        hit = _inlinable.get(fn)
+    except TypeError:
+        return None
+    if hit is not None:
+        return hit or None
+    from .. import frontend, normalize
+    from ..errors import PullbackError
+    from . import ops as ops_
+    result = False
+    try:
+        parsed = frontend.parse(fn)
+        normal = normalize.normalize(parsed)
+        ops = ops_.resolve(normal, parsed)
+    except PullbackError:
+        normal = None
+    if normal is not None:
+        *body, last = normal.tree.body
+        straight = isinstance(last, gast.Return) and all(
+            isinstance(st, gast.Assign) and isinstance(st.targets[0], gast.Name)
+            for st in body)
+        if straight and any(elementwise(ops[id(st)], st.value) is not None for st in body):
+            result = ScalarFunction(fn, True, "", normal, parsed, ops)
+    _inlinable[fn] = result
+    return result or None
+
+
+_inlinable = weakref.WeakKeyDictionary()
