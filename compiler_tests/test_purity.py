@@ -42,18 +42,17 @@ def f(x, y, c):
 
 def test_not_elementwise():
     got = elementwise_of("""
-def f(x, y, out):
+def f(x, y):
     a = np.sum(x)
     b = x @ y
     c = x[0]
-    d = np.isnan(x, out=out)
     e = np.argmax(x)
     g = x.T
     h = np.cumsum(x)
     k = np.dot(x, y)
     return a
 """)
-    assert got == [None] * 8
+    assert got == [None] * 7      # (a call with out= is refused before this analysis)
 
 
 def test_math_functions_map_to_their_numpy_twins():

@@ -24,7 +24,7 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     structure.structure(parsed.tree, namer, parsed)
     normal = normalize.normalize(parsed, namer)
     ops = ops_.resolve(normal, parsed)
-    kind_of = kinds.infer(normal.tree, param_kinds, ops)
+    kind_of = kinds.infer(normal.tree, {**_global_kinds(normal, parsed), **param_kinds}, ops)
     output = _output(normal, ops, has_aux, parsed)
     chains = defuse.chains(normal.tree)
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
@@ -38,6 +38,30 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     propagate_copies.propagate_copies(derived.adjoint)
     # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)
+
+
+def _global_kinds(normal, parsed):
+    """Kinds of the module constants and closure values the function reads
+    (``DT = 0.01``): numbers and arrays only, as they are now."""
+    import numpy as np
+    from .grammar import assigned_names
+    local = set(normal.params) | assigned_names(normal.tree.body)
+    out = {}
+    for node in gast.walk(normal.tree):
+        if isinstance(node, gast.Name) and node.id not in local and node.id not in out:
+            if node.id in parsed.closure:
+                try:
+                    value = parsed.closure[node.id].cell_contents
+                except ValueError:
+                    continue
+            elif node.id in parsed.globals:
+                value = parsed.globals[node.id]
+            else:
+                continue
+            if isinstance(value, (int, float, complex, np.generic, np.ndarray)) \
+                    and not isinstance(value, bool):
+                out[node.id] = kinds.of_value(value)
+    return out
 
 
 def _output(normal, ops, has_aux, parsed):

@@ -138,7 +138,14 @@ class Residuals:
             used |= self.insert_saves(child)
         if block.kind == "top" or not block.save:
             return used
-        pack = gast.Tuple(elts=[_name(n) for n in block.save], ctx=gast.Load())
+        # arrays the adjoint reads only for their shape go as meta(x): the tape
+        # then holds no copy of an intermediate it does not need
+        values = self.value_reads(block.adjoint)
+        arrays = {n for n in block.save if self.kinds.get(n) is not None
+                  and self.kinds[n].shape in ("array", "number")}
+        saved = [_call(self.runtime("meta"), _name(n)) if n in arrays - values else _name(n)
+                 for n in block.save]
+        pack = gast.Tuple(elts=saved, ctx=gast.Load())
         push = gast.Expr(value=gast.Call(func=gast.Attribute(
             value=_name(self.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
         pop = _assign(gast.Tuple(elts=[_name(n, True) for n in block.save], ctx=gast.Store()),
@@ -146,8 +153,7 @@ class Residuals:
                                                     ctx=gast.Load()), args=[], keywords=[]),
                       None)
         if len(block.save) == 1:
-            pack = _name(block.save[0])
-            push.value.args = [pack]
+            push.value.args = [saved[0]]
             pop.targets = [_name(block.save[0], True)]
         stmts = block.stmts
         at = len(stmts)
