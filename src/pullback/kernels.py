@@ -152,6 +152,8 @@ def size_class(args):
     of elements (or a GPU array): a transform for such arguments lowers its
     elementwise regions; one for small arrays keeps plain NumPy code.  Part
     of the specialization key."""
+    if not any(isinstance(a, (np.ndarray, tuple, list)) or _is_cupy(a) for a in args):
+        return False            # scalars only: nothing to fuse (and no setting to read)
     threshold = current_threshold()
     for a in args:
         for x in (a if isinstance(a, (tuple, list)) else (a,)):

@@ -90,11 +90,17 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
         kind = kind_of.get(old)
         if kind is not None and kind.shape == "scalar":
             continue
+        # a write into the array (`y[i] = v`) and a non-differentiable use
+        # (`y.shape`) share nothing; a new array from np.zeros and the like is
+        # the function's own
         shared = old in normal.params or any(
-            ops[id(s)].kind not in ("rule", "nondiff") or _is_view(ops[id(s)])
+            ops[id(s)].kind not in ("rule", "nondiff", "setitem") or _is_view(ops[id(s)])
             for s in chains.readers(old) if s is not stmt)
         for definer in chains.defs.get(old, ()):
-            if ops[id(definer)].kind != "rule" or _is_view(ops[id(definer)]):
+            op = ops[id(definer)]
+            allocated = op.kind == "rule" or (op.kind == "nondiff"
+                                              and _allocates(op.primitive))
+            if not allocated or _is_view(op):
                 shared = True
         if shared:
             raise UnsupportedSyntaxError(
@@ -106,6 +112,14 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
 
 _VIEWS = {"ndarray.T", "ndarray.reshape", "ndarray.transpose", "ndarray.ravel",
           "ndarray.squeeze", "ndarray.real", "ndarray.imag"}
+
+
+def _allocates(prim):
+    from .analyses.mutation import ALLOCATING
+    try:
+        return prim in ALLOCATING
+    except TypeError:       # an unhashable callable
+        return False
 
 
 def _is_view(op):

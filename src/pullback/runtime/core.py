@@ -8,7 +8,8 @@ import numbers
 import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
-           "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like"]
+           "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
+           "FieldGrads"]
 
 
 def unbroadcast(g, x):
@@ -17,6 +18,8 @@ def unbroadcast(g, x):
     >>> unbroadcast(np.ones((2, 3)), np.ones(3))
     array([2., 2., 2.])
     """
+    if type(x) is float and type(g) is float:      # scalar code: the common case
+        return g
     shape = np.shape(x)
     gshape = np.shape(g)
     if gshape == shape:
@@ -67,6 +70,8 @@ def realify(g, x):
 
 
 def project(g, x, copy=False):
+    if type(x) is float and type(g) is float:      # scalar code: the common case
+        return g
     if is_structure(x):
         return _project_structure(g, x, copy)
     return _project_leaf(g, x, copy)
@@ -147,8 +152,10 @@ def add_cotangents(a, b):
         return b
     if b is None:
         return a
+    if isinstance(b, dict) and not isinstance(a, dict):
+        a, b = b, a         # a namedtuple or dataclass plus the same by field name
     if isinstance(a, dict):
-        out = dict(a)
+        out = copy_module.copy(a)
         for k, v in (b.items() if isinstance(b, dict) else fields_of(b)):
             out[k] = add_cotangents(out.get(k), v)
         return out
@@ -163,6 +170,25 @@ def add_cotangents(a, b):
 
 
 # --- structures: tuples, lists, dicts, namedtuples, dataclasses ---
+
+class FieldGrads(dict):
+    """The gradient of a namedtuple or a dataclass while the adjoint builds
+    it: field name -> cotangent (``project`` gives it the primal's type).  A
+    namedtuple's fields are also read by position (``p[0]`` is ``p.w``), so
+    an integer or a slice selects the fields in their order."""
+
+    def keys_at(self, index):
+        names = list(self)
+        if isinstance(index, slice):
+            return names[index]
+        if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+            return [names[index]]
+        return [index]
+
+    @classmethod
+    def zeros(cls, x):
+        return cls((k, zeros_like(v)) for k, v in fields_of(x))
+
 
 def is_structure(x):
     return isinstance(x, (tuple, list, dict)) or (
