@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,24 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest compiler_tests
+
+# The benchmarks' peers (the `bench` extra). A peer that cannot be installed is
+# left out and its cells say so; the suite still runs.
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_PEERS := jax autograd torch==2.13.0 matplotlib
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]' || \
+	  for p in $(BENCH_PEERS); do \
+	    $(PY) -m pip install --quiet "$$p" || echo "bench: could not install $$p; its cells will say so"; \
+	  done
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) benchmarks/run.py
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

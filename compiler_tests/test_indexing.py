@@ -25,6 +25,8 @@ READS = {
     "scalar": ((2, 3),),
     "negative": ((-1, -2),),
     "slice": ((slice(1, 3),),),
+    "start_only": ((slice(1, None),),),       # x[1:], once printed as slice(1) (= x[:1])
+    "stop_only": ((slice(None, 2), slice(3, None)),),
     "strided": ((slice(None, None, 2), slice(4, 0, -2)),),
     "ellipsis": ((Ellipsis, 1),),
     "newaxis": ((None, 1, slice(None)),),
@@ -278,3 +280,15 @@ def test_scalar_index_loop_memory_grows_linearly():
     g(small), g(large)
     ratio = peak_bytes(g, large) / peak_bytes(g, small)
     assert ratio < 15, ratio
+
+
+def shifted_products(x):
+    s = 0.0
+    for i in range(2):
+        s = s + np.sum(x[2:] * x[:-2])
+    return s
+
+
+def test_open_ended_slices_in_a_loop():
+    np.testing.assert_array_equal(pb.grad(shifted_products)(np.arange(1.0, 5.0)),
+                                  [6.0, 8.0, 2.0, 4.0])
