@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-quick clean
+.PHONY: demo test fuzz bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest compiler_tests
+
+# 10,000 random programs or more, each checked against finite differences, the
+# in-place/out-of-place paths, aliasing and mutation of inputs and cotangents.
+fuzz: $(STAMP)
+	PULLBACK_FUZZ_EXAMPLES=10000 $(PY) -m pytest compiler_tests/test_fuzz.py -p no:cacheprovider
 
 # The benchmarks' peers (the `bench` extra). A peer that cannot be installed is
 # left out and its cells say so; the suite still runs.

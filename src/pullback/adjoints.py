@@ -90,6 +90,7 @@ class Adjoints:
         if y not in self.active or not self.grads.bound(y):
             return
         index = self.index_value(op.bound["index"])
+        own_value = None
         if isinstance(value, gast.Name) and value.id in self.active:
             part = _call(self.runtime("written_grad"), _name(self.grads.var(y)), index,
                          _name(value.id))
@@ -97,12 +98,26 @@ class Adjoints:
                 part.keywords = [gast.keyword(arg="every", value=gast.Constant(True, None))]
             if mode == "sub":
                 part = gast.UnaryOp(op=gast.USub(), operand=part)
-            self.grads.add(block, value.id, part, fresh=True)
-        if mode == "set" and not self.grads.inplace:
+            if value.id == y and mode == "set":
+                # `y[index] = y`: the old y gets its part after the written part of
+                # y_bar is zeroed, not before (where the zeroing would erase it)
+                own_value = self.namer.fresh(f"{y}_written_bar")
+                block.append(_assign(own_value, part))
+            else:
+                self.grads.add(block, value.id, part, fresh=True)
+        if own_value is not None:
+            self.zero_written(block, y, index)
+            self.grads.add(block, y, _name(own_value), fresh=True)
+        elif mode == "set":
+            self.zero_written(block, y, index)
+
+    def zero_written(self, block, y, index):
+        """Zero ``y_bar[index]``: the values a write replaced reach nothing."""
+        if not self.grads.inplace:
             zeroed = _call(self.runtime("zeroed"), _name(self.grads.var(y)), clone(index))
             self.grads.state[y] = "zero"      # rebinds: the next line binds it owned
             self.grads.add(block, y, zeroed, fresh=True)
-        elif mode == "set":
+        else:
             block.extend(self.grads.make_owned(y, self.zero_buffer))
             self.indexed.add(y)
             target = gast.Subscript(value=_name(self.grads.var(y)), slice=clone(index),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import numbers
+import os
+import types
 import weakref
 
 import numpy as np
@@ -167,6 +168,9 @@ def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
     if isinstance(fun, CustomVJP):
         return fun
+    if not isinstance(fun, types.FunctionType):
+        from .frontend import parse
+        parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
     if handle is None:
         handle = _handles[fun] = Derivative(fun)

@@ -20,6 +20,7 @@ def f(x):
 from __future__ import annotations
 
 import ast
+import copy
 import linecache
 
 import gast
@@ -34,9 +35,10 @@ def unparse(node):
     return ast.unparse(tree)
 
 
-def render_function(fn, filename, indent=""):
+def render_function(fn, filename, indent="", nested=False):
     """Source of a gast ``FunctionDef`` whose body is flat, with ``# line``
-    comments taken from ``filename``."""
+    comments taken from ``filename``; with ``nested``, inside loops and
+    branches too (so that an error there is traced to its own line)."""
     header = unparse(gast.FunctionDef(name=fn.name, args=fn.args, body=[gast.Pass()],
                                       decorator_list=[], returns=None, type_comment=None,
                                       type_params=[]))
@@ -47,22 +49,40 @@ def render_function(fn, filename, indent=""):
         body = fn.body[1:]
     else:
         body = fn.body
-    _render_body(body, filename, indent + "    ", lines, [None])
+    _render_body(body, filename, indent + "    ", lines, [None], nested)
     return "\n".join(lines) + "\n"
 
 
-def _render_body(body, filename, indent, lines, last):
+def _render_body(body, filename, indent, lines, last, nested=False):
     linenos = [getattr(stmt, "lineno", None) for stmt in body]
     converted = gast.gast_to_ast(gast.Module(body=body, type_ignores=[])).body
     for lineno, stmt in zip(linenos, converted):
-        if lineno is not None and lineno != last[0] and filename:
-            text = linecache.getline(filename, lineno).strip()
-            if text:
-                lines.append(f"{indent}# line {lineno}: {text}")
-            last[0] = lineno
         ast.fix_missing_locations(stmt)
-        for line in ast.unparse(stmt).splitlines():
-            lines.append(indent + line)
+        _render_statement(stmt, lineno, filename, indent, lines, last, nested)
+
+
+def _render_statement(stmt, lineno, filename, indent, lines, last, nested, header=None):
+    # inside a loop or branch, bookkeeping of the header's own line (a tape
+    # append) is not worth a comment
+    if lineno is not None and lineno != last[0] and lineno != header and filename:
+        text = linecache.getline(filename, lineno).strip()
+        if text:
+            lines.append(f"{indent}# line {lineno}: {text}")
+        last[0] = lineno
+    if nested and isinstance(stmt, (ast.For, ast.While, ast.If)):
+        header = copy.copy(stmt)
+        header.body, header.orelse = [ast.Pass()], []
+        lines.append(indent + ast.unparse(header).splitlines()[0])
+        for part, word in ((stmt.body, None), (stmt.orelse, "else:")):
+            if word and part:
+                lines.append(indent + word)
+            for inner in part:
+                _render_statement(inner, getattr(inner, "lineno", None), filename,
+                                  indent + "    ", lines, last, nested, lineno)
+        last[0] = lineno        # what follows the block on the header's line needs no comment
+        return
+    for line in ast.unparse(stmt).splitlines():
+        lines.append(indent + line)
 
 
 def register_source(filename, text):

@@ -35,6 +35,8 @@ import builtins
 
 import gast
 
+from .grammar import assigned_names
+
 __all__ = ["desugar"]
 
 
@@ -85,6 +87,8 @@ class _Desugar:
             head = [_assign(target, _name(index), node)]
             return [self.for_range(index, it, head + body, orelse, node)]
         pre = []
+        # Python reads the sequence once: a name the loop rebinds is read before it
+        self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
         if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
                 and len(it.args) == 1 and not it.keywords \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
@@ -123,7 +127,7 @@ class _Desugar:
 
     def sequence(self, expr, pre, origin):
         """A name bound to ``expr``, evaluated once before the loop."""
-        if isinstance(expr, gast.Name):
+        if isinstance(expr, gast.Name) and expr.id not in self.rebound:
             return expr.id
         if isinstance(expr, gast.Call) and self.is_builtin(expr.func, "reversed") \
                 and len(expr.args) == 1 and not expr.keywords:

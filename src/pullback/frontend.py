@@ -23,6 +23,7 @@ import textwrap
 import types
 
 import gast
+import numpy as np
 
 from .errors import Location, SourceUnavailableError, UnsupportedSyntaxError
 
@@ -52,10 +53,18 @@ def parse(fn):
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
     source cannot be found."""
     if not isinstance(fn, types.FunctionType):
+        from .rules.registry import lookup
+        name = getattr(fn, "__name__", None)
+        hint = ("Differentiate a function written in Python (def or lambda), or give "
+                "this callable a rule with pb.custom_vjp.")
+        if lookup(fn) is not None and name:
+            hint = (f"pullback has a rule for {name}: differentiate a Python function that "
+                    f"calls it, such as `lambda x: np.{name}(x)`." if isinstance(fn, np.ufunc)
+                    else f"pullback has a rule for {name}: differentiate a Python function "
+                         f"that calls it.")
         raise SourceUnavailableError(
             f"{fn!r} is not a Python function, so pullback cannot read its source.",
-            hint="Differentiate a function written in Python (def or lambda), or give "
-                 "this callable a rule with pb.custom_vjp.")
+            hint=hint)
     code = fn.__code__
     filename = code.co_filename
     try:

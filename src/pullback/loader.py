@@ -81,7 +81,7 @@ def load(derived, parsed):
     user_free = list(parsed.closure)
     helpers = derived.helpers
     params = list(helpers) + [n for n in user_free if n not in helpers]
-    primal_src = render_function(derived.primal, parsed.filename)
+    primal_src = render_function(derived.primal, parsed.filename, nested=True)
     adjoint_src = render_function(derived.adjoint, parsed.filename)
     inner = _indent(primal_src) + "\n" + _indent(adjoint_src)
     text = (f"def __pullback_make__({', '.join(params)}):\n{inner}\n"

@@ -30,7 +30,7 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
                            lambda s: ops[id(s)].mutates)
     _check_augmented(normal, kind_of, chains, ops, parsed)
-    written = mutation.check(normal, ops, parsed)
+    written = mutation.check(normal, ops, parsed, kind_of)
     normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act,
                                                        wrt, output)
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
@@ -90,17 +90,25 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
         kind = kind_of.get(old)
         if kind is not None and kind.shape == "scalar":
             continue
-        # a write into the array (`y[i] = v`) and a non-differentiable use
-        # (`y.shape`) share nothing; a new array from np.zeros and the like is
-        # the function's own
-        shared = old in normal.params or any(
-            ops[id(s)].kind not in ("rule", "nondiff", "setitem") or _is_view(ops[id(s)])
-            for s in chains.readers(old) if s is not stmt)
-        for definer in chains.defs.get(old, ()):
+        # a write into the array (`y[i] = v`), a non-differentiable use
+        # (`y.shape`) and a view used up before the update share nothing; a new
+        # array from np.zeros and the like is the function's own, nor does a view used up before the update
+        # the names normalize gives the variable in loops and branches (joined
+        # by its own copies) are one array: their definitions and uses count
+        versions = mutation.versions(normal, old)
+        copies = mutation.copy_ids(normal)
+        readers = [s for v in versions for s in chains.readers(v)
+                   if s is not stmt and id(s) not in copies]
+        shared = bool(versions & set(normal.params)) or any(
+            ops[id(s)].kind not in ("rule", "nondiff", "setitem") or (
+                _is_view(ops[id(s)], kind_of) and not mutation.used_up_before(normal, s, stmt))
+            for s in readers)
+        definers = [d for v in versions for d in chains.defs.get(v, ()) if id(d) not in copies]
+        for definer in definers:
             op = ops[id(definer)]
             allocated = op.kind == "rule" or (op.kind == "nondiff"
                                               and _allocates(op.primitive))
-            if not allocated or _is_view(op):
+            if not allocated or _is_view(op, kind_of):
                 shared = True
         if shared:
             raise UnsupportedSyntaxError(
@@ -122,9 +130,12 @@ def _allocates(prim):
         return False
 
 
-def _is_view(op):
+def _is_view(op, kinds):
     import numpy as np
+    from .analyses.mutation import _is_view as is_view
     prim = op.primitive
+    if getattr(prim, "__name__", "") == "getitem":
+        return is_view(op, None, kinds)     # `y[0]` of a vector is a number, not a view
     if isinstance(prim, str):
         return prim in _VIEWS
     return prim in (np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims,

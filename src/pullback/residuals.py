@@ -59,7 +59,7 @@ class Residuals:
         saves a copy right after it (``y_1 = snapshot(y)``)."""
         if not self.written:
             return
-        views = _views_of(self.written, self.normal.tree.body, self.ops)
+        views = _views_of(self.written, self.normal.tree.body, self.ops, self.kinds)
         order, loops, writes = _write_positions(self.normal.tree.body, self.ops,
                                                 self.written)
         for stmt, adjoint, block in self.parts:
@@ -224,7 +224,7 @@ _META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 
                   runtime.written_grad: 2, np.shape: 0, np.size: 0, np.ndim: 0}
 
 
-def _views_of(written, stmts, ops):
+def _views_of(written, stmts, ops, kinds=None):
     """The written arrays and every name that may be a view of one."""
     from .analyses.mutation import _is_view
     names = set(written)
@@ -232,7 +232,7 @@ def _views_of(written, stmts, ops):
         for s in _all_statements(stmts):
             op = ops.get(id(s))
             if op is not None and isinstance(s, gast.Assign) and isinstance(
-                    s.targets[0], gast.Name) and _is_view(op, s) and op.names() & names:
+                    s.targets[0], gast.Name) and _is_view(op, s, kinds) and op.names() & names:
                 names.add(s.targets[0].id)
     return names
 

@@ -230,7 +230,9 @@ class _Reverse(Adjoints, Residuals):
         for p in self.wrt:
             if self.grads.bound(p):
                 call = _call(self.runtime("project"), _name(self.grads.var(p)), _name(p))
-                if self.grads.state[p] != OWNED:
+                # a structure's gradient is a new container whose leaves may be
+                # shared (a cotangent passed through), so its leaves are copied
+                if self.grads.state[p] != OWNED or not self.kind(p).is_number:
                     call.keywords = [gast.keyword(arg="copy", value=gast.Constant(True, None))]
                 elts.append(call)
             else:
@@ -364,10 +366,14 @@ class _Reverse(Adjoints, Residuals):
             # updated in place
             found = {n for n, st in self.grads.state.items() if st != ZERO}
             found |= {n for n in carried if n in self.active} | (indexed - body.assigned)
+            # and a name the body defines whose gradient is bound on entry (it is
+            # read after the loop): each iteration's definition consumes it
+            found |= {n for n in body.assigned if saved[0][0].get(n, ZERO) != ZERO}
             self.grads.restore(saved[0])
             self.namer.taken, self.helpers = set(saved[1]), dict(saved[2])
             self.indexed, block.children[:] = set(saved[3]), list(saved[4])
             del self.parts[saved[5]:]
+            body_assigned = body.assigned
             if found <= touched:
                 break
             touched |= found
@@ -379,10 +385,14 @@ class _Reverse(Adjoints, Residuals):
                 pre.append(self.grads.materialize(n, self.zero_for))
         pre.extend(self.grads.stabilize(sorted(touched)))
         entry = self.grads.snapshot()
+        # a gradient bound on entry that the body consumes (the cotangent of a
+        # name the body defines, read after the loop) restarts from zero: only
+        # the last iteration's definition reaches what comes after the loop
+        restart = sorted(set(carried) | {n for n in touched if n in body_assigned})
         mark = len(self.parts)
         body = _Block(stmt.body, "loop", block, target)
         body.adjoint = self.adjoint_block(body)
-        for n in sorted(carried):
+        for n in restart:
             if n in self.active and not self.grads.bound(n):
                 body.adjoint.append(self.grads.materialize(n, self.zero_for))
         weaker = [n for n in touched if entry[0].get(n) == OWNED
@@ -395,7 +405,7 @@ class _Reverse(Adjoints, Residuals):
             block.children.remove(body)
             body = _Block(stmt.body, "loop", block, target)
             body.adjoint = self.adjoint_block(body)
-            for n in sorted(carried):
+            for n in restart:
                 if n in self.active and not self.grads.bound(n):
                     body.adjoint.append(self.grads.materialize(n, self.zero_for))
         if not body.adjoint:

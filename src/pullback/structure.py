@@ -159,10 +159,10 @@ class _Structurer:
                 stmt.body = [gast.Pass()]
             return [stmt], e1 | e2
         if isinstance(stmt, (gast.For, gast.While)):
-            return self.loop(stmt, tail)
+            return self.loop(stmt, loop, tail)
         return [stmt], set()
 
-    def loop(self, stmt, tail):
+    def loop(self, stmt, outer, tail):
         inner = _Loop(self.namer.fresh("loop_break"), self.namer.fresh("loop_continue"))
         body, exits = self.block(stmt.body, inner, tail=False)
         returns = "return" in exits
@@ -183,7 +183,9 @@ class _Structurer:
         out = ([_assign(inner.brk, False, stmt)] if "break" in inner.used else []) + [stmt]
         exits_out = {"return"} if returns else set()
         if orelse:
-            new_else, e = self.block(orelse, None if tail else _Loop(None, None), tail)
+            # a loop's `else` runs in the enclosing loop: its break is that loop's
+            where = outer if outer is not None else None if tail else _Loop(None, None)
+            new_else, e = self.block(orelse, where, tail)
             if stop:
                 guard = gast.If(test=gast.UnaryOp(op=gast.Not(), operand=gast.BoolOp(
                     op=gast.Or(), values=[_name(n) for n in stop]) if len(stop) > 1

@@ -97,6 +97,8 @@ def _block(stmts, ops, kinds):
                 for e in target.elts:
                     kinds[e.id] = UNKNOWN
                 continue
+            if isinstance(stmt.value, gast.Constant) and stmt.value.value is None:
+                continue    # a placeholder for a name defined later (in a loop): no kind
             new = _rhs(stmt.value, ops[id(stmt)], kinds)
             old = kinds.get(target.id)
             kinds[target.id] = new if old is None or old == new else _join(old, new)
@@ -183,10 +185,17 @@ def _rhs_number(node, op, kinds):
     if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
         return Kind("scalar", _any_complex(data), 0) if all(
             k.shape == "scalar" for k in data) else _broadcast(data)
+    if prim in (max, min):
+        # max(a, b, ...) of scalars is a scalar; max(iterable) is an element
+        items = [_atom(a, kinds) for a in op.bound.get("args", ())]
+        if len(items) >= 2 and all(k.shape == "scalar" for k in items):
+            return Kind("scalar", _any_complex(items), 0)
     if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
         return Kind("scalar", _any_complex(data), 0)
     if prim is operator.getitem:
         return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
+    if prim in _SAME_KIND and data:
+        return data[0]                     # a copy or a clip keeps shape and dtype
     if any(not k.is_number for k in data) and not _returns_array(prim):
         return Kind("unknown", cplx)
     return Kind("number", cplx)
@@ -199,6 +208,8 @@ def _returns_array(prim):
     return (getattr(prim, "__module__", "") or "").startswith("numpy") \
         and prim not in (np.split, np.array_split)
 
+
+_SAME_KIND = {np.copy, "ndarray.copy", np.clip, "ndarray.clip"}
 
 _NEW_ARRAYS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like}

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import UnsupportedSyntaxError
 from .ops import all_statements
 
-__all__ = ["mutated_arrays", "check", "VIEWS"]
+__all__ = ["mutated_arrays", "check", "versions", "copy_ids", "used_up_before", "VIEWS"]
 
 ALLOCATING = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity, np.arange,
@@ -68,8 +68,9 @@ def _closure(names, pairs):
     return group
 
 
-def check(normal, ops, parsed):
-    """Raise ``UnsupportedSyntaxError`` for a write pullback cannot follow."""
+def check(normal, ops, parsed, kinds=None):
+    """Raise ``UnsupportedSyntaxError`` for a write pullback cannot follow
+    (``kinds``: the names' kinds, which tell a row of a matrix from a number)."""
     group = mutated_arrays(normal, ops)
     if not group:
         return group
@@ -97,13 +98,78 @@ def check(normal, ops, parsed):
         shared = [n for _, n in op.operands if n in group]
         if not shared:
             continue
+        if op.kind == "pack" and _only_copied(s, targets, normal, ops):
+            continue        # `np.stack([y, b])`: the list lives only to be copied
         if op.kind in ("copy", "pack", "append", "user", "custom", "opaque", "unpack"):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
                 "so pullback could not follow the writes.", parsed.location(s),
                 f"Pass or store a copy: `{shared[0]}.copy()`.")
-    _check_views(normal.tree.body, ops, group, parsed, normal.tree.body)
+    _check_views(normal.tree.body, ops, group, parsed, normal.tree.body, _renames(normal),
+                 renames, kinds)
     return group
+
+
+def versions(normal, name):
+    """``name`` and the names normalize's copies join it to (one variable)."""
+    return _closure({name}, _renames(normal))
+
+
+def copy_ids(normal):
+    """The ids of the copies normalize added where loops and branches join."""
+    return {id(s) for s in all_statements(normal.tree.body) if id(s) in normal.renames}
+
+
+def used_up_before(normal, view_stmt, stmt):
+    """Whether the view that ``view_stmt`` binds is read only by statements of
+    its own block before ``stmt``, which comes later in that block (so a
+    change to the array at ``stmt`` cannot be seen through the view)."""
+    if not (isinstance(view_stmt, gast.Assign) and isinstance(view_stmt.targets[0], gast.Name)):
+        return False
+    copies = {id(s) for s in all_statements(normal.tree.body) if id(s) in normal.renames}
+    names = _copies_of(view_stmt.targets[0].id, _renames(normal))
+    for block in _blocks(normal.tree.body):
+        i = next((k for k, t in enumerate(block) if t is view_stmt), None)
+        j = next((k for k, t in enumerate(block) if t is stmt), None)
+        if i is None or j is None:
+            continue
+        if i >= j:
+            return False
+        between = {id(t) for t in all_statements(block[i + 1:j])}
+        return not any(_reads(t, names, copies) and id(t) not in between
+                       for t in _simple(normal.tree.body))
+    return False
+
+
+def _only_copied(stmt, targets, normal, ops):
+    """Whether the list or tuple ``stmt`` builds is read once, by the next
+    statement, a call that copies its elements into a new array (as in
+    ``np.stack([y, b])``), so that no write can come in between."""
+    if len(targets) != 1:
+        return False
+    readers = [s for s in _simple(normal.tree.body) if _reads(s, {targets[0]}, ())]
+    if len(readers) != 1:
+        return False
+    op = ops.get(id(readers[0]))
+    if op is None or op.kind != "rule" or not _hashable_in(op.primitive, ALLOCATING):
+        return False
+    return any(a is stmt and b is readers[0]
+               for block in _blocks(normal.tree.body) for a, b in zip(block, block[1:]))
+
+
+def _blocks(stmts):
+    yield stmts
+    for s in stmts:
+        for field in ("body", "orelse"):
+            if getattr(s, field, None):
+                yield from _blocks(getattr(s, field))
+
+
+def _hashable_in(prim, group):
+    try:
+        return prim in group
+    except TypeError:
+        return False
 
 
 def _first_write(normal, ops, group):
@@ -135,7 +201,10 @@ def _allocates(op, stmt):
     return isinstance(prim, np.ufunc) or prim in ALLOCATING
 
 
-def _is_view(op, stmt):
+def _is_view(op, stmt, kinds=None):
+    """Whether ``stmt`` makes a view: a reshape, a transpose, a basic slice,
+    or integers that leave axes (``m[0]`` of a matrix is its first row).  An
+    index of integers whose array's rank is not known counts as a view."""
     if op.kind != "rule":
         return False
     if op.primitive in VIEWS:
@@ -144,28 +213,46 @@ def _is_view(op, stmt):
     if op.primitive is operator.getitem:
         index = op.bound.get("b")
         items = index.elts if isinstance(index, gast.Tuple) else [index]
-        return any(isinstance(i, gast.Slice) or (isinstance(i, gast.Constant)
-                                                   and i.value in (None, Ellipsis))
-                   for i in items)
+        if any(isinstance(i, gast.Slice) or (isinstance(i, gast.Constant)
+                                             and i.value in (None, Ellipsis))
+               for i in items):
+            return True
+        if kinds is None:
+            return False
+        for i in items:
+            k = kinds.get(i.id) if isinstance(i, gast.Name) else None
+            if k is not None and k.shape == "array":
+                return False        # an integer array or a mask: NumPy copies
+        base = op.bound.get("a")
+        k = kinds.get(base.id) if isinstance(base, gast.Name) else None
+        rank = k.ndim if k is not None and k.shape == "array" else None
+        return rank is None or rank > len(items)
     return False
 
 
-def _check_views(stmts, ops, group, parsed, root):
-    """A view of a written array must be used up before the next write."""
+def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
+    """A view of a written array must be used up before the next write.  The
+    copies normalize adds where branches and loops merge are not uses: the
+    names they bind stand for the view too."""
     for i, s in enumerate(stmts):
         for field in ("body", "orelse"):
             if getattr(s, field, None):
-                _check_views(getattr(s, field), ops, group, parsed, root)
+                _check_views(getattr(s, field), ops, group, parsed, root, pairs, copies,
+                             kinds)
         op = ops.get(id(s))
-        if op is None or not _is_view(op, s) or not any(n in group for n in op.names()):
+        if op is None or not _is_view(op, s, kinds) or not any(n in group for n in op.names()):
             continue
         view = s.targets[0].id
+        names = _copies_of(view, pairs)
         later = stmts[i + 1:]
-        uses = [j for j, t in enumerate(later) if _reads(t, view)]
+        uses = [j for j, t in enumerate(later) if _reads(t, names, copies)]
         last = uses[-1] if uses else -1
         inside = {id(t) for t in all_statements(later)}
-        escapes = any(_reads(t, view) and id(t) not in inside for t in _simple(root))
-        writes = [j for j, t in enumerate(later[:last + 1]) if _writes(t, ops, group)]
+        escapes = any(_reads(t, names, copies) and id(t) not in inside for t in _simple(root))
+        span = later[:last + 1]
+        if span and getattr(ops.get(id(span[-1])), "kind", None) == "setitem":
+            span = span[:-1]    # `y[1:] = v`: a write reads its value before it writes
+        writes = [j for j, t in enumerate(span) if _writes(t, ops, group)]
         if writes or escapes:
             raise UnsupportedSyntaxError(
                 f"`{view}` is a view of an array the function writes into, and it is read "
@@ -174,9 +261,31 @@ def _check_views(stmts, ops, group, parsed, root):
                 "or read it again after the write.")
 
 
-def _reads(stmt, name):
-    return any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-               for n in gast.walk(stmt))
+def _copies_of(view, pairs):
+    """``view`` and the names normalize's merge copies give it."""
+    names = {view}
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if b in names and a not in names:
+                names.add(a)
+                changed = True
+    return names
+
+
+def _reads(stmt, names, copies):
+    """Whether ``stmt`` (or a statement inside it) reads one of ``names``,
+    other than in normalize's merge copies (``copies``: their ids)."""
+    for s in all_statements([stmt]):
+        if id(s) in copies:
+            continue
+        nodes = [s.test] if isinstance(s, (gast.If, gast.While)) else \
+            [s.iter] if isinstance(s, gast.For) else [s]
+        if any(isinstance(n, gast.Name) and n.id in names and isinstance(n.ctx, gast.Load)
+               for node in nodes for n in gast.walk(node)):
+            return True
+    return False
 
 
 def _writes(stmt, ops, group):

@@ -172,13 +172,31 @@ class _Resolver:
     def call(self, node):
         kwargs = {k.arg: k.value for k in node.keywords}
         func = node.func
+        if "out" in kwargs:
+            raise UnsupportedSyntaxError(
+                f"pullback cannot differentiate `out=`, which writes the result of "
+                f"{_dotted(func)} into an existing array.", self.parsed.location(node),
+                "Assign the result to a name instead: `y = np.sin(x)`, not "
+                "`np.sin(x, out=y)`.")
         if isinstance(func, gast.Attribute) and not self.is_static(func):
+            if func.attr in _MUTATING_METHODS:
+                raise UnsupportedSyntaxError(
+                    f"pullback cannot differentiate `.{func.attr}()`, which changes "
+                    f"`{_dotted(func.value)}` in place.", self.parsed.location(node),
+                    f"Compute a new value instead of changing `{_dotted(func.value)}` (for "
+                    f"`.fill(v)`: `y = np.full_like(y, v)`).")
             return self.primitive_op(f"ndarray.{func.attr}", [func.value] + node.args, kwargs,
                                      node, f".{func.attr}()")
         label = _dotted(func)
         if isinstance(func, gast.Name) and func.id in self.locals:
             return Op("opaque", label=label, node=node)
         obj = self.lookup_static(func)
+        if _is_mutating_function(obj):
+            raise UnsupportedSyntaxError(
+                f"pullback cannot differentiate {label}, which changes its argument in place.",
+                self.parsed.location(node),
+                "Build the new array with indexing writes into an array the function "
+                "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
         from ..api import CustomVJP, unwrap  # late: api imports the pipeline
         obj = unwrap(obj)
         if isinstance(obj, CustomVJP):
@@ -261,6 +279,19 @@ class _Resolver:
         for attr in reversed(path):
             obj = getattr(obj, attr, None)
         return obj
+
+
+# Methods that change their array (or list) in place, and NumPy functions that
+# write into an argument: pullback cannot follow them, so they are refused
+# rather than differentiated as if nothing had changed.
+_MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
+                     "setflags", "byteswap", "reverse", "extend", "insert", "pop",
+                     "remove", "clear", "update", "setdefault", "popitem"}
+
+
+def _is_mutating_function(obj):
+    return any(obj is f for f in (np.copyto, np.put, np.place, np.putmask,
+                                  np.fill_diagonal, np.put_along_axis, np.random.shuffle))
 
 
 def _is_library(fn):

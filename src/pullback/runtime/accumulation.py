@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Meta, add_cotangents, fields_of, is_structure, realify, unbroadcast, \
-    zeros_like
+from .core import FieldGrads, Meta, add_cotangents, fields_of, is_structure, realify, \
+    unbroadcast, zeros_like
 from .rule_support import _is_basic_index
 
 __all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed"]
@@ -14,7 +14,8 @@ def owned_copy(g):
     if isinstance(g, list) or (isinstance(g, tuple) and not hasattr(g, "_fields")):
         return [owned_copy(v) for v in g]
     if is_structure(g):
-        return {k: owned_copy(v) for k, v in fields_of(g)}
+        kind = dict if type(g) is dict else FieldGrads
+        return kind((k, owned_copy(v)) for k, v in fields_of(g))
     return np.array(g, copy=True) if isinstance(g, np.ndarray) else g
 
 
@@ -23,6 +24,11 @@ def index_add(buffer, index, g):
     indices accumulate (unbuffered), a complex ``g`` adds its real part to a
     real buffer, and ``g`` is rounded to the buffer's dtype first.  Lists of
     gradients (the gradient of a list) are updated element by element."""
+    if isinstance(buffer, FieldGrads):
+        keys = buffer.keys_at(index)
+        for k, gk in zip(keys, g if isinstance(index, slice) else [g]):
+            buffer[k] = add_cotangents(buffer.get(k), gk)
+        return
     if isinstance(buffer, dict):
         buffer[index] = add_cotangents(buffer.get(index), g)
         return
@@ -48,8 +54,10 @@ def owned_zeros(x):
     a namedtuple or a dataclass (project gives it ``x``'s type at the end)."""
     if isinstance(x, list) or (isinstance(x, tuple) and not hasattr(x, "_fields")):
         return [zeros_like(v) for v in x]
+    if isinstance(x, dict):
+        return {k: zeros_like(v) for k, v in x.items()}
     if is_structure(x):
-        return {k: zeros_like(v) for k, v in fields_of(x)}
+        return FieldGrads.zeros(x)
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))

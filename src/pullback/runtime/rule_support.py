@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Meta, realify, unbroadcast, unreduce, zeros_like
+from .core import FieldGrads, Meta, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
@@ -242,6 +242,13 @@ def unindex(g, a, index):
     Repeated integer indices accumulate (``np.add.at``).  Lists, tuples and
     dicts get the same structure with zeros elsewhere.
     """
+    if is_structure(a) and not isinstance(a, (list, dict)) \
+            and not (isinstance(a, tuple) and not hasattr(a, "_fields")):
+        out = FieldGrads.zeros(a)          # a namedtuple or a dataclass
+        keys = out.keys_at(index)
+        for k, gk in zip(keys, g if isinstance(index, slice) else [g]):
+            out[k] = gk
+        return out
     if isinstance(a, (list, tuple)):
         out = [zeros_like(x) for x in a]
         if isinstance(index, slice):

@@ -1,0 +1,1191 @@
+"""Random programs for pullback, and the checks every one of them must pass.
+
+``programs()`` is a hypothesis strategy for small NumPy functions ``f`` with
+straight-line array code, branches, loops (``range``, arrays, ``enumerate``,
+``zip``, ``reversed``, ``while``, ``break``/``continue``/``else``), early
+returns, indexing reads and writes (``b[i] = v``, ``b[idx] += v``,
+``np.add.at``), aliasing (``z = y``, views, ``+=``), comprehensions, closures
+(``def``, ``lambda``, ``nonlocal``), calls of helper functions (one of them
+recursive) and structured inputs.  A generated program tracks, as it is
+written, the type of every name (scalar, vector of 4, 3x4 matrix) and who
+owns each array, so that it only writes where NumPy semantics are followed by
+pullback; with ``risky`` programs it also writes where pullback must refuse
+(into an argument, an alias, a view that is read again), and then the only
+acceptable answers are a ``PullbackError`` naming a line of the program or a
+correct gradient.
+
+``check(program, seed)`` runs one program on random inputs and checks that
+
+- the primal value is plain Python's, bit for bit (value and type);
+- every gradient matches central finite differences in float64 (each
+  element where the function is smooth there: two step sizes and the two
+  one-sided differences must agree, otherwise a branch or a kink is near and
+  the element is skipped);
+- where JAX can express the program, the gradient matches ``jax.grad``
+  (in float64, under a context that restores JAX's setting);
+- inputs and cotangents are never written to;
+- no gradient shares memory with an input, the cotangent or another gradient;
+- gradients mirror the inputs: structure, shape, dtype (float32 inputs give
+  float32 gradients), a Python float for a Python float;
+- the in-place and the out-of-place accumulation give equal gradients.
+
+Run as a script it is the long fuzzing run (``make fuzz``)::
+
+    python compiler_tests/fuzzing.py --programs 10000 --jobs 2
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import itertools
+import math
+import os
+import re
+import sys
+import time
+
+import numpy as np
+from hypothesis import strategies as st
+
+import pullback as pb
+from pullback import codegen
+
+N, ROWS = 4, 3                        # a vector has N entries, a matrix is ROWS x N
+ORDER = {"s": 0, "v": 1, "m": 2}      # broadcasting: the larger type wins
+
+#: counts over every program checked in this process (the fuzz run prints them)
+STATS = collections.Counter()
+
+Pair = collections.namedtuple("Pair", ["w", "b"])
+
+
+@dataclasses.dataclass
+class Box:
+    w: np.ndarray
+    b: float
+
+
+@dataclasses.dataclass
+class Program:
+    source: str                 # defines helpers and f
+    jax_source: str | None      # the same program for jax.numpy, or None
+    params: list                # (name, kind) for f's parameters
+    risky: bool                 # writes pullback is expected to refuse
+    returns: str                # "s" or "v"
+
+    def __str__(self):
+        return self.source
+
+
+# -- the generator -------------------------------------------------------------
+
+@dataclasses.dataclass
+class Var:
+    type: str                   # "s", "v", "m", or "i" (an int index below `bound`)
+    state: str = "input"        # arrays: "input", "fresh", "written", "shared"
+    bound: int = 0
+    known: bool = True          # pullback can tell it is a scalar (see `known`)
+
+
+class Gen:
+    """Writes one program; every choice is a hypothesis draw (so failures
+    shrink to short programs)."""
+
+    def __init__(self, draw, risky):
+        self.draw = draw
+        self.risky_allowed = risky
+        self.risky = False
+        self.jaxable = True
+        self.lines = []           # (indent, numpy text, jax text)
+        self.helpers = []         # (name, kind, source lines)
+        self.closures = []        # (name, param type)
+        self.counter = itertools.count()
+        self.loop_depth = 0
+        self.exits = []           # per enclosing for loop: a break or continue was written
+        self.in_while = False
+        self.no_write = set()     # arrays another name holds somewhere: never written
+        self.was_written = set()  # arrays written somewhere: never held by another name
+
+    # small helpers
+    def pick(self, seq):
+        return self.draw(st.sampled_from(list(seq)))
+
+    def chance(self, p):
+        return self.draw(st.integers(0, 999)) < p * 1000
+
+    def fresh_name(self, prefix):
+        return f"{prefix}{next(self.counter)}"
+
+    def emit(self, indent, text, jax=None):
+        self.lines.append((indent, text, _to_jax(text) if jax is None else jax))
+
+    def names(self, env, t, states=None):
+        return [n for n, v in env.items() if v.type == t and (states is None or v.state in states)]
+
+    # expressions: text of a value of type t ("s", "v", "m")
+    def expr(self, env, t, depth):
+        if depth <= 0 or self.chance(0.35):
+            return self.leaf(env, t)
+        kinds = ["unary", "unary", "binary", "binary", "binary"]
+        if self.names(env, "v"):          # not in a helper's body (scalars in scope only)
+            kinds += ["special", "special", "call", "cond"]
+        kind = self.pick(kinds)
+        if kind == "unary":
+            inner = self.expr(env, t, depth - 1)
+            return self.pick(_UNARY_S if t == "s" else _UNARY).format(a=inner)
+        if kind == "binary":
+            ta, tb = self.pick(_PAIRS[t])
+            a, b = self.expr(env, ta, depth - 1), self.expr(env, tb, depth - 1)
+            ops = _BINARY_S if ta == tb == "s" else _BINARY
+            return self.pick(ops).format(a=a, b=b)
+        if kind == "special":
+            return self.special(env, t, depth)
+        if kind == "call":
+            return self.call(env, t, depth)
+        c = self.condition(env)
+        return f"({self.shared(env, t, depth - 1)} if {c} else {self.shared(env, t, depth - 1)})"
+
+    def leaf(self, env, t):
+        names = self.names(env, t)
+        ints = [n for n, v in env.items() if v.type == "i"]
+        choice = self.draw(st.integers(0, 9))
+        if t == "s":
+            vecs, mats = self.names(env, "v"), self.names(env, "m")
+            if choice <= 1 or not (vecs or mats):
+                if names and choice:
+                    return self.pick(names)
+                return self.pick(["0.5", "1.5", "-0.7", "2.0"])
+            if choice <= 4 and names:
+                return self.pick(names)
+            if choice <= 6 and vecs:
+                v = self.pick(vecs)
+                index = [str(k) for k in range(-N, N)] + \
+                    [i for i in ints if env[i].bound <= N]
+                return f"{v}[{self.pick(index)}]"
+            if choice == 7 and mats:
+                m = self.pick(mats)
+                r, c = self.draw(st.integers(0, ROWS - 1)), self.draw(st.integers(0, N - 1))
+                return self.pick([f"{m}[{r}, {c}]", f"{m}[{r}][{c}]", f"{m}[{r - ROWS}, {c}]"])
+            src = self.pick(vecs + mats)
+            return self.pick(_REDUCE).format(a=src)
+        if t == "v":
+            mats = self.names(env, "m")
+            if mats and choice >= 8:
+                m = self.pick(mats)
+                rows = [str(k) for k in range(ROWS)] + \
+                    [i for i in ints if env[i].bound <= ROWS]
+                return self.pick([f"{m}[{self.pick(rows)}]", f"np.sum({m}, axis=0)",
+                                  f"{m}.mean(axis=0)", f"np.max({m}, axis=0)"])
+            v = self.pick(names)
+            if choice == 7:
+                return self.pick([f"{v}[::-1]", f"{v}[{_perm(self)}]",
+                                  f"np.take({v}, {_perm(self)})", f"np.cumsum({v})",
+                                  f"np.concatenate([{v}[2:], {v}[:2]])",
+                                  f"{v}.reshape(2, 2).T.ravel()"])
+            return v
+        if names and choice < 8:
+            return self.pick(names)
+        vecs = self.names(env, "v")
+        a, b, c = (self.pick(vecs) for _ in range(3))
+        return self.pick([f"np.stack([{a}, {b}, {c}])", f"np.outer(np.ones(3), {a})",
+                          f"np.reshape(np.concatenate([{a}, {b}, {c}]), (3, 4))"])
+
+    def special(self, env, t, depth):
+        d = depth - 1
+        if t == "s":
+            k = self.draw(st.integers(0, 6))
+            if k <= 1:
+                return self.pick(_REDUCE).format(a=self.expr(env, self.pick("vm"), d))
+            if k == 2:
+                a, b = self.expr(env, "v", d), self.expr(env, "v", d)
+                return self.pick([f"({a}) @ ({b})", f"np.dot({a}, {b})"])
+            if k == 3:
+                a, b = self.expr(env, "s", d), self.expr(env, "s", d)
+                return self.pick([f"max({a}, {b})", f"min({a}, {b})", f"np.hypot({a}, 0.5 + {b})"])
+            if k == 4:
+                self.jaxable = False           # a boolean mask's shape depends on the values
+                v = self.expr(env, "v", d)
+                return f"np.sum(({v})[({v}) > 0.1])"
+            if k == 5:
+                v = self.expr(env, "v", d)
+                return f"np.sum(np.where({v} > 0.1, {v}, 0.0))"
+            return self.leaf(env, "s")
+        if t == "v":
+            a = self.expr(env, "v", d)
+            k = self.draw(st.integers(0, 7))
+            mats = self.names(env, "m")
+            if k == 0:
+                return f"np.cumsum({a})"
+            if k == 1:
+                return f"np.concatenate([({a})[2:], ({a})[:2]])"
+            if k == 2:
+                return f"({a})[{_perm(self)}]"
+            if k == 3:
+                b = self.expr(env, self.pick("sv"), d)
+                return f"np.where({a} > {b}, {a}, {b})"
+            if k == 4:
+                return f"np.clip({a}, -1.0, 1.0)"
+            if k == 5 and mats:
+                m = self.pick(mats)
+                return f"{m}.T @ np.tanh({m} @ ({a}))"
+            if k == 6:
+                return f"np.sum({self.expr(env, 'm', d)}, axis=0)"
+            return f"({a})[::-1]"
+        a = self.expr(env, "v", d)
+        k = self.draw(st.integers(0, 3))
+        if k == 0:
+            return f"np.stack([{a}, {self.expr(env, 'v', d)}, {self.expr(env, 'v', d)}])"
+        if k == 1 and self.names(env, "m"):
+            m = self.pick(self.names(env, "m"))
+            return f"np.outer({m} @ ({a}), {self.expr(env, 'v', d)})"
+        if k == 2:
+            return f"({self.expr(env, 'm', d)})[::-1]"
+        return f"np.maximum({self.expr(env, 'm', d)}, {a})"
+
+    def call(self, env, t, depth):
+        """A call of a helper or a closure."""
+        options = [(n, kind) for n, kind, _ in self.helpers]
+        options += [(n, "closure:" + pt) for n, pt in self.closures]
+        if not options:
+            return self.leaf(env, t)
+        name, kind = self.pick(options)
+        d = depth - 1
+        if kind == "elementwise":
+            return f"{name}({self.shared(env, t, d)}, {self.shared(env, self.pick(_BELOW[t]), d)})"
+        if kind == "recursive":
+            return f"{name}({self.shared(env, t, d)}, {self.draw(st.integers(0, 3))})"
+        if t != "s":
+            return self.leaf(env, t)
+        if kind == "scalar":
+            return f"{name}({self.shared(env, 's', d)}, {self.shared(env, 's', d)})"
+        if kind == "vector":
+            return f"{name}({self.shared(env, 'v', d)})"
+        return f"{name}({self.shared(env, kind.split(':')[1], d)})"
+
+    def shared(self, env, t, depth):
+        """A value another name comes to hold (an assignment, an argument of a
+        user function, a branch of a conditional expression): an array named
+        here is shared from now on, so it is not written afterwards, and one
+        already written is copied (pullback refuses to follow a write into an
+        array that two names hold)."""
+        text = self.expr(env, t, depth)
+        view = _VIEW.match(text)         # `b[::-1]`, a matrix's row `b[1]`: a view of b
+        name = view.group(1) if view and (":" in view.group(2) or (
+            view.group(1) in env and env[view.group(1)].type == "m"
+            and "," not in view.group(2))) else text
+        if name in self.was_written:
+            return f"{text}.copy()"
+        self.share(env, name)
+        return text
+
+    def share(self, env, name):
+        """``name`` comes to be held by another name too: pullback's check is
+        not path-sensitive, so it is never written anywhere after (or before)."""
+        var = env.get(name)
+        if var is not None and var.state in ("fresh", "written"):
+            var.state = "shared"
+            self.no_write.add(name)
+
+    def writable(self, env):
+        return [n for n, v in env.items() if v.state in ("fresh", "written")
+                and n not in self.no_write]
+
+    def condition(self, env):
+        a, b = self.leaf(env, "s"), self.leaf(env, "s")
+        return self.pick([f"{a} > {b}", f"{a} < 0.3", f"{a} > {b} and {b} < 1.0",
+                          f"not {a} > {b}", f"{a} > 0.0 or {b} > 0.5"])
+
+    # statements
+    def block(self, env, depth, indent, n_max=4, required=True):
+        n = self.draw(st.integers(1 if required else 0, n_max))
+        for _ in range(n):
+            self.statement(env, depth, indent)
+
+    def statement(self, env, depth, indent):
+        kinds = ["assign"] * 6 + ["augassign", "alloc", "write", "write", "write", "alias",
+                                  "view", "unpack", "list"]
+        if depth > 0:
+            kinds += ["if", "if", "for", "for", "while", "comprehension", "return"]
+        if self.loop_depth:
+            kinds += ["break"]
+        if indent == 1:
+            kinds += ["closure"]
+        if self.risky_allowed:
+            kinds += ["risky"]
+        getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
+
+    def target(self, env, t):
+        """A name to assign a value of type t: an existing one or a new one."""
+        existing = self.names(env, t, ("input", "shared"))
+        if existing and self.chance(0.4):
+            return self.pick(existing)
+        return self.fresh_name({"s": "a", "v": "u", "m": "w"}[t])
+
+    def stmt_assign(self, env, depth, indent):
+        t = self.pick("sssvvm")
+        name = self.target(env, t)
+        value = self.shared(env, t, 2)
+        self.emit(indent, f"{name} = {value}")
+        # a value computed here is a new array, but only `alloc` marks arrays
+        # as writable, so writes stay in few places and refusals stay rare
+        env[name] = Var(t, "shared", known=self.known(value, env))
+
+    def stmt_augassign(self, env, depth, indent):
+        scalars = self.names(env, "s")
+        owned = [n for n in self.writable(env) if env[n].state == "fresh"]
+        if owned and self.chance(0.5):
+            name = self.pick(owned)
+            self.was_written.add(name)
+            op = self.pick(["+=", "-=", "*="])
+            t = self.pick(_BELOW[env[name].type])
+            # the value does not read `name`: pullback refuses `y += y[0]`, as
+            # `y[0]` is a view of y (conservatively: the view is used up here)
+            others = {n: v for n, v in env.items() if n != name}
+            self.emit(indent, f"{name} {op} {self.expr(others, t, 1)}")
+            return
+        scalars = [n for n in scalars if env[n].known]
+        if not scalars:
+            return self.stmt_assign(env, depth, indent)
+        name = self.pick(scalars)
+        op = self.pick(["+=", "-=", "*="])
+        value = self.expr(env, 's', 1)
+        if self.known(value, env):
+            self.emit(indent, f"{name} {op} {value}")
+        else:       # in a loop, the next `+=` would see a value of unknown kind
+            self.emit(indent, f"{name} = {name} {op[0]} ({value})")
+            env[name] = Var("s", "shared", known=False)
+
+    def known(self, text, env):
+        """Whether pullback's kind inference can tell that a scalar expression
+        is a scalar.  `a += v` on a value it cannot tell apart from an array
+        is refused (if it were an array, other names could share it), so the
+        generator writes `+=` only on names known to be scalars."""
+        if _OPAQUE_KIND.search(text):
+            return False
+        return all(env[n].known for n in re.findall(r"(?<![\w.])[a-z]+\d*\b", text)
+                   if n in env)
+
+    def stmt_alloc(self, env, depth, indent):
+        t = self.pick("vvm")
+        name = self.fresh_name("b")
+        srcs = self.names(env, t)
+        forms = ([f"np.zeros({N})", f"np.ones({N})", f"np.zeros_like(x)"] if t == "v"
+                 else [f"np.zeros(({ROWS}, {N}))", f"np.ones(({ROWS}, {N}))"])
+        if srcs:
+            forms += [f"{self.pick(srcs)}.copy()", f"{self.pick(srcs)} * 1.0",
+                      f"np.copy({self.pick(srcs)})"]
+        self.emit(indent, f"{name} = {self.pick(forms)}")
+        env[name] = Var(t, "fresh")
+
+    def stmt_write(self, env, depth, indent):
+        owned = self.writable(env)
+        if not owned:
+            return self.stmt_alloc(env, depth, indent)
+        b = self.pick(owned)
+        env[b].state = "written"
+        self.was_written.add(b)
+        ints = [n for n, v in env.items() if v.type == "i"]
+        if env[b].type == "m":
+            rows = [str(k) for k in range(ROWS)] + [i for i in ints if env[i].bound <= ROWS]
+            r = self.pick(rows)
+            k = self.draw(st.integers(0, 3))
+            if k == 0:
+                index, value = f"{r}", self.expr(env, self.pick("sv"), 1)
+            elif k == 1:
+                index, value = f"{r}, {self.draw(st.integers(0, N - 1))}", self.expr(env, "s", 1)
+            elif k == 2:
+                index, value = f":, {self.draw(st.integers(0, N - 1))}", self.expr(env, "s", 1)
+            else:
+                index, value = f"1:, 1:3", self.expr(env, "s", 1)
+            op = self.pick(["=", "=", "+="])
+            self.emit(indent, f"{b}[{index}] {op} {value}",
+                      f"{b} = {b}.at[{index}].{'set' if op == '=' else 'add'}({_to_jax(value)})")
+            return
+        positions = [str(k) for k in range(-N, N)] + [i for i in ints if env[i].bound <= N]
+        k = self.draw(st.integers(0, 7))
+        if k <= 1:
+            index, value = self.pick(positions), self.expr(env, "s", 1)
+        elif k == 2:
+            index, value = "1:3", f"({self.expr(env, 'v', 1)})[:2]"
+        elif k == 3:
+            index, value = "::2", self.expr(env, "s", 1)
+        elif k == 4:
+            index, value = ":", self.expr(env, self.pick("sv"), 1)
+        elif k == 5:
+            cond = self.expr(env, "v", 1)
+            value = self.expr(env, "s", 1)
+            self.emit(indent, f"{b}[{cond} > 0.0] = {value}",
+                      f"{b} = jnp.where({_to_jax(cond)} > 0.0, {_to_jax(value)}, {b})")
+            return
+        elif k == 6:
+            idx, unique = _index_array(self)
+            value = self.expr(env, "v", 1)
+            if self.chance(0.5):
+                self.emit(indent, f"np.add.at({b}, {idx}, {value})",
+                          f"{b} = {b}.at[{idx}].add({_to_jax(value)})")
+                return
+            if not unique:
+                self.jaxable = False   # JAX leaves the order of repeated writes open
+            op = self.pick(["=", "+="])
+            self.emit(indent, f"{b}[{idx}] {op} {value}",
+                      f"{b} = {b}.at[{idx}].{'set' if op == '=' else 'add'}({_to_jax(value)})")
+            return
+        else:
+            index, value = self.pick(positions), self.expr(env, "s", 1)
+            self.emit(indent, f"{b}[{index}] += {value}",
+                      f"{b} = {b}.at[{index}].add({_to_jax(value)})")
+            return
+        self.emit(indent, f"{b}[{index}] = {value}",
+                  f"{b} = {b}.at[{index}].set({_to_jax(value)})")
+
+    def stmt_alias(self, env, depth, indent):
+        arrays = [n for n, v in env.items() if v.type in "vm" and n not in self.was_written]
+        if not arrays:
+            return self.stmt_assign(env, depth, indent)
+        src = self.pick(arrays)
+        name = self.fresh_name("z")
+        self.emit(indent, f"{name} = {src}")
+        self.share(env, src)
+        env[name] = Var(env[src].type, "shared")
+
+    def stmt_view(self, env, depth, indent):
+        arrays = [n for n, v in env.items() if v.type in "vm" and n not in self.was_written]
+        if not arrays:
+            return self.stmt_assign(env, depth, indent)
+        src = self.pick(arrays)
+        name = self.fresh_name("z")
+        if env[src].type == "m":
+            text, t = self.pick([(f"{src}[{self.draw(st.integers(0, ROWS - 1))}]", "v"),
+                                 (f"{src}[::-1]", "m"), (f"{src}.T.T", "m")])
+        else:
+            text, t = self.pick([f"{src}[::-1]", f"{src}[:]", f"{src}.reshape({N})",
+                                 f"np.ravel({src})"]), "v"
+        self.emit(indent, f"{name} = {text}")
+        self.share(env, src)
+        env[name] = Var(t, "shared")
+
+    def stmt_unpack(self, env, depth, indent):
+        scalars = self.names(env, "s")
+        if len(scalars) >= 2 and self.chance(0.5):
+            a, b = self.pick(scalars), self.pick(scalars)
+            self.emit(indent, f"{a}, {b} = {b}, {a}")
+            env[a], env[b] = (Var("s", "shared", known=env[b].known),
+                              Var("s", "shared", known=env[a].known))
+            return
+        n1, n2 = self.fresh_name("a"), self.fresh_name("a")
+        self.emit(indent, f"{n1}, {n2} = {self.expr(env, 's', 1)}, {self.expr(env, 's', 1)}")
+        env[n1], env[n2] = Var("s", "shared", known=False), Var("s", "shared", known=False)
+
+    def stmt_list(self, env, depth, indent):
+        name, out = self.fresh_name("lst"), self.fresh_name("a")
+        k = self.draw(st.integers(1, 3))
+        items = ", ".join(self.expr(env, "s", 1) for _ in range(k))
+        self.emit(indent, f"{name} = [{items}]")
+        if self.chance(0.5):
+            self.emit(indent, f"{name}.append({self.expr(env, 's', 1)})")
+        self.emit(indent, f"{out} = {self.pick([f'sum({name})', f'{name}[0] * {name}[-1]', f'np.sum(np.array({name}))'])}")
+        env[out] = Var("s", "shared", known=False)
+
+    def stmt_if(self, env, depth, indent):
+        self.emit(indent, f"if {self.condition(env)}:")
+        branches = [self.sub_block(env, depth, indent + 1)]
+        k = self.draw(st.integers(0, 2))
+        if k == 2:
+            self.emit(indent, f"elif {self.condition(env)}:")
+            branches.append(self.sub_block(env, depth, indent + 1))
+        if k >= 1:
+            self.emit(indent, "else:")
+            branches.append(self.sub_block(env, depth, indent + 1))
+        _merge(env, branches)
+
+    def sub_block(self, env, depth, indent):
+        inner = {n: dataclasses.replace(v) for n, v in env.items()}
+        self.block(inner, depth - 1, indent, n_max=3)
+        return inner
+
+    def stmt_for(self, env, depth, indent):
+        vecs, mats = self.names(env, "v"), self.names(env, "m")
+        k = self.draw(st.integers(0, 6))
+        a, i = self.fresh_name("e"), self.fresh_name("i")
+        inner = {n: dataclasses.replace(v) for n, v in env.items()}
+        # arrays looped over are read in every iteration: no writes into them
+        if k == 0 or not vecs:
+            trips = self.draw(st.integers(0, N))
+            self.emit(indent, f"for {i} in range({trips}):")
+            inner[i] = Var("i", bound=trips)
+        elif k == 1:
+            v = self.pick(vecs)
+            self.emit(indent, f"for {a} in {v}:")
+            inner[a] = Var("s", "shared", known=False)
+            _share(env, inner, v)
+        elif k == 2:
+            v = self.pick(vecs)
+            self.emit(indent, f"for {i}, {a} in enumerate({v}):")
+            inner[a], inner[i] = Var("s", "shared", known=False), Var("i", bound=N)
+            _share(env, inner, v)
+        elif k == 3:
+            v, w = self.pick(vecs), self.pick(vecs)
+            b = self.fresh_name("e")
+            self.emit(indent, f"for {a}, {b} in zip({v}, {w}):")
+            inner[a], inner[b] = Var("s", "shared", known=False), Var("s", "shared", known=False)
+            _share(env, inner, v, w)
+        elif k == 4:
+            v = self.pick(vecs)
+            self.emit(indent, f"for {a} in reversed({v}):")
+            inner[a] = Var("s", "shared", known=False)
+            _share(env, inner, v)
+        elif k == 5 and mats:
+            m = self.pick(mats)
+            self.emit(indent, f"for {a} in {m}:")
+            inner[a] = Var("v", "shared")
+            _share(env, inner, m)
+        else:
+            trips = self.draw(st.integers(1, N))
+            self.emit(indent, f"for {i} in range(len(x) - {N - trips}):")
+            inner[i] = Var("i", bound=trips)
+        runs = not (k == 0 or not vecs) or trips > 0
+        self.loop_depth += 1
+        self.exits.append(False)
+        defined = {}        # names the body defines before any break or continue
+        for _ in range(self.draw(st.integers(1, 3))):
+            self.statement(inner, depth - 1, indent + 1)
+            if not self.exits[-1]:
+                defined.update({n: v for n, v in inner.items() if n not in env})
+        self.exits.pop()
+        self.loop_depth -= 1
+        branches = [inner]
+        if self.chance(0.15):
+            self.emit(indent, "else:")
+            branches.append(self.sub_block(env, depth, indent + 1))
+        _merge(env, branches, also_unchanged=True)
+        if runs:
+            # a loop that runs leaves its names bound: read them after it (the
+            # gradient of the last iteration's value only reaches what follows)
+            env.update({n: inner[n] for n in defined if inner[n].type != "i"})
+
+    def stmt_while(self, env, depth, indent):
+        k = self.fresh_name("k")
+        self.emit(indent, f"{k} = 0")
+        self.emit(indent, f"while {k} < {self.draw(st.integers(1, 3))} and ({self.condition(env)}):")
+        inner = {n: dataclasses.replace(v) for n, v in env.items()}
+        self.loop_depth += 1
+        was, self.in_while = self.in_while, True
+        self.block(inner, depth - 1, indent + 1, n_max=3)
+        self.in_while = was
+        self.loop_depth -= 1
+        self.emit(indent + 1, f"{k} = {k} + 1")
+        _merge(env, [inner], also_unchanged=True)
+
+    def stmt_break(self, env, depth, indent):
+        word = "break" if self.in_while or self.chance(0.5) else "continue"
+        if self.exits:
+            self.exits[-1] = True
+        self.emit(indent, f"if {self.condition(env)}:")
+        self.emit(indent + 1, word)
+
+    def stmt_return(self, env, depth, indent):
+        self.exits[:] = [True] * len(self.exits)
+        self.emit(indent, f"if {self.condition(env)}:")
+        self.emit(indent + 1, f"return {self.result(env)}")
+
+    def result(self, env):
+        """The returned value: an expression, plus some of the names the
+        program computed (so that their gradients matter)."""
+        t = self.returns
+        # a returned array is held by the caller: with an early return in the
+        # function, pullback sees the final `return b` as another name for b
+        terms = [self.shared(env, t, 2)]
+        names = [n for n, v in env.items() if v.type in ("s", "v", "m")]
+        for _ in range(self.draw(st.integers(0, 3)) if names else 0):
+            n = self.pick(names)
+            ty = env[n].type
+            if ty == "s" or (t == "v" and ty == "v"):
+                terms.append(n)
+            elif t == "v":
+                terms.append(f"np.sum({n}, axis=0)")
+            else:
+                terms.append(self.pick(_REDUCE).format(a=n))
+        return " + ".join(terms)
+
+    def stmt_comprehension(self, env, depth, indent):
+        vecs = self.names(env, "v")
+        name = self.fresh_name("a")
+        e, f = self.fresh_name("e"), self.fresh_name("e")
+        inner = dict(env)
+        k = self.draw(st.integers(0, 4))
+        if k != 4:
+            inner[e] = Var("s", "shared", known=False)
+        v = self.pick(vecs)
+        if k == 0:
+            self.emit(indent, f"{name} = sum({self.expr(inner, 's', 1)} for {e} in {v})")
+        elif k == 1:
+            name = self.fresh_name("u")
+            self.emit(indent, f"{name} = np.array([{self.expr(inner, 's', 1)} for {e} in {v}])")
+            env[name] = Var("v", "shared")
+            return
+        elif k == 2:
+            self.emit(indent, f"{name} = sum(map(lambda {e}: {self.expr(inner, 's', 1)}, {v}))")
+        elif k == 3:
+            inner[f] = Var("s", "shared", known=False)
+            w = self.pick(vecs)
+            self.emit(indent, f"{name} = sum({self.expr(inner, 's', 1)} for {e}, {f} in "
+                              f"zip({v}, {w}))")
+        else:
+            i = self.fresh_name("i")
+            inner[i] = Var("i", bound=N)
+            self.emit(indent, f"{name} = sum([{self.expr(inner, 's', 1)} for {i} in "
+                              f"range(len({v}))])")
+        env[name] = Var("s", "shared", known=False)
+
+    def stmt_closure(self, env, depth, indent):
+        name = self.fresh_name("g")
+        p = self.fresh_name("p")
+        pt = self.pick("ssv")
+        # a captured array is read at call time: it must not be written any more
+        inner = {n: v for n, v in env.items() if n not in self.was_written}
+        for n in list(inner):
+            self.share(env, n)
+        inner[p] = Var(pt, "shared")
+        k = self.draw(st.integers(0, 3))
+        body = self.expr(inner, "s", 2)
+        if pt == "v":
+            body = f"np.sum({p} * {p}) + {body}"
+        if k == 0 and pt == "s":
+            self.emit(indent, f"{name} = lambda {p}: {body}")
+        elif k == 1 and pt == "s":
+            acc = self.fresh_name("acc")
+            self.emit(indent, f"{acc} = 0.0")
+            self.emit(indent, f"def {name}({p}):")
+            self.emit(indent + 1, f"nonlocal {acc}")
+            self.emit(indent + 1, f"{acc} = {acc} * 0.5 + {p}")
+            self.emit(indent + 1, f"return {acc} * {body}")
+            env[acc] = Var("s", "shared", known=False)
+        else:
+            self.emit(indent, f"def {name}({p}):")
+            if self.chance(0.5):
+                self.emit(indent + 1, f"if {self.condition(inner)}:")
+                self.emit(indent + 2, f"return {self.expr(inner, 's', 1)}")
+            self.emit(indent + 1, f"return {body}")
+        self.closures.append((name, pt))
+
+    def stmt_risky(self, env, depth, indent):
+        """A write pullback must refuse (or follow exactly)."""
+        arrays = [n for n, v in env.items() if v.type in "vm" and v.state in ("input", "shared")]
+        if not arrays:
+            return
+        self.risky = True
+        a = self.pick(arrays)
+        idx = "0" if env[a].type == "v" else "0, 0"
+        k = self.draw(st.integers(0, 3))
+        if k == 0:
+            self.emit(indent, f"{a}[{idx}] = {self.expr(env, 's', 1)}")
+        elif k == 1:
+            self.emit(indent, f"{a} += {self.expr(env, 's', 1)}")
+        elif k == 2:
+            # a copy that another name shares (an alias or a view), written, then read
+            b, z, t = self.fresh_name("b"), self.fresh_name("z"), env[a].type
+            self.emit(indent, f"{b} = {a} * 1.0")
+            self.emit(indent, self.pick([f"{z} = {b}", f"{z} = {b}[::-1]"]))
+            self.emit(indent, f"{b}[{idx}] = {self.expr(env, 's', 1)}")
+            env[b], env[z] = Var(t, "shared"), Var(t, "shared")
+        else:
+            self.emit(indent, f"np.add.at({a}, 0, {self.expr(env, 's', 1)})")
+        self.jaxable = False
+
+
+# results whose kind pullback's inference does not follow: user functions,
+# closures, sums of sequences, list elements, products of vectors
+_OPAQUE_KIND = re.compile(r"(?<![\w.])(h\d+\(|g\d+\(|sum\(|lst\d+|acc\d+)|@|np\.dot\(")
+
+
+_VIEW = re.compile(r"^(\w+)\[([^\[\]]*)\]$")
+
+
+def _merge(env, branches, also_unchanged=False):
+    """After a branch or loop: an array is as shared as in its worst branch;
+    names bound inside are dropped (they may not be bound)."""
+    rank = {"input": 0, "fresh": 0, "written": 1, "shared": 2}
+    for name, var in env.items():
+        var.known = var.known and all(b[name].known for b in branches if name in b)
+        states = [b[name].state for b in branches if name in b]
+        if also_unchanged:
+            states.append(var.state)
+        worst = max(states, key=lambda s: rank[s])
+        if var.state == "input":
+            continue
+        if worst == "shared" or var.state == "shared":
+            var.state = "shared"
+        elif worst == "written":
+            var.state = "written"
+
+
+def _share(env, inner, *names):
+    """Arrays a loop walks over are not written any more."""
+    for n in names:
+        for e in (env, inner):
+            if e[n].state in ("fresh", "written"):
+                e[n].state = "shared"
+
+
+def _perm(gen):
+    return gen.pick(["np.array([3, 0, 1, 2])", "np.array([1, 1, 0, 3])",
+                     "np.array([2, 3, 0, 1])", "np.array([0, 0, 0, 2])"])
+
+
+def _index_array(gen):
+    idx = gen.pick(["np.array([3, 0, 1, 2])", "np.array([1, 1, 0, 3])",
+                    "np.array([2, 2, 2, 2])", "np.array([0, 3, 1, 2])"])
+    values = idx[len("np.array(["):-2].split(", ")
+    return idx, len(set(values)) == len(values)
+
+
+_UNARY_S = ["np.sin({a})", "np.tanh({a})", "np.cos({a})", "math.exp(0.3 * {a})",
+            "({a}) * ({a})", "np.sqrt(1.0 + ({a}) ** 2)", "math.sin({a})",
+            "math.tanh({a})", "abs({a})", "-({a})", "np.log1p(({a}) ** 2)",
+            "math.sqrt(1.0 + ({a}) * ({a}))", "np.arctan({a})", "({a}) ** 3"]
+_UNARY = ["np.sin({a})", "np.tanh({a})", "np.cos({a})", "np.exp(0.3 * {a})",
+          "({a}) * ({a})", "np.sqrt(1.0 + ({a}) ** 2)", "np.abs({a})", "-({a})",
+          "np.log1p(np.square({a}))", "1.0 / (1.0 + np.exp(-({a})))", "np.arctan({a})"]
+_BINARY = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / (1.5 + ({b}) * ({b})))",
+           "np.maximum({a}, {b})", "np.minimum({a}, {b})", "(0.5 * {a} + {b})"]
+_BINARY_S = _BINARY + ["max({a}, {b})", "min({a}, {b})"]
+_REDUCE = ["np.sum({a})", "np.mean({a})", "np.max({a})", "np.min({a})", "({a}).sum()",
+           "np.prod(np.tanh({a}))", "np.var({a})",
+           "np.std({a} + np.arange(4.0))"]      # never a zero spread (no derivative there)
+_PAIRS = {"s": [("s", "s")], "v": [("v", "v"), ("v", "s"), ("s", "v"), ("v", "v")],
+          "m": [("m", "m"), ("m", "v"), ("v", "m"), ("m", "s"), ("s", "m")]}
+_BELOW = {"s": "s", "v": "sv", "m": "svm"}
+
+
+def _to_jax(text):
+    return re.sub(r"\bmath\.", "jnp.", re.sub(r"\bnp\.", "jnp.", text))
+
+
+def _helpers(gen):
+    """Zero to three module-level helper functions."""
+    out = []
+    for k in range(gen.draw(st.integers(0, 3))):
+        name = f"h{k}"
+        kind = gen.pick(["elementwise", "scalar", "recursive", "vector"])
+        env = {"p": Var("s", "shared", known=False), "q": Var("s", "shared", known=False)}
+        if kind == "elementwise":
+            body = gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2)
+            # `0.5 * p +`: the result has p's shape even when the body ignores p
+            body = _elementwise(body)
+            lines = [f"def {name}(p, q):", f"    return 0.5 * p + {body}"]
+        elif kind == "scalar":
+            lines = [f"def {name}(p, q):", f"    if {gen.condition(env)}:",
+                     f"        return {_elementwise(gen.expr(env, 's', 1))}",
+                     "    r = p",
+                     f"    for i in range({gen.draw(st.integers(0, 2))}):",
+                     f"        r = r * 0.5 + {_elementwise(gen.expr(env, 's', 1))}",
+                     f"    return r * q"]
+        elif kind == "recursive":
+            lines = [f"def {name}(p, n):", "    if n <= 0:", "        return p",
+                     f"    return {name}(np.sin(p) + 0.5 * p, n - 1) * 0.9"]
+        else:
+            lines = [f"def {name}(p):",
+                     f"    return np.sum(p * p) * 0.25 + p[{gen.draw(st.integers(0, N - 1))}]"]
+        if out:
+            # a helper may call the one before it
+            prev, prev_kind, _ = out[-1]
+            if prev_kind == "elementwise" and kind == "elementwise":
+                lines[-1] = lines[-1].replace("return ", f"return {prev}(p, q) + ", 1)
+        out.append((name, kind, lines))
+    return out
+
+
+def _elementwise(text):
+    """Keep a helper body valid for arrays: no builtins that need scalars."""
+    text = re.sub(r"\bmath\.", "np.", text)
+    for scalar, array in (("abs", "np.abs"), ("max", "np.maximum"), ("min", "np.minimum")):
+        text = re.sub(rf"(?<![\w.]){scalar}\(", array + "(", text)
+    return text
+
+
+@st.composite
+def programs(draw, risky=None):
+    """A random program (a ``Program``)."""
+    if risky is None:
+        risky = draw(st.integers(0, 9)) == 0
+    gen = Gen(draw, risky)
+    gen.returns = "v" if draw(st.integers(0, 4)) == 0 else "s"
+    params = [("x", "v")]
+    env = {"x": Var("v"), "s": Var("s")}
+    if draw(st.booleans()):
+        params.append(("y", "v"))
+        env["y"] = Var("v")
+    if draw(st.integers(0, 2)) == 0:
+        params.append(("m", "m"))
+        env["m"] = Var("m")
+    params.append(("s", "s"))
+    struct = draw(st.sampled_from([None, None, None, "tuple", "dict", "list", "namedtuple",
+                                   "dataclass"]))
+    lines_before = []
+    if struct:
+        params.append(("p", struct))
+        first, second = {"tuple": ("p[0]", "p[1]"), "dict": ('p["w"]', 'p["b"]'),
+                         "list": ("p[0]", "p[1]"),
+                         "namedtuple": draw(st.sampled_from([("p.w", "p.b"), ("p[0]", "p[1]"),
+                                                             ("p.w", "p[-1]")])),
+                         "dataclass": ("p.w", "p.b")}[struct]
+        if struct == "dataclass":
+            gen.jaxable = False         # not a JAX pytree
+        if struct in ("tuple", "namedtuple") and draw(st.booleans()):
+            lines_before.append("pw, pb = p")
+        else:
+            lines_before += [f"pw = {first}", f"pb = {second}"]
+        # a structure's fields are of unknown kind to pullback
+        env["pw"] = Var("v", known=False)
+        env["pb"] = Var("v" if struct == "list" else "s", known=False)
+    gen.helpers = _helpers(gen)
+    for text in lines_before:
+        gen.emit(1, text)
+    gen.block(env, 2, 1, n_max=6)
+    gen.emit(1, f"return {gen.result(env)}")
+    header = f"def f({', '.join(n for n, _ in params)}):"
+    body = [header] + ["    " * i + text for i, text, _ in gen.lines]
+    jbody = [header] + ["    " * i + text for i, _, text in gen.lines]
+    helper_lines = [line for _, _, lines in gen.helpers for line in lines + [""]]
+    source = "\n".join(helper_lines + body) + "\n"
+    jax_source = "\n".join([_to_jax(h) for h in helper_lines] + jbody) + "\n"
+    # nothing in a risky program's helpers is risky; the flag is for f
+    return Program(source, jax_source if gen.jaxable else None, params, gen.risky,
+                   gen.returns)
+
+
+# -- running and checking ----------------------------------------------------------
+
+_files = itertools.count()
+
+
+class Invalid(Exception):
+    """The program cannot be checked on these inputs (overflow, NaN...)."""
+
+
+def load(source, namespace=None, name="f"):
+    """Define the functions in ``source`` as if they lived in a file."""
+    filename = f"<fuzz program {next(_files)}>"
+    codegen.register_source(filename, source)
+    ns = {"np": np, "math": math, **(namespace or {})}
+    exec(compile(source, filename, "exec"), ns)
+    return ns[name]
+
+
+def make_args(program, rng, dtype=np.float64):
+    args = []
+    for name, kind in program.params:
+        vec = lambda: rng.uniform(-1.5, 1.5, size=N).astype(dtype)  # noqa: E731
+        if kind == "v":
+            args.append(vec())
+        elif kind == "m":
+            args.append(rng.uniform(-1.5, 1.5, size=(ROWS, N)).astype(dtype))
+        elif kind == "s":
+            args.append(float(rng.uniform(-1.5, 1.5)))
+        else:
+            b = float(rng.uniform(-1.5, 1.5))
+            args.append({"tuple": lambda: (vec(), b), "dict": lambda: {"w": vec(), "b": b},
+                         "list": lambda: [vec(), vec()], "namedtuple": lambda: Pair(vec(), b),
+                         "dataclass": lambda: Box(vec(), b)}[kind]())
+    return args
+
+
+def _items(x):
+    """(key, value) pairs of a structure, or None for a number or an array."""
+    if isinstance(x, dict):
+        return list(x.items())
+    if isinstance(x, (tuple, list)):
+        return list(enumerate(x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)]
+    return None
+
+
+def _build(x, values):
+    """A structure like ``x`` holding ``values`` (in ``x``'s order)."""
+    if isinstance(x, dict):
+        return dict(zip(x, values))
+    if isinstance(x, list):
+        return list(values)
+    if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        return tuple(values)
+    return type(x)(*values)         # a namedtuple or a dataclass
+
+
+def leaves(x, path=()):
+    """(path, value) for every number and array inside ``x``."""
+    items = _items(x)
+    if items is None:
+        return [(path, x)]
+    return [lf for k, v in items for lf in leaves(v, path + (k,))]
+
+
+def get(x, path):
+    for p in path:
+        x = dict(_items(x))[p]
+    return x
+
+
+def replace(x, path, value):
+    if not path:
+        return value
+    return _build(x, [replace(v, path[1:], value) if k == path[0] else v
+                      for k, v in _items(x)])
+
+
+def same_bits(a, b):
+    """Equal value, dtype and type, bit for bit."""
+    if type(a) is not type(b):
+        return False
+    items_a, items_b = _items(a), _items(b)
+    if items_a is not None:
+        return [k for k, _ in items_a] == [k for k, _ in items_b] and \
+            all(same_bits(p, q) for (_, p), (_, q) in zip(items_a, items_b))
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def pairing(ct, out):
+    return float(np.sum(np.asarray(ct) * np.asarray(out)))
+
+
+def check(program, seed, jax_check=True):
+    """Run every check on ``program`` with inputs drawn from ``seed``.
+
+    Returns "ok" or "refused" (a risky program pullback refused); raises
+    ``Invalid`` when these inputs make the program overflow or NaN, and
+    ``AssertionError`` (with the program) when a check fails."""
+    STATS["generated"] += 1
+    f = load(program.source)
+    rng = np.random.default_rng(seed)
+    args = make_args(program, rng)
+
+    def plain(*a):
+        with np.errstate(all="raise"):
+            return f(*copy.deepcopy(a))
+
+    try:
+        value = plain(*args)
+    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+        STATS["invalid"] += 1
+        raise Invalid from None
+    if not np.all(np.isfinite(value)) or np.max(np.abs(value)) > 1e6:
+        STATS["invalid"] += 1
+        raise Invalid
+    ct = np.float64(rng.uniform(0.5, 1.5)) if program.returns == "s" \
+        else rng.uniform(-1.0, 1.0, size=np.shape(value))
+    saved_args, saved_ct = copy.deepcopy(args), copy.deepcopy(ct)
+
+    try:
+        out, back = pb.vjp(f, *args)
+    except pb.PullbackError as err:
+        assert program.risky, f"pullback refused a supported program:\n{program}\n{err}"
+        assert err.filename == f.__code__.co_filename and err.lineno, str(err)
+        STATS["refused"] += 1
+        return "refused"
+    assert same_bits(out, value), f"primal value {out!r} != plain Python {value!r}\n{program}"
+    grads = back(ct)
+    slow_out, slow_back = pb.vjp(f, *args, inplace=False)
+    slow = slow_back(ct)
+    again = back(ct)          # a pullback may be called twice
+    assert all(same_bits(a, b) for a, b in zip(args, saved_args)), f"input mutated\n{program}"
+    assert same_bits(ct, saved_ct), f"cotangent mutated\n{program}"
+    check_structure(grads, args, program)
+    check_no_sharing(grads, args, ct, program)
+    for (path, g), (_, h), (_, k) in zip(leaves(grads), leaves(slow), leaves(again)):
+        # in place and out of place may differ only in the sign of a zero
+        np.testing.assert_array_equal(g, h, err_msg=f"in-place != out-of-place at {path}\n"
+                                      f"{program}")
+        np.testing.assert_array_equal(g, k, err_msg=f"second pullback differs\n{program}")
+    smooth = check_finite_differences(program, plain, args, ct, grads)
+    if program.returns == "s":
+        check_grad_api(program, f, args, grads, ct, value)
+    if jax_check and program.jax_source and smooth:
+        check_jax(program, args, ct, grads)
+    check_float32(program, f, args)
+    STATS["checked"] += 1
+    return "ok"
+
+
+def check_structure(grads, args, program):
+    assert isinstance(grads, tuple) and len(grads) == len(args), program
+    for g, a in zip(grads, args):
+        assert type(g) is type(a), (type(g), type(a), str(program))
+        glv, alv = leaves(g), leaves(a)
+        assert [p for p, _ in glv] == [p for p, _ in alv], program
+        for (path, gl), (_, al) in zip(glv, alv):
+            assert type(gl) is type(al), (path, type(gl), type(al), str(program))
+            if isinstance(al, np.ndarray):
+                assert gl.dtype == al.dtype and gl.shape == al.shape, \
+                    (path, gl.dtype, gl.shape, str(program))
+
+
+def check_no_sharing(grads, args, ct, program):
+    gl = [v for _, v in leaves(grads) if isinstance(v, np.ndarray)]
+    others = [v for _, v in leaves(list(args)) if isinstance(v, np.ndarray)]
+    if isinstance(ct, np.ndarray):
+        others.append(ct)
+    for i, g in enumerate(gl):
+        for h in gl[i + 1:] + others:
+            assert not np.shares_memory(g, h), f"a gradient shares memory\n{program}"
+
+
+def check_finite_differences(program, plain, args, ct, grads):
+    """Central differences of <ct, f> for every input element; returns
+    whether every element was smooth."""
+    smooth = True
+    for path, x in leaves(list(args)):
+        g = get(list(grads), path)
+        for k in np.ndindex(np.shape(x)):
+            def at(eps):
+                if isinstance(x, np.ndarray):
+                    y = x.copy()
+                    y[k] += eps
+                else:
+                    y = x + eps
+                a = replace(list(args), path, y)
+                try:
+                    return pairing(ct, plain(*a))
+                except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+                    return math.nan
+            base = pairing(ct, plain(*args))
+            h1, h2 = 1e-6, 1e-4
+            up, down = at(h1), at(-h1)
+            c1 = (up - down) / (2 * h1)
+            c2 = (at(h2) - at(-h2)) / (2 * h2)
+            fwd, bwd = (up - base) / h1, (base - down) / h1
+            scale = 1.0 + abs(c1)
+            if not (abs(c1 - c2) <= 1e-4 * scale and abs(fwd - bwd) <= 1e-3 * scale):
+                smooth = False      # a branch or a kink is within a step: not comparable
+                STATS["fd_skipped"] += 1
+                continue
+            gk = float(np.asarray(g)[k]) if isinstance(x, np.ndarray) else g
+            STATS["fd_compared"] += 1
+            assert abs(gk - c1) <= 1e-5 * scale + 1e-9 * abs(base) / h1, \
+                f"gradient {gk} != finite difference {c1} at {path}{k}\n{program}"
+    return smooth
+
+
+def check_grad_api(program, f, args, grads, ct, value):
+    argnums = tuple(range(len(args)))
+    val, g = pb.value_and_grad(f, argnums=argnums)(*args)
+    assert same_bits(val, value), f"value_and_grad value {val!r} != {value!r}\n{program}"
+    for (path, a), (_, b) in zip(leaves(list(g)), leaves(list(grads))):
+        np.testing.assert_allclose(np.asarray(a) * ct, b, rtol=1e-12, atol=1e-14,
+                                   err_msg=f"grad != vjp / ct at {path}\n{program}")
+
+
+def check_float32(program, f, args):
+    """Float32 arrays in, float32 gradients out (Python floats stay floats)."""
+    args32 = [_to32(a) for a in args]
+    saved = copy.deepcopy(args32)
+    try:
+        with np.errstate(all="ignore"):
+            out, back = pb.vjp(f, *args32)
+            ct = np.float32(1.0) if program.returns == "s" else np.ones(np.shape(out), np.float32)
+            grads = back(ct)
+    except pb.PullbackError:
+        raise AssertionError(f"pullback refused the float32 version\n{program}") from None
+    assert all(same_bits(a, b) for a, b in zip(args32, saved)), f"float32 input mutated\n{program}"
+    check_structure(grads, args32, program)
+    check_no_sharing(grads, args32, ct, program)
+
+
+def _to32(x):
+    if isinstance(x, np.ndarray):
+        return x.astype(np.float32)
+    items = _items(x)
+    return x if items is None else _build(x, [_to32(v) for _, v in items])
+
+
+def check_jax(program, args, ct, grads):
+    """``jax.grad`` of the jax.numpy version agrees (float64, restored after)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        STATS["jax_unavailable"] += 1
+        return
+    with jax.enable_x64(True):
+        fj = load(program.jax_source, {"jnp": jnp})
+        jargs = jax.tree_util.tree_map(
+            lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a, list(args))
+
+        def phi(*a):
+            return jnp.sum(jnp.asarray(ct) * fj(*a))
+        jg = jax.grad(phi, argnums=tuple(range(len(args))))(*jargs)
+        jg = jax.tree_util.tree_map(np.asarray, jg)
+    STATS["jax_compared"] += 1
+    for path, a in leaves(list(grads)):
+        b = get(list(jg), path)          # by path: JAX sorts a dict's keys
+        scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * scale,
+                                   err_msg=f"pullback != jax.grad at {path}\n{program}")
+
+
+# -- the long run ---------------------------------------------------------------------
+
+def _run(programs_n, seed, jax_check):
+    from hypothesis import HealthCheck, assume, given, settings
+    from hypothesis import seed as hseed
+
+    @hseed(seed)
+    @settings(max_examples=programs_n, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(), st.integers(0, 2 ** 32 - 1))
+    def run(program, s):
+        try:
+            check(program, s, jax_check)
+        except Invalid:
+            assume(False)
+
+    run()
+    return dict(STATS)
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--programs", type=int, default=10000)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-jax", action="store_true")
+    opts = parser.parse_args(argv)
+    # as in the tests (conftest.py): transforms are cached in a directory of
+    # this run's own, never the user's
+    import shutil
+    import tempfile
+    cache = tempfile.mkdtemp(prefix="pullback-fuzz-cache-")
+    os.environ["PULLBACK_CACHE_DIR"] = cache
+    try:
+        return _main(opts)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _main(opts):
+    import multiprocessing
+    start = time.time()
+    per = [opts.programs // opts.jobs + (i < opts.programs % opts.jobs)
+           for i in range(opts.jobs)]
+    jobs = [(n, opts.seed * 1000 + i, not opts.no_jax) for i, n in enumerate(per)]
+    if opts.jobs == 1:
+        results = [_run(*jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(opts.jobs) as pool:
+            results = pool.starmap(_run, jobs)
+    total = collections.Counter()
+    for r in results:
+        total.update(r)
+    print(f"fuzz: {total['generated']} programs generated, {total['checked']} checked, "
+          f"{total['refused']} risky ones refused, {total['invalid']} rejected (overflow), "
+          f"{total['jax_compared']} compared with jax.grad, {total['fd_compared']} gradient "
+          f"entries against finite differences ({total['fd_skipped']} skipped near a kink); "
+          f"{time.time() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.exit(main())
