@@ -326,6 +326,8 @@ class Gen:
         t = self.pick("sssvvm")
         name = self.target(env, t)
         value = self.shared(env, t, 2)
+        if not self.rebind_ok(env, name, self.known(value, env)):
+            name = self.fresh_name("a")
         self.emit(indent, f"{name} = {value}")
         # a value computed here is a new array, but only `alloc` marks arrays
         # as writable, so writes stay in few places and refusals stay rare
@@ -353,8 +355,14 @@ class Gen:
         if self.known(value, env):
             self.emit(indent, f"{name} {op} {value}")
         else:       # in a loop, the next `+=` would see a value of unknown kind
-            self.emit(indent, f"{name} = {name} {op[0]} ({value})")
-            env[name] = Var("s", "shared", known=False)
+            target = name if self.rebind_ok(env, name, False) else self.fresh_name("a")
+            self.emit(indent, f"{target} = {name} {op[0]} ({value})")
+            env[target] = Var("s", "shared", known=False)
+
+    def rebind_ok(self, env, name, known):
+        """In a loop, a name pullback knows to be a scalar keeps that kind: an
+        earlier `+=` in the body also sees the value of the previous iteration."""
+        return not (self.loop_depth and name in env and env[name].known and not known)
 
     def known(self, text, env):
         """Whether pullback's kind inference can tell that a scalar expression
@@ -469,9 +477,12 @@ class Gen:
         scalars = self.names(env, "s")
         if len(scalars) >= 2 and self.chance(0.5):
             a, b = self.pick(scalars), self.pick(scalars)
-            self.emit(indent, f"{a}, {b} = {b}, {a}")
-            env[a], env[b] = (Var("s", "shared", known=env[b].known),
-                              Var("s", "shared", known=env[a].known))
+            ta, tb = a, b
+            if self.loop_depth and env[a].known != env[b].known:
+                ta, tb = self.fresh_name("a"), self.fresh_name("a")   # see rebind_ok
+            self.emit(indent, f"{ta}, {tb} = {b}, {a}")
+            env[ta], env[tb] = (Var("s", "shared", known=env[b].known),
+                                Var("s", "shared", known=env[a].known))
             return
         n1, n2 = self.fresh_name("a"), self.fresh_name("a")
         self.emit(indent, f"{n1}, {n2} = {self.expr(env, 's', 1)}, {self.expr(env, 's', 1)}")
@@ -625,7 +636,13 @@ class Gen:
             env[name] = Var("v", "shared")
             return
         elif k == 2:
-            self.emit(indent, f"{name} = sum(map(lambda {e}: {self.expr(inner, 's', 1)}, {v}))")
+            # a lambda is a closure: what it reads is passed to it, so no array
+            # written anywhere (pullback refuses to pass one; see `shared`)
+            captured = {n: w for n, w in inner.items() if n not in self.was_written}
+            for n in list(captured):
+                self.share(env, n)
+            self.emit(indent, f"{name} = sum(map(lambda {e}: {self.expr(captured, 's', 1)}, "
+                              f"{v}))")
         elif k == 3:
             inner[f] = Var("s", "shared", known=False)
             w = self.pick(vecs)
