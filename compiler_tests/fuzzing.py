@@ -270,10 +270,8 @@ class Gen:
         already written is copied (pullback refuses to follow a write into an
         array that two names hold)."""
         text = self.expr(env, t, depth)
-        view = _VIEW.match(text)         # `b[::-1]`, a matrix's row `b[1]`: a view of b
-        name = view.group(1) if view and (":" in view.group(2) or (
-            view.group(1) in env and env[view.group(1)].type == "m"
-            and "," not in view.group(2))) else text
+        view = _VIEW.match(text) or _VIEW_CALL.match(text)   # `b[::-1]`, `b.T`: b itself
+        name = view.group(1) if view else text
         if name in self.was_written:
             return f"{text}.copy()"
         self.share(env, name)
@@ -283,13 +281,17 @@ class Gen:
         """``name`` comes to be held by another name too: pullback's check is
         not path-sensitive, so it is never written anywhere after (or before)."""
         var = env.get(name)
-        if var is not None and var.state in ("fresh", "written"):
-            var.state = "shared"
+        if var is not None and var.type in ("v", "m"):
             self.no_write.add(name)
+            if var.state in ("fresh", "written"):
+                var.state = "shared"
 
     def writable(self, env):
+        """Arrays the program may write into: its own, shared with no other
+        name, and of a rank pullback knows (else `t = b[0]` may be a row, a
+        view that a later write would change, and pullback refuses)."""
         return [n for n, v in env.items() if v.state in ("fresh", "written")
-                and n not in self.no_write]
+                and n not in self.no_write and v.known]
 
     def condition(self, env):
         a, b = self.leaf(env, "s"), self.leaf(env, "s")
@@ -335,7 +337,7 @@ class Gen:
 
     def stmt_augassign(self, env, depth, indent):
         scalars = self.names(env, "s")
-        owned = [n for n in self.writable(env) if env[n].state == "fresh"]
+        owned = [n for n in self.writable(env) if env[n].state == "fresh" and env[n].known]
         if owned and self.chance(0.5):
             name = self.pick(owned)
             self.was_written.add(name)
@@ -369,7 +371,9 @@ class Gen:
         is a scalar.  `a += v` on a value it cannot tell apart from an array
         is refused (if it were an array, other names could share it), so the
         generator writes `+=` only on names known to be scalars."""
-        if _OPAQUE_KIND.search(text):
+        if _OPAQUE_KIND.search(text) or any(
+                call not in _KIND_SAFE and not call.endswith((".sum", ".copy"))
+                for call in re.findall(r"([\w.]+)\(", text)):
             return False
         return all(env[n].known for n in re.findall(r"(?<![\w.])[a-z]+\d*\b", text)
                    if n in env)
@@ -383,8 +387,9 @@ class Gen:
         if srcs:
             forms += [f"{self.pick(srcs)}.copy()", f"{self.pick(srcs)} * 1.0",
                       f"np.copy({self.pick(srcs)})"]
-        self.emit(indent, f"{name} = {self.pick(forms)}")
-        env[name] = Var(t, "fresh")
+        text = self.pick(forms)
+        self.emit(indent, f"{name} = {text}")
+        env[name] = Var(t, "fresh", known=self.known(text, env))
 
     def stmt_write(self, env, depth, indent):
         owned = self.writable(env)
@@ -713,10 +718,20 @@ class Gen:
 
 # results whose kind pullback's inference does not follow: user functions,
 # closures, sums of sequences, list elements, products of vectors
-_OPAQUE_KIND = re.compile(r"(?<![\w.])(h\d+\(|g\d+\(|sum\(|lst\d+|acc\d+)|@|np\.dot\(")
+_OPAQUE_KIND = re.compile(
+    r"(?<![\w.])(h\d+\(|g\d+\(|sum\(|lst\d+|acc\d+)|@|axis=|\[np\.|\[\(")
+# calls whose result's kind (scalar, or array of a known rank) pullback infers
+_KIND_SAFE = {"np.sin", "np.cos", "np.tanh", "np.exp", "np.sqrt", "np.log1p", "np.arctan",
+              "np.abs", "np.maximum", "np.minimum", "np.hypot", "np.square", "np.sum",
+              "np.mean", "np.max", "np.min", "np.var", "np.std", "np.prod", "np.arange",
+              "np.zeros", "np.ones", "np.zeros_like", "np.copy", "np.clip", "math.exp",
+              "math.sin", "math.tanh", "math.sqrt", "max", "min", "abs", ".copy"}
 
 
-_VIEW = re.compile(r"^(\w+)\[([^\[\]]*)\]$")
+# what may be a view of an array: `(b)[::-1]`, `b[1]`, `b.reshape(2, 2).T.ravel()`,
+# `np.ravel(b)` (pullback does not know that the last ravel copies)
+_VIEW = re.compile(r"^\(?(\w+)\)?(\[[^\[\]]*\]|\.reshape\([^()]*\)|\.T|\.ravel\(\))+$")
+_VIEW_CALL = re.compile(r"^np\.(?:ravel|reshape)\((\w+)[,)]")
 
 
 def _merge(env, branches, also_unchanged=False):

@@ -103,7 +103,8 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
             ops[id(s)].kind not in ("rule", "nondiff", "setitem") or (
                 _is_view(ops[id(s)], kind_of) and not mutation.used_up_before(normal, s, stmt))
             for s in readers)
-        definers = [d for v in versions for d in chains.defs.get(v, ()) if id(d) not in copies]
+        definers = [d for v in versions for d in chains.defs.get(v, ())
+                    if id(d) not in copies and not _placeholder(d)]
         for definer in definers:
             op = ops[id(definer)]
             allocated = op.kind == "rule" or (op.kind == "nondiff"
@@ -120,6 +121,12 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
 
 _VIEWS = {"ndarray.T", "ndarray.reshape", "ndarray.transpose", "ndarray.ravel",
           "ndarray.squeeze", "ndarray.real", "ndarray.imag"}
+
+
+def _placeholder(stmt):
+    """`y = None`, which normalize puts before a loop that defines y."""
+    return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Constant) \
+        and stmt.value.value is None
 
 
 def _allocates(prim):

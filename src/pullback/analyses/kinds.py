@@ -36,6 +36,7 @@ class Kind:
     complex: object        # True, False, or None for "may be"
     ndim: object = None    # the rank when known (0 for a scalar)
     dtype: object = None   # e.g. "float64", when known
+    length: object = None  # a tuple or list literal's length (a shape: np.zeros((3, 4)))
 
     @property
     def is_number(self):
@@ -156,7 +157,8 @@ def _rhs(node, op, kinds):
         return _atom(node, kinds)
     if op.kind == "pack":
         elts = node.values if isinstance(node, gast.Dict) else node.elts
-        return Kind("container", _any_complex([_atom(e, kinds) for e in elts]))
+        return Kind("container", _any_complex([_atom(e, kinds) for e in elts]),
+                    length=None if isinstance(node, gast.Dict) else len(elts))
     if op.kind == "nondiff":
         if op.primitive is range:
             return RANGE
@@ -225,6 +227,8 @@ def _new_array(prim, node, kinds):
         return Kind(like.shape, like.complex if complex_ is False else None, like.ndim)
     if isinstance(first, gast.Tuple):
         ndim = len(first.elts)
+    elif _atom(first, kinds).length is not None:
+        ndim = _atom(first, kinds).length        # np.zeros(shape), shape = (3, 4)
     elif _atom(first, kinds).shape == "scalar":
         ndim = 1
     else:

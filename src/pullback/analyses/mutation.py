@@ -87,6 +87,9 @@ def check(normal, ops, parsed, kinds=None):
         if op is None or id(s) in renames:
             continue
         targets = _targets(s)
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Constant) \
+                and s.value.value is None:
+            continue        # `y = None`, a placeholder for a name a loop defines
         if any(t in group for t in targets) and not _allocates(op, s):
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into arrays the function creates itself, "
@@ -121,22 +124,30 @@ def copy_ids(normal):
 
 
 def used_up_before(normal, view_stmt, stmt):
-    """Whether the view that ``view_stmt`` binds is read only by statements of
-    its own block before ``stmt``, which comes later in that block (so a
-    change to the array at ``stmt`` cannot be seen through the view)."""
+    """Whether the view that ``view_stmt`` binds cannot show a change made to
+    its array at ``stmt``: it is read only between it and ``stmt`` (later in
+    the same block, or nested in a later statement of it), or ``stmt`` comes
+    first, or lies outside the view's block, and the view is read only in the
+    rest of its block."""
     if not (isinstance(view_stmt, gast.Assign) and isinstance(view_stmt.targets[0], gast.Name)):
         return False
     copies = {id(s) for s in all_statements(normal.tree.body) if id(s) in normal.renames}
     names = _copies_of(view_stmt.targets[0].id, _renames(normal))
     for block in _blocks(normal.tree.body):
         i = next((k for k, t in enumerate(block) if t is view_stmt), None)
-        j = next((k for k, t in enumerate(block) if t is stmt), None)
-        if i is None or j is None:
+        if i is None:
             continue
-        if i >= j:
+        # where `stmt` is in this block (itself, or inside one of its statements)
+        j = next((k for k, t in enumerate(block)
+                  if any(u is stmt for u in all_statements([t]))), None)
+        if j == i:
             return False
-        between = {id(t) for t in all_statements(block[i + 1:j])}
-        return not any(_reads(t, names, copies) and id(t) not in between
+        # a view used up before the update, or taken after it (or in a block
+        # the update is not in: another branch, a loop body) and used up in the
+        # rest of its block (a loop's next update comes after that)
+        span = block[i + 1:j] if j is not None and i < j else block[i + 1:]
+        inside = {id(t) for t in all_statements(span)}
+        return not any(_reads(t, names, copies) and id(t) not in inside
                        for t in _simple(normal.tree.body))
     return False
 

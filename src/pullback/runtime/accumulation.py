@@ -45,7 +45,26 @@ def index_add(buffer, index, g):
     if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
         buffer[index] += g
     else:
-        np.add.at(buffer, index, g)
+        _add_repeated(buffer, index, g)
+
+
+def _add_repeated(buffer, index, g):
+    """``np.add.at(buffer, index, g)``, rounded as the out-of-place path
+    rounds it (``buffer + unindex(g)``): the values for one position are
+    summed first, then added once, so both paths agree bit for bit."""
+    index = np.asarray(index) if isinstance(index, list) else index
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and buffer.ndim >= 1:
+        flat = index.ravel() % buffer.shape[0]
+        where, inverse = np.unique(flat, return_inverse=True)
+        g = np.broadcast_to(g, index.shape + buffer.shape[1:]).reshape(
+            (flat.size,) + buffer.shape[1:])
+        sums = np.zeros((where.size,) + buffer.shape[1:], dtype=buffer.dtype)
+        np.add.at(sums, inverse, g)
+        buffer[where] += sums
+        return
+    part = np.zeros_like(buffer)
+    np.add.at(part, index, g)
+    buffer += part
 
 
 def owned_zeros(x):

@@ -1,0 +1,469 @@
+"""Bad input, all of it: every construct pullback refuses raises its
+``PullbackError`` subclass naming the file and line, quoting the line with a
+caret and saying what to write instead; misuse of the API raises the
+``TypeError`` or ``ValueError`` JAX would, saying how to fix the call; and an
+error in the user's own code while it runs points at the user's line.
+
+(``test_errors.py`` holds the first such tests; this file covers the rest.)
+"""
+import functools
+import inspect
+import math
+import traceback
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.testing import function_from_source
+
+
+def line_of(fn, text):
+    """The file line number of the first line of ``fn`` containing text."""
+    lines, first = inspect.getsourcelines(fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return first + i
+    raise AssertionError(text)
+
+
+def check_error(err, fn, text, cls, hint_words):
+    """``err`` is a ``cls`` naming this file and the line of ``fn`` holding
+    ``text``, quotes that line with a caret, and says ``hint_words``."""
+    assert isinstance(err, pb.PullbackError) and isinstance(err, cls), repr(err)
+    assert err.filename == __file__
+    assert err.lineno == line_of(fn, text), str(err)
+    msg = str(err)
+    assert f"line {err.lineno}" in msg
+    assert text.strip() in msg            # the line is quoted
+    assert "^" in msg                     # with a caret under the construct
+    for w in hint_words:
+        assert w in msg, (w, msg)
+
+
+X = np.array([0.5, 1.5, 2.5])
+
+
+# -- constructs pullback does not differentiate ------------------------------------
+
+async def f_async(x):
+    return x
+
+
+def f_import(x):
+    import math as m
+    return m.sin(x)
+
+
+def f_raise(x):
+    if x[0] > 10.0:
+        raise ValueError("too large")
+    return np.sum(x)
+
+
+def f_match(x):
+    match x.ndim:
+        case 1:
+            return np.sum(x)
+    return 0.0
+
+
+def f_walrus(x):
+    if (total := np.sum(x)) > 0.0:
+        return total
+    return -total
+
+
+def f_set(x):
+    seen = {1, 2}
+    return np.sum(x) * len(seen)
+
+
+def f_starred_unpack(x):
+    first, *rest = x
+    return first
+
+
+def f_kwargs_call(x):
+    options = {"axis": 0}
+    return np.sum(x, **options)
+
+
+def f_nested_varargs(x):
+    def g(*vs):
+        return vs[0]
+    return np.sum(g(x))
+
+
+def f_decorated_nested(x):
+    @functools.lru_cache
+    def g(v):
+        return v
+    return np.sum(x) * g(2.0)
+
+
+def f_attribute_write(x):
+    y = x * 1.0
+    y.shape = (3, 1)
+    return np.sum(y)
+
+
+def f_attribute_augassign(x):
+    y = x * 1.0
+    y.real += 1.0
+    return np.sum(y)
+
+
+def f_dict_write(x):
+    d = {}
+    d["a"] = x
+    return np.sum(d["a"])
+
+
+def f_element_multiply(x):
+    y = x * 1.0
+    y[0] *= 2.0
+    return np.sum(y)
+
+
+def f_sort(x):
+    y = x * 1.0
+    y.sort()
+    return np.sum(y * np.arange(3.0))
+
+
+def f_fill(x):
+    x.fill(0.0)
+    return np.sum(x)
+
+
+def f_out(x):
+    y = np.zeros(3)
+    np.sin(x, out=y)
+    return np.sum(y)
+
+
+def f_copyto(x):
+    y = np.zeros(3)
+    np.copyto(y, x)
+    return np.sum(y)
+
+
+def f_row_view_after_write(x):
+    y = np.outer(x, x)
+    row = y[0]
+    y[0, 0] = 5.0
+    return np.sum(row)
+
+
+def f_add_at_argument(x):
+    np.add.at(x, 0, 1.0)
+    return np.sum(x)
+
+
+def f_augassign_view(x):
+    y = x * 2.0
+    v = y[1:]
+    y += 1.0
+    return np.sum(v)
+
+
+def f_read_before_assignment(x):
+    total = total + np.sum(x)  # noqa: F821
+    return total
+
+
+UNSUPPORTED = [
+    (f_async, "async def f_async", pb.UnsupportedSyntaxError, ["async", "ordinary def"]),
+    (f_import, "import math as m", pb.UnsupportedSyntaxError, ["`import`", "module level"]),
+    (f_raise, "raise ValueError", pb.UnsupportedSyntaxError, ["`raise`", "Check inputs"]),
+    (f_match, "match x.ndim:", pb.UnsupportedSyntaxError, ["`match`", "Rewrite"]),
+    (f_walrus, "total := np.sum(x)", pb.UnsupportedSyntaxError, ["`:=`", "Rewrite"]),
+    (f_set, "seen = {1, 2}", pb.UnsupportedSyntaxError, ["set", "Rewrite"]),
+    (f_starred_unpack, "first, *rest = x", pb.UnsupportedSyntaxError,
+     ["starred unpacking", "fixed number"]),
+    (f_kwargs_call, "np.sum(x, **options)", pb.UnsupportedSyntaxError,
+     ["`**kwargs`", "by name"]),
+    (f_nested_varargs, "def g(*vs):", pb.UnsupportedSyntaxError, ["*args"]),
+    (f_decorated_nested, "def g(v):", pb.UnsupportedSyntaxError,
+     ["decorated nested function", "module level"]),
+    (f_attribute_write, "y.shape = (3, 1)", pb.UnsupportedSyntaxError,
+     ["attribute", "plain local name"]),
+    (f_attribute_augassign, "y.real += 1.0", pb.UnsupportedSyntaxError,
+     ["attribute", "plain local name"]),
+    (f_dict_write, "d = {}", pb.UnsupportedSyntaxError, ["`d`", "new array"]),
+    (f_element_multiply, "y[0] *= 2.0", pb.UnsupportedSyntaxError,
+     ["in-place update of array elements", "y[i] = y[i] * v"]),
+    (f_sort, "y.sort()", pb.UnsupportedSyntaxError, ["`.sort()`", "in place", "new value"]),
+    (f_fill, "x.fill(0.0)", pb.UnsupportedSyntaxError, ["`.fill()`", "np.full_like"]),
+    (f_out, "np.sin(x, out=y)", pb.UnsupportedSyntaxError, ["`out=`", "y = np.sin(x)"]),
+    (f_copyto, "np.copyto(y, x)", pb.UnsupportedSyntaxError, ["np.copyto", "in place"]),
+    (f_row_view_after_write, "row = y[0]", pb.UnsupportedSyntaxError,
+     ["view", "after a write", ".copy()"]),
+    (f_add_at_argument, "np.add.at(x, 0, 1.0)", pb.UnsupportedSyntaxError,
+     ["argument `x`", "x.copy()"]),
+    (f_augassign_view, "y += 1.0", pb.UnsupportedSyntaxError, ["in-place", "y = y + ..."]),
+    (f_read_before_assignment, "total = total + np.sum(x)", pb.UnsupportedSyntaxError,
+     ["before it is assigned", "Assign `total`"]),
+]
+
+
+@pytest.mark.parametrize("fn, text, cls, hint", UNSUPPORTED,
+                         ids=[c[0].__name__ for c in UNSUPPORTED])
+def test_unsupported_construct_names_line_and_fix(fn, text, cls, hint):
+    x = X.copy()
+    with pytest.raises(cls) as excinfo:
+        pb.grad(fn)(x)
+    check_error(excinfo.value, fn, text, cls, hint)
+    np.testing.assert_array_equal(x, X)      # refused before anything ran
+
+
+def test_refused_under_vjp_and_jvp_too():
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.vjp(f_sort, X)
+    check_error(excinfo.value, f_sort, "y.sort()", pb.UnsupportedSyntaxError, ["`.sort()`"])
+    with pytest.raises(pb.UnsupportedSyntaxError):
+        pb.jvp(f_sort, (X,), (X,))
+
+
+# -- functions with no rule, values that carry no gradient -------------------------
+
+def f_no_rule_linalg(x):
+    return np.linalg.norm(x)
+
+
+def f_no_rule_method(x):
+    return np.sum(x.cumprod())
+
+
+def f_varied_static_axis(x):
+    k = x[0]
+    return np.sum(np.sum(np.outer(x, x), axis=k))
+
+
+NO_RULE = [
+    (f_no_rule_linalg, "np.linalg.norm(x)", pb.NoRuleError,
+     ["np.linalg.norm", "pb.custom_vjp"]),
+    (f_no_rule_method, "x.cumprod()", pb.NoRuleError, ["cumprod", "pb.custom_vjp"]),
+    (f_varied_static_axis, "axis=k", pb.NonDifferentiableError, ["`axis`", "constant"]),
+]
+
+
+@pytest.mark.parametrize("fn, text, cls, hint", NO_RULE, ids=[c[0].__name__ for c in NO_RULE])
+def test_no_rule_names_line_and_fix(fn, text, cls, hint):
+    with pytest.raises(cls) as excinfo:
+        pb.grad(fn)(X)
+    check_error(excinfo.value, fn, text, cls, hint)
+
+
+# -- functions pullback cannot read ----------------------------------------------------
+
+def test_numpy_function_without_source_says_to_wrap_it():
+    with pytest.raises(pb.SourceUnavailableError) as excinfo:
+        pb.grad(np.sin)(1.0)
+    msg = str(excinfo.value)
+    assert "not a Python function" in msg and "lambda x: np.sin(x)" in msg
+
+
+def test_callables_without_source():
+    with pytest.raises(pb.SourceUnavailableError, match="(?s)not a Python function.*custom_vjp"):
+        pb.grad(functools.partial(f_fill))(X)
+    with pytest.raises(pb.SourceUnavailableError, match="not a Python function"):
+        pb.grad(math.sin)(1.0)
+    with pytest.raises(pb.SourceUnavailableError, match="not a Python function"):
+        pb.vjp(len, X)
+
+
+def test_function_whose_source_is_gone():
+    ns = {}
+    exec(compile("def f(x):\n    return x * 2.0\n", "<no such file>", "exec"), ns)
+    with pytest.raises(pb.SourceUnavailableError) as excinfo:
+        pb.grad(ns["f"])(1.0)
+    assert "not available" in str(excinfo.value) and "in a file" in str(excinfo.value)
+
+
+# -- misuse of the API -----------------------------------------------------------------
+
+def two(x, y):
+    return np.sum(x * y)
+
+
+@pytest.mark.parametrize("argnums", [[0, 1], True, 1.0, (), (0, "y")])
+def test_argnums_of_the_wrong_type(argnums):
+    with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple of ints"):
+        pb.grad(two, argnums=argnums)
+
+
+@pytest.mark.parametrize("argnums", [2, -3, (0, 5)])
+def test_argnums_out_of_range(argnums):
+    with pytest.raises(ValueError, match=r"argnums=-?\d is out of range: two was called with "
+                                         r"2 positional arguments"):
+        pb.grad(two, argnums=argnums)(X, X)
+
+
+@pytest.mark.parametrize("value, words", [
+    (np.arange(3.0), [r"shape \(3,\)"]),
+    ([1.0, 2.0], ["list"]),
+    ((1.0,), ["tuple"]),
+])
+def test_non_scalar_output(value, words):
+    def f(x):
+        return value
+    with pytest.raises(TypeError) as excinfo:
+        pb.grad(f)(1.0)
+    msg = str(excinfo.value)
+    assert "requires a scalar output" in msg and ".sum()" in msg and "pb.vjp" in msg
+    assert all(__import__("re").search(w, msg) for w in words), msg
+
+
+def test_complex_output():
+    with pytest.raises(TypeError, match=r"real output.*np\.real\(y\).*np\.abs.*pb\.vjp"):
+        pb.grad(lambda z: z * z)(1.0 + 2.0j)
+
+
+@pytest.mark.parametrize("value, words", [
+    (3, ["(y)", "int", "integer", "3.0", "argnums"]),
+    (np.arange(3), ["int64", "x.astype(float)"]),
+    (np.int32(2), ["int32"]),
+    (True, ["bool"]),
+    ("a", ["str", "NumPy array of floats"]),
+    (None, ["NoneType"]),
+    ((1.0, 2), ["tuple"]),
+])
+def test_inputs_without_a_gradient(value, words):
+    with pytest.raises(TypeError) as excinfo:
+        pb.grad(two, argnums=1)(X, value)
+    msg = str(excinfo.value)
+    assert "pb.grad cannot differentiate two with respect to argument 1" in msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_cotangent_that_does_not_match_the_output():
+    _, back = pb.vjp(lambda x: x * 2.0, X)
+    with pytest.raises(ValueError, match=r"has shape \(2,\), but its output has shape \(3,\)"):
+        back(np.ones(2))
+    _, back = pb.vjp(lambda x: (x, np.sum(x)), X)
+    with pytest.raises(ValueError, match="returned a tuple of 2.*same structure"):
+        back(np.ones(3))
+
+
+def test_has_aux_without_a_pair():
+    def f(x):
+        return np.sum(x)
+    with pytest.raises(pb.PullbackError) as excinfo:
+        pb.grad(f, has_aux=True)(X)
+    check_error(excinfo.value, f, "return np.sum(x)", pb.PullbackError, ["return value, aux"])
+
+
+def test_custom_vjp_misuse():
+    @pb.custom_vjp
+    def f(x):
+        return x * 2.0
+    with pytest.raises(TypeError, match=r"has no rule yet: call f\.defvjp\(fwd, bwd\)"):
+        pb.grad(f)(1.0)
+    f.defvjp(lambda x: (x * 2.0, None), lambda res, g: g * 2.0)
+    with pytest.raises(TypeError, match="must return a tuple with one cotangent per argument"):
+        pb.grad(f)(1.0)
+
+
+def test_jvp_with_mismatched_tangents():
+    with pytest.raises(ValueError, match="one tangent per primal"):
+        pb.jvp(np.sum, (X,), (X, X))
+    with pytest.raises(ValueError, match=r"tangent of shape \(2,\).*primal of shape \(3,\)"):
+        pb.jvp(lambda x: np.sum(x), (X,), (np.ones(2),))
+
+
+# -- errors in the user's own code, raised while the primal runs -----------------------
+
+def points_at(err, fn, text, filename=__file__):
+    """The traceback of ``err`` names the user's file and the line of ``fn``
+    holding ``text``, and quotes it."""
+    shown = "".join(traceback.format_exception(err))
+    assert f'File "{filename}", line {line_of(fn, text)}' in shown, shown
+    assert text in shown
+
+
+def shapes_mismatch(x, y):
+    z = x + y
+    return np.sum(z)
+
+
+def out_of_range_in_loop(x):
+    s = 0.0
+    for i in range(5):
+        s = s + x[i] * 2.0
+    return s
+
+
+def in_a_branch(x, s):
+    if s > 0.0:
+        t = x @ np.ones(4)
+    else:
+        t = np.sum(x)
+    return t
+
+
+def missing_key(params):
+    return params["w"] * params["bias"]
+
+
+def user_assert(x):
+    assert np.all(x > 1.0), "every x must exceed 1"
+    return np.sum(x)
+
+
+def helper_that_fails(v):
+    return v @ np.ones(5)
+
+
+def calls_helper(x):
+    return np.sum(helper_that_fails(x) * 2.0)
+
+
+def divides(x, s):
+    scale = 1.0 / s
+    return np.sum(x) * scale
+
+
+RUNTIME = [
+    (shapes_mismatch, (X, np.ones(2)), ValueError, "z = x + y"),
+    (out_of_range_in_loop, (X,), IndexError, "s = s + x[i] * 2.0"),
+    (in_a_branch, (X, 1.0), ValueError, "t = x @ np.ones(4)"),
+    (missing_key, ({"w": 2.0},), KeyError, 'params["w"] * params["bias"]'),
+    (user_assert, (X,), AssertionError, "assert np.all(x > 1.0)"),
+    (calls_helper, (X,), ValueError, "return np.sum(helper_that_fails(x) * 2.0)"),
+    (divides, (X, 0.0), ZeroDivisionError, "scale = 1.0 / s"),
+]
+
+
+@pytest.mark.parametrize("fn, args, exc, text", RUNTIME, ids=[c[0].__name__ for c in RUNTIME])
+def test_error_in_user_code_points_at_the_user_line(fn, args, exc, text):
+    with pytest.raises(Exception) as plain:      # what plain Python raises
+        fn(*args)
+    with pytest.raises(exc) as excinfo:
+        pb.grad(fn)(*args)
+    assert type(excinfo.value) is type(plain.value)
+    # the user's own error, unchanged (pytest adds its own detail to an assert here)
+    assert str(plain.value).startswith(str(excinfo.value))
+    points_at(excinfo.value, fn, text)
+
+
+def test_error_in_a_helper_points_at_both_lines():
+    with pytest.raises(ValueError) as excinfo:
+        pb.grad(calls_helper)(X)
+    points_at(excinfo.value, helper_that_fails, "return v @ np.ones(5)")
+    points_at(excinfo.value, calls_helper, "helper_that_fails(x)")
+
+
+def test_error_in_generated_source_of_a_string():
+    f = function_from_source("""
+    def f(x):
+        y = x[::2]
+        return np.sum(y * x)
+    """)
+    with pytest.raises(ValueError) as excinfo:
+        pb.grad(f)(X)
+    shown = "".join(traceback.format_exception(excinfo.value))
+    assert f'File "{f.__code__.co_filename}", line 3' in shown
+    assert "return np.sum(y * x)" in shown
