@@ -36,7 +36,7 @@ import types  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pullback as pb  # noqa: E402
-from pullback import kernels  # noqa: E402
+from pullback import jax_bridge, kernels  # noqa: E402
 
 
 # -- the functions --------------------------------------------------------------------
@@ -207,7 +207,7 @@ def method(name, how):
         jfn = jax.jit(jax.value_and_grad(jax_version(name), argnums=argnums))
 
         def run(*args):
-            with kernels._x64(jax):
+            with jax_bridge.x64(jax):
                 return jax.block_until_ready(jfn(*args))
         return run
     raise ValueError(how)

@@ -46,21 +46,27 @@ call.  ``PULLBACK_JAX=0`` or ``options(jax=False)`` turns JAX off;
 
 Each kernel's code is readable: ``kernel.source`` (or ``sources(fn)``) shows
 the region, its ``jax.numpy`` translation and the NumPy forward mode.
+
+This module holds the settings and the cost model, ``Kernel`` and
+``sources``.  The region a kernel runs, and the code made from it, is a
+``kernel_programs.Program``; moving arrays to JAX and back is
+``jax_bridge``; ``PerElement``, the path for a map that cannot be fused, is
+``per_element``'s (and is importable from here too).
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import importlib.util
-import itertools
-import math
-import operator
 import os
 
 import numpy as np
 
 from . import runtime
 from .api import CustomVJP
+from .jax_bridge import (from_jax, from_jax_gpu, inexact, is_cupy, load_jax, region_size,
+                         takes, to_jax, x64)
+from .per_element import PerElement
 
 __all__ = ["Kernel", "PerElement", "options", "sizing", "size_class", "jax_available",
            "threshold_from_env", "current_threshold", "lowering_wanted", "DEFAULT_THRESHOLD",
@@ -83,7 +89,6 @@ _OFF = ("0", "false", "no", "off")
 #: How many kernel calls took each path in this process (tests read these).
 stats = {"jax": 0, "numpy": 0}
 _options = contextvars.ContextVar("pullback_kernel_options", default=None)
-_counter = itertools.count()
 
 
 def jax_available():
@@ -152,7 +157,7 @@ def size_class(args):
     of elements (or a GPU array): a transform for such arguments lowers its
     elementwise regions; one for small arrays keeps plain NumPy code.  Part
     of the specialization key."""
-    if not any(isinstance(a, (np.ndarray, tuple, list)) or _is_cupy(a) for a in args):
+    if not any(isinstance(a, (np.ndarray, tuple, list)) or is_cupy(a) for a in args):
         return False            # scalars only: nothing to fuse (and no setting to read)
     threshold = current_threshold()
     for a in args:
@@ -160,7 +165,7 @@ def size_class(args):
             if isinstance(x, np.ndarray):
                 if x.size >= threshold:
                     return True
-            elif _is_cupy(x):
+            elif is_cupy(x):
                 return True
     return False
 
@@ -193,10 +198,11 @@ def lowering_wanted():
 class Kernel(CustomVJP):
     """One fused elementwise region, callable as ``kernel(*inputs)``.
 
-    Built by ``lower_broadcasts`` from ``program`` (a ``kernels.Program``: the
-    region as steps over named inputs) and the names of the inputs the call
-    site passes (``params``).  ``ambient`` holds getters for values the
-    region reads from a user function's globals or cells at call time.
+    Built by ``lower_broadcasts`` from ``program`` (a
+    ``kernel_programs.Program``: the region as steps over named inputs) and
+    the names of the inputs the call site passes (``params``).  ``ambient``
+    holds getters for values the region reads from a user function's globals
+    or cells at call time.
     """
 
     #: The cotangents the adjoint returns are new arrays that nothing else
@@ -303,26 +309,26 @@ class Kernel(CustomVJP):
             threshold = opts.get("threshold", self.threshold)
         else:
             threshold = self.threshold
-        size, gpu = _region_size(args)
-        if size is None or not all(_takes(a) for a in amb):
+        size, gpu = region_size(args)
+        if size is None or not all(takes(a) for a in amb):
             return False
         return size >= threshold and size > 0 or (gpu and size > 0)
 
     def _jax_primal(self, args, amb, mask):
-        jx = _jax()
+        jx = load_jax()
         if jx is None:
             return None
-        gpu = any(_is_cupy(a) for a in args)
-        diff = tuple(k for k in mask if _inexact(args[k]))
+        gpu = any(is_cupy(a) for a in args)
+        diff = tuple(k for k in mask if inexact(args[k]))
         fn = self._jax.get(diff)
         if fn is None:
             fn = self._jax[diff] = (self.program.jax_kernel(diff, self.__name__),
                                     self.program.constant_partials(diff))
         fn, constants = fn
-        inputs = tuple(_to_jax(a, jx, gpu) for a in args) + tuple(
-            _to_jax(a, jx, gpu) for a in amb)
+        inputs = tuple(to_jax(a, jx, gpu) for a in args) + tuple(
+            to_jax(a, jx, gpu) for a in amb)
         try:
-            with _x64(jx):
+            with x64(jx):
                 out, parts = fn(*inputs)
         except Exception as err:            # a translation JAX cannot run: NumPy it is
             if isinstance(err, (KeyboardInterrupt, MemoryError)):
@@ -332,7 +338,7 @@ class Kernel(CustomVJP):
                           "it runs on NumPy from now on.", RuntimeWarning, stacklevel=3)
             self.use_jax = False
             return None
-        convert = _from_jax_gpu if gpu else _from_jax
+        convert = from_jax_gpu if gpu else from_jax
         out = convert(out)
         if self.copy_out and not gpu:
             out = np.array(out)
@@ -360,272 +366,13 @@ def _cotangent(g, partial, x, shape=None):
         c = np.broadcast_to(c, shape)
         if np.shape(x) == shape:
             c = np.array(c)               # a new array, not a view of one number
-    if _is_cupy(c):
+    if is_cupy(c):
         return runtime.unbroadcast(c, x)
     return runtime.project(c, x)
 
 
 def _broadcast_shape(args):
     return np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
-
-
-def _region_size(args):
-    """Elements of the broadcast output, and whether a GPU array is among the
-    inputs; size None when an input is not a number or an array JAX takes."""
-    biggest, shapes, gpu = 0, [], False
-    for a in args:
-        if isinstance(a, np.ndarray):
-            if a.dtype.kind not in "biuf":
-                return None, False
-            shapes.append(a.shape)
-            biggest = max(biggest, a.size)
-        elif isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
-            continue
-        elif _is_cupy(a):
-            if a.dtype.kind not in "biuf":
-                return None, False
-            gpu = True
-            shapes.append(a.shape)
-            biggest = max(biggest, a.size)
-        else:
-            return None, False
-    if len(shapes) > 1:
-        try:
-            return math.prod(np.broadcast_shapes(*shapes)), gpu
-        except ValueError:
-            return None, False
-    return biggest, gpu
-
-
-def _takes(a):
-    """Whether JAX takes ``a`` (a value read from a user function's globals)
-    as a kernel argument: a real number or an array of them."""
-    if isinstance(a, (np.ndarray, np.generic)) or _is_cupy(a):
-        return a.dtype.kind in "biuf"
-    return isinstance(a, (bool, int, float))
-
-
-def _inexact(x):
-    dtype = getattr(x, "dtype", None)
-    if dtype is not None:
-        return dtype.kind in "fc"
-    return isinstance(x, (float, complex))
-
-
-def _is_cupy(x):
-    return type(x).__module__.startswith("cupy")
-
-
-_JAX = []
-
-
-def _jax():
-    """The jax module, imported on first use (None if it cannot be)."""
-    if not _JAX:
-        try:
-            import jax
-            import jax.numpy  # noqa: F401
-            _JAX.append(jax)
-        except Exception:       # pragma: no cover - an install without jax
-            _JAX.append(None)
-    return _JAX[0]
-
-
-def _x64(jx):
-    """A context in which JAX computes float64 as float64 (the user's own
-    configuration is left as it is)."""
-    ctx = getattr(jx, "enable_x64", None)
-    if ctx is None:                           # older JAX
-        from jax.experimental import enable_x64 as ctx
-        return ctx()
-    return ctx(True)
-
-
-def _to_jax(a, jx, gpu):
-    if isinstance(a, np.ndarray):
-        if a.ndim == 0:
-            return a[()]
-        return _aligned(a)
-    if _is_cupy(a):
-        return jx.dlpack.from_dlpack(a)
-    return a
-
-
-def _aligned(a, alignment=64):
-    """``a`` itself if JAX can take it without a copy (C-contiguous and 64-byte
-    aligned), else such a copy; NumPy's copy is several times faster than the
-    one JAX makes of an unaligned buffer."""
-    if a.flags.c_contiguous and a.ctypes.data % alignment == 0:
-        return a
-    buf = np.empty(a.nbytes + alignment, dtype=np.uint8)
-    offset = (-buf.ctypes.data) % alignment
-    out = buf[offset:offset + a.nbytes].view(a.dtype).reshape(a.shape)
-    np.copyto(out, a)
-    return out
-
-
-def _from_jax(x):
-    return np.asarray(x)
-
-
-def _from_jax_gpu(x):
-    import cupy
-    return cupy.from_dlpack(x)
-
-
-# -- programs: a region as steps, and the code made from it ----------------------
-
-class Step:
-    """``target = prim(*args)``: one elementwise operation of a region.
-
-    ``args`` are gast atoms over the region's names.  ``prim`` is the NumPy
-    primitive (an ``operator`` function for Python's operators, a ufunc,
-    ``np.where``, ``np.clip``); None for a step computed from values that do
-    not vary per element (``expr`` holds it, e.g. ``c[0]``)."""
-
-    def __init__(self, target, prim, args, expr=None, lineno=None):
-        self.target, self.prim, self.args, self.expr = target, prim, list(args), expr
-        self.lineno = lineno
-
-
-class Cast:
-    """The step ``np.asarray(x, dtype)``: np.vectorize's ``otypes``.  Linear,
-    so a tangent is cast the same way."""
-
-    __name__ = "astype"
-
-    def __init__(self, dtype):
-        self.dtype = np.dtype(dtype)
-
-    def text(self, arg, flavour):
-        module = "jnp" if flavour == "jax" else "np"
-        return f"{module}.asarray({arg}, dtype={self.dtype.name!r})"
-
-
-def _passes_tangent(prim):
-    """Steps whose tangent is their argument's, transformed alike."""
-    return getattr(prim, "__name__", "") == "_identity" or isinstance(prim, Cast)
-
-
-class Program:
-    """A region: named inputs, steps, one output; with ``summed``, the
-    kernel's value is the output's sum (``np.sum`` of the region fused in:
-    the elementwise value is never stored), its partials still elementwise."""
-
-    def __init__(self, inputs, steps, output, ambient_names=(), summed=False):
-        self.inputs = list(inputs)          # call-site inputs, then ambient ones
-        self.ambient_names = list(ambient_names)
-        self.steps = steps
-        self.output = output
-        self.summed = summed
-
-    @property
-    def all_inputs(self):
-        return self.inputs + self.ambient_names
-
-    def differentiable_inputs(self):
-        """The inputs through which a gradient reaches the output."""
-        from .rules.registry import lookup
-        import gast
-        deps = {n: {n} for n in self.inputs}
-        for step in self.steps:
-            got = set()
-            if step.prim is not None:
-                if _passes_tangent(step.prim):
-                    params, diff = ("x",), ("x",)
-                else:
-                    rule = lookup(step.prim)
-                    params, diff = (rule.params, rule.diff) if rule else ((), ())
-                for p, a in zip(params, step.args):
-                    if p in diff and isinstance(a, gast.Name):
-                        got |= deps.get(a.id, set())
-            deps[step.target] = got
-        return deps.get(self.output, set())
-
-    # code text ------------------------------------------------------------------
-
-    def render(self, flavour, name):
-        return _render_values(self, flavour, name)[0]
-
-    def render_partials(self, mask, name):
-        return _render_partials(self, mask, name)[0]
-
-    def constant_partials(self, mask):
-        """{input index: value} for the partials that are constants (the 1 of
-        ``x + c`` with respect to ``c``): no kernel need compute them."""
-        return _render_partials(self, mask, "_")[2]
-
-    def compile(self, flavour, name):
-        text, namespace = _render_values(self, flavour, name)
-        return _exec(_free_early(text) if flavour == "numpy" else text, namespace, name)
-
-    def compile_partials(self, mask, name):
-        text, namespace, _ = _render_partials(self, mask, name)
-        return _exec(_free_early(text), namespace, name)
-
-    def jax_kernel(self, diff, name):
-        """A jitted function of all inputs returning the value and the partial
-        derivatives with respect to the inputs at positions ``diff``."""
-        jx = _jax()
-        jnp = jx.numpy
-        text, namespace = _render_values(self, "jax", name + "_jax", summed=False)
-        f = _exec(text, namespace, name + "_jax")
-        constants = self.constant_partials(diff)
-
-        def kernel(*args):
-            out, parts = None, []
-            for k in diff:
-                if k in constants:
-                    parts.append(None)
-                    continue
-                def along(a, k=k):
-                    return f(*args[:k], a, *args[k + 1:])
-                out, t = jx.jvp(along, (args[k],), (jnp.ones_like(args[k]),))
-                parts.append(t)
-            if out is None:
-                out = f(*args)
-            if self.summed:
-                out = namespace["strong"](jnp.sum(out))
-            return out, tuple(parts)
-
-        kernel.__name__ = name
-        return jx.jit(kernel)
-
-
-def _free_early(text):
-    """``text`` (a generated function of assignments and a return) with a
-    ``del`` after the last use of each temporary: an intermediate array is
-    freed as soon as nothing needs it, so the NumPy path holds a few arrays
-    at a time, not the whole region."""
-    import ast
-    lines = text.splitlines()
-    header, body = lines[0], lines[1:]
-    params = {a.arg for a in ast.parse(header + " pass").body[0].args.args}
-    assigned, last = set(), {}
-    for i, line in enumerate(body):
-        tree = ast.parse(line.strip())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Store):
-                    assigned.add(node.id)
-                last[node.id] = i
-    returned = {n.id for n in ast.walk(ast.parse(body[-1].strip())) if isinstance(n, ast.Name)}
-    out = [header]
-    for i, line in enumerate(body):
-        out.append(line)
-        dead = sorted(n for n in assigned if last.get(n) == i and n not in returned
-                      and n not in params)
-        if dead and i < len(body) - 1:
-            out.append(f"    del {', '.join(dead)}")
-    return "\n".join(out) + "\n"
-
-
-def _exec(text, namespace, name):
-    from .codegen import register_source
-    filename = f"<pullback kernel {name} #{next(_counter)}>"
-    register_source(filename, text)
-    exec(compile(text, filename, "exec"), namespace)
-    return namespace[name]
 
 
 def sources(fn, *example_args, argnums=None):
@@ -655,252 +402,5 @@ def sources(fn, *example_args, argnums=None):
     return "\n\n\n".join(out)
 
 
-# -- the per-element path ---------------------------------------------------------
-
-class PerElement(CustomVJP):
-    """``np.vectorize(fn)(*args)`` for a ``fn`` that cannot be fused (it has
-    effects, or is not elementwise): ``fn``'s own primal and adjoint run once
-    per element, in order, as NumPy calls ``fn``."""
-
-    fresh_cotangents = True
-
-    def __init__(self, fn, params, otypes=None):
-        self.fn = self.fun = fn
-        self.__name__ = self.__qualname__ = f"{getattr(fn, '__name__', 'fn')}_each"
-        self.__doc__ = f"np.vectorize({getattr(fn, '__name__', 'fn')}), element by element"
-        self.params = list(params)
-        self.otypes = otypes
-        self._pairs = {}
-
-    def __call__(self, *args):
-        return np.vectorize(self.fn, otypes=self.otypes)(*args)
-
-    def for_callers(self, mask):
-        pair = self._pairs.get(mask)
-        if pair is None:
-            pair = self._pairs[mask] = self._make_pair(tuple(mask))
-        return pair
-
-    def _make_pair(self, mask):
-        from .api import derivative_of
-        fn, otypes = self.fn, self.otypes
-
-        def primal(*args):
-            arrays = np.broadcast_arrays(*[np.asarray(a) for a in args])
-            shape = arrays[0].shape if arrays else ()
-            flat = [a.ravel() for a in arrays]
-            diff = tuple(k for k in mask if np.asarray(args[k]).dtype.kind in "fc")
-            prim, _ = derivative_of(fn).for_callers(diff)
-            if otypes is None and flat and flat[0].size:
-                fn(*[f[0] for f in flat])      # NumPy's vectorize probes the first element
-            outs, ress = [], []
-            for i in range(flat[0].size if flat else 1):
-                o, r = prim(*[f[i].item() for f in flat])
-                outs.append(o)
-                ress.append(r)
-            dtype = otypes[0] if otypes else (np.result_type(*[np.asarray(o) for o in outs[:1]])
-                                              if outs else float)
-            out = np.array(outs, dtype=dtype).reshape(shape)
-            return out, (ress, diff, tuple(runtime.meta(a) for a in args), shape)
-
-        def adjoint(res, g):
-            ress, diff, metas, shape = res
-            _, adj = derivative_of(fn).for_callers(diff)
-            g = np.broadcast_to(g, shape).ravel()
-            sums = {k: np.zeros(len(ress)) for k in diff}
-            for i, r in enumerate(ress):
-                grads = adj(r, g[i].item())
-                for k in diff:
-                    if grads[k] is not None:
-                        sums[k][i] = grads[k]
-            out = [None] * len(metas)
-            for k in mask:
-                if k in sums:
-                    out[k] = runtime.project(sums[k].reshape(shape), metas[k])
-                else:
-                    out[k] = runtime.zeros_like(metas[k])
-            return tuple(out)
-
-        primal.__name__, adjoint.__name__ = f"{self.__name__}_primal", f"{self.__name__}_adjoint"
-        return primal, adjoint
-
-    @property
-    def source(self):
-        return f"# {self.__name__}: {self.__doc__}"
-
-
 def is_kernel_helper(value):
     return getattr(value, "__pullback_kernel__", None) is not None
-
-
-# operators the generated code writes as Python syntax
-BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-          operator.floordiv: "//", operator.mod: "%", operator.pow: "**",
-          operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
-          operator.eq: "==", operator.ne: "!="}
-UNARY = {operator.neg: "-", operator.pos: "+"}
-
-
-# -- rendering a program as Python ---------------------------------------------------
-
-def _atom_text(node):
-    from .codegen import unparse
-    return unparse(node)
-
-
-def _callee_text(prim, flavour):
-    """How generated code of ``flavour`` ("numpy" or "jax") calls ``prim``."""
-    name = prim.__name__ if isinstance(prim, np.ufunc) else {
-        np.where: "where", np.clip: "clip"}[prim]
-    return f"{'jnp' if flavour == 'jax' else 'np'}.{name}"
-
-
-def _step_text(step, flavour):
-    if step.prim is None:
-        return _atom_text(step.expr)
-    args = [_atom_text(a) for a in step.args]
-    if step.prim in BINARY:
-        return f"{args[0]} {BINARY[step.prim]} {args[1]}"
-    if step.prim in UNARY:
-        return f"{UNARY[step.prim]}{args[0]}"
-    if getattr(step.prim, "__name__", "") == "_identity":
-        return args[0]
-    if isinstance(step.prim, Cast):
-        return step.prim.text(args[0], flavour)
-    call = f"{_callee_text(step.prim, flavour)}({', '.join(args)})"
-    # a NumPy function returns an array or a NumPy scalar even for Python
-    # numbers, never a weakly typed value: so must the translation
-    return f"strong({call})" if flavour == "jax" else call
-
-
-def _namespace(flavour):
-    if flavour == "jax":
-        jx = _jax()
-
-        def strong(v):
-            return v.astype(v.dtype) if getattr(v, "weak_type", False) else v
-        return {"jnp": jx.numpy, "np": np, "strong": strong}
-    return {"np": np}
-
-
-def _render_values(program, flavour, name, summed=None):
-    """The region as a function of its inputs returning its value (summed if
-    the program is, unless ``summed=False``: the JAX kernel sums after jvp)."""
-    summed = program.summed if summed is None else summed
-    lines = [f"def {name}({', '.join(program.all_inputs)}):"]
-    for step in program.steps:
-        lines.append(f"    {step.target} = {_step_text(step, flavour)}")
-    out = program.output
-    if summed:
-        out = f"jnp.sum({out})" if flavour == "jax" else f"np.sum({out})"
-    lines.append(f"    return {out}")
-    return "\n".join(lines) + "\n", _namespace(flavour)
-
-
-def _render_partials(program, mask, name):
-    """Forward mode over the region in NumPy: each step's value, then its
-    tangent along each differentiated input, from the step's own rule taken
-    as the linear map it is (``exp``: ``t * ans``).  Returns the value and one
-    partial derivative per input in ``mask`` (None where none flows)."""
-    import gast
-    from .codegen import unparse
-    from .inline import instantiate
-    from .naming import Namer
-    from .rules.registry import lookup
-
-    namespace = _namespace("numpy")
-    taken = set(program.all_inputs) | {s.target for s in program.steps} | set(namespace)
-    namer = Namer(taken)
-
-    def bind_global(n, value):
-        if namespace.get(n) is value:
-            return n
-        fresh = n if n not in namer.taken else namer.fresh(n)
-        namer.taken.add(fresh)
-        namespace[fresh] = value
-        return fresh
-
-    def load(n):
-        return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
-
-    seen = {}
-
-    def emit(expr, base):
-        """Bind ``expr`` to a fresh name (the same name for the same text: the
-        tangents along two inputs often coincide, as for ``x + b``)."""
-        if isinstance(expr, (gast.Constant, gast.Name)):
-            return expr
-        text = unparse(expr)
-        if text not in seen:
-            seen[text] = namer.fresh(base)
-            lines.append(f"    {seen[text]} = {text}")
-        return load(seen[text])
-
-    inputs = program.inputs
-    tangent = {inputs[k]: {k: gast.Constant(value=1.0, kind=None)} for k in mask}
-    lines = [f"def {name}({', '.join(program.all_inputs)}):"]
-    for step in program.steps:
-        lines.append(f"    {step.target} = {_step_text(step, 'numpy')}")
-        if step.prim is None:
-            continue
-        if _passes_tangent(step.prim):
-            arg = step.args[0]
-            if isinstance(arg, gast.Name) and arg.id in tangent:
-                if isinstance(step.prim, Cast):
-                    tangent[step.target] = {
-                        k: emit(gast.parse(step.prim.text(unparse(t), "numpy"),
-                                           mode="eval").body, f"{step.target}_d{inputs[k]}")
-                        for k, t in tangent[arg.id].items()}
-                else:
-                    tangent[step.target] = dict(tangent[arg.id])
-            continue
-        rule = lookup(step.prim)
-        if rule is None:
-            continue                  # no gradient: comparisons, floor, sign...
-        subst = {"ans": load(step.target)}
-        for p, a in zip(rule.params, step.args):
-            subst[p] = a
-        for p in rule.params[len(step.args):]:
-            default = rule.signature.parameters[p].default
-            subst[p] = gast.Constant(value=None if default is rule.signature.empty
-                                     else default, kind=None)
-        mine = {}
-        for k in mask:
-            if step.prim is np.where:       # one select of the two branches' tangents
-                branch = [tangent.get(a.id, {}).get(k) if isinstance(a, gast.Name) else None
-                          for a in step.args[1:]]
-                if any(t is not None for t in branch):
-                    zero = gast.Constant(value=0.0, kind=None)
-                    total = gast.Call(func=gast.Attribute(value=load("np"), attr="where",
-                                                          ctx=gast.Load()),
-                                      args=[step.args[0]] + [t or zero for t in branch],
-                                      keywords=[])
-                    mine[k] = emit(total, f"{step.target}_d{inputs[k]}")
-                continue
-            terms = []
-            for p, a in zip(rule.params, step.args):
-                if p not in rule.diff or not isinstance(a, gast.Name):
-                    continue
-                t = tangent.get(a.id, {}).get(k)
-                if t is None:
-                    continue
-                stmts, exprs = instantiate(rule, dict(subst, g=t), [p], namer, bind_global)
-                for s in stmts:
-                    lines.append(f"    {unparse(s)}")
-                terms.append(exprs[p])
-            if not terms:
-                continue
-            total = terms[0]
-            for t in terms[1:]:
-                total = gast.BinOp(left=total, op=gast.Add(), right=t)
-            mine[k] = emit(total, f"{step.target}_d{inputs[k]}")
-        if mine:
-            tangent[step.target] = mine
-    outs = tangent.get(program.output, {})
-    parts = [unparse(outs[k]) if k in outs else "None" for k in mask]
-    tail = ", ".join(parts) + ("," if len(parts) == 1 else "")
-    out = f"np.sum({program.output})" if program.summed else program.output
-    lines.append(f"    return {out}, ({tail})")
-    constants = {k: outs[k].value for k in mask
-                 if isinstance(outs.get(k), gast.Constant)}
-    return "\n".join(lines) + "\n", namespace, constants
