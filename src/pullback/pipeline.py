@@ -1,9 +1,14 @@
 """The pipeline: every pass, in order, in one flat list.
 
-Each pass is one module and takes its inputs explicitly.  Slots for the
-passes still to come are marked where they will go (DESIGN.md, "Pipeline").
+Each pass is one module and takes its inputs explicitly (DESIGN.md,
+"Pipeline").  ``return_kind`` runs the front of the pipeline on a callee, so
+that the kind of what a user function returns is known where it is called.
 """
 from __future__ import annotations
+
+import inspect
+import types
+import weakref
 
 import gast
 
@@ -17,14 +22,9 @@ from .naming import Namer
 def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
-    parsed = frontend.parse(fn)
-    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
-    desugar.desugar(parsed.tree, namer, parsed)
-    closures.lift_closures(parsed.tree, namer, parsed)
-    structure.structure(parsed.tree, namer, parsed)
-    normal = normalize.normalize(parsed, namer)
-    ops = ops_.resolve(normal, parsed)
-    kind_of = kinds.infer(normal.tree, {**_global_kinds(normal, parsed), **param_kinds}, ops)
+    parsed, normal, ops = _front(fn)
+    kind_of = kinds.infer(normal.tree, {**_global_kinds(normal, parsed), **param_kinds}, ops,
+                          _returns_of(fn))
     output = _output(normal, ops, has_aux, parsed)
     chains = defuse.chains(normal.tree)
     act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
@@ -36,8 +36,65 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
                                     inplace=inplace, written=frozenset(written))
     propagate_copies.propagate_copies(derived.adjoint)
-    # accumulate in place: owned gradient buffers updated with += (to come)
     return loader.load(derived, parsed)
+
+
+def _front(fn):
+    """``fn`` parsed, brought to normal form, and its operations resolved."""
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    desugar.desugar(parsed.tree, namer, parsed)
+    closures.lift_closures(parsed.tree, namer, parsed)
+    structure.structure(parsed.tree, namer, parsed)
+    normal = normalize.normalize(parsed, namer)
+    return parsed, normal, ops_.resolve(normal, parsed)
+
+
+_return_kinds = weakref.WeakKeyDictionary()    # fn -> {param kinds: Kind}; None: in progress
+
+
+def _returns_of(caller):
+    """The kind of what a call in ``caller`` returns (``kinds.infer``'s
+    ``returns``): inferred from the callee's own code, for a user function
+    defined in the caller's own file (whose text is part of every cache and
+    artifact key, so the kind cannot go stale); otherwise unknown."""
+    home = caller.__code__.co_filename
+
+    def returns(callee, arg_kinds):
+        if not isinstance(callee, types.FunctionType) \
+                or callee.__code__.co_filename != home:
+            return kinds.UNKNOWN
+        return return_kind(callee, arg_kinds)
+    return returns
+
+
+def return_kind(fn, arg_kinds):
+    """The kind of ``fn``'s result for arguments of ``arg_kinds`` (parameter
+    name -> Kind); unknown for a recursive call, or a function pullback will
+    refuse (the refusal comes when it is called)."""
+    sig = inspect.signature(fn)
+    params = {}
+    for p in sig.parameters.values():
+        if p.name in arg_kinds:
+            params[p.name] = arg_kinds[p.name]
+        elif p.default is not inspect.Parameter.empty:
+            params[p.name] = kinds.of_value(p.default)
+        else:
+            return kinds.UNKNOWN
+    key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
+    memo = _return_kinds.setdefault(fn, {})
+    if key in memo:
+        return memo[key] or kinds.UNKNOWN        # None: a recursive call
+    memo[key] = None
+    try:
+        parsed, normal, ops = _front(fn)
+        kind_of = kinds.infer(normal.tree, {**_global_kinds(normal, parsed), **params}, ops,
+                              _returns_of(fn))
+        result = kinds.of_atom(normal.returned, kind_of)
+    except PullbackError:
+        result = kinds.UNKNOWN
+    memo[key] = result
+    return result
 
 
 def _global_kinds(normal, parsed):

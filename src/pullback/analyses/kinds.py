@@ -68,26 +68,34 @@ _REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot
                "ndarray.min", "ndarray.var", "ndarray.std"}
 
 
-def infer(fn, params, ops):
+def infer(fn, params, ops, returns=None):
     """Map every name of the normal-form ``fn`` to its ``Kind``; ``params``
-    gives the parameters' kinds."""
+    gives the parameters' kinds.  ``returns(callee, arg_kinds)``, if given,
+    is the kind of what a call of the user function ``callee`` returns for
+    arguments of ``arg_kinds`` (parameter name -> Kind); without it the
+    result of a user function is of unknown kind."""
     kinds = dict(params)
-    _block(fn.body, ops, kinds)
+    _block(fn.body, ops, kinds, returns)
     return kinds
 
 
-def _block(stmts, ops, kinds):
+def of_atom(node, kinds):
+    """The kind of an atom (a name or a constant) given the kinds of names."""
+    return _atom(node, kinds)
+
+
+def _block(stmts, ops, kinds, returns):
     for stmt in stmts:
         if isinstance(stmt, gast.If):
-            _block(stmt.body, ops, kinds)
-            _block(stmt.orelse, ops, kinds)
+            _block(stmt.body, ops, kinds, returns)
+            _block(stmt.orelse, ops, kinds, returns)
         elif isinstance(stmt, (gast.For, gast.While)):
             if isinstance(stmt, gast.For):
                 over_range = _atom(stmt.iter, kinds) == RANGE
                 kinds[stmt.target.id] = Kind("scalar", False, 0) if over_range else UNKNOWN
             for _ in range(3):      # loop-carried names: until their kinds settle
                 before = dict(kinds)
-                _block(stmt.body, ops, kinds)
+                _block(stmt.body, ops, kinds, returns)
                 if kinds == before:
                     break
         elif isinstance(stmt, gast.Assign):
@@ -100,7 +108,7 @@ def _block(stmts, ops, kinds):
                 continue
             if isinstance(stmt.value, gast.Constant) and stmt.value.value is None:
                 continue    # a placeholder for a name defined later (in a loop): no kind
-            new = _rhs(stmt.value, ops[id(stmt)], kinds)
+            new = _rhs(stmt.value, ops[id(stmt)], kinds, returns)
             old = kinds.get(target.id)
             kinds[target.id] = new if old is None or old == new else _join(old, new)
 
@@ -152,7 +160,7 @@ REAL_OUTPUT = {np.real, np.imag, np.abs, np.absolute, np.angle, abs, "ndarray.re
                 "ndarray.imag"}
 
 
-def _rhs(node, op, kinds):
+def _rhs(node, op, kinds, returns=None):
     if op.kind == "copy" or isinstance(node, gast.Constant):
         return _atom(node, kinds)
     if op.kind == "pack":
@@ -167,8 +175,11 @@ def _rhs(node, op, kinds):
         if op.primitive in (len, int) or isinstance(node, (gast.Compare, gast.BoolOp)):
             return Kind("scalar", False, 0)
         return UNKNOWN
+    if op.kind == "user" and returns is not None:
+        return returns(op.primitive, {p: _atom(a, kinds) for p, a in op.bound.items()
+                                       if isinstance(a, (gast.Name, gast.Constant))})
     if op.kind != "rule":
-        return UNKNOWN     # user calls, fields of structures, ...
+        return UNKNOWN     # fields of structures, opaque calls, ...
     prim = op.primitive
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)
