@@ -19,8 +19,10 @@ test: $(STAMP)
 
 # 10,000 random programs or more, each checked against finite differences, the
 # in-place/out-of-place paths, aliasing and mutation of inputs and cotangents.
+# 10,000 random programs, one worker per core; FUZZ_SEED=n draws another set
+FUZZ_SEED ?= 1
 fuzz: $(STAMP)
-	PULLBACK_FUZZ_EXAMPLES=10000 $(PY) -m pytest compiler_tests/test_fuzz.py -p no:cacheprovider
+	$(PY) compiler_tests/fuzzing.py --programs 10000 --seed $(FUZZ_SEED)
 
 # The benchmarks' peers (the `bench` extra). A peer that cannot be installed is
 # left out and its cells say so; the suite still runs.

@@ -1,7 +1,7 @@
 """Random programs (see ``fuzzing.py``): every check on a modest number of
 them, the same ones on every run (``derandomize``).  ``make fuzz`` runs the
-same checks on 10,000 programs drawn afresh; ``PULLBACK_FUZZ_EXAMPLES=n``
-sets the count here."""
+same checks on 10,000 other programs, one worker per core (``fuzzing.py``
+run as a script); ``PULLBACK_FUZZ_EXAMPLES=n`` sets the count here."""
 import os
 
 from hypothesis import HealthCheck, assume, given, settings

@@ -245,6 +245,30 @@ def test_in_place_switch_changes_the_code():
     assert "y_bar[i] +=" in src_in or "index_add(" in src_in
 
 
+
+def test_callees_follow_the_callers_setting(monkeypatch):
+    """`inplace=False` holds for the functions a function calls too: no
+    gradient buffer anywhere, and the same gradient as in place."""
+    from pullback import runtime
+    from pullback.testing import function_from_source
+    outer = function_from_source("""
+    def outer(x):
+        return inner(x) * 2.0 + x[1]
+
+    def inner(x):
+        return x[0] * x[2] + x[1] ** 2
+    """)
+    x = np.array([0.5, -1.5, 2.0])
+    buffers = []
+    real = runtime.owned_zeros
+    monkeypatch.setattr(runtime, "owned_zeros", lambda v: buffers.append(v) or real(v))
+    slow = pb.grad(outer, inplace=False)(x)
+    assert buffers == []           # no buffer to add into, in outer or in inner
+    fast = pb.grad(outer, inplace=True)(x)
+    assert buffers                 # (which the in-place code has)
+    np.testing.assert_array_equal(fast, [4.0, -5.0, 1.0])
+    np.testing.assert_array_equal(slow, fast)
+
 # -- complexity -------------------------------------------------------------------
 
 def peak_bytes(f, *args):

@@ -182,7 +182,7 @@ class _Writer:
             if isinstance(value, types.ModuleType):
                 return self.module_alias(value.__name__)
             return self.object_expr(e, value)
-        handle, mask, which = callee
+        handle, mask, which, _ = callee      # (artifacts accumulate in place)
         target = cache._target(handle)
         if e.examples is None and mask is not None and not isinstance(target, CustomVJP):
             sub = self.entry(target, mask)

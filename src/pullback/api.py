@@ -33,7 +33,7 @@ class Derivative:
         from . import kernels     # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
         large = kernels.size_class(args)     # large arrays: elementwise work is fused
-        key = (tuple(_signature_key(a) for a in args), wrt, has_aux, inplace, large)
+        key = (tuple([_signature_key(a) for a in args]), wrt, has_aux, inplace, large)
         loaded = self.cache.get(key)
         if loaded is None:
             # an up-to-date artifact, else the on-disk cache, else the compiler
@@ -85,16 +85,17 @@ class Derivative:
             full[i] = g
         return tuple(full)
 
-    def for_callers(self, mask):
+    def for_callers(self, mask, inplace=True):
         """A (primal, adjoint) pair for call sites whose active arguments are
-        the parameters in ``mask``."""
-        pair = self._masked.get(mask)
+        the parameters in ``mask``, in a caller whose gradients accumulate in
+        place or not (``inplace``): a callee follows its caller."""
+        pair = self._masked.get((mask, inplace))
         if pair is None:
             def primal(*args, **kwargs):
                 args = self.bind(args, kwargs)
-                return self.call_primal(args, mask)
-            primal.__pullback_callee__ = (self, mask)     # describable (cache.describe)
-            pair = self._masked[mask] = (primal, self.call_adjoint)
+                return self.call_primal(args, mask, inplace=inplace)
+            primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
+            pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
 
 
@@ -154,10 +155,10 @@ class CustomVJP:
         return tuple(None if g is None else runtime.project(g, a)
                      for g, a in zip(grads, args))
 
-    def for_callers(self, mask):
+    def for_callers(self, mask, inplace=True):
         def primal(*args, **kwargs):
             return self.call_primal(self.bind(args, kwargs), mask)
-        primal.__pullback_callee__ = (self, mask)         # describable (cache.describe)
+        primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
         return primal, self.call_adjoint
 
 
@@ -349,6 +350,9 @@ def source(fun, *example_args, argnums=None):
 # -- checks and small helpers --------------------------------------------------
 
 def _signature_key(x):
+    t = type(x)
+    if t is float or t is int:        # scalar code: the common case
+        return t
     if isinstance(x, np.ndarray):
         return (np.ndarray, x.dtype.str, x.ndim)
     if isinstance(x, np.generic):

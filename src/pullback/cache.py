@@ -129,17 +129,18 @@ def path_of(obj, home_globals):
 
 
 def _callee(value):
-    """``(handle, mask, which)`` if ``value`` is a callee primal or adjoint
-    made by ``for_callers``, else None."""
+    """``(handle, mask, which, inplace)`` if ``value`` is a callee primal or
+    adjoint made by ``for_callers``, else None."""
     from .api import CustomVJP, Derivative
     tag = getattr(value, "__pullback_callee__", None)
     if tag is not None:
-        return tag[0], tag[1], "primal"
+        return tag[0], tag[1], "primal", tag[2]
     owner = getattr(value, "__self__", None)
     if isinstance(owner, (Derivative, CustomVJP)) \
             and getattr(value, "__func__", None) is type(owner).call_adjoint:
-        masks = [m for m, pair in getattr(owner, "_masked", {}).items() if pair[1] is value]
-        return owner, masks[0] if masks else None, "adjoint"
+        masks = [m for (m, _), pair in getattr(owner, "_masked", {}).items()
+                 if pair[1] is value]
+        return owner, masks[0] if masks else None, "adjoint", True
     return None
 
 
@@ -150,11 +151,12 @@ def describe(value, home_globals):
         return ["module", value.__name__]
     callee = _callee(value)
     if callee is not None:
-        handle, mask, which = callee
+        handle, mask, which, inplace = callee
         path = path_of(_target(handle), home_globals)
         if path is None:
             return None
-        return ["callee", path[0], path[1], None if mask is None else list(mask), which]
+        desc = ["callee", path[0], path[1], None if mask is None else list(mask), which]
+        return desc if inplace else desc + [False]      # a caller accumulating out of place
     path = path_of(value, home_globals)
     return None if path is None else ["object", path[0], path[1]]
 
@@ -179,7 +181,8 @@ def resolve(desc, fn):
     handle = derivative_of(obj)
     if desc[3] is None:
         return handle.call_adjoint
-    return handle.for_callers(tuple(desc[3]))[desc[4] == "adjoint"]
+    inplace = desc[5] if len(desc) > 5 else True
+    return handle.for_callers(tuple(desc[3]), inplace)[desc[4] == "adjoint"]
 
 
 def fingerprint(fn):

@@ -157,17 +157,22 @@ def size_class(args):
     of elements (or a GPU array): a transform for such arguments lowers its
     elementwise regions; one for small arrays keeps plain NumPy code.  Part
     of the specialization key."""
-    if not any(isinstance(a, (np.ndarray, tuple, list)) or is_cupy(a) for a in args):
-        return False            # scalars only: nothing to fuse (and no setting to read)
-    threshold = current_threshold()
+    threshold = None            # read only when there is an array to size
     for a in args:
+        if type(a) in _NUMBERS:
+            continue            # scalar code: the common case, nothing to fuse
         for x in (a if isinstance(a, (tuple, list)) else (a,)):
             if isinstance(x, np.ndarray):
+                if threshold is None:
+                    threshold = current_threshold()
                 if x.size >= threshold:
                     return True
             elif is_cupy(x):
                 return True
     return False
+
+
+_NUMBERS = frozenset({float, int, bool, complex})
 
 
 _sizing = contextvars.ContextVar("pullback_sizing", default=None)
@@ -232,7 +237,7 @@ class Kernel(CustomVJP):
     def defvjp(self, fwd, bwd):
         raise TypeError("a fused kernel has its own rule")
 
-    def for_callers(self, mask):
+    def for_callers(self, mask, inplace=True):     # (no gradient buffers to accumulate into)
         pair = self._pairs.get(mask)
         if pair is None:
             pair = self._pairs[mask] = self._make_pair(tuple(mask))

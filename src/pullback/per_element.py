@@ -35,7 +35,7 @@ class PerElement(CustomVJP):
     def __call__(self, *args):
         return np.vectorize(self.fn, otypes=self.otypes)(*args)
 
-    def for_callers(self, mask):
+    def for_callers(self, mask, inplace=True):     # (no gradient buffers to accumulate into)
         pair = self._pairs.get(mask)
         if pair is None:
             pair = self._pairs[mask] = self._make_pair(tuple(mask))

@@ -157,7 +157,7 @@ class _Reverse(Adjoints, Residuals):
         handle = derivative_of(op.primitive)
         params = list(handle.params)
         mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
-        primal, adjoint = handle.for_callers(mask)
+        primal, adjoint = handle.for_callers(mask, self.grads.inplace)
         name = getattr(op.primitive, "__name__", "callee")
         return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
 

@@ -24,6 +24,10 @@ def index_add(buffer, index, g):
     indices accumulate (unbuffered), a complex ``g`` adds its real part to a
     real buffer, and ``g`` is rounded to the buffer's dtype first.  Lists of
     gradients (the gradient of a list) are updated element by element."""
+    if type(buffer) is np.ndarray and type(g) is np.ndarray and g.dtype == buffer.dtype \
+            and type(index) in (slice, int):
+        buffer[index] += g           # the common case: a slice of a float array
+        return
     if isinstance(buffer, FieldGrads):
         keys = buffer.keys_at(index)
         for k, gk in zip(keys, g if isinstance(index, slice) else [g]):

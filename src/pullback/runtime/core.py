@@ -18,8 +18,11 @@ def unbroadcast(g, x):
     >>> unbroadcast(np.ones((2, 3)), np.ones(3))
     array([2., 2., 2.])
     """
-    if type(x) is float and type(g) is float:      # scalar code: the common case
+    tg, tx = type(g), type(x)
+    if tx is float and tg is float:      # scalar code: the common case
         return g
+    if tg is np.ndarray and (tx is np.ndarray or tx is Meta) and g.shape == x.shape:
+        return g                         # array code: the common case
     shape = np.shape(x)
     gshape = np.shape(g)
     if gshape == shape:
@@ -57,7 +60,7 @@ class Meta:
 
 def meta(x):
     """``x``'s shape and dtype if it is an array, else ``x`` itself."""
-    if isinstance(x, np.ndarray):
+    if type(x) is np.ndarray or isinstance(x, np.ndarray):
         return Meta(x.shape, x.dtype)
     return x
 

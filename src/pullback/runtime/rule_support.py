@@ -198,13 +198,17 @@ def unconcatenate(g, arrays, axis=0, ndmin=1):
     else:
         sizes = []
         for x in arrays:
-            shape = np.shape(x)
+            shape = x.shape if type(x) is np.ndarray else np.shape(x)
             shape = (1,) * (ndmin - len(shape)) + shape
             sizes.append(shape[axis])
-    parts = np.split(g, np.cumsum(sizes)[:-1], axis=axis)
-    return _same_kind(arrays, [p if np.shape(p) == np.shape(x) else
-                               np.reshape(p, np.shape(x))
-                               for p, x in zip(parts, arrays)])
+    before = (slice(None),) * (axis % np.ndim(g))
+    parts, start = [], 0
+    for x, n in zip(arrays, sizes):
+        part = g[before + (slice(start, start + n),)]
+        start += n
+        shape = x.shape if type(x) is np.ndarray else np.shape(x)
+        parts.append(part if part.shape == shape else np.reshape(part, shape))
+    return _same_kind(arrays, parts)
 
 
 def unstack(g, arrays, axis=0):
