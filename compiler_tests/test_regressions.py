@@ -133,6 +133,18 @@ def test_row_of_a_matrix_is_a_view():
         pb.grad(f)(np.ones((2, 2)))
 
 
+@pytest.mark.parametrize("body", [
+    "    lst = [b]\n    b += x\n    return np.sum(lst[0])\n",
+    "    for i in range(2):\n        b += x\n        lst = [b, x]\n    return np.sum(lst[0])\n",
+])
+def test_update_of_an_array_a_list_holds_is_refused(body):
+    """The list is made before the update, or in the same loop: it holds the
+    array when the update changes it."""
+    f = fuzzing.load("def f(x):\n    b = x * 1.0\n" + body)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may share"):
+        pb.grad(f)(np.ones(4))
+
+
 @pytest.mark.parametrize("call", ["y.sort()", "y.fill(1.0)", "np.copyto(y, x * 2.0)",
                                   "np.exp(x, out=y)"])
 def test_calls_that_change_an_array_in_place_are_refused(call):
@@ -186,6 +198,14 @@ ACCEPTED = {
     "placeholder_kind": "def f(x, s):\n    if s > -5.0:\n        k = 0\n        while k < 1:\n"
                         "            b = np.zeros(4)\n            s = b[-4] + x[0]\n"
                         "            k = k + 1\n        s += 0.5\n    return s\n",
+    # a list made after the update (in the code, with no loop around both)
+    # cannot have shared the array when it was updated (make fuzz, seed 1)
+    "update_in_a_branch_then_stacked": "def f(x, s):\n    b = np.zeros(4)\n"
+                                       "    if x[0] > 0.5:\n        t = s\n    else:\n"
+                                       "        b += 0.5 * s\n    w = np.stack([x, x, b])\n"
+                                       "    return np.sum(w * w)\n",
+    "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
+                          "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into
     "placeholder_write": "def f(x, s):\n    if s > 5.0:\n        t = s\n    else:\n"
                          "        for e in x:\n            b = x * 1.0\n            b[x > 0.0] = e\n"

@@ -148,14 +148,16 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
         if kind is not None and kind.shape == "scalar":
             continue
         # a write into the array (`y[i] = v`), a non-differentiable use
-        # (`y.shape`) and a view used up before the update share nothing; a new
-        # array from np.zeros and the like is the function's own, nor does a view used up before the update
-        # the names normalize gives the variable in loops and branches (joined
-        # by its own copies) are one array: their definitions and uses count
+        # (`y.shape`), a view used up before the update and anything that can
+        # run only after it share nothing; a new array from np.zeros and the
+        # like is the function's own.  The names normalize gives the variable
+        # in loops and branches (joined by its own copies) are one array:
+        # their definitions and uses count.
         versions = mutation.versions(normal, old)
         copies = mutation.copy_ids(normal)
         readers = [s for v in versions for s in chains.readers(v)
-                   if s is not stmt and id(s) not in copies]
+                   if s is not stmt and id(s) not in copies
+                   and not mutation.runs_only_after(normal, stmt, s)]
         shared = bool(versions & set(normal.params)) or any(
             ops[id(s)].kind not in ("rule", "nondiff", "setitem") or (
                 _is_view(ops[id(s)], kind_of) and not mutation.used_up_before(normal, s, stmt))

@@ -152,6 +152,21 @@ def used_up_before(normal, view_stmt, stmt):
     return False
 
 
+def runs_only_after(normal, first, later):
+    """Whether ``later`` can run only once ``first`` has run (or not at all):
+    it comes after ``first`` in the code and no loop holds both (normal form
+    has no other way back; branches are taken one at a time)."""
+    order = {id(s): i for i, s in enumerate(all_statements(normal.tree.body))}
+    if order[id(later)] <= order[id(first)]:
+        return False
+    for loop in all_statements(normal.tree.body):
+        if isinstance(loop, (gast.For, gast.While)):
+            inside = {id(s) for s in all_statements(loop.body + loop.orelse)}
+            if id(first) in inside and id(later) in inside:
+                return False
+    return True
+
+
 def _only_copied(stmt, targets, normal, ops):
     """Whether the list or tuple ``stmt`` builds is read once, by the next
     statement, a call that copies its elements into a new array (as in
