@@ -1051,6 +1051,8 @@ def check_structure(grads, args, program):
             if isinstance(al, np.ndarray):
                 assert gl.dtype == al.dtype and gl.shape == al.shape, \
                     (path, gl.dtype, gl.shape, str(program))
+                # the caller's own array, to update in place (an optimizer step)
+                assert gl.flags.writeable, (path, "a gradient is read-only", str(program))
 
 
 def check_no_sharing(grads, args, ct, program):

@@ -81,7 +81,10 @@ def one_sided(f, x, y, i, eps):
     return (f(x + d[0], y + d[1]) - base) / eps, (base - f(x - d[0], y - d[1])) / eps
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+# the same programs on every run (CI must not fail at random); make fuzz and
+# fuzzing.py draw new ones
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
 @given(programs(), st.floats(-2.0, 2.0), st.floats(-2.0, 2.0))
 def test_random_program_gradients(src, x, y):
     f = function_from_source(src, {"math": math})

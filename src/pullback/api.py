@@ -219,6 +219,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     (np.float64(5.0), array([2., 4.]))
     """
     argnums_t = _check_argnums(argnums)
+    wrt = tuple(sorted(set(argnums_t)))
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
@@ -227,7 +228,6 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         _check_argnum_range(fun, argnums_t, len(args))
         for i in argnums_t:
             _check_differentiable_input(fun, handle, i, args[i])
-        wrt = tuple(sorted(set(argnums_t)))
         out, res = handle.call_primal(args, wrt, has_aux, inplace)
         value, aux = _split_aux(fun, out, has_aux)
         _check_scalar_output(fun, value)
@@ -363,6 +363,11 @@ def _signature_key(x):
 def _is_inexact(x):
     """A float or complex value, or a structure (tuple, list, dict, namedtuple,
     dataclass) of them: something with a gradient."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.dtype.kind in "fc"
+    if t is float or t is complex:
+        return True
     if isinstance(x, (bool, np.bool_)):
         return False
     if isinstance(x, (float, complex)):
@@ -417,6 +422,8 @@ def _split_aux(fun, out, has_aux):
 
 
 def _check_scalar_output(fun, value):
+    if type(value) in _REAL_SCALARS:
+        return                  # the common case
     if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
         shape = np.shape(value) if isinstance(value, np.ndarray) else None
         what = f"an array of shape {shape}" if shape is not None else type(value).__name__
@@ -429,6 +436,9 @@ def _check_scalar_output(fun, value):
             f"pb.grad requires a real output, but {_name(fun)} returned a complex value. "
             "Take its real part or its absolute value (np.real(y), np.abs(y) ** 2), or use "
             "pb.vjp, which accepts complex outputs.")
+
+
+_REAL_SCALARS = frozenset({float, np.float64, np.float32, np.float16, np.longdouble})
 
 
 def _check_cotangent(fun, value, ct):

@@ -73,8 +73,11 @@ def realify(g, x):
 
 
 def project(g, x, copy=False):
-    if type(x) is float and type(g) is float:      # scalar code: the common case
+    tx, tg = type(x), type(g)
+    if tx is float and tg is float:      # scalar code: the common case
         return g
+    if tx is np.ndarray and tg is np.ndarray and g.shape == x.shape and g.dtype == x.dtype:
+        return g.copy() if copy else g   # array code: the common case
     if is_structure(x):
         return _project_structure(g, x, copy)
     return _project_leaf(g, x, copy)
