@@ -1160,22 +1160,39 @@ def check_jax(program, args, ct, grads):
 
 # -- the long run ---------------------------------------------------------------------
 
-def _run(programs_n, seed, jax_check):
-    from hypothesis import HealthCheck, assume, given, settings
+CHUNK = 250      # programs per hypothesis run: a failure ends only its own chunk
+
+
+def _run(programs_n, seed, jax_check, shrink=False):
+    """Check ``programs_n`` programs drawn from ``seed``, in chunks, so that
+    a failure is reported and the run goes on; returns the counts and the
+    failures (their messages hold the programs).  Without ``shrink`` a
+    failing program is reported as drawn (shrinking one can take minutes)."""
+    from hypothesis import HealthCheck, Phase, assume, given, settings
     from hypothesis import seed as hseed
+    phases = list(Phase) if shrink else [Phase.generate]
+    failures = []
+    for chunk in itertools.count():
+        judged = STATS["checked"] + STATS["refused"]
+        if judged >= programs_n or chunk > 2 * programs_n // CHUNK + 10:
+            break
 
-    @hseed(seed)
-    @settings(max_examples=programs_n, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(programs(), st.integers(0, 2 ** 32 - 1))
-    def run(program, s):
+        @hseed(seed * 100_000 + chunk)
+        @settings(max_examples=min(CHUNK, programs_n - judged), deadline=None, database=None,
+                  phases=phases, suppress_health_check=list(HealthCheck))
+        @given(programs(), st.integers(0, 2 ** 32 - 1))
+        def run(program, s):
+            try:
+                check(program, s, jax_check)
+            except Invalid:
+                assume(False)
+
         try:
-            check(program, s, jax_check)
-        except Invalid:
-            assume(False)
-
-    run()
-    return dict(STATS)
+            run()
+        except Exception as err:        # a failed check: keep it, go on
+            STATS["failed"] += 1
+            failures.append(f"{type(err).__name__}: {err}")
+    return dict(STATS), failures
 
 
 def main(argv=None):
@@ -1185,6 +1202,8 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-jax", action="store_true")
+    parser.add_argument("--shrink", action="store_true",
+                        help="shrink each failing program (slow) before reporting it")
     opts = parser.parse_args(argv)
     # as in the tests (conftest.py): transforms are cached in a directory of
     # this run's own, never the user's
@@ -1203,21 +1222,26 @@ def _main(opts):
     start = time.time()
     per = [opts.programs // opts.jobs + (i < opts.programs % opts.jobs)
            for i in range(opts.jobs)]
-    jobs = [(n, opts.seed * 1000 + i, not opts.no_jax) for i, n in enumerate(per)]
+    jobs = [(n, opts.seed * 1000 + i, not opts.no_jax, opts.shrink)
+            for i, n in enumerate(per)]
     if opts.jobs == 1:
         results = [_run(*jobs[0])]
     else:
         with multiprocessing.get_context("spawn").Pool(opts.jobs) as pool:
             results = pool.starmap(_run, jobs)
-    total = collections.Counter()
-    for r in results:
-        total.update(r)
-    print(f"fuzz: {total['generated']} programs generated, {total['checked']} checked, "
-          f"{total['refused']} risky ones refused, {total['invalid']} rejected (overflow), "
-          f"{total['jax_compared']} compared with jax.grad, {total['fd_compared']} gradient "
-          f"entries against finite differences ({total['fd_skipped']} skipped near a kink); "
-          f"{time.time() - start:.0f} s")
-    return 0
+    total, failures = collections.Counter(), []
+    for counts, failed in results:
+        total.update(counts)
+        failures.extend(failed)
+    for i, text in enumerate(failures):
+        print(f"\n=== failure {i + 1} of {len(failures)} ===\n{text}")
+    print(f"fuzz: {total['checked'] + total['refused']} programs judged "
+          f"({total['checked']} differentiated and checked, {total['refused']} risky ones "
+          f"refused with their line), {len(failures)} failed; {total['invalid']} draws "
+          f"rejected (overflow or NaN); {total['jax_compared']} compared with jax.grad, "
+          f"{total['fd_compared']} gradient entries against finite differences "
+          f"({total['fd_skipped']} skipped near a kink); {time.time() - start:.0f} s")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

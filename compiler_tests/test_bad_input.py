@@ -316,6 +316,43 @@ def test_non_scalar_output(value, words):
     assert all(__import__("re").search(w, msg) for w in words), msg
 
 
+@pytest.mark.parametrize("value, words", [
+    (3, ["int 3", "float", "return 0.0, not 0"]),
+    (np.int64(2), ["int64", "float"]),
+    (True, ["bool", "float"]),
+])
+def test_integer_output(value, words):
+    """As JAX: an integer output has no gradient to give; zeros would hide a bug."""
+    def f(x):
+        return value
+    with pytest.raises(TypeError, match="pb.grad requires a float output") as excinfo:
+        pb.grad(f)(1.0)
+    assert all(w in str(excinfo.value) for w in words), str(excinfo.value)
+
+
+def test_no_return():
+    def f(x):
+        y = x * 2.0  # noqa: F841
+    with pytest.raises(TypeError, match=r"returned None: add a `return`"):
+        pb.grad(f)(1.0)
+
+
+def test_custom_vjp_cotangent_of_the_wrong_shape():
+    @pb.custom_vjp
+    def f(x):
+        return x * 2.0
+    f.defvjp(lambda x: (x * 2.0, None), lambda res, g: (np.ones(5),))
+
+    def uses(x):
+        return np.sum(f(x))
+    with pytest.raises(ValueError, match=r"bwd rule of f returned a cotangent of shape \(5,\) "
+                                         r"for argument 0, which has shape \(3,\)"):
+        pb.grad(uses)(X)
+    # one that broadcasts from the argument's shape is summed back onto it
+    f.defvjp(lambda x: (x * 2.0, None), lambda res, g: (np.broadcast_to(2.0 * g, (2, 3)),))
+    np.testing.assert_array_equal(pb.grad(uses)(X), [4.0, 4.0, 4.0])
+
+
 def test_complex_output():
     with pytest.raises(TypeError, match=r"real output.*np\.real\(y\).*np\.abs.*pb\.vjp"):
         pb.grad(lambda z: z * z)(1.0 + 2.0j)

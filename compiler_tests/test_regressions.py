@@ -204,6 +204,9 @@ ACCEPTED = {
                                        "    if x[0] > 0.5:\n        t = s\n    else:\n"
                                        "        b += 0.5 * s\n    w = np.stack([x, x, b])\n"
                                        "    return np.sum(w * w)\n",
+    # a list stacked at once holds nothing when the update comes (make fuzz, seed 1)
+    "stacked_then_update": "def f(x, s):\n    b = np.zeros(4)\n    w = np.stack([x, x, b])\n"
+                           "    s = 0.5 * s\n    b += 0.5\n    return np.sum(w * b) * s\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into

@@ -152,6 +152,12 @@ class CustomVJP:
                 f"The bwd rule of {self.__name__} must return a tuple with one cotangent "
                 f"per argument ({len(args)}), but returned {type(grads).__name__}"
                 + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
+        for i, (g, a) in enumerate(zip(grads, args)):
+            if g is not None and not _sums_onto(np.shape(g), np.shape(a)):
+                raise ValueError(
+                    f"The bwd rule of {self.__name__} returned a cotangent of shape "
+                    f"{np.shape(g)} for argument {i}, which has shape {np.shape(a)}. "
+                    f"Return one of the argument's shape (or one that broadcasts from it).")
         return tuple(None if g is None else runtime.project(g, a)
                      for g, a in zip(grads, args))
 
@@ -424,6 +430,9 @@ def _split_aux(fun, out, has_aux):
 def _check_scalar_output(fun, value):
     if type(value) in _REAL_SCALARS:
         return                  # the common case
+    if value is None:
+        raise TypeError(f"pb.grad requires a scalar output, but {_name(fun)} returned None: "
+                        f"add a `return` (on every path through the function).")
     if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
         shape = np.shape(value) if isinstance(value, np.ndarray) else None
         what = f"an array of shape {shape}" if shape is not None else type(value).__name__
@@ -431,11 +440,27 @@ def _check_scalar_output(fun, value):
             f"pb.grad requires a scalar output, but {_name(fun)} returned {what}. "
             "Reduce it to a scalar (for example with .sum()), or use pb.vjp for a "
             "non-scalar output.")
+    if isinstance(value, (bool, numbers.Integral, np.integer, np.bool_)) or (
+            isinstance(value, np.ndarray) and value.dtype.kind in "biu"):
+        raise TypeError(
+            f"pb.grad requires a float output, but {_name(fun)} returned "
+            f"{type(value).__name__} {value!r}: an integer carries no gradient. If the "
+            f"value is meant to vary with the input, compute it in floats (return 0.0, "
+            f"not 0).")
     if np.iscomplexobj(value):
         raise TypeError(
             f"pb.grad requires a real output, but {_name(fun)} returned a complex value. "
             "Take its real part or its absolute value (np.real(y), np.abs(y) ** 2), or use "
             "pb.vjp, which accepts complex outputs.")
+
+
+def _sums_onto(gshape, shape):
+    """Whether a cotangent of ``gshape`` is ``shape`` broadcast (and so can be
+    summed back onto it)."""
+    try:
+        return np.broadcast_shapes(gshape, shape) == tuple(gshape)
+    except ValueError:
+        return False
 
 
 _REAL_SCALARS = frozenset({float, np.float64, np.float32, np.float16, np.longdouble})

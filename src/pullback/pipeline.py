@@ -159,7 +159,8 @@ def _check_augmented(normal, kind_of, chains, ops, parsed):
                    if s is not stmt and id(s) not in copies
                    and not mutation.runs_only_after(normal, stmt, s)]
         shared = bool(versions & set(normal.params)) or any(
-            ops[id(s)].kind not in ("rule", "nondiff", "setitem") or (
+            (ops[id(s)].kind not in ("rule", "nondiff", "setitem")
+             and not mutation.packed_to_be_copied(normal, ops, s)) or (
                 _is_view(ops[id(s)], kind_of) and not mutation.used_up_before(normal, s, stmt))
             for s in readers)
         definers = [d for v in versions for d in chains.defs.get(v, ())

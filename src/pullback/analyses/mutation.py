@@ -167,6 +167,13 @@ def runs_only_after(normal, first, later):
     return True
 
 
+def packed_to_be_copied(normal, ops, stmt):
+    """Whether ``stmt`` packs a list or tuple that the next statement copies
+    into a new array and nothing else reads (``np.stack([y, b])``): the
+    list holds the arrays for no longer than that."""
+    return ops[id(stmt)].kind == "pack" and _only_copied(stmt, _targets(stmt), normal, ops)
+
+
 def _only_copied(stmt, targets, normal, ops):
     """Whether the list or tuple ``stmt`` builds is read once, by the next
     statement, a call that copies its elements into a new array (as in
