@@ -1190,8 +1190,9 @@ def _run(programs_n, seed, jax_check, shrink=False):
         try:
             run()
         except Exception as err:        # a failed check: keep it, go on
-            STATS["failed"] += 1
-            failures.append(f"{type(err).__name__}: {err}")
+            import traceback
+            STATS["failed"] += 1        # (with hypothesis's note: the program and inputs)
+            failures.append("".join(traceback.format_exception_only(err)))
     return dict(STATS), failures
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pullback as pb
 from pullback import pipeline
 from pullback.analyses import kinds
-from pullback.testing import function_from_source
+from pullback.testing import analyses, function_from_source
 
 S = kinds.of_value(1.0)
 V = kinds.of_value(np.ones(3))
@@ -76,3 +76,34 @@ def test_helper_from_another_file_stays_unknown():
     assert "unbroadcast" in pb.source(caller, 0.5, 2.0, argnums=(0, 1))
     np.testing.assert_allclose(pb.grad(caller, argnums=(0, 1))(0.5, 2.0),
                                pb.grad(scalar_caller, argnums=(0, 1))(0.5, 2.0), rtol=1e-15)
+
+
+def reshapes(x, m, s, n):
+    a = x.reshape(4)
+    b = np.ravel(m)
+    c = m.reshape(2, 6)
+    d = np.reshape(x, (2, 2))
+    shape = (3, 2, 2)
+    e = m.reshape(shape)
+    g = m.T
+    h = x.reshape(-1, 1)
+    k = m.reshape((n,))
+    t = a[1] + b[2] + c[0, 1] + d[1, 1] + e[0, 0, 0] + g[0, 0] + h[0, 0] + k[3]
+    s += t
+    return s
+
+
+def test_ravel_and_reshape_to_a_written_shape_have_a_rank():
+    """So `a[1]` of them is a number: `s += a[1]` on the scalar argument s is
+    then a number's update, not a possible write into a shared array (which
+    make fuzz found refused)."""
+    params = {"x": kinds.of_value(np.ones(4)), "m": kinds.of_value(np.ones((3, 4))), "s": S,
+              "n": kinds.of_value(12)}
+    kind_of = analyses(reshapes, param_kinds=params)[3]
+    assert {n: kind_of[n].ndim for n in "abcdeghk"} == dict(a=1, b=1, c=2, d=2, e=3, g=2, h=2,
+                                                            k=1)
+    assert kind_of["t"].shape == "scalar"
+    gx, gm, gs = pb.grad(reshapes, argnums=(0, 1, 2))(np.ones(4), np.ones((3, 4)), 1.0, 12)
+    np.testing.assert_array_equal(gx, [1.0, 1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(gm, [[2.0, 1.0, 1.0, 1.0], [0.0] * 4, [0.0] * 4])
+    assert gs == 1.0

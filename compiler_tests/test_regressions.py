@@ -207,6 +207,13 @@ ACCEPTED = {
     # a list stacked at once holds nothing when the update comes (make fuzz, seed 1)
     "stacked_then_update": "def f(x, s):\n    b = np.zeros(4)\n    w = np.stack([x, x, b])\n"
                            "    s = 0.5 * s\n    b += 0.5\n    return np.sum(w * b) * s\n",
+    # an element of a reshaped or raveled array is a number, so `+=` on it
+    # (or on the scalar argument it is added to) is a number's update
+    # (make fuzz seed 1, third run: three programs)
+    "scalar_plus_reshaped_element": "def f(x, s):\n    z = x.reshape(4)\n    for i in range(2):\n"
+                                    "        s += z[1]\n    return s * np.sum(z)\n",
+    "raveled_element_update": "def f(x, s):\n    z = np.ravel(x)\n    a = z[-3]\n"
+                              "    if s > 0.0:\n        a += s\n    return a * s\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into

@@ -27,7 +27,7 @@ import operator
 import gast
 import numpy as np
 
-__all__ = ["Kind", "of_value", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
+__all__ = ["Kind", "of_value", "of_globals", "of_atom", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +62,29 @@ def of_value(x):
     if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
         return Kind("number", None)
     return UNKNOWN
+
+
+def of_globals(normal, parsed):
+    """Kinds of the module constants and closure values the function reads
+    (``DT = 0.01``): numbers and arrays only, as they are now."""
+    from ..grammar import assigned_names
+    local = set(normal.params) | assigned_names(normal.tree.body)
+    out = {}
+    for node in gast.walk(normal.tree):
+        if isinstance(node, gast.Name) and node.id not in local and node.id not in out:
+            if node.id in parsed.closure:
+                try:
+                    value = parsed.closure[node.id].cell_contents
+                except ValueError:
+                    continue
+            elif node.id in parsed.globals:
+                value = parsed.globals[node.id]
+            else:
+                continue
+            if isinstance(value, (int, float, complex, np.generic, np.ndarray)) \
+                    and not isinstance(value, bool):
+                out[node.id] = of_value(value)
+    return out
 
 
 _REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot, "ndarray.sum", "ndarray.mean", "ndarray.prod", "ndarray.max",
@@ -209,6 +232,10 @@ def _rhs_number(node, op, kinds):
         return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
     if prim in _SAME_KIND and data:
         return data[0]                     # a copy or a clip keeps shape and dtype
+    if (prim in _FLAT or prim in _RESHAPES) and data:
+        reshaped = _reshaped(prim, op, data[0], kinds)
+        if reshaped is not None:
+            return reshaped
     if any(not k.is_number for k in data) and not _returns_array(prim):
         return Kind("unknown", cplx)
     return Kind("number", cplx)
@@ -222,7 +249,37 @@ def _returns_array(prim):
         and prim not in (np.split, np.array_split)
 
 
-_SAME_KIND = {np.copy, "ndarray.copy", np.clip, "ndarray.clip"}
+_SAME_KIND = {np.copy, "ndarray.copy", np.clip, "ndarray.clip", np.transpose, "ndarray.T",
+              "ndarray.transpose"}
+_FLAT = {np.ravel, "ndarray.ravel", "ndarray.flatten"}
+_RESHAPES = {np.reshape, "ndarray.reshape"}
+
+
+def _reshaped(prim, op, base, kinds):
+    """The kind of a ravel (one axis) or of a reshape to a shape written in
+    the call or held in a tuple (as many axes as it has); None if not known."""
+    if not base.is_number:
+        return None
+    if prim in _FLAT:
+        ndim = 1
+    else:
+        shape = op.bound.get("shape")
+        if isinstance(shape, tuple) and len(shape) == 1:
+            shape = shape[0]                    # a.reshape((2, 3)) or a.reshape(6)
+        if isinstance(shape, tuple):
+            ndim = len(shape)                   # a.reshape(2, 3)
+        elif isinstance(shape, gast.Tuple):
+            ndim = len(shape.elts)
+        elif isinstance(shape, (gast.Name, gast.Constant)) \
+                and _atom(shape, kinds).length is not None:
+            ndim = _atom(shape, kinds).length
+        elif isinstance(shape, (gast.Name, gast.Constant)) \
+                and _atom(shape, kinds).shape == "scalar" \
+                and _atom(shape, kinds).complex is False:
+            ndim = 1                            # an int (a float would fail in NumPy)
+        else:
+            return None
+    return Kind("scalar" if ndim == 0 else "array", base.complex, ndim, base.dtype)
 
 _NEW_ARRAYS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like}

@@ -6,8 +6,10 @@ the object, so every name that shares it sees the change.  pullback follows
 writes into arrays the function itself allocated and shares with nothing
 else; the names a loop or a branch gives one variable (``y``, ``y_1``) are
 one object.  Reading a slice of such an array (a view) is fine as long as
-the view is used up before the next write.  Anything else is refused at
-transform time, with the line, rather than differentiated wrongly::
+the view is used up before the next write.  An in-place update ``y += v``
+(``check_updates``) is followed where no other name can hold ``y`` when it
+runs.  Anything else is refused at transform time, with the line, rather
+than differentiated wrongly::
 
 >>> from pullback.testing import function_from_source, analyses
 >>> f = function_from_source('''
@@ -28,7 +30,8 @@ import numpy as np
 from ..errors import UnsupportedSyntaxError
 from .ops import all_statements
 
-__all__ = ["mutated_arrays", "check", "versions", "copy_ids", "used_up_before", "VIEWS"]
+__all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
+           "runs_only_after", "packed_to_be_copied", "VIEWS"]
 
 ALLOCATING = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity, np.arange,
@@ -87,8 +90,7 @@ def check(normal, ops, parsed, kinds=None):
         if op is None or id(s) in renames:
             continue
         targets = _targets(s)
-        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Constant) \
-                and s.value.value is None:
+        if _placeholder(s):
             continue        # `y = None`, a placeholder for a name a loop defines
         if any(t in group for t in targets) and not _allocates(op, s):
             raise UnsupportedSyntaxError(
@@ -333,3 +335,64 @@ def _simple(stmts):
     """Statements that are not blocks (so a read is attributed to one place)."""
     return [s for s in all_statements(stmts) if not isinstance(s, (gast.If, gast.For,
                                                                   gast.While))]
+
+
+# -- in-place updates: `y += v` -----------------------------------------------------
+
+def check_updates(normal, kind_of, chains, ops, parsed):
+    """Refuse `y += v` (``normal.augmented``) on an array another name may
+    share: NumPy would mutate the shared array, and the desugared
+    `y = y + v` would not."""
+    for stmt, old, origin in normal.augmented:
+        kind = kind_of.get(old)
+        if kind is not None and kind.shape == "scalar":
+            continue
+        # a write into the array (`y[i] = v`), a non-differentiable use
+        # (`y.shape`), a view used up before the update and anything that can
+        # run only after it share nothing; a new array from np.zeros and the
+        # like is the function's own.  The names normalize gives the variable
+        # in loops and branches (joined by its own copies) are one array:
+        # their definitions and uses count.
+        joined = versions(normal, old)
+        copies = copy_ids(normal)
+        readers = [s for v in joined for s in chains.readers(v)
+                   if s is not stmt and id(s) not in copies
+                   and not runs_only_after(normal, stmt, s)]
+        shared = bool(joined & set(normal.params)) or any(
+            (ops[id(s)].kind not in ("rule", "nondiff", "setitem")
+             and not packed_to_be_copied(normal, ops, s)) or (
+                _is_view_op(ops[id(s)], kind_of) and not used_up_before(normal, s, stmt))
+            for s in readers)
+        definers = [d for v in joined for d in chains.defs.get(v, ())
+                    if id(d) not in copies and not _placeholder(d)]
+        for definer in definers:
+            op = ops[id(definer)]
+            allocated = op.kind == "rule" or (op.kind == "nondiff"
+                                              and _hashable_in(op.primitive, ALLOCATING))
+            if not allocated or _is_view_op(op, kind_of):
+                shared = True
+        if shared:
+            raise UnsupportedSyntaxError(
+                "pullback cannot follow an in-place update of an array that other names "
+                "may share.", parsed.location(origin),
+                f"Write `{origin.target.id} = {origin.target.id} "
+                f"{_symbol(origin.op)} ...` to make a new array, if that is what you mean.")
+
+
+def _placeholder(stmt):
+    """`y = None`, which normalize puts before a loop that defines y."""
+    return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Constant) \
+        and stmt.value.value is None
+
+
+def _is_view_op(op, kinds):
+    """Whether ``op``, of whatever kind, makes a view (``_is_view`` asks it
+    of a rule's statement)."""
+    if getattr(op.primitive, "__name__", "") == "getitem":
+        return _is_view(op, None, kinds)     # `y[0]` of a vector is a number, not a view
+    return _hashable_in(op.primitive, VIEWS)
+
+
+def _symbol(op):
+    return {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/",
+            gast.MatMult: "@", gast.Pow: "**"}.get(type(op), "op")
