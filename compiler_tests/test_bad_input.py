@@ -7,7 +7,6 @@ error in the user's own code while it runs points at the user's line.
 (``test_errors.py`` holds the first such tests; this file covers the rest.)
 """
 import functools
-import inspect
 import math
 import traceback
 
@@ -17,28 +16,7 @@ import pytest
 import pullback as pb
 from pullback.testing import function_from_source
 
-
-def line_of(fn, text):
-    """The file line number of the first line of ``fn`` containing text."""
-    lines, first = inspect.getsourcelines(fn)
-    for i, line in enumerate(lines):
-        if text in line:
-            return first + i
-    raise AssertionError(text)
-
-
-def check_error(err, fn, text, cls, hint_words):
-    """``err`` is a ``cls`` naming this file and the line of ``fn`` holding
-    ``text``, quotes that line with a caret, and says ``hint_words``."""
-    assert isinstance(err, pb.PullbackError) and isinstance(err, cls), repr(err)
-    assert err.filename == __file__
-    assert err.lineno == line_of(fn, text), str(err)
-    msg = str(err)
-    assert f"line {err.lineno}" in msg
-    assert text.strip() in msg            # the line is quoted
-    assert "^" in msg                     # with a caret under the construct
-    for w in hint_words:
-        assert w in msg, (w, msg)
+from error_checks import check_error, line_of
 
 
 X = np.array([0.5, 1.5, 2.5])

@@ -111,6 +111,19 @@ def test_repeated_indices_round_alike_in_place_and_out_of_place():
             np.testing.assert_array_equal(a, b)
 
 
+def test_loop_that_runs_no_times_leaves_no_read_only_gradient():
+    """After a loop, a gradient the body makes owned is still the entry's
+    (here a read-only broadcast of the mean's cotangent) when the loop runs no
+    times: it was handed out as is (make fuzz, seed 1, fourth run)."""
+    f = fuzzing.load("def f(x, s):\n    k = 0\n    while k < 3 and np.min(x) > s:\n"
+                     "        s -= np.min(x)\n        k = k + 1\n    return s + np.mean(x)\n")
+    for s, expected in ((2.0, 0.25), (0.5, -0.5)):       # no trips, three trips
+        for g in (pb.grad(f)(np.ones(4), s), pb.vjp(f, np.ones(4), s)[1](1.0)[0]):
+            np.testing.assert_array_equal(g, np.full(4, expected))
+            assert g.flags.writeable
+            g += 1.0                    # an optimizer step on it works
+
+
 # -- crashes -----------------------------------------------------------------------------
 
 def test_break_in_the_else_of_a_loop_inside_a_loop():

@@ -29,7 +29,7 @@ import numpy as np
 from .analyses import purity
 from .analyses.kinds import Kind
 from .analyses.ops import Op
-from .elementwise_regions import blocks, load_counts, load_name, resolve
+from .elementwise_regions import blocks, load_name, name_counts, resolve
 from .errors import UnsupportedSyntaxError
 from .per_element import PerElement
 
@@ -134,7 +134,7 @@ def vectorize_calls(body, parsed, ops, kinds, mapped):
     operation would lower those too."""
     changed = False
     lists = list(blocks(body))
-    loads = load_counts(body)
+    loads = name_counts(body, gast.Load)
     for block in lists:
         for stmt in list(block):
             op = ops.get(id(stmt))

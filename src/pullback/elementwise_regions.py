@@ -4,7 +4,7 @@ each one becomes.
 The helpers of ``lower_broadcasts``.  ``find_regions`` splits a block into
 maximal regions of elementwise statements whose intermediates are read only
 inside the region, none reaching back across a statement that writes into
-an array or rebinds a name.  ``blocks``, ``load_counts``, ``store_counts``
+an array or rebinds a name.  ``blocks``, ``name_counts``
 and ``readers_of`` are the def-use facts over nested blocks that the pass
 reads.  ``ProgramBuilder`` turns one region's statements, with the scalar
 functions of fused maps inlined, into a ``kernel_programs.Program`` over
@@ -21,10 +21,11 @@ import gast
 import numpy as np
 
 from .analyses import purity
+from .analyses.ops import dotted, static_value
 from .errors import UnsupportedSyntaxError
 from .kernel_programs import BINARY, UNARY, Cast, Program, Step
 
-__all__ = ["blocks", "load_counts", "store_counts", "readers_of", "operands_of", "find_regions",
+__all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
            "resolve", "ProgramBuilder", "load_name"]
 
 
@@ -39,20 +40,13 @@ def blocks(body):
                 yield from blocks(inner)
 
 
-def load_counts(body):
+def name_counts(body, ctx):
+    """How often each name is read (``ctx`` ``gast.Load``) or bound
+    (``gast.Store``) in the statements of ``body``."""
     counts = collections.Counter()
     for stmt in body:
         for n in gast.walk(stmt):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                counts[n.id] += 1
-    return counts
-
-
-def store_counts(body):
-    counts = collections.Counter()
-    for stmt in body:
-        for n in gast.walk(stmt):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, ctx):
                 counts[n.id] += 1
     return counts
 
@@ -169,7 +163,7 @@ class ProgramBuilder:
                 name = a.id
                 self.namer.reserve(name)
             else:
-                name = self.namer.fresh(_dotted(a))
+                name = self.namer.fresh(dotted(a, "_", "value"))
             self._static_inputs[key] = name
             self.inputs.append(name)
             self.call_args.append(a)
@@ -242,7 +236,7 @@ class ProgramBuilder:
             return gast.Constant(value=value, kind=None)
         key = ("ambient", id(parsed.fn), _dump(a))
         if key not in self._static_inputs:
-            name = self.namer.fresh(_dotted(a))
+            name = self.namer.fresh(dotted(a, "_", "value"))
             self._static_inputs[key] = name
             self.ambient_names.append(name)
             self.ambient.append(_getter(a, parsed))
@@ -251,25 +245,7 @@ class ProgramBuilder:
 
 def resolve(node, parsed):
     """The object a static atom of the user's function names now."""
-    import builtins
-    path = []
-    while isinstance(node, gast.Attribute):
-        path.append(node.attr)
-        node = node.value
-    if not isinstance(node, gast.Name):
-        return None
-    if node.id in parsed.closure:
-        try:
-            obj = parsed.closure[node.id].cell_contents
-        except ValueError:
-            return None
-    elif node.id in parsed.globals:
-        obj = parsed.globals[node.id]
-    else:
-        obj = getattr(builtins, node.id, None)
-    for attr in reversed(path):
-        obj = getattr(obj, attr, None)
-    return obj
+    return static_value(node, parsed)
 
 
 def _is_module_path(a, parsed):
@@ -334,13 +310,3 @@ def load_name(name):
 
 def _dump(node):
     return gast.dump(node)
-
-
-def _dotted(node):
-    parts = []
-    while isinstance(node, gast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, gast.Name):
-        parts.append(node.id)
-    return "_".join(reversed(parts)) or "value"

@@ -96,8 +96,8 @@ from .analyses import activity, defuse, purity
 from .analyses.kinds import Kind
 from .analyses.ops import Op
 from .elementwise_maps import inline_closures, vectorize_calls
-from .elementwise_regions import (ProgramBuilder, find_regions, load_counts, operands_of,
-                                  readers_of, store_counts)
+from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
+                                  readers_of)
 from .kernels import Kernel
 
 __all__ = ["lower"]
@@ -155,8 +155,8 @@ class _Lowering:
                 inner = getattr(stmt, field, None)
                 if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
                     self.lower_block(inner)
-        loads = load_counts(self.normal.tree.body)
-        stores = store_counts(self.normal.tree.body)
+        loads = name_counts(self.normal.tree.body, gast.Load)
+        stores = name_counts(self.normal.tree.body, gast.Store)
         regions = find_regions(block, lambda s: self.member(s, stores), loads,
                                lambda s: self.is_root(s), lambda s: self.barrier(s, stores))
         fewest = kernels.min_operations()

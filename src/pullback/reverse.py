@@ -408,6 +408,11 @@ class _Reverse(Adjoints, Residuals):
             for n in restart:
                 if n in self.active and not self.grads.bound(n):
                     body.adjoint.append(self.grads.materialize(n, self.zero_for))
+        # a loop may run no times: after it a buffer is owned only if it was
+        # on entry too (else `grad(f)` could hand out a read-only view)
+        for n in touched | set(restart):
+            if self.grads.state.get(n) == OWNED and entry[0].get(n, ZERO) != OWNED:
+                self.grads.state[n] = SHARED
         if not body.adjoint:
             block.children.remove(body)
             return pre

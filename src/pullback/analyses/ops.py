@@ -175,19 +175,19 @@ class _Resolver:
         if "out" in kwargs:
             raise UnsupportedSyntaxError(
                 f"pullback cannot differentiate `out=`, which writes the result of "
-                f"{_dotted(func)} into an existing array.", self.parsed.location(node),
+                f"{dotted(func)} into an existing array.", self.parsed.location(node),
                 "Assign the result to a name instead: `y = np.sin(x)`, not "
                 "`np.sin(x, out=y)`.")
         if isinstance(func, gast.Attribute) and not self.is_static(func):
             if func.attr in _MUTATING_METHODS:
                 raise UnsupportedSyntaxError(
                     f"pullback cannot differentiate `.{func.attr}()`, which changes "
-                    f"`{_dotted(func.value)}` in place.", self.parsed.location(node),
-                    f"Compute a new value instead of changing `{_dotted(func.value)}` (for "
+                    f"`{dotted(func.value)}` in place.", self.parsed.location(node),
+                    f"Compute a new value instead of changing `{dotted(func.value)}` (for "
                     f"`.fill(v)`: `y = np.full_like(y, v)`).")
             return self.primitive_op(f"ndarray.{func.attr}", [func.value] + node.args, kwargs,
                                      node, f".{func.attr}()")
-        label = _dotted(func)
+        label = dotted(func)
         if isinstance(func, gast.Name) and func.id in self.locals:
             return Op("opaque", label=label, node=node)
         obj = self.lookup_static(func)
@@ -257,29 +257,38 @@ class _Resolver:
         return isinstance(node, gast.Name) and node.id not in self.locals
 
     def lookup_static(self, node):
-        path = []
-        while isinstance(node, gast.Attribute):
-            path.append(node.attr)
-            node = node.value
-        if not isinstance(node, gast.Name):
-            return None
-        name = node.id
-        if name in self.parsed.closure:
-            try:
-                obj = self.parsed.closure[name].cell_contents
-            except ValueError:
-                return None
-        elif name in self.parsed.globals:
-            obj = self.parsed.globals[name]
-        elif hasattr(builtins, name):
-            obj = getattr(builtins, name)
-        else:
-            raise NoRuleError(f"The name `{name}` is not defined.", self.parsed.location(node),
+        def undefined(name, where):
+            raise NoRuleError(f"The name `{name}` is not defined.", self.parsed.location(where),
                               f"Define or import `{name}` before calling the function.")
-        for attr in reversed(path):
-            obj = getattr(obj, attr, None)
-        return obj
+        return static_value(node, self.parsed, undefined)
 
+
+
+def static_value(node, parsed, undefined=None):
+    """The object a (dotted) name of the user's function refers to now: a
+    closure cell, a global or a builtin, then its attributes; for a name that
+    is none of these, ``undefined(name, node)`` (default: None)."""
+    path = []
+    while isinstance(node, gast.Attribute):
+        path.append(node.attr)
+        node = node.value
+    if not isinstance(node, gast.Name):
+        return None
+    name = node.id
+    if name in parsed.closure:
+        try:
+            obj = parsed.closure[name].cell_contents
+        except ValueError:
+            return None
+    elif name in parsed.globals:
+        obj = parsed.globals[name]
+    elif hasattr(builtins, name):
+        obj = getattr(builtins, name)
+    else:
+        return undefined(name, node) if undefined else None
+    for attr in reversed(path):
+        obj = getattr(obj, attr, None)
+    return obj
 
 # Methods that change their array (or list) in place, and NumPy functions that
 # write into an argument: pullback cannot follow them, so they are refused
@@ -299,14 +308,15 @@ def _is_library(fn):
     return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax")
 
 
-def _dotted(node):
+def dotted(node, sep=".", default="a call"):
+    """``np.linalg.norm`` for that attribute chain (joined by ``sep``)."""
     parts = []
     while isinstance(node, gast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, gast.Name):
         parts.append(node.id)
-    return ".".join(reversed(parts)) or "a call"
+    return sep.join(reversed(parts)) or default
 
 
 def _op_symbol(node):
