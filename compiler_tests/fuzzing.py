@@ -460,7 +460,7 @@ class Gen:
         name = self.fresh_name("z")
         self.emit(indent, f"{name} = {src}")
         self.share(env, src)
-        env[name] = Var(env[src].type, "shared")
+        env[name] = Var(env[src].type, "shared", known=env[src].known)
 
     def stmt_view(self, env, depth, indent):
         arrays = [n for n, v in env.items() if v.type in "vm" and n not in self.was_written]
@@ -476,7 +476,7 @@ class Gen:
                                  f"np.ravel({src})"]), "v"
         self.emit(indent, f"{name} = {text}")
         self.share(env, src)
-        env[name] = Var(t, "shared")
+        env[name] = Var(t, "shared", known=env[src].known)
 
     def stmt_unpack(self, env, depth, indent):
         scalars = self.names(env, "s")
@@ -638,7 +638,8 @@ class Gen:
         elif k == 1:
             name = self.fresh_name("u")
             self.emit(indent, f"{name} = np.array([{self.expr(inner, 's', 1)} for {e} in {v}])")
-            env[name] = Var("v", "shared")
+            # (an array of a list's elements: pullback does not know its rank)
+            env[name] = Var("v", "shared", known=False)
             return
         elif k == 2:
             # a lambda is a closure: what it reads is passed to it, so no array

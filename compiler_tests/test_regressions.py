@@ -124,6 +124,22 @@ def test_loop_that_runs_no_times_leaves_no_read_only_gradient():
             g += 1.0                    # an optimizer step on it works
 
 
+@pytest.mark.parametrize("lower", [False, True], ids=["numpy", "fused kernel"])
+def test_negative_constant_raised_to_a_power(lower):
+    """`(-0.7) ** 2`, folded to a constant -0.7 to the power 2, was printed
+    `-0.7 ** 2`, which Python reads as -(0.7 ** 2): a wrong primal value and
+    gradient (make fuzz, seed 2)."""
+    from pullback import kernels
+    f = fuzzing.load("def f(x):\n    return np.sum(x * np.tanh(x) * (-0.7) ** 2) + (-2) ** 2 * x[0]\n")
+    x = np.linspace(0.1, 1.0, 5)
+    with kernels.options(lower=lower):
+        value, g = pb.value_and_grad(f)(x)
+        assert ("(-0.7) ** 2" in kernels.sources(f, x)) is lower
+    assert value == f(x)
+    np.testing.assert_allclose(g, 0.49 * (np.tanh(x) + x / np.cosh(x) ** 2) + [4, 0, 0, 0, 0],
+                               rtol=1e-14)
+
+
 # -- crashes -----------------------------------------------------------------------------
 
 def test_break_in_the_else_of_a_loop_inside_a_loop():
@@ -156,6 +172,14 @@ def test_update_of_an_array_a_list_holds_is_refused(body):
     f = fuzzing.load("def f(x):\n    b = x * 1.0\n" + body)
     with pytest.raises(pb.UnsupportedSyntaxError, match="may share"):
         pb.grad(f)(np.ones(4))
+
+
+def test_rebinding_to_a_row_in_a_loop_that_then_writes_is_refused():
+    """The next iteration would write into the argument's row."""
+    f = fuzzing.load("def f(x, m):\n    b = np.zeros(4)\n    for i in range(2):\n"
+                     "        b[0] = x[i]\n        b = m[i]\n    return np.sum(b)\n")
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may share memory"):
+        pb.grad(f)(np.ones(4), np.ones((3, 4)))
 
 
 @pytest.mark.parametrize("call", ["y.sort()", "y.fill(1.0)", "np.copyto(y, x * 2.0)",
@@ -227,6 +251,10 @@ ACCEPTED = {
                                     "        s += z[1]\n    return s * np.sum(z)\n",
     "raveled_element_update": "def f(x, s):\n    z = np.ravel(x)\n    a = z[-3]\n"
                               "    if s > 0.0:\n        a += s\n    return a * s\n",
+    # a name rebound (in a branch) to a row of an argument after writes into
+    # the array it held before: the writes cannot reach the row (make fuzz, seed 2)
+    "rebound_to_a_row_after_writes": "def f(x, m, s):\n    b = x.copy()\n    b[::2] = s * s\n"
+                                     "    if b[3] > 0.5:\n        b = m[2]\n    return np.sum(b * b)\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into
@@ -241,5 +269,6 @@ def test_followed_exactly_now(name):
     src = ACCEPTED[name]
     if "h(" in src:
         src = "def h(v):\n    return v * 2.0\n\n" + src
-    params = (("x", "v"), ("y", "v")) if "f(x, y)" in src else (V, S)
+    params = (("x", "v"), ("y", "v")) if "f(x, y)" in src else (V, M, S) if "f(x, m, s)" in src \
+        else (V, S)
     run(src, params)

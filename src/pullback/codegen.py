@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import copy
 import linecache
+import math
 
 import gast
 
@@ -30,9 +31,21 @@ __all__ = ["unparse", "render_function", "register_source"]
 
 def unparse(node):
     """Python source of one gast node (no comments)."""
-    tree = gast.gast_to_ast(node)
+    tree = _NegativeConstants().visit(gast.gast_to_ast(node))
     ast.fix_missing_locations(tree)
     return ast.unparse(tree)
+
+
+class _NegativeConstants(ast.NodeTransformer):
+    """A folded constant may be negative: ``ast.unparse`` prints
+    ``Constant(-0.7) ** 2`` as ``-0.7 ** 2``, which is ``-(0.7 ** 2)``.  As a
+    negation of a positive constant it is printed ``(-0.7) ** 2``."""
+
+    def visit_Constant(self, node):
+        v = node.value
+        if type(v) in (int, float) and (v < 0 or (v == 0 and math.copysign(1, v) < 0)):
+            return ast.copy_location(ast.UnaryOp(ast.USub(), ast.Constant(-v)), node)
+        return node
 
 
 def render_function(fn, filename, indent="", nested=False):
@@ -55,7 +68,8 @@ def render_function(fn, filename, indent="", nested=False):
 
 def _render_body(body, filename, indent, lines, last, nested=False):
     linenos = [getattr(stmt, "lineno", None) for stmt in body]
-    converted = gast.gast_to_ast(gast.Module(body=body, type_ignores=[])).body
+    converted = _NegativeConstants().visit(
+        gast.gast_to_ast(gast.Module(body=body, type_ignores=[]))).body
     for lineno, stmt in zip(linenos, converted):
         ast.fix_missing_locations(stmt)
         _render_statement(stmt, lineno, filename, indent, lines, last, nested)

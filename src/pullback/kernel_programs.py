@@ -193,7 +193,8 @@ def _exec(text, namespace, name):
 
 def _atom_text(node):
     from .codegen import unparse
-    return unparse(node)
+    text = unparse(node)
+    return f"({text})" if text.startswith("-") else text    # (-0.7) ** 2, not -0.7 ** 2
 
 
 def _callee_text(prim, flavour):

@@ -45,10 +45,20 @@ VIEWS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.broa
 
 
 def mutated_arrays(normal, ops):
-    """Every name written into, with the names normalize made the same
-    variable (loop-carried and merged copies)."""
+    """Every name written into, with the names whose object normalize's
+    copies (loop-carried and merged) carry to one written into: a name a
+    merge only reads from a written one is a later binding, which a write
+    that came before cannot reach (`b[0] = v` then, in a branch, `b = m[2]`)."""
     written = {op.mutates for op in ops.values() if op.kind == "setitem"}
-    return _closure(written, _renames(normal)) if written else set()
+    group, pairs = set(written), _renames(normal)
+    changed = bool(written)
+    while changed:
+        changed = False
+        for target, source in pairs:
+            if target in group and source not in group:
+                group.add(source)
+                changed = True
+    return group
 
 
 def _renames(normal):
