@@ -151,6 +151,37 @@ def test_break_in_the_else_of_a_loop_inside_a_loop():
     run(src)
 
 
+ZERO_TRIPS = {
+    # a loop run no times, inside a loop that carries its name: `i_2 = i_3`
+    # read an unbound i_3
+    "inside_a_while": ("def f(x, y):\n    if x > y:\n        for i in range(0):\n"
+                       "            x = x * 0.7\n    count = 0\n    while count < 2:\n"
+                       "        count = count + 1\n        for i in range(0):\n"
+                       "            y = y * 0.7\n    return x + y\n", (1.0, 0.5), (1.0, 1.0)),
+    # a loop over the name of the loop around it
+    "same_name_nested": ("def f(x, y):\n    for i in range(2):\n        x = x * 0.5\n"
+                         "        for i in range(1):\n            x = x * 3.0\n"
+                         "    for i in range(1):\n        y = y * 0.5\n    return x + y + i\n",
+                         (0.5, 0.3), (2.25, 0.5)),
+    # the name keeps its value from before the loop, and its gradient
+    "value_from_before": ("def f(x, y):\n    e = y * 2.0\n    for e in x[:0]:\n"
+                          "        y = y + e\n    return e * y + np.sum(x)\n",
+                          (np.array([1.0, 2.0]), 0.5), ([1.0, 1.0], 2.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(ZERO_TRIPS))
+def test_loop_that_runs_no_times_leaves_its_name_as_it_was(name):
+    """Found by helper-6 on a fresh hypothesis database (test_random_programs),
+    reproduced by a hunt over 1,500 such programs."""
+    src, args, expected = ZERO_TRIPS[name]
+    f = fuzzing.load(src)
+    value, grads = pb.value_and_grad(f, argnums=(0, 1))(*args)
+    assert value == f(*args)
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-14)
+
+
 # -- silently wrong before, refused now (see also test_bad_input.py) ----------------------
 
 def test_row_of_a_matrix_is_a_view():

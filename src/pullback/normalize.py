@@ -275,15 +275,24 @@ class _Normalizer(Expressions):
                                           "Loop over one name and unpack inside the body.")
         iterable = self.atom(node.iter)
         target = node.target.id
+        prev = self.env.get(target)
         carried = self.enter_loop(node.body, exclude={target})
+        if prev is not None:
+            # after the loop the name holds its last value in the loop, or,
+            # if the loop ran no times, the one it had before: a carried name
+            if prev in self.maybe_unbound:
+                self.preinit.add(prev)
+            carried[target] = self.local(self.namer.version(target))
+            self.emit(self.copy(carried[target], prev))
         before = set(self.env)
-        self.env[target] = self.local(self.new_version(target))
+        head = self.env[target] = self.local(self.new_version(target))
         body = self.block(node.body)
         self.leave_loop(body, carried, before)
-        loop = gast.For(target=_name(self.env[target], gast.Store()), iter=iterable,
+        loop = gast.For(target=_name(head, gast.Store()), iter=iterable,
                         body=body, orelse=[], type_comment=None)
-        # the target keeps the last iteration's value after the loop (if any)
-        self.maybe_unbound.add(self.env[target])
+        if prev is None:
+            # the last iteration's value, unbound if the loop ran no times
+            self.maybe_unbound.add(self.env[target])
         self.emit(loop, node)
         self.carried[id(loop)] = set(carried.values())
         self.statements(node.orelse)
