@@ -140,6 +140,23 @@ def test_negative_constant_raised_to_a_power(lower):
                                rtol=1e-14)
 
 
+def test_calls_in_both_branches_bind_one_name():
+    """`(h(x) if c else h(2x))` binds one name in both branches: the
+    residuals of the two calls were kept under that name, so the first
+    branch's adjoint read the second's (None: a crash; in a loop, another
+    iteration's: a wrong gradient) (make fuzz, seed 4)."""
+    src = ("def h(p):\n    return np.sum(p * p)\n\n"
+           "def f(x, s):\n    t = 0.0\n    for k in range(4):\n"
+           "        t = t + (h(x * k) if k % 2 == 0 else h(x + s))\n    return t\n")
+    run(src)
+    f = fuzzing.load(src)
+    x, s = np.array([0.5, -1.0, 2.0, 1.5]), 0.3
+    gx, gs = pb.grad(f, argnums=(0, 1))(x, s)
+    # k = 0, 2: h(k x) -> 2 k^2 x; k = 1, 3: h(x + s) -> 2 (x + s) each
+    np.testing.assert_allclose(gx, 2 * 4 * x + 4 * (x + s), rtol=1e-14)
+    np.testing.assert_allclose(gs, 4 * np.sum(x + s), rtol=1e-14)
+
+
 # -- crashes -----------------------------------------------------------------------------
 
 def test_break_in_the_else_of_a_loop_inside_a_loop():

@@ -252,7 +252,7 @@ class Adjoints:
         from .api import derivative_of
         params = list(derivative_of(op.primitive).params)
         grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
-        call = _call(self.callee(op, "adjoint"), _name(self.residual_of[t]), g)
+        call = _call(self.callee(op, "adjoint"), _name(self.residual_of[id(stmt)]), g)
         block.append(_assign(grads, call))
         for p, name in op.operands:
             if name in self.active:

@@ -102,7 +102,7 @@ class _Reverse(Adjoints, Residuals):
         self.active, self.varied = activity.active, activity.varied
         self.namer = normal.namer
         self.helpers = {}
-        self.residual_of = {}   # call target -> name of its callee residuals
+        self.residual_of = {}   # id(call statement) -> name of its callee residuals
         self.trips = {}         # id(loop) -> name of its trip counter
         self.indexed = set()    # names whose gradient received an indexed add
         self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
@@ -273,7 +273,7 @@ class _Reverse(Adjoints, Residuals):
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
             res = self.namer.fresh(f"{target}_res")
-            self.residual_of[target] = res
+            self.residual_of[id(stmt)] = res     # (branches may bind one target)
             stmt.value.func = _name(self.callee(op, "primal"))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
