@@ -222,6 +222,16 @@ def test_update_of_an_array_a_list_holds_is_refused(body):
         pb.grad(f)(np.ones(4))
 
 
+@pytest.mark.parametrize("body", [
+    "    for e in b:\n        t = e * 2.0\n    b[2] = 0.0\n    return np.sum(e * t)\n",
+    "    for i in range(3):\n        e = b[i]\n        b[0] = x\n    return np.sum(e)\n",
+])
+def test_row_read_after_the_loop_past_a_write_is_refused(body):
+    f = fuzzing.load("def f(x):\n    b = x * np.ones((3, 4))\n" + body)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="view"):
+        pb.grad(f)(np.arange(4.0))
+
+
 def test_rebinding_to_a_row_in_a_loop_that_then_writes_is_refused():
     """The next iteration would write into the argument's row."""
     f = fuzzing.load("def f(x, m):\n    b = np.zeros(4)\n    for i in range(2):\n"
@@ -303,6 +313,14 @@ ACCEPTED = {
     # the array it held before: the writes cannot reach the row (make fuzz, seed 2)
     "rebound_to_a_row_after_writes": "def f(x, m, s):\n    b = x.copy()\n    b[::2] = s * s\n"
                                      "    if b[3] > 0.5:\n        b = m[2]\n    return np.sum(b * b)\n",
+    # the last row a loop over a written matrix saw, read after the loop: no
+    # write can come in between (make fuzz, seed 4: two programs)
+    "row_after_the_loop": "def f(x, s):\n    b = x * np.ones((3, 4))\n    b[0] = b[2] * s\n"
+                          "    for e in b:\n        t = e * 2.0\n    return np.sum(e * t)\n",
+    "row_after_the_loop_other_branch": "def f(x, s):\n    b = x * np.ones((3, 4))\n"
+                                       "    if s > 0.0:\n        b[1] = x\n    else:\n"
+                                       "        for e in b:\n            t = e * 2.0\n"
+                                       "        s = np.sum(e * t)\n    return s + np.sum(b)\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into

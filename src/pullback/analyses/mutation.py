@@ -168,15 +168,40 @@ def runs_only_after(normal, first, later):
     """Whether ``later`` can run only once ``first`` has run (or not at all):
     it comes after ``first`` in the code and no loop holds both (normal form
     has no other way back; branches are taken one at a time)."""
-    order = {id(s): i for i, s in enumerate(all_statements(normal.tree.body))}
+    return _only_after(normal.tree.body, first, later)
+
+
+def _only_after(root, first, later):
+    order = {id(s): i for i, s in enumerate(all_statements(root))}
     if order[id(later)] <= order[id(first)]:
         return False
-    for loop in all_statements(normal.tree.body):
-        if isinstance(loop, (gast.For, gast.While)):
-            inside = {id(s) for s in all_statements(loop.body + loop.orelse)}
-            if id(first) in inside and id(later) in inside:
-                return False
-    return True
+    return not any(id(first) in inside and id(later) in inside for inside in _loops(root))
+
+
+def _loops(root):
+    """The statements inside each loop (as sets of ids)."""
+    return [{id(s) for s in all_statements(loop.body + loop.orelse)}
+            for loop in all_statements(root) if isinstance(loop, (gast.For, gast.While))]
+
+
+def _exclusive(root, a, b):
+    """Whether ``a`` and ``b`` lie in the two branches of one ``if`` that no
+    loop holds: they never both run."""
+    loops = _loops(root)
+    for s in all_statements(root):
+        if isinstance(s, gast.If):
+            then = {id(t) for t in all_statements(s.body)}
+            other = {id(t) for t in all_statements(s.orelse)}
+            if ((id(a) in then and id(b) in other) or (id(a) in other and id(b) in then)) \
+                    and not any(id(s) in inside for inside in loops):
+                return True
+    return False
+
+
+def _may_run_between(root, w, first, last):
+    """Whether ``w`` can run after ``first`` and before ``last``."""
+    return not (_exclusive(root, w, first) or _exclusive(root, w, last)
+                or _only_after(root, w, first) or _only_after(root, last, w))
 
 
 def packed_to_be_copied(normal, ops, stmt):
@@ -293,7 +318,12 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
         uses = [j for j, t in enumerate(later) if _reads(t, names, copies)]
         last = uses[-1] if uses else -1
         inside = {id(t) for t in all_statements(later)}
-        escapes = any(_reads(t, names, copies) and id(t) not in inside for t in _simple(root))
+        # read outside its block (after a loop, say), where a write may have
+        # come in between
+        writers = [t for t in _simple(root) if _writes(t, ops, group)]
+        escapes = any(_reads(t, names, copies) and id(t) not in inside
+                      and any(_may_run_between(root, w, s, t) for w in writers)
+                      for t in _simple(root))
         span = later[:last + 1]
         if span and getattr(ops.get(id(span[-1])), "kind", None) == "setitem":
             span = span[:-1]    # `y[1:] = v`: a write reads its value before it writes
