@@ -232,6 +232,16 @@ def test_row_read_after_the_loop_past_a_write_is_refused(body):
         pb.grad(f)(np.arange(4.0))
 
 
+@pytest.mark.parametrize("body", [
+    "    z = b\n    b[0] = 2.0 * x[1]\n    return np.sum(z * z)\n",
+    "    for i in range(2):\n        z = b\n        b[0] = z[1] * 2.0\n    return np.sum(z * z)\n",
+])
+def test_other_name_for_an_array_written_later_is_refused(body):
+    f = fuzzing.load("def f(x):\n    b = x * 1.0\n" + body)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="another name comes to share it"):
+        pb.grad(f)(np.arange(4.0))
+
+
 def test_rebinding_to_a_row_in_a_loop_that_then_writes_is_refused():
     """The next iteration would write into the argument's row."""
     f = fuzzing.load("def f(x, m):\n    b = np.zeros(4)\n    for i in range(2):\n"
@@ -321,6 +331,13 @@ ACCEPTED = {
                                        "    if s > 0.0:\n        b[1] = x\n    else:\n"
                                        "        for e in b:\n            t = e * 2.0\n"
                                        "        s = np.sum(e * t)\n    return s + np.sum(b)\n",
+    # another name for a written array, after its last write: a loop over it
+    # with enumerate (its sequence is read once) (make fuzz, seed 4)
+    "alias_after_the_writes": "def f(x, s):\n    b = x * s\n    b[0] = 2.0 * x[1]\n    z = b\n"
+                              "    return np.sum(z * z)\n",
+    "enumerate_a_written_array": "def f(x, s):\n    b = x * 1.0\n    b[0] = 2.0 * x[1]\n"
+                                 "    t = s\n    for i, e in enumerate(b):\n        t = t + e * i\n"
+                                 "        b = b * s\n    return t\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into

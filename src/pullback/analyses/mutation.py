@@ -115,6 +115,8 @@ def check(normal, ops, parsed, kinds=None):
             continue
         if op.kind == "pack" and _only_copied(s, targets, normal, ops):
             continue        # `np.stack([y, b])`: the list lives only to be copied
+        if op.kind == "copy" and not _written_while_read(normal, ops, group, s, targets[0]):
+            continue        # `seq = b` after the last write into b (a loop's sequence)
         if op.kind in ("copy", "pack", "append", "user", "custom", "opaque", "unpack"):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
@@ -209,6 +211,16 @@ def packed_to_be_copied(normal, ops, stmt):
     into a new array and nothing else reads (``np.stack([y, b])``): the
     list holds the arrays for no longer than that."""
     return ops[id(stmt)].kind == "pack" and _only_copied(stmt, _targets(stmt), normal, ops)
+
+
+def _written_while_read(normal, ops, group, stmt, name):
+    """Whether a write into ``group`` can run after ``stmt`` binds ``name``
+    and before a read of it (or of the copies normalize makes of it)."""
+    root = normal.tree.body
+    names = _copies_of(name, _renames(normal))
+    writers = [t for t in _simple(root) if _writes(t, ops, group)]
+    return any(_reads(t, names, copy_ids(normal)) and _may_run_between(root, w, stmt, t)
+               for t in _simple(root) for w in writers)
 
 
 def _only_copied(stmt, targets, normal, ops):
