@@ -242,6 +242,14 @@ def test_other_name_for_an_array_written_later_is_refused(body):
         pb.grad(f)(np.arange(4.0))
 
 
+def test_update_of_a_row_the_loop_rebinds_to_is_refused():
+    """The second iteration's `b += x` would change the argument's row."""
+    f = fuzzing.load("def f(x, m):\n    b = x * 1.0\n    for i in range(2):\n"
+                     "        b += x\n        b = m[i]\n    return np.sum(b)\n")
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may share"):
+        pb.grad(f)(np.ones(4), np.ones((3, 4)))
+
+
 def test_rebinding_to_a_row_in_a_loop_that_then_writes_is_refused():
     """The next iteration would write into the argument's row."""
     f = fuzzing.load("def f(x, m):\n    b = np.zeros(4)\n    for i in range(2):\n"
@@ -338,6 +346,10 @@ ACCEPTED = {
     "enumerate_a_written_array": "def f(x, s):\n    b = x * 1.0\n    b[0] = 2.0 * x[1]\n"
                                  "    t = s\n    for i, e in enumerate(b):\n        t = t + e * i\n"
                                  "        b = b * s\n    return t\n",
+    # an update before the name is rebound to a row of an argument (make fuzz,
+    # seed 4, last run)
+    "update_then_rebound_to_a_row": "def f(x, m, s):\n    b = x * 1.0\n    b *= x\n"
+                                    "    if s > 0.0:\n        b = m[0]\n    return np.sum(b) * s\n",
     "update_then_listed": "def f(x, s):\n    b = x * s\n    b += x\n    lst = [b, x]\n"
                           "    return np.sum(lst[0] * lst[0])\n",
     # and is not an array the function writes into

@@ -50,8 +50,14 @@ def mutated_arrays(normal, ops):
     merge only reads from a written one is a later binding, which a write
     that came before cannot reach (`b[0] = v` then, in a branch, `b = m[2]`)."""
     written = {op.mutates for op in ops.values() if op.kind == "setitem"}
-    group, pairs = set(written), _renames(normal)
-    changed = bool(written)
+    return _carried_into(written, _renames(normal))
+
+
+def _carried_into(names, pairs):
+    """``names`` and every name a chain of copies (``pairs``: target,
+    source) carries into one of them."""
+    group = set(names)
+    changed = bool(group)
     while changed:
         changed = False
         for target, source in pairs:
@@ -410,12 +416,15 @@ def check_updates(normal, kind_of, chains, ops, parsed):
         readers = [s for v in joined for s in chains.readers(v)
                    if s is not stmt and id(s) not in copies
                    and not runs_only_after(normal, stmt, s)]
-        shared = bool(joined & set(normal.params)) or any(
+        # the objects `old` may hold: its definitions and those copies carry
+        # into it (a later rebinding, `y = m[0]` after the update, is not one)
+        sources = _carried_into({old}, _renames(normal))
+        shared = bool(sources & set(normal.params)) or any(
             (ops[id(s)].kind not in ("rule", "nondiff", "setitem")
              and not packed_to_be_copied(normal, ops, s)) or (
                 _is_view_op(ops[id(s)], kind_of) and not used_up_before(normal, s, stmt))
             for s in readers)
-        definers = [d for v in joined for d in chains.defs.get(v, ())
+        definers = [d for v in sources for d in chains.defs.get(v, ())
                     if id(d) not in copies and not _placeholder(d)]
         for definer in definers:
             op = ops[id(definer)]
