@@ -56,13 +56,20 @@ def mutated_arrays(normal, ops):
 def _carried_into(names, pairs):
     """``names`` and every name a chain of copies (``pairs``: target,
     source) carries into one of them."""
+    return _along_copies(names, pairs, forward=False)
+
+
+def _along_copies(names, pairs, forward):
+    """``names`` closed under the copies ``pairs`` (target, source): their
+    targets (``forward``) or their sources."""
     group = set(names)
     changed = bool(group)
     while changed:
         changed = False
         for target, source in pairs:
-            if target in group and source not in group:
-                group.add(source)
+            old, new = (source, target) if forward else (target, source)
+            if old in group and new not in group:
+                group.add(new)
                 changed = True
     return group
 
@@ -356,15 +363,7 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
 
 def _copies_of(view, pairs):
     """``view`` and the names normalize's merge copies give it."""
-    names = {view}
-    changed = True
-    while changed:
-        changed = False
-        for a, b in pairs:
-            if b in names and a not in names:
-                names.add(a)
-                changed = True
-    return names
+    return _along_copies({view}, pairs, forward=True)
 
 
 def _reads(stmt, names, copies):
