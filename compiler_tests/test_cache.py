@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import api, cache, runtime
+from pullback import api, cache, checks, runtime
 from pullback.testing import function_from_source
 
 MODULE = """
@@ -117,7 +117,7 @@ def obtain(fn, args, wrt):
     def make():
         calls.append(1)
         return api.derivative_of(fn).transform(args, wrt)
-    key = tuple(api._signature_key(a) for a in args)
+    key = tuple(checks.signature_key(a) for a in args)
     return cache.obtain(fn, key, wrt, False, make), len(calls)
 
 
@@ -138,7 +138,7 @@ def test_obtain_transforms_once_then_loads(module):
 
 
 def test_rebinding_a_global_changes_the_key(module, monkeypatch):
-    key = (api._signature_key(np.ones(2)),) * 2
+    key = (checks.signature_key(np.ones(2)),) * 2
     before = cache.identity(module.f, key, (0,), False)
     monkeypatch.setattr(module, "inner", lambda a, b: a * b)    # no longer describable
     assert cache.identity(module.f, key, (0,), False) is None
@@ -180,7 +180,7 @@ def test_undescribable_functions_are_not_cached(tmp_path, monkeypatch):
     assert cache.stats["transforms"] == before["transforms"] + 2
     # helper's own transform is cached; f's, which binds helper, cannot be
     assert cache.stats["cache_stores"] == before["cache_stores"] + 1
-    assert cache.identity(f, (api._signature_key(np.ones(3)),), (0,), False) is None
+    assert cache.identity(f, (checks.signature_key(np.ones(3)),), (0,), False) is None
     assert len(os.listdir(tmp_path / "cache")) == 1
 
 
@@ -208,7 +208,7 @@ def test_a_changed_compiler_misses(module, monkeypatch):
 
 
 def test_settings_in_the_environment_are_part_of_the_key(module, monkeypatch):
-    key = (api._signature_key(np.ones(2)),) * 2
+    key = (checks.signature_key(np.ones(2)),) * 2
     before = cache.identity(module.f, key, (0,), False)
     monkeypatch.setenv("PULLBACK_INPLACE", "0")
     after = cache.identity(module.f, key, (0,), False)

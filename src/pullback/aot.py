@@ -284,7 +284,7 @@ def _ordered(entries):
 def write(module, outdir, specs=()):
     """Write the artifact of ``module`` into ``outdir``; ``specs`` are
     signature strings (``parse_spec``).  Returns a ``Result``."""
-    from .api import _is_inexact, _signature_key
+    from .checks import is_inexact, signature_key
     w = _Writer(module)
     fns = sorted((v for v in vars(module).values() if isinstance(v, types.FunctionType)
                   and getattr(v, "__pullback_differentiable__", False)
@@ -298,9 +298,9 @@ def write(module, outdir, specs=()):
         if name not in by_name:
             raise ValueError(f"--signature {text!r}: {module.__file__} has no "
                              f"@differentiable function {name!r}")
-        e = w.entry(by_name[name], [i for i, a in enumerate(examples) if _is_inexact(a)],
+        e = w.entry(by_name[name], [i for i, a in enumerate(examples) if is_inexact(a)],
                     examples, text.strip())
-        e.signature = cache.signature_data(tuple(_signature_key(a) for a in examples))
+        e.signature = cache.signature_data(tuple(signature_key(a) for a in examples))
     entries = [e for e in _ordered(list(w.entries.values())) if e.loaded is not None]
     path = os.path.join(outdir, artifact_name(module.__file__))
     if entries:

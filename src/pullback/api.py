@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 import os
 import types
 import weakref
@@ -13,6 +12,9 @@ import numpy as np
 
 from . import runtime
 from .analyses import kinds as kinds_
+from .checks import (check_argnum_range, check_argnums, check_cotangent,
+                     check_differentiable_input, check_scalar_output, fresh_grad, is_inexact,
+                     one_like, signature_key, split_aux, sums_onto)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source"]
 
@@ -33,7 +35,7 @@ class Derivative:
         from . import kernels     # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
         large = kernels.size_class(args)     # large arrays: elementwise work is fused
-        key = (tuple([_signature_key(a) for a in args]), wrt, has_aux, inplace, large)
+        key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
         loaded = self.cache.get(key)
         if loaded is None:
             # an up-to-date artifact, else the on-disk cache, else the compiler
@@ -153,7 +155,7 @@ class CustomVJP:
                 f"per argument ({len(args)}), but returned {type(grads).__name__}"
                 + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
         for i, (g, a) in enumerate(zip(grads, args)):
-            if g is not None and not _sums_onto(np.shape(g), np.shape(a)):
+            if g is not None and not sums_onto(np.shape(g), np.shape(a)):
                 raise ValueError(
                     f"The bwd rule of {self.__name__} returned a cotangent of shape "
                     f"{np.shape(g)} for argument {i}, which has shape {np.shape(a)}. "
@@ -224,21 +226,21 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     >>> value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
     (np.float64(5.0), array([2., 4.]))
     """
-    argnums_t = _check_argnums(argnums)
+    argnums_t = check_argnums(argnums)
     wrt = tuple(sorted(set(argnums_t)))
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         handle = derivative_of(fun)
         args = handle.bind(args, kwargs)
-        _check_argnum_range(fun, argnums_t, len(args))
+        check_argnum_range(fun, argnums_t, len(args))
         for i in argnums_t:
-            _check_differentiable_input(fun, handle, i, args[i])
+            check_differentiable_input(fun, handle, i, args[i])
         out, res = handle.call_primal(args, wrt, has_aux, inplace)
-        value, aux = _split_aux(fun, out, has_aux)
-        _check_scalar_output(fun, value)
-        grads = handle.call_adjoint(res, _one_like(value))
-        g = tuple(_fresh(grads[i], args[i]) for i in argnums_t)
+        value, aux = split_aux(fun, out, has_aux)
+        check_scalar_output(fun, value)
+        grads = handle.call_adjoint(res, one_like(value))
+        g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
         result = g[0] if isinstance(argnums, int) else g
         return ((value, aux), result) if has_aux else (value, result)
 
@@ -274,14 +276,14 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     """
     handle = derivative_of(fun)
     args = tuple(primals)
-    wrt = tuple(i for i, a in enumerate(args) if _is_inexact(a))
+    wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
-    value, aux = _split_aux(fun, out, has_aux)
+    value, aux = split_aux(fun, out, has_aux)
 
     def pullback(ct):
-        _check_cotangent(fun, value, ct)
+        check_cotangent(fun, value, ct)
         grads = handle.call_adjoint(res, ct)
-        return tuple(_fresh(g, a) if g is not None else None for g, a in zip(grads, args))
+        return tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
 
     return (value, pullback, aux) if has_aux else (value, pullback)
 
@@ -307,7 +309,7 @@ def jvp(fun, primals, tangents):
             raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of "
                              f"shape {np.shape(p)}; each tangent must match its primal.")
     handle = derivative_of(fun)
-    wrt = tuple(i for i, a in enumerate(primals) if _is_inexact(a))
+    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     out, res = handle.call_primal(primals, wrt)
     if isinstance(out, tuple):
         raise TypeError("pb.jvp supports a single array or scalar output for now; "
@@ -345,155 +347,9 @@ def source(fun, *example_args, argnums=None):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
                         "source to show.")
     n = len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else _check_argnums(argnums)
+    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
     if example_args:
         return handle.specialize(tuple(example_args), tuple(sorted(set(wrt)))).source
     from .pipeline import transform
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
-
-
-# -- checks and small helpers --------------------------------------------------
-
-def _signature_key(x):
-    t = type(x)
-    if t is float or t is int:        # scalar code: the common case
-        return t
-    if isinstance(x, np.ndarray):
-        return (np.ndarray, x.dtype.str, x.ndim)
-    if isinstance(x, np.generic):
-        return (np.generic, x.dtype.str)
-    return type(x)
-
-
-def _is_inexact(x):
-    """A float or complex value, or a structure (tuple, list, dict, namedtuple,
-    dataclass) of them: something with a gradient."""
-    t = type(x)
-    if t is np.ndarray:
-        return x.dtype.kind in "fc"
-    if t is float or t is complex:
-        return True
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    if isinstance(x, (float, complex)):
-        return True
-    if isinstance(x, (np.ndarray, np.generic)):
-        return np.issubdtype(x.dtype, np.inexact)
-    if runtime.is_structure(x):
-        leaves = runtime.fields_of(x)
-        return bool(leaves) and all(_is_inexact(v) for _, v in leaves)
-    return False
-
-
-def _check_argnums(argnums):
-    if isinstance(argnums, int) and not isinstance(argnums, bool):
-        return (argnums,)
-    if isinstance(argnums, tuple) and argnums and all(
-            isinstance(i, int) and not isinstance(i, bool) for i in argnums):
-        return argnums
-    raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
-
-
-def _check_argnum_range(fun, argnums, n):
-    for i in argnums:
-        if not -n <= i < n:
-            raise ValueError(f"argnums={i} is out of range: {_name(fun)} was called with "
-                             f"{n} positional argument{'s' if n != 1 else ''}.")
-
-
-def _check_differentiable_input(fun, handle, i, x):
-    if _is_inexact(x):
-        return
-    name = handle.params[i] if hasattr(handle, "params") else str(i)
-    what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
-        else f"an array of {x.dtype}"
-    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):
-        raise TypeError(
-            f"pb.grad cannot differentiate {_name(fun)} with respect to argument {i} "
-            f"({name}), which is {what}: integer and boolean values carry no gradient. "
-            f"Pass a float (3.0, or x.astype(float)) or leave {i} out of argnums.")
-    raise TypeError(
-        f"pb.grad cannot differentiate {_name(fun)} with respect to argument {i} ({name}) "
-        f"of type {what}: pass a float, a complex number or a NumPy array of floats.")
-
-
-def _split_aux(fun, out, has_aux):
-    if not has_aux:
-        return out, None
-    if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"With has_aux=True, {_name(fun)} must return a pair "
-                        f"(output, aux), but it returned {type(out).__name__}.")
-    return out[0], out[1]
-
-
-def _check_scalar_output(fun, value):
-    if type(value) in _REAL_SCALARS:
-        return                  # the common case
-    if value is None:
-        raise TypeError(f"pb.grad requires a scalar output, but {_name(fun)} returned None: "
-                        f"add a `return` (on every path through the function).")
-    if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
-        shape = np.shape(value) if isinstance(value, np.ndarray) else None
-        what = f"an array of shape {shape}" if shape is not None else type(value).__name__
-        raise TypeError(
-            f"pb.grad requires a scalar output, but {_name(fun)} returned {what}. "
-            "Reduce it to a scalar (for example with .sum()), or use pb.vjp for a "
-            "non-scalar output.")
-    if isinstance(value, (bool, numbers.Integral, np.integer, np.bool_)) or (
-            isinstance(value, np.ndarray) and value.dtype.kind in "biu"):
-        raise TypeError(
-            f"pb.grad requires a float output, but {_name(fun)} returned "
-            f"{type(value).__name__} {value!r}: an integer carries no gradient. If the "
-            f"value is meant to vary with the input, compute it in floats (return 0.0, "
-            f"not 0).")
-    if np.iscomplexobj(value):
-        raise TypeError(
-            f"pb.grad requires a real output, but {_name(fun)} returned a complex value. "
-            "Take its real part or its absolute value (np.real(y), np.abs(y) ** 2), or use "
-            "pb.vjp, which accepts complex outputs.")
-
-
-def _sums_onto(gshape, shape):
-    """Whether a cotangent of ``gshape`` is ``shape`` broadcast (and so can be
-    summed back onto it)."""
-    try:
-        return np.broadcast_shapes(gshape, shape) == tuple(gshape)
-    except ValueError:
-        return False
-
-
-_REAL_SCALARS = frozenset({float, np.float64, np.float32, np.float16, np.longdouble})
-
-
-def _check_cotangent(fun, value, ct):
-    if isinstance(value, (tuple, list)):
-        if not isinstance(ct, (tuple, list)) or len(ct) != len(value):
-            raise ValueError(f"{_name(fun)} returned a {type(value).__name__} of "
-                             f"{len(value)}, so its pullback needs a cotangent of the same "
-                             f"structure, not {type(ct).__name__}.")
-        for v, c in zip(value, ct):
-            _check_cotangent(fun, v, c)
-        return
-    if np.shape(ct) != np.shape(value):
-        raise ValueError(f"The cotangent passed to the pullback of {_name(fun)} has shape "
-                         f"{np.shape(ct)}, but its output has shape {np.shape(value)}.")
-
-
-def _one_like(value):
-    if isinstance(value, np.generic):
-        return value.dtype.type(1)      # a scalar stays a scalar (0-d arrays are slow)
-    if isinstance(value, np.ndarray):
-        return np.ones_like(value)
-    return type(value)(1) if isinstance(value, (int, float)) else 1.0
-
-
-def _fresh(g, x):
-    """Gradients come back as fresh objects of the input's type."""
-    if g is None:
-        return runtime.zeros_like(x)
-    return g
-
-
-def _name(fun):
-    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))

@@ -341,7 +341,7 @@ def _load(fn, material):
 
 def obtain(fn, sig_key, wrt, has_aux, make, options=None):
     """The ``Loaded`` transform of ``fn`` for the abstract signature
-    ``sig_key`` (see ``api._signature_key``) and ``wrt`` (argument indices):
+    ``sig_key`` (see ``checks.signature_key``) and ``wrt`` (argument indices):
     from an up-to-date artifact, else the on-disk cache, else ``make()``,
     whose result is then cached."""
     material = identity(fn, sig_key, wrt, has_aux)

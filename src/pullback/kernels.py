@@ -384,10 +384,10 @@ def sources(fn, *example_args, argnums=None):
     """The source of every fused kernel in ``fn``'s transform (for the same
     arguments as ``pb.source``; without example arguments, the transform for
     large arrays)."""
-    from . import api
+    from . import api, checks
     handle = api.derivative_of(fn)
     n = len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else api._check_argnums(argnums)
+    wrt = tuple(range(n)) if argnums is None else checks.check_argnums(argnums)
     if example_args:
         with sizing(example_args):
             loaded = handle.transform(tuple(example_args), tuple(sorted(set(wrt))))

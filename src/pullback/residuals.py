@@ -158,7 +158,7 @@ class Residuals:
         stmts = block.stmts
         at = len(stmts)
         carried = set(self.normal.carried_names)
-        while at > 0 and (_is_break_check(stmts[at - 1]) or (
+        while at > 0 and (is_break_check(stmts[at - 1]) or (
                 block.kind == "loop" and _is_copy(stmts[at - 1])
                 and stmts[at - 1].targets[0].id in carried)):
             at -= 1
@@ -277,7 +277,7 @@ def _preorder(node):
 
 
 
-def _is_break_check(stmt):
+def is_break_check(stmt):
     return isinstance(stmt, gast.If) and stmt.body and isinstance(stmt.body[0], gast.Break)
 
 

@@ -50,11 +50,11 @@ import dataclasses
 import gast
 
 from . import runtime
-from .astbuild import all_statements as _all_statements
 from .astbuild import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
+from .analyses import kinds as kinds_
 from .adjoints import Adjoints
-from .residuals import Residuals
+from .residuals import Residuals, is_break_check
 from .grammar import assigned_names
 from .inline import clone
 
@@ -107,7 +107,7 @@ class _Reverse(Adjoints, Residuals):
         self.indexed = set()    # names whose gradient received an indexed add
         self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
         self.grads = Gradients(self.namer, kinds, self.helper, inplace)
-        self.int_names = _int_names(normal.tree.body, ops)
+        self.int_names = kinds_.int_names(normal.tree.body, ops)
         self.written = written            # arrays the primal writes into
         # every input float64 (or a Python float): contributions need no rounding
         self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
@@ -116,7 +116,7 @@ class _Reverse(Adjoints, Residuals):
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
 
     def kind(self, name):
-        return self.kinds.get(name) or _UNKNOWN
+        return self.kinds.get(name) or kinds_.UNKNOWN
 
     # -- helpers bound in the generated code ---------------------------------
 
@@ -258,7 +258,7 @@ class _Reverse(Adjoints, Residuals):
             trips = self.namer.fresh("trips")
             self.trips[id(stmt)] = trips
             body = self.primal_block(stmt.body)
-            if self.over_range(stmt) and not (body and _is_break_check(body[-1])):
+            if self.over_range(stmt) and not (body and is_break_check(body[-1])):
                 # a range loop without break runs len(range) times: no counter
                 stmt.body = body
                 count = _call(self.helper("len", len), clone(stmt.iter))
@@ -442,45 +442,3 @@ class _Reverse(Adjoints, Residuals):
 
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
-
-class _Unknown:
-    shape = "unknown"
-    complex = None
-    is_number = False
-
-
-_UNKNOWN = _Unknown()
-
-def _int_names(stmts, ops):
-    """Names certainly holding Python ints: range loop targets, len(...),
-    integer constants and integer arithmetic on those."""
-    ints = set()
-    ranges = set()
-
-    def is_int(node):
-        return (isinstance(node, gast.Constant) and type(node.value) is int) or (
-            isinstance(node, gast.Name) and node.id in ints)
-
-    for _ in range(2):      # twice: loop-carried counters
-        for s in _all_statements(stmts):
-            if isinstance(s, gast.For) and isinstance(s.iter, gast.Name) \
-                    and s.iter.id in ranges:
-                ints.add(s.target.id)
-            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
-                continue
-            v, t = s.value, s.targets[0].id
-            if isinstance(v, gast.Call) and isinstance(v.func, gast.Name) \
-                    and v.func.id in ("len", "int", "range"):
-                (ranges if v.func.id == "range" else ints).add(t)
-            elif is_int(v) or (isinstance(v, gast.BinOp) and is_int(v.left)
-                               and is_int(v.right) and isinstance(
-                                   v.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv,
-                                          gast.Mod))):
-                ints.add(t)
-    return ints
-
-
-
-
-def _is_break_check(stmt):
-    return isinstance(stmt, gast.If) and stmt.body and isinstance(stmt.body[0], gast.Break)

@@ -27,7 +27,9 @@ import operator
 import gast
 import numpy as np
 
-__all__ = ["Kind", "of_value", "of_globals", "of_atom", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
+from .ops import all_statements
+
+__all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -333,3 +335,32 @@ def _is_none(node):
 
 _OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
               operator.mod, operator.pow, operator.neg, operator.pos}
+
+
+def int_names(stmts, ops):
+    """Names certainly holding Python ints: range loop targets, len(...),
+    integer constants and integer arithmetic on those."""
+    ints = set()
+    ranges = set()
+
+    def is_int(node):
+        return (isinstance(node, gast.Constant) and type(node.value) is int) or (
+            isinstance(node, gast.Name) and node.id in ints)
+
+    for _ in range(2):      # twice: loop-carried counters
+        for s in all_statements(stmts):
+            if isinstance(s, gast.For) and isinstance(s.iter, gast.Name) \
+                    and s.iter.id in ranges:
+                ints.add(s.target.id)
+            if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+                continue
+            v, t = s.value, s.targets[0].id
+            if isinstance(v, gast.Call) and isinstance(v.func, gast.Name) \
+                    and v.func.id in ("len", "int", "range"):
+                (ranges if v.func.id == "range" else ints).add(t)
+            elif is_int(v) or (isinstance(v, gast.BinOp) and is_int(v.left)
+                               and is_int(v.right) and isinstance(
+                                   v.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv,
+                                          gast.Mod))):
+                ints.add(t)
+    return ints

@@ -29,9 +29,10 @@ import numpy as np
 
 from ..errors import UnsupportedSyntaxError
 from .ops import all_statements
+from .order import may_run_between, runs_only_after
 
 __all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
-           "runs_only_after", "packed_to_be_copied", "VIEWS"]
+           "packed_to_be_copied", "VIEWS"]
 
 ALLOCATING = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
               np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity, np.arange,
@@ -179,46 +180,6 @@ def used_up_before(normal, view_stmt, stmt):
     return False
 
 
-def runs_only_after(normal, first, later):
-    """Whether ``later`` can run only once ``first`` has run (or not at all):
-    it comes after ``first`` in the code and no loop holds both (normal form
-    has no other way back; branches are taken one at a time)."""
-    return _only_after(normal.tree.body, first, later)
-
-
-def _only_after(root, first, later):
-    order = {id(s): i for i, s in enumerate(all_statements(root))}
-    if order[id(later)] <= order[id(first)]:
-        return False
-    return not any(id(first) in inside and id(later) in inside for inside in _loops(root))
-
-
-def _loops(root):
-    """The statements inside each loop (as sets of ids)."""
-    return [{id(s) for s in all_statements(loop.body + loop.orelse)}
-            for loop in all_statements(root) if isinstance(loop, (gast.For, gast.While))]
-
-
-def _exclusive(root, a, b):
-    """Whether ``a`` and ``b`` lie in the two branches of one ``if`` that no
-    loop holds: they never both run."""
-    loops = _loops(root)
-    for s in all_statements(root):
-        if isinstance(s, gast.If):
-            then = {id(t) for t in all_statements(s.body)}
-            other = {id(t) for t in all_statements(s.orelse)}
-            if ((id(a) in then and id(b) in other) or (id(a) in other and id(b) in then)) \
-                    and not any(id(s) in inside for inside in loops):
-                return True
-    return False
-
-
-def _may_run_between(root, w, first, last):
-    """Whether ``w`` can run after ``first`` and before ``last``."""
-    return not (_exclusive(root, w, first) or _exclusive(root, w, last)
-                or _only_after(root, w, first) or _only_after(root, last, w))
-
-
 def packed_to_be_copied(normal, ops, stmt):
     """Whether ``stmt`` packs a list or tuple that the next statement copies
     into a new array and nothing else reads (``np.stack([y, b])``): the
@@ -232,7 +193,8 @@ def _written_while_read(normal, ops, group, stmt, name):
     root = normal.tree.body
     names = _copies_of(name, _renames(normal))
     writers = [t for t in _simple(root) if _writes(t, ops, group)]
-    return any(_reads(t, names, copy_ids(normal)) and _may_run_between(root, w, stmt, t)
+    copies = copy_ids(normal)
+    return any(_reads(t, names, copies) and may_run_between(root, w, stmt, t)
                for t in _simple(root) for w in writers)
 
 
@@ -347,7 +309,7 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
         # come in between
         writers = [t for t in _simple(root) if _writes(t, ops, group)]
         escapes = any(_reads(t, names, copies) and id(t) not in inside
-                      and any(_may_run_between(root, w, s, t) for w in writers)
+                      and any(may_run_between(root, w, s, t) for w in writers)
                       for t in _simple(root))
         span = later[:last + 1]
         if span and getattr(ops.get(id(span[-1])), "kind", None) == "setitem":

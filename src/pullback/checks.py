@@ -1,0 +1,155 @@
+"""Checks of the public API's arguments and results, with the messages that
+say how to fix a call (JAX's conventions: ``TypeError`` for a value that
+carries no gradient, ``ValueError`` for a shape), and the small helpers
+``api`` builds its results with."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import runtime
+
+
+def signature_key(x):
+    t = type(x)
+    if t is float or t is int:        # scalar code: the common case
+        return t
+    if isinstance(x, np.ndarray):
+        return (np.ndarray, x.dtype.str, x.ndim)
+    if isinstance(x, np.generic):
+        return (np.generic, x.dtype.str)
+    return type(x)
+
+
+def is_inexact(x):
+    """A float or complex value, or a structure (tuple, list, dict, namedtuple,
+    dataclass) of them: something with a gradient."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.dtype.kind in "fc"
+    if t is float or t is complex:
+        return True
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, complex)):
+        return True
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.issubdtype(x.dtype, np.inexact)
+    if runtime.is_structure(x):
+        leaves = runtime.fields_of(x)
+        return bool(leaves) and all(is_inexact(v) for _, v in leaves)
+    return False
+
+
+def check_argnums(argnums):
+    if isinstance(argnums, int) and not isinstance(argnums, bool):
+        return (argnums,)
+    if isinstance(argnums, tuple) and argnums and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in argnums):
+        return argnums
+    raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}.")
+
+
+def check_argnum_range(fun, argnums, n):
+    for i in argnums:
+        if not -n <= i < n:
+            raise ValueError(f"argnums={i} is out of range: {fun_name(fun)} was called with "
+                             f"{n} positional argument{'s' if n != 1 else ''}.")
+
+
+def check_differentiable_input(fun, handle, i, x):
+    if is_inexact(x):
+        return
+    name = handle.params[i] if hasattr(handle, "params") else str(i)
+    what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
+        else f"an array of {x.dtype}"
+    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):
+        raise TypeError(
+            f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
+            f"({name}), which is {what}: integer and boolean values carry no gradient. "
+            f"Pass a float (3.0, or x.astype(float)) or leave {i} out of argnums.")
+    raise TypeError(
+        f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} ({name}) "
+        f"of type {what}: pass a float, a complex number or a NumPy array of floats.")
+
+
+def split_aux(fun, out, has_aux):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"With has_aux=True, {fun_name(fun)} must return a pair "
+                        f"(output, aux), but it returned {type(out).__name__}.")
+    return out[0], out[1]
+
+
+def check_scalar_output(fun, value):
+    if type(value) in _REAL_SCALARS:
+        return                  # the common case
+    if value is None:
+        raise TypeError(f"pb.grad requires a scalar output, but {fun_name(fun)} returned None: "
+                        f"add a `return` (on every path through the function).")
+    if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
+        shape = np.shape(value) if isinstance(value, np.ndarray) else None
+        what = f"an array of shape {shape}" if shape is not None else type(value).__name__
+        raise TypeError(
+            f"pb.grad requires a scalar output, but {fun_name(fun)} returned {what}. "
+            "Reduce it to a scalar (for example with .sum()), or use pb.vjp for a "
+            "non-scalar output.")
+    if isinstance(value, (bool, numbers.Integral, np.integer, np.bool_)) or (
+            isinstance(value, np.ndarray) and value.dtype.kind in "biu"):
+        raise TypeError(
+            f"pb.grad requires a float output, but {fun_name(fun)} returned "
+            f"{type(value).__name__} {value!r}: an integer carries no gradient. If the "
+            f"value is meant to vary with the input, compute it in floats (return 0.0, "
+            f"not 0).")
+    if np.iscomplexobj(value):
+        raise TypeError(
+            f"pb.grad requires a real output, but {fun_name(fun)} returned a complex value. "
+            "Take its real part or its absolute value (np.real(y), np.abs(y) ** 2), or use "
+            "pb.vjp, which accepts complex outputs.")
+
+
+def sums_onto(gshape, shape):
+    """Whether a cotangent of ``gshape`` is ``shape`` broadcast (and so can be
+    summed back onto it)."""
+    try:
+        return np.broadcast_shapes(gshape, shape) == tuple(gshape)
+    except ValueError:
+        return False
+
+
+_REAL_SCALARS = frozenset({float, np.float64, np.float32, np.float16, np.longdouble})
+
+
+def check_cotangent(fun, value, ct):
+    if isinstance(value, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(value):
+            raise ValueError(f"{fun_name(fun)} returned a {type(value).__name__} of "
+                             f"{len(value)}, so its pullback needs a cotangent of the same "
+                             f"structure, not {type(ct).__name__}.")
+        for v, c in zip(value, ct):
+            check_cotangent(fun, v, c)
+        return
+    if np.shape(ct) != np.shape(value):
+        raise ValueError(f"The cotangent passed to the pullback of {fun_name(fun)} has shape "
+                         f"{np.shape(ct)}, but its output has shape {np.shape(value)}.")
+
+
+def one_like(value):
+    if isinstance(value, np.generic):
+        return value.dtype.type(1)      # a scalar stays a scalar (0-d arrays are slow)
+    if isinstance(value, np.ndarray):
+        return np.ones_like(value)
+    return type(value)(1) if isinstance(value, (int, float)) else 1.0
+
+
+def fresh_grad(g, x):
+    """Gradients come back as fresh objects of the input's type."""
+    if g is None:
+        return runtime.zeros_like(x)
+    return g
+
+
+def fun_name(fun):
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
