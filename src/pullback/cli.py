@@ -233,8 +233,9 @@ def highlight(src):
     ...     "    \\033[35mreturn\\033[0m \\033[36m1\\033[0m\\n")
     True
     """
+    from .codegen import source_lines
     offsets, total = [], 0
-    for line in src.splitlines(True):
+    for line in source_lines(src, True):        # (the lines tokenize counts)
         offsets.append(total)
         total += len(line)
     offsets.append(total)

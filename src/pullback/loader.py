@@ -30,7 +30,7 @@ import linecache
 import re
 import types
 
-from .codegen import register_source, render_function
+from .codegen import check_nesting, register_source, render_function, source_lines
 
 __all__ = ["Loaded", "load", "rebuild"]
 
@@ -52,7 +52,7 @@ class Loaded:
 
     def user_line(self, lineno):
         """The user's line number that generated line ``lineno`` came from."""
-        lines = self.text.splitlines()
+        lines = source_lines(self.text)
         for line in reversed(lines[:lineno]):
             m = _LINE_COMMENT.match(line)
             if m:
@@ -81,6 +81,8 @@ def load(derived, parsed):
     user_free = list(parsed.closure)
     helpers = derived.helpers
     params = list(helpers) + [n for n in user_free if n not in helpers]
+    for tree in (derived.primal, derived.adjoint):
+        check_nesting(tree, parsed.location, fn.__qualname__)
     primal_src = render_function(derived.primal, parsed.filename, nested=True)
     adjoint_src = render_function(derived.adjoint, parsed.filename)
     inner = _indent(primal_src) + "\n" + _indent(adjoint_src)
@@ -119,4 +121,4 @@ def rebuild(fn, text, helpers, names, source, user_file, code=None, filename=Non
 
 
 def _indent(src):
-    return "".join("    " + line if line.strip() else line for line in src.splitlines(True))
+    return "".join("    " + line if line.strip() else line for line in source_lines(src, True))
