@@ -45,7 +45,7 @@ def run(code, env=None, cwd=None):
 def artifact_meta(path):
     with open(path) as fh:
         tree = ast.parse(fh.read())
-    node = tree.body[-1]
+    node = next(n for n in reversed(tree.body) if isinstance(n, ast.Assign))
     assert node.targets[0].id == "__pullback__"
     return ast.literal_eval(node.value)
 
@@ -129,10 +129,11 @@ def test_artifact_is_readable_and_imports_little(build):
             modules.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             modules.add(f"{node.module}.{node.names[0].name}")
-    assert modules <= {"numpy", "pullback.runtime", "types", "mlp"}, modules
+    assert modules <= {"numpy", "pullback.runtime", "types", "mlp", "hashlib", "os"}, modules
     from pullback import cache
     meta = artifact_meta(build / "mlp_pullback.py")
     assert meta["source_sha256"] == cache.file_sha256(os.path.join(EXAMPLES, "mlp.py"))
+    assert meta["sources"] == {"mlp.py": meta["source_sha256"]}
 
 
 GRAD_SCRIPT = """

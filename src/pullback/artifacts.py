@@ -2,29 +2,36 @@
 
 When a function's module ``dir/mod.py`` has an artifact ``mod_pullback.py``
 in ``dir/__pullback__/`` (where ``pullback compile`` writes by default),
-``dir/``, a directory of ``PULLBACK_PATH`` or of ``sys.path``, whose
-``__pullback__`` records the SHA-256 of ``mod.py`` as it is now and this
-compiler's version, the transform is rebuilt from the artifact's factory:
-its code compiled from the file, its helpers bound as the just-in-time path
-binds them (callees through pullback's dispatch), the user's globals and
-cells as in ``loader``.  A stale artifact (the source or pullback changed)
-is counted in ``cache.stats["stale_artifacts"]`` and ignored.  An entry
-serves a call when it is for the same function, its globals still resolve
-as when it was written (``cache.fingerprint``), the ``PULLBACK_*`` settings
-are the same, the arguments have its signature (or are real, for a generic
-entry), and it computes at least the gradients asked for (an adjoint
-computing more is narrowed to those).
-``PULLBACK_ARTIFACTS=0`` turns artifacts off.
+``dir/`` itself, or a directory of ``PULLBACK_PATH`` (and nowhere else: not
+``sys.path``, not the current directory), whose ``__pullback__`` records
+this compiler's version and the SHA-256 of every file its functions were
+transformed from (``mod.py`` and the modules of the helpers it calls) as
+they are now, the transform is rebuilt from the artifact's factory: its code
+compiled from the file, its helpers bound as the just-in-time path binds
+them (callees through pullback's dispatch), the user's globals and cells as
+in ``loader``.  A stale artifact (a source or pullback changed) is counted in
+``cache.stats["stale_artifacts"]`` and ignored; so is one that another user
+could have written (see ``trust``).  An entry serves a call when it is for
+the same function, its globals still resolve as when it was written
+(``cache.fingerprint``), the ``PULLBACK_*`` settings are the same, the
+arguments have its signature (or are real, for a generic entry), and it
+computes at least the gradients asked for (an adjoint computing more is
+narrowed to those).  ``PULLBACK_ARTIFACTS=0`` turns artifacts off.
 """
 from __future__ import annotations
 
 import ast
 import os
-import sys
+import tempfile
 
-from . import cache, loader
+from . import cache, loader, trust
+from .codegen import source_lines
 
-__all__ = ["lookup", "search_dirs", "forget", "artifact_name"]
+__all__ = ["lookup", "search_dirs", "forget", "artifact_name", "sources", "write_file",
+           "FORMAT"]
+
+#: The version of the ``__pullback__`` metadata an artifact carries.
+FORMAT = 2
 
 _found = {}             # source file -> _Artifact, or None where there is none (fresh)
 
@@ -35,17 +42,67 @@ def artifact_name(source_file):
 
 
 def search_dirs(source_file):
-    """Where the artifact of ``source_file`` is looked for, in order."""
+    """Where the artifact of ``source_file`` is looked for, in order: beside
+    it (``__pullback__/``, then its own directory) and on ``PULLBACK_PATH``."""
     here = os.path.dirname(os.path.abspath(source_file))
     dirs = [os.path.join(here, "__pullback__"), here]
     dirs += [p for p in os.environ.get("PULLBACK_PATH", "").split(os.pathsep) if p]
-    dirs += [p or os.getcwd() for p in sys.path if isinstance(p, str)]
     out = []
     for d in dirs:
         d = os.path.abspath(d)
         if d not in out:
             out.append(d)
     return out
+
+
+def sources(files, source_file):
+    """``{path: SHA-256}`` of ``files`` and ``source_file``, paths relative to
+    ``source_file``'s directory where they can be (so that a project moved
+    whole keeps its artifacts), with ``/`` between their parts."""
+    here = os.path.dirname(os.path.abspath(source_file))
+    out = {}
+    for f in sorted({os.path.abspath(f) for f in files} | {os.path.abspath(source_file)}):
+        try:
+            rel = os.path.relpath(f, here)
+        except ValueError:          # (another drive)
+            rel = f
+        out[rel.replace(os.sep, "/")] = cache.file_sha256(f)
+    return out
+
+
+def _stale(meta, source_file):
+    """Whether a file the artifact was transformed from changed (or is gone)."""
+    here = os.path.dirname(os.path.abspath(source_file))
+    recorded = meta.get("sources")
+    if not isinstance(recorded, dict) or not recorded:
+        return True
+    for rel, digest in recorded.items():
+        path = os.path.join(here, *rel.split("/"))
+        try:
+            if cache.file_sha256(path) != digest:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def write_file(path, text):
+    """Write ``text`` to ``path`` as it is read back: UTF-8, lines ended by
+    ``\\n`` only, the file (0644) and a directory it creates (0755) writable
+    by their owner alone, whatever the umask (see ``trust``)."""
+    outdir = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(outdir):
+        os.makedirs(outdir, mode=0o755, exist_ok=True)
+        os.chmod(outdir, 0o755)
+    fd, tmp = tempfile.mkstemp(dir=outdir, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def forget():
@@ -68,24 +125,25 @@ def lookup(fn, material):
 def _find(source_file):
     if not os.path.isfile(source_file):
         return None                 # (source kept only in linecache: a notebook cell, ...)
-    name, digest = artifact_name(source_file), None
+    name = artifact_name(source_file)
     for d in search_dirs(source_file):
         path = os.path.join(d, name)
-        if not os.path.isfile(path):
+        if not os.path.lexists(path) or not trust.trusted_dir(d, "artifact directory"):
             continue
         try:
-            with open(path) as fh:
-                text = fh.read()
+            data = trust.read_bytes(path, "artifact")
+            if data is None:
+                continue                    # not trusted: warned about, never read
+            text = data.decode("utf-8")
             tree = ast.parse(text, path)
             meta = _metadata(tree)
-            if digest is None:
-                digest = cache.file_sha256(source_file)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        if meta.get("source_sha256") != digest or meta.get("pullback") != cache.compiler_version():
-            cache.stats["stale_artifacts"] += 1
-            continue
-        return _Artifact(path, text, compile(tree, path, "exec"), meta)
+            if meta.get("pullback") != cache.compiler_version() \
+                    or _stale(meta, source_file):
+                cache.stats["stale_artifacts"] += 1
+                continue
+            return _Artifact(path, text, compile(tree, path, "exec"), meta)
+        except (OSError, SyntaxError, ValueError, TypeError):
+            continue        # (ValueError: also undecodable, or null bytes)
     return None
 
 
@@ -94,7 +152,7 @@ def _metadata(tree):
         if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] \
                 == ["__pullback__"]:
             meta = ast.literal_eval(stmt.value)
-            if isinstance(meta, dict) and meta.get("format") == 1:
+            if isinstance(meta, dict) and meta.get("format") == FORMAT:
                 return meta
     raise ValueError("not a pullback artifact")
 
@@ -138,15 +196,15 @@ class _Artifact:
             return None
         try:
             helpers = {n: cache.resolve(d, fn) for n, d in e["helpers"].items()}
+            first, last = e["lines"]
+            body = source_lines(self.text, True)[first:last - 1]
+            source = f"# generated by pullback from {fn.__qualname__} (from {self.path})\n" \
+                + "".join(line[4:] if line.startswith("    ") else line for line in body)
+            loaded = loader.rebuild(fn, self.text, helpers, e["names"], source,
+                                    fn.__code__.co_filename, code=self.code,
+                                    filename=self.path, factory=e["factory"])
         except Exception:
-            return None
-        first, last = e["lines"]
-        body = self.text.splitlines(True)[first:last - 1]
-        source = f"# generated by pullback from {fn.__qualname__} (from {self.path})\n" + \
-            "".join(line[4:] if line.startswith("    ") else line for line in body)
-        loaded = loader.rebuild(fn, self.text, helpers, e["names"], source,
-                                fn.__code__.co_filename, code=self.code, filename=self.path,
-                                factory=e["factory"])
+            return None         # (not resolvable now, or a damaged entry: transform instead)
         if e["wrt"] != material["wrt"]:
             loaded.adjoint = _narrowed(loaded.adjoint, [e["wrt"].index(i)
                                                         for i in material["wrt"]])

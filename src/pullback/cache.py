@@ -302,41 +302,79 @@ def used_helpers(loaded):
     return [n for n in loaded.helpers if n in free]
 
 
+def _digest(entry):
+    """The SHA-256 an entry carries of everything else in it: an entry whose
+    code text was edited, or torn, no longer matches it."""
+    body = {k: v for k, v in entry.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 def _store(fn, material, loaded):
+    from . import trust
     helpers = {}
     for name in used_helpers(loaded):
         d = describe(loaded.helpers[name], fn.__globals__)
         if d is None:
             return
         helpers[name] = d
-    entry = {"material": material, "text": loaded.text, "source": loaded.source,
+    entry = {"material": json.loads(json.dumps(material, default=repr)), "text": loaded.text,
+             "source": loaded.source,
              "names": [loaded.primal.__name__, loaded.adjoint.__name__], "helpers": helpers,
              "user_file": loaded.user_file}
-    path = os.path.join(directory(), _key(material) + ".json")
+    entry["sha256"] = _digest(entry)
+    where = directory()
+    path = os.path.join(where, _key(material) + ".json")
     try:
-        os.makedirs(directory(), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory(), suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(entry, fh)
-        os.replace(tmp, path)
+        trust.make_private_dir(where)
+        if not trust.trusted_dir(where, "cache directory"):
+            return
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")        # (mode 0600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, path)
+        except BaseException:
+            _remove(tmp)
+            raise
         stats["cache_stores"] += 1
     except OSError:
         pass            # a read-only or full disk only costs the next process a transform
 
 
-def _load(fn, material):
-    from . import loader
-    path = os.path.join(directory(), _key(material) + ".json")
+def _remove(path):
     try:
-        with open(path) as fh:
-            entry = json.load(fh)
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _load(fn, material):
+    """The cached transform for ``material``, or None.  An entry that cannot
+    be used (torn, edited, no longer resolvable, not a regular file) is
+    deleted, so that the transform made instead replaces it; one that is
+    not trusted (see ``trust``) is left alone and ignored."""
+    from . import loader, trust
+    where = directory()
+    path = os.path.join(where, _key(material) + ".json")
+    if not os.path.lexists(path) or not trust.trusted_dir(where, "cache directory"):
+        return None
+    try:
+        data = trust.read_bytes(path, "cache entry")
+        if data is None:
+            return None                 # not trusted: warned about, never read
+        entry = json.loads(data.decode("utf-8"))
+        if not isinstance(entry, dict) or entry.get("sha256") != _digest(entry):
+            raise ValueError("the entry does not match its own hash")
         if entry["material"] != json.loads(json.dumps(material, default=repr)):
-            return None
+            raise ValueError("the entry is for another transform")
         helpers = {n: resolve(d, fn) for n, d in entry["helpers"].items()}
+        return loader.rebuild(fn, entry["text"], helpers, entry["names"], entry["source"],
+                              entry["user_file"])
+    except FileNotFoundError:
+        return None
     except Exception:
-        return None         # missing, torn or no longer resolvable: transform again
-    return loader.rebuild(fn, entry["text"], helpers, entry["names"], entry["source"],
-                          entry["user_file"])
+        _remove(path)       # torn, edited or no longer resolvable: transform again
+        return None
 
 
 def obtain(fn, sig_key, wrt, has_aux, make, options=None):
