@@ -366,6 +366,291 @@ for s in ((3, 4), (3,), ()):
     case("ndarray.tolist", lambda G, s=s: [G.normal(s)], RC, f32_exact=False)
 
 
+# --- issue 14: np.linalg (rules.numpy_linalg) ---------------------------------
+# Inputs are built well-conditioned (solve, inv, det), Hermitian positive
+# definite (cholesky), with well separated eigenvalues or singular values
+# (eigh, svd, norm ord=2), so that finite differences see a smooth function.
+# Eigenvectors and singular vectors of complex matrices are defined up to a
+# phase that LAPACK and JAX fix differently, so their raw values are checked
+# for real kinds only (test_linalg checks phase-invariant complex functions).
+
+
+def _la_cast(G, x):
+    if G.kind == "f32":
+        return np.asarray(np.real(x), np.float32)
+    return np.asarray(np.real(x)) if G.kind == "f64" else np.asarray(x, np.complex128)
+
+
+def _la_unitary(G, batch, n):
+    q, r = np.linalg.qr(np.asarray(G.normal(batch + (n, n)), np.complex128)
+                        if G.kind == "c128" else np.asarray(G.normal(batch + (n, n)), float))
+    return q * np.sign(np.diagonal(r, 0, -2, -1))[..., None, :]
+
+
+def _wellcond(G, shape):
+    """Near 2 I: det and inverse well away from singular."""
+    return _la_cast(G, 0.4 * np.asarray(G.normal(shape)) + 2.0 * np.eye(shape[-1]))
+
+
+def _spd(G, shape):
+    """Hermitian positive definite (its upper triangle is not read)."""
+    m = np.asarray(G.normal(shape))
+    return _la_cast(G, m @ np.conj(np.swapaxes(m, -1, -2)) / shape[-1] + np.eye(shape[-1]))
+
+
+def _separated(G, shape, values=None):
+    """Hermitian with eigenvalues -1.5, -0.3, 1, 2.2, ... (distinct, gaps >= 0.7)."""
+    n = shape[-1]
+    q = _la_unitary(G, shape[:-2], n)
+    w = np.array([-1.5, -0.3, 1.0, 2.2, 3.0, 4.1][:n] if values is None else values)
+    return _la_cast(G, (q * w) @ np.conj(np.swapaxes(q, -1, -2)))
+
+
+def _distinct_sv(G, shape):
+    """Singular values 3, 2, 1.2, 0.6 ... (distinct, away from 0)."""
+    m, n = shape[-2:]
+    k = min(m, n)
+    u = _la_unitary(G, shape[:-2], m)[..., :k]
+    v = _la_unitary(G, shape[:-2], n)[..., :k]
+    s = np.array([3.0, 2.0, 1.2, 0.6, 0.3][:k])
+    return _la_cast(G, (u * s) @ np.conj(np.swapaxes(v, -1, -2)))
+
+
+for sa, sb in [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 2)), ((2, 3, 3), (3,)),
+               ((2, 3, 3), (1, 3, 2)), ((3, 3), (2, 3, 4))]:
+    case(np.linalg.solve, lambda G, sa=sa, sb=sb: [_wellcond(G, sa), G.normal(sb)], RC)
+for s in ((3, 3), (2, 4, 4), (1,)):
+    if len(s) > 1:
+        case(np.linalg.inv, lambda G, s=s: [_wellcond(G, s)], RC)
+        case(np.linalg.det, lambda G, s=s: [_wellcond(G, s)], RC)
+        case(np.linalg.slogdet, lambda G, s=s: [_wellcond(G, s)], RC)
+case(np.linalg.slogdet, lambda G: [-_wellcond(G, (3, 3))], RC)        # negative determinant
+case(np.linalg.det, lambda G: [np.array([[1.0, 2.0], [2.0, 4.0]])], F)  # singular: adjugate
+case(np.linalg.det, lambda G: [np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, 1.0, 2.0]])], F)
+for n in (0, 1, 2, 3, -1, -2):
+    case(np.linalg.matrix_power, lambda G, n=n: [_wellcond(G, (3, 3)), n], RC)
+case(np.linalg.matrix_power, lambda G: [_wellcond(G, (2, 3, 3)), 3], RC)
+case(np.linalg.multi_dot, lambda G: [[G.normal((2, 3)), G.normal((3, 4)), G.normal((4, 2))]], RC)
+case(np.linalg.multi_dot, lambda G: [[G.normal((3,)), G.normal((3, 4)), G.normal((4,))]], RC)
+case(np.linalg.multi_dot, lambda G: [(G.normal((3,)), G.normal((3, 4)), G.normal((4, 5)),
+                                      G.normal((5, 2)))], RC)
+for s in ((3, 3), (2, 4, 4)):
+    case(np.linalg.cholesky, lambda G, s=s: [_spd(G, s)], RC)
+    case(np.linalg.cholesky, lambda G, s=s: [np.swapaxes(_spd(G, s), -1, -2)], RC, upper=True)
+    case(np.linalg.eigh, lambda G, s=s: [_separated(G, s)], R)
+    case(np.linalg.eigvalsh, lambda G, s=s: [_separated(G, s)], RC)
+case(np.linalg.eigh, lambda G: [_separated(G, (3, 3))], R, UPLO="U")
+case(np.linalg.eigvalsh, lambda G: [_separated(G, (3, 3))], RC, UPLO="U")
+for s in ((4, 3), (3, 4), (3, 3), (2, 4, 3), (2, 3, 4)):
+    case(np.linalg.svd, lambda G, s=s: [_distinct_sv(G, s)], R, full_matrices=False)
+    case(np.linalg.svd, lambda G, s=s: [_distinct_sv(G, s)], RC, compute_uv=False)
+case(np.linalg.svd, lambda G: [_distinct_sv(G, (3, 3))], R)
+case(np.linalg.svd, lambda G: [_distinct_sv(G, (2, 4, 4))], R, full_matrices=True)
+for s in ((4, 3), (3, 3), (2, 5, 3)):
+    case(np.linalg.qr, lambda G, s=s: [_distinct_sv(G, s)], RC)
+    case(np.linalg.qr, lambda G, s=s: [_distinct_sv(G, s)], RC, mode="r")
+case(np.linalg.qr, lambda G: [_distinct_sv(G, (3, 3))], RC, mode="complete")
+for s in ((4, 3), (3, 4), (2, 3, 3)):
+    case(np.linalg.pinv, lambda G, s=s: [_distinct_sv(G, s)], RC)
+case(np.linalg.pinv, lambda G: [_separated(G, (3, 3))], RC, hermitian=True)
+case(np.linalg.lstsq, lambda G: [_distinct_sv(G, (5, 3)), G.normal((5,))], R)
+case(np.linalg.lstsq, lambda G: [_distinct_sv(G, (5, 3)), G.normal((5, 2))], RC)
+case(np.linalg.lstsq, lambda G: [_distinct_sv(G, (3, 3)), G.normal((3,))], RC)
+case(np.linalg.lstsq, lambda G: [_distinct_sv(G, (3, 5)), G.normal((3, 2))], RC)
+# vector norms
+for kw in ({}, {"ord": 2}, {"ord": 1}, {"ord": 3}, {"ord": 0.5}, {"ord": -1.5},
+           {"ord": np.inf}, {"ord": -np.inf}, {"ord": 0}):
+    case(np.linalg.norm, lambda G: [G.distinct((5,)) + 0.05], RC, **kw)
+case(np.linalg.norm, lambda G: [G.normal((3, 4))], RC, axis=1)
+case(np.linalg.norm, lambda G: [G.normal((3, 4))], RC, ord=3, axis=0, keepdims=True)
+case(np.linalg.norm, lambda G: [G.distinct((3, 4)) + 0.05], RC, ord=np.inf, axis=-1)
+case(np.linalg.norm, lambda G: [G.normal((2, 3, 4))], RC)
+case(np.linalg.norm, lambda G: [G.normal((2, 3, 4))], RC, keepdims=True)
+# matrix norms
+for ord_ in (None, "fro", "nuc", 2, -2):
+    case(np.linalg.norm, lambda G: [_distinct_sv(G, (3, 4))], RC, ord=ord_)
+    case(np.linalg.norm, lambda G: [np.moveaxis(_distinct_sv(G, (2, 3, 4)), 0, -1)], RC,
+         ord=ord_, axis=(0, 1))
+    case(np.linalg.norm, lambda G: [_distinct_sv(G, (2, 3, 4))], RC, ord=ord_, axis=(2, 1),
+         keepdims=True)
+for ord_ in (1, -1, np.inf, -np.inf):
+    case(np.linalg.norm, lambda G: [G.distinct((3, 4)) + 0.05], RC, ord=ord_)
+    case(np.linalg.norm, lambda G: [G.distinct((2, 3, 4)) + 0.05], RC, ord=ord_, axis=(1, 2))
+    case(np.linalg.norm, lambda G: [G.distinct((2, 3, 4)) + 0.05], RC, ord=ord_, axis=(-1, 0),
+         keepdims=True)
+
+
+# --- issue 14: contractions and matrix parts (rules.numpy_contractions) -------
+for spec, shapes in [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]),
+                     ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("ij->", [(2, 3)]),
+                     ("ij->ji", [(2, 3)]), ("i,i", [(3,), (3,)]), ("i,j->ij", [(2,), (3,)]),
+                     ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+                     ("...ij,...jk", [(2, 3, 4), (4, 5)]),
+                     ("...i,...i->...", [(2, 3), (1, 3)]), ("iij->j", [(3, 3, 2)]),
+                     ("ij,ij,ij->i", [(2, 3), (2, 3), (1, 3)]), ("ijk,k->", [(2, 3, 4), (4,)]),
+                     ("Ab,bA", [(2, 3), (3, 2)]), ("i,jk->ijk", [(2,), (3, 1)]),
+                     ("ab,c->ac", [(2, 3), (4,)])]:
+    case(np.einsum, lambda G, spec=spec, shapes=shapes: [spec] + [G.normal(s) for s in shapes],
+         RC)
+case(np.einsum, lambda G: ["ij,jk->ik", G.normal((2, 3)), G.normal((3, 4))], RC, optimize=True)
+for sa, sb, axes in [((2, 3, 4), (3, 4, 5), 2), ((3, 4), (4, 5), 1), ((3,), (4,), 0),
+                     ((2, 3, 4), (4, 2), ([0, 2], [1, 0])), ((2, 3), (3, 2), (1, 0)),
+                     ((3, 4), (4, 3), ((-1,), (0,)))]:
+    case(np.tensordot, lambda G, sa=sa, sb=sb, axes=axes: [G.normal(sa), G.normal(sb), axes], RC)
+case(np.tensordot, lambda G: [G.normal((2, 3, 4)), G.normal((3, 4, 5))], RC, axes=2)
+for sa, sb in [((2, 3), (4, 5)), ((3,), (4,)), ((2, 3), (4,)), ((3,), (2, 2)),
+               ((2, 1, 3), (2, 2))]:
+    case(np.kron, lambda G, sa=sa, sb=sb: [G.normal(sa), G.normal(sb)], RC)
+for sa, sb, kw in [((3,), (3,), {}), ((4, 3), (4, 3), {}), ((4, 3), (3,), {}),
+                   ((3, 4), (4, 3), {"axisa": 0}), ((3, 4), (3, 4), {"axis": 0}),
+                   ((2, 3), (2, 3), {"axisc": 0}), ((2,), (2,), {}), ((4, 2), (4, 3), {}),
+                   ((4, 2), (4, 2), {})]:
+    case(np.cross, lambda G, sa=sa, sb=sb: [G.normal(sa), G.normal(sb)], RC, **kw)
+for key in (np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal"):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+    case(key, lambda G: [G.normal((3, 4))], RC, offset=1)
+    case(key, lambda G: [G.normal((4, 3))], RC, offset=-2)
+    case(key, lambda G: [G.normal((2, 3, 4))], RC, axis1=1, axis2=2)
+    case(key, lambda G: [G.normal((3, 2, 4))], RC, offset=1, axis1=2, axis2=0)
+for s, k in [((4,), 0), ((3,), 1), ((3,), -2), ((3, 4), 0), ((3, 4), 1), ((4, 3), -1)]:
+    case(np.diag, lambda G, s=s, k=k: [G.normal(s), k], RC)
+for key in (np.tril, np.triu):
+    for k in (0, 1, -1):
+        case(key, lambda G, k=k: [G.normal((3, 4)), k], RC)
+    case(key, lambda G: [G.normal((2, 3, 3))], RC)
+
+
+# --- issue 14: layout, order, statistics (rules.numpy_layout) ------------------
+for key in (np.repeat, "ndarray.repeat"):
+    case(key, lambda G: [G.normal((2, 3)), 2], RC)
+    case(key, lambda G: [G.normal((2, 3)), 3], RC, axis=1)
+    case(key, lambda G: [G.normal((2, 3)), [1, 0, 2]], RC, axis=-1)
+    case(key, lambda G: [G.normal((3,)), np.array([2, 1, 3])], RC)
+case(np.repeat, lambda G: [G.normal(None), 3], RC)
+for reps in (2, (2, 1), (1, 2, 3), (3,)):
+    case(np.tile, lambda G, reps=reps: [G.normal((2, 3)), reps], RC)
+case(np.tile, lambda G: [G.normal((3,)), (2, 2)], RC)
+for mode, kw in [("constant", {}), ("constant", {"constant_values": 1.5}), ("edge", {}),
+                 ("reflect", {}), ("symmetric", {}), ("wrap", {})]:
+    for width in (1, ((1, 2), (0, 3)), (2, 1)):
+        case(np.pad, lambda G, width=width: [G.normal((3, 4)), width], RC, mode=mode, **kw)
+case(np.pad, lambda G: [G.normal((3,)), 5], RC, mode="reflect")
+case(np.pad, lambda G: [G.normal((3,)), (4, 7)], RC, mode="wrap")
+case(np.pad, lambda G: [G.normal((3,)), 2], RC)
+for shift, kw in [(1, {}), (-2, {"axis": 1}), ((1, 2), {"axis": (0, 1)}), (5, {"axis": 0})]:
+    case(np.roll, lambda G, shift=shift: [G.normal((3, 4)), shift], RC, **kw)
+for kw in ({}, {"k": 2}, {"k": -1}, {"k": 3, "axes": (1, 0)}, {"axes": (0, 2)}):
+    case(np.rot90, lambda G: [G.normal((2, 3, 4))], RC, **kw)
+for kw in ({}, {"axis": 0}, {"axis": (0, 2)}, {"axis": -1}):
+    case(np.flip, lambda G: [G.normal((2, 3, 4))], RC, **kw)
+case(np.fliplr, lambda G: [G.normal((3, 4))], RC)
+case(np.flipud, lambda G: [G.normal((3, 4))], RC)
+case(np.flipud, lambda G: [G.normal((3,))], RC)
+for axis, start in [(2, 0), (0, 3), (1, 0), (-1, 1), (0, 2)]:
+    case(np.rollaxis, lambda G, axis=axis, start=start: [G.normal((2, 3, 4)), axis, start], RC)
+case(np.rollaxis, lambda G: [G.normal((2, 3, 4)), 2], RC)
+for key in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    case(key, lambda G: [G.normal(None)], RC)
+    case(key, lambda G: [G.normal((3,))], RC)
+    case(key, lambda G: [G.normal((2, 3))], RC)
+    case(key, lambda G: [G.normal(()), G.normal((3,)), G.normal((2, 3, 4))], RC)
+for key in (np.split, np.array_split):
+    case(key, lambda G: [G.normal((6, 2)), 3], RC)
+    case(key, lambda G: [G.normal((3, 5)), [1, 3]], RC, axis=1)
+case(np.array_split, lambda G: [G.normal((7,)), 3], RC)
+case(np.hsplit, lambda G: [G.normal((2, 4)), 2], RC)
+case(np.hsplit, lambda G: [G.normal((6,)), [2, 3]], RC)
+case(np.vsplit, lambda G: [G.normal((4, 3)), 2], RC)
+case(np.dsplit, lambda G: [G.normal((2, 3, 4)), [1]], RC)
+case(np.column_stack, lambda G: [[G.normal((3,)), G.normal((3, 2)), G.normal((3,))]], RC)
+case(np.dstack, lambda G: [[G.normal((2, 3)), G.normal((2, 3, 2))]], RC)
+case(np.dstack, lambda G: [(G.normal((3,)), G.normal((3,)))], RC)
+if hasattr(np, "row_stack"):
+    case(np.row_stack, lambda G: [[G.normal((3,)), G.normal((2, 3))]], RC)
+case(np.append, lambda G: [G.normal((2, 3)), G.normal((4,))], RC)
+case(np.append, lambda G: [G.normal((2, 3)), G.normal((1, 3))], RC, axis=0)
+case(np.append, lambda G: [G.normal((2, 3)), G.normal((2, 2))], RC, axis=1)
+for kw in ({}, {"axis": 0}, {"axis": None}, {"axis": 1}):
+    case(np.sort, lambda G: [G.distinct((3, 4))], R, **kw)
+case(np.sort, lambda G: [G.distinct((5,))], R, kind="stable")
+for axis in (0, 1, -1, None):
+    case(np.take_along_axis, lambda G, axis=axis: [
+        G.normal((3, 4)), np.argsort(G.rng.normal(size=(3, 4)), axis=axis)], RC, axis=axis)
+case(np.take_along_axis, lambda G: [G.normal((3, 4)), np.array([[0, 0], [3, 0], [1, 1]])], RC,
+     axis=1)
+case(np.take_along_axis, lambda G: [G.normal((3, 4)), np.array([[2, 0, 2, 1]])], RC, axis=0)
+case(np.select, lambda G: [[G.bools((3, 4)), G.bools((3, 4))],
+                           [G.normal((3, 4)), G.normal((4,))]], RC)
+case(np.select, lambda G: [[G.bools((5,)), G.bools((5,)), G.bools((5,))],
+                           (G.normal((5,)), G.normal(None), G.normal((5,)))], RC, default=1.5)
+
+
+def _with_nonfinite(G, shape):
+    x = np.array(G.normal(shape))
+    x.flat[[1, 4, 6]] = [np.nan, np.inf, -np.inf]
+    return x
+
+
+case(np.nan_to_num, lambda G: [_with_nonfinite(G, (3, 4))], RC, quiet=True)
+case(np.nan_to_num, lambda G: [G.normal((3,))], RC, nan=1.0)
+for kw in ({}, {"axis": 0}, {"n": 2}, {"n": 3, "axis": 1}, {"prepend": 0.5},
+           {"append": np.ones((3, 2))}, {"n": 2, "prepend": 1.0, "append": np.zeros((3, 1))}):
+    # a float64 prepend or append makes the result (and g) float64
+    case(np.diff, lambda G: [G.normal((3, 5))], RC, f32_exact=not set(kw) & {"prepend", "append"},
+         **kw)
+case(np.diff, lambda G: [G.normal((5,)), 0], RC)
+for key in (np.cumprod, "ndarray.cumprod"):
+    for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
+        case(key, lambda G: [G.pos((3, 4))], RC, **kw)
+        case(key, lambda G: [G.pos((3, 4)) * np.array([1, 0, 1, 1])], RC, **kw)
+case(np.cumprod, lambda G: [G.normal((5,)) * np.array([1, 0, 1, 0, 1])], RC)
+unary([np.sinc], "normal", RC)
+case(np.sinc, lambda G: [np.array([0.0, 1.0, -2.0, 0.5])], F)
+
+
+def _with_nans(G, shape):
+    x = np.array(G.normal(shape))
+    x.flat[[1, 6, 7]] = np.nan
+    return x
+
+
+for key in (np.nansum, np.nanmean):
+    for kw in AXES:
+        case(key, lambda G: [_with_nans(G, (3, 4))], RC, **kw)
+    case(key, lambda G: [G.normal((2, 3, 4))], RC, axis=(0, 2))
+for kw in AXES:
+    case(np.ptp, lambda G: [G.distinct((3, 4))], R, **kw)
+case(np.ptp, lambda G: [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])], F, axis=1)
+for kw in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": (0, 1)}):
+    case(np.average, lambda G: [G.normal((3, 4))], RC, **kw)
+case(np.average, lambda G: [G.normal((3, 4))], RC, axis=1, weights=np.array([1.0, 2, 3, 4]),
+     f32_exact=False)
+case(np.average, lambda G: [G.normal((3, 4))], RC, axis=0, weights=np.array([1.0, 2, 3]),
+     returned=True, f32_exact=False)
+case(np.average, lambda G: [G.normal((3, 4))], RC, weights=np.arange(1.0, 13).reshape(3, 4),
+     f32_exact=False)
+for kw in ({}, {"rowvar": False}, {"bias": True}, {"ddof": 2},
+           {"fweights": np.array([1, 2, 1, 3, 1])},
+           {"aweights": np.array([0.5, 1.0, 2.0, 1.0, 1.5]), "ddof": 1},
+           {"y": np.arange(5.0) ** 2}):
+    # cov and corrcoef compute in float64 at least
+    case(np.cov, lambda G: [G.normal((3, 5))], RC, f32_exact=False, **kw)
+case(np.cov, lambda G: [G.normal((5,))], RC, f32_exact=False)
+case(np.cov, lambda G: [G.normal((5, 2))], RC, f32_exact=False, rowvar=False, y=np.arange(5.0))
+for kw in ({}, {"rowvar": False}, {"y": np.arange(5.0) ** 2}):
+    case(np.corrcoef, lambda G: [G.normal((3, 5))], R, f32_exact=False, **kw)
+case(np.corrcoef, lambda G: [G.normal((5,))], R, f32_exact=False, y=np.sin(np.arange(5.0)))
+
+for kth, kw in [(2, {}), ([0, 3], {}), (1, {"axis": 0}), (5, {"axis": None})]:
+    case(np.partition, lambda G, kth=kth: [G.distinct((3, 4)), kth], R, **kw)
+case(np.real_if_close, lambda G: [G.normal((3, 4))], RC)
+case(np.real_if_close, lambda G: [G.normal((3,)).real + 1e-20j], F)
+for kw in ({}, {"num": 5}, {"num": 4, "endpoint": False}, {"num": 1}, {"num": 6, "retstep": True}):
+    case(np.linspace, lambda G: [G.normal(None), G.normal(None)], RC, **kw)
+case(np.linspace, lambda G: [G.normal((3,)), G.normal((2, 1))], RC, num=4)
+case(np.linspace, lambda G: [G.normal((3,)), G.normal(None)], RC, num=4, axis=-1, retstep=True)
+
+
 # --- the dot-product check -----------------------------------------------------
 
 
@@ -388,7 +673,9 @@ def _params():
 
 
 def tmap(f, x, *rest):
-    """Apply ``f`` leafwise over nested lists, tuples and dicts."""
+    """Apply ``f`` leafwise over nested lists, tuples (named too) and dicts."""
+    if isinstance(x, tuple) and hasattr(x, "_fields"):     # np.linalg's named results
+        return type(x)(*(tmap(f, *z) for z in zip(x, *rest)))
     if isinstance(x, (list, tuple)):
         return type(x)(tmap(f, *z) for z in zip(x, *rest))
     if isinstance(x, dict):
@@ -475,7 +762,8 @@ def positions(rule, nargs):
 
 
 def same(a, b):
-    return all(np.array_equal(x, y) if isinstance(x, np.ndarray) else
+    return all(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc")
+               if isinstance(x, np.ndarray) else
                (x == y or (x != x and y != y)) for x, y in zip(leaves(a), leaves(b)))
 
 

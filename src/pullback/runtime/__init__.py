@@ -14,7 +14,12 @@ from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
 from .core import *  # noqa: F401,F403
 from .core import __all__ as _core
+from .layout_support import *  # noqa: F401,F403
+from .layout_support import __all__ as _layout_support
+from .linalg_support import *  # noqa: F401,F403
+from .linalg_support import __all__ as _linalg_support
 from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
 
-__all__ = _core + _rule_support + _accumulation
+__all__ = (_core + _rule_support + _accumulation + _linalg_support
+           + _layout_support)

@@ -1,0 +1,66 @@
+"""Rules for contractions and matrix parts: einsum, tensordot, kron, cross,
+trace, diag, diagonal, tril, triu.
+
+Contractions are multilinear, so each operand's cotangent is ``g``
+contracted with the others, unconjugated (JAX's convention); ``tensordot``
+is differentiated as the ``einsum`` it spells.  Taking a part of a matrix
+(a diagonal, a triangle) puts ``g`` back on that part, zeros elsewhere.
+The helpers are in ``runtime.layout_support``.
+"""
+import numpy as np
+
+from pullback.rules.registry import vjp
+from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
+                              kron_grads, tensordot_subscripts, trace_grad)
+
+
+@vjp(np.einsum, nondiff=("subscripts",))
+def einsum(g, ans, subscripts, *operands, optimize=False, dtype=None, order="K",
+           casting="safe"):
+    # any subscripts: implicit output, '...', repeated labels ('ii->i', 'ii')
+    return einsum_grads(g, subscripts, operands, optimize)
+
+
+@vjp(np.tensordot)
+def tensordot(g, ans, a, b, axes=2):
+    grads = einsum_grads(g, tensordot_subscripts(a, b, axes), (a, b))
+    return grads[0], grads[1]
+
+
+@vjp(np.kron)
+def kron(g, ans, a, b):
+    grads = kron_grads(g, a, b)
+    return grads[0], grads[1]
+
+
+@vjp(np.cross)
+def cross(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    # <g, a x b> = <a, b x g> = <b, g x a>
+    grads = cross_grads(g, a, b, axisa, axisb, axisc, axis)
+    return grads[0], grads[1]
+
+
+@vjp(np.trace, "ndarray.trace")
+def trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None):
+    return trace_grad(g, a, offset, axis1, axis2)
+
+
+@vjp(np.diagonal, "ndarray.diagonal")
+def diagonal(g, ans, a, offset=0, axis1=0, axis2=1):
+    return diagonal_grad(g, a, offset, axis1, axis2)
+
+
+@vjp(np.diag)
+def diag(g, ans, v, k=0):
+    # 1-d v: a matrix with v on diagonal k; 2-d v: its diagonal k
+    return diag_grad(g, v, k)
+
+
+@vjp(np.tril)
+def tril(g, ans, m, k=0):
+    return np.tril(g, k)
+
+
+@vjp(np.triu)
+def triu(g, ans, m, k=0):
+    return np.triu(g, k)

@@ -1,0 +1,124 @@
+"""Rules for ``np.linalg``: solves, inverses, determinants, decompositions, norms.
+
+Every rule accepts stacks of matrices (``(..., m, n)``) where NumPy does, and
+follows JAX's complex convention (the derivative's adjoint under
+``Re sum(a * b)``, no conjugation); the formulas live in
+``runtime.linalg_support``.  Decompositions return tuples (NumPy's named
+results), so their ``g`` is a tuple with one cotangent per part (zeros for an
+unused part).
+
+Conventions where the derivative is not unique, or not defined:
+
+- ``eigh``/``eigvalsh``/``cholesky`` read one triangle of ``a`` (``UPLO``,
+  ``upper``) and the real part of its diagonal, as NumPy does: the cotangent
+  is the derivative of exactly that, so it lies in that triangle.  For an
+  input that is symmetric by construction it equals JAX's (which
+  symmetrizes).
+- ``eigh`` with repeated eigenvalues: the eigenvalue part is exact; the
+  eigenvector part divides by the gaps ``w_j - w_i`` (as JAX: infinite at an
+  exact tie) and is skipped when the eigenvectors' cotangent is zero.
+- ``svd``: singular vectors are defined up to sign (phase for complex); the
+  cotangent is that of JAX's derivative, which is exact for any function
+  that does not depend on that choice.  ``full_matrices=True`` is
+  differentiated for square matrices, and for others as long as the
+  cotangent does not reach the extra, non-unique singular vectors.
+- ``qr``: ``m >= n`` (as JAX); ``R``'s diagonal stays real.
+- ``norm``: ties (``inf`` norms, the extreme singular value of ``ord=2``/
+  ``-2``, the largest column or row sum) share ``g`` equally, as in JAX; the
+  cotangent at ``x == 0`` is 0 (JAX gives NaN), like ``abs`` at 0.
+- ``det`` of a singular matrix: the adjugate (through the SVD) instead of
+  ``det * inv``; ``pinv`` and ``lstsq``: at constant rank.
+"""
+import numpy as np
+
+from pullback.rules.registry import vjp
+from pullback.runtime import (cholesky_grad, det_grad, eigh_grad, lstsq_grad,
+                              matrix_power_grad, multi_dot_grad, norm_grad, pinv_grad,
+                              qr_grad, slogdet_grad, solve_lhs_grad, solve_rhs_grad, svd_grad,
+                              unbroadcast)
+
+# --- solves, inverses, determinants (holomorphic: plain transposes) ---
+
+
+@vjp(np.linalg.solve)
+def solve(g, ans, a, b):
+    # x = inv(a) b: b's cotangent is solve(a^T, g), a's is -(that) x^T
+    gb = solve_rhs_grad(g, a, b)
+    return solve_lhs_grad(gb, ans, a, b), unbroadcast(gb, b)
+
+
+@vjp(np.linalg.inv)
+def inv(g, ans, a):
+    # d inv(a) = -inv(a) da inv(a)
+    return -np.matmul(np.matmul(np.swapaxes(ans, -1, -2), g), np.swapaxes(ans, -1, -2))
+
+
+@vjp(np.linalg.det)
+def det(g, ans, a):
+    # d det(a) = det(a) tr(inv(a) da)
+    return det_grad(g, ans, a)
+
+
+@vjp(np.linalg.slogdet)
+def slogdet(g, ans, a):
+    # d logabsdet = Re tr(inv(a) da); a complex sign moves with Im tr(inv(a) da)
+    return slogdet_grad(g, ans, a)
+
+
+@vjp(np.linalg.matrix_power, nondiff=("n",))
+def matrix_power(g, ans, a, n):
+    return matrix_power_grad(g, a, n)
+
+
+@vjp(np.linalg.multi_dot)
+def multi_dot(g, ans, arrays, out=None):
+    return multi_dot_grad(g, arrays)
+
+
+# --- decompositions ---
+
+
+@vjp(np.linalg.cholesky)
+def cholesky(g, ans, a, upper=False):
+    return cholesky_grad(g, ans, a, upper)
+
+
+@vjp(np.linalg.eigh)
+def eigh(g, ans, a, UPLO="L"):
+    return eigh_grad(g, ans, a, UPLO == "L")
+
+
+@vjp(np.linalg.eigvalsh)
+def eigvalsh(g, ans, a, UPLO="L"):
+    # the eigenvectors are recomputed: the result holds only the eigenvalues
+    return eigh_grad(g, ans, a, UPLO == "L", vectors=False)
+
+
+@vjp(np.linalg.svd)
+def svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    # hermitian=True (an eigendecomposition, signs folded into U) is refused by the helper
+    return svd_grad(g, ans, a, full_matrices, compute_uv, hermitian)
+
+
+@vjp(np.linalg.qr)
+def qr(g, ans, a, mode="reduced"):
+    return qr_grad(g, ans, a, mode)
+
+
+# --- pseudo-inverse, least squares, norms ---
+
+
+@vjp(np.linalg.pinv)
+def pinv(g, ans, a, rcond=None, hermitian=False, rtol=None):
+    return pinv_grad(g, ans, a, hermitian)
+
+
+@vjp(np.linalg.lstsq)
+def lstsq(g, ans, a, b, rcond=None):
+    # the rank (ans[2]) is an integer: no cotangent
+    return lstsq_grad(g, ans, a, b, "a"), lstsq_grad(g, ans, a, b, "b")
+
+
+@vjp(np.linalg.norm)
+def norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    return norm_grad(g, ans, x, ord, axis, keepdims)
