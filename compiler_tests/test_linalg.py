@@ -111,6 +111,13 @@ def statistics(X):
             + np.average(X, axis=1, weights=np.arange(1.0, X.shape[1] + 1)).sum())
 
 
+def interleaved_einsum(A, B, C):
+    """einsum's (operand, sublist) form, with '...' and an implicit output."""
+    return (np.sum(np.einsum(A, [0, 1], B, [1, 2], [0, 2]) ** 2)
+            + np.sum(np.einsum(C, [Ellipsis, 0, 1], B, [1, 2], [Ellipsis, 0, 2]) ** 2)
+            + np.einsum(A, [0, 1], A, [0, 1]) + np.sum(np.einsum(C, [2, 1, 0])))
+
+
 def hermitian_spectral(Z, c):
     """A real function of a complex Hermitian matrix (phase-free)."""
     H = Z @ np.conj(Z.T) + np.eye(Z.shape[0])
@@ -158,6 +165,7 @@ def _inputs(seed):
         products: (n(3, 3), n(3, 3), n(3), n(3)),
         layout: (n(5), n(18)),
         statistics: (n(3, 6),),
+        interleaved_einsum: (n(2, 3), n(3, 4), n(2, 2, 3)),
         hermitian_spectral: (c(3, 3), n(3)),
         complex_slogdet: (2.0 * np.eye(3) + 0.4 * c(3, 3),),
         complex_decompositions: (2.0 * np.eye(3) + 0.4 * c(3, 3), c(3, 3)),

@@ -650,6 +650,14 @@ for kw in ({}, {"num": 5}, {"num": 4, "endpoint": False}, {"num": 1}, {"num": 6,
 case(np.linspace, lambda G: [G.normal((3,)), G.normal((2, 1))], RC, num=4)
 case(np.linspace, lambda G: [G.normal((3,)), G.normal(None)], RC, num=4, axis=-1, retstep=True)
 
+case(np.diff, lambda G: [G.normal((1, 3))], RC, axis=0)
+case(np.diff, lambda G: [G.normal((2,))], RC, n=3)
+case(np.append, lambda G: [[G.normal(None), G.normal(None)], G.normal(None)], F)
+
+# the interleaved form (a sublist between operands is checked in test_linalg: this
+# table's pairing flattens a sublist into several leaves)
+case(np.einsum, lambda G: [G.normal((3, 3)), [0, 0]], RC)
+
 
 # --- the dot-product check -----------------------------------------------------
 

@@ -14,17 +14,17 @@ from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grad
                               kron_grads, tensordot_subscripts, trace_grad)
 
 
-@vjp(np.einsum, nondiff=("subscripts",))
-def einsum(g, ans, subscripts, *operands, optimize=False, dtype=None, order="K",
-           casting="safe"):
-    # any subscripts: implicit output, '...', repeated labels ('ii->i', 'ii')
-    return einsum_grads(g, subscripts, operands, optimize)
+@vjp(np.einsum)
+def einsum(g, ans, *operands, optimize=False, dtype=None, order="K", casting="safe"):
+    # (subscripts, *operands) or interleaved (op, sublist, ..., [out]); any
+    # subscripts: implicit output, '...', repeated labels ('ii->i', 'ii')
+    return einsum_grads(g, operands, optimize)
 
 
 @vjp(np.tensordot)
 def tensordot(g, ans, a, b, axes=2):
-    grads = einsum_grads(g, tensordot_subscripts(a, b, axes), (a, b))
-    return grads[0], grads[1]
+    grads = einsum_grads(g, (tensordot_subscripts(a, b, axes), a, b))
+    return grads[1], grads[2]
 
 
 @vjp(np.kron)

@@ -22,7 +22,7 @@ from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_gr
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
                               pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
                               select_grads, sort_grad, take_along_axis_grad, tile_grad,
-                              unconcatenate, unjoin, unreduce)
+                              unarray, unconcatenate, unjoin, unreduce)
 
 # --- copies and rearrangements ---
 
@@ -113,16 +113,20 @@ def dstack(g, ans, tup):
     return unjoin(g, tup, 2, 3)
 
 
-@vjp(*[f for f in [getattr(np, "row_stack", None)] if f is not None])
 def row_stack(g, ans, tup, dtype=None, casting="same_kind"):
-    # vstack's other name
+    # vstack's other name (deprecated, absent from some NumPy versions)
     return unconcatenate(g, tup, 0, 2)
+
+
+if hasattr(np, "row_stack"):
+    vjp(np.row_stack)(row_stack)
 
 
 @vjp(np.append)
 def append(g, ans, arr, values, axis=None):
+    # a list (of numbers) gets a list of parts
     parts = unconcatenate(g, (arr, values), axis)
-    return parts[0], parts[1]
+    return unarray(parts[0], arr), unarray(parts[1], values)
 
 
 # --- order and selection ---

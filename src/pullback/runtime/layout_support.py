@@ -39,9 +39,6 @@ def _einsum_terms(subscripts, shapes):
     """Input terms and output term of ``subscripts`` with ``...`` spelled
     out as letters (right-aligned, as NumPy broadcasts) and an implicit
     output made explicit (labels used once, in order, after ``...``)."""
-    if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum's interleaved (operand, sublist) form is not "
-                                  "differentiated; pass a subscripts string")
     subs = subscripts.replace(" ", "")
     ins, out = subs.split("->") if "->" in subs else (subs, None)
     terms = ins.split(",")
@@ -56,13 +53,30 @@ def _einsum_terms(subscripts, shapes):
     return terms, out.replace("...", ell)
 
 
-def einsum_grads(g, subscripts, operands, optimize=False):
-    """Cotangent of each operand of ``np.einsum(subscripts, *operands)``.
+def _sublist(labels):
+    return "".join("..." if i is Ellipsis else string.ascii_letters[i] for i in labels)
+
+
+def einsum_grads(g, args, optimize=False):
+    """Cotangents of the arguments of ``np.einsum(*args)``: ``(subscripts,
+    *operands)`` or the interleaved ``(op, sublist, op, sublist, ..., [out])``;
+    ``None`` for the subscripts and sublists.
 
     An operand's labels that appear nowhere else were summed: ``g`` is
     broadcast along them; a label repeated within an operand (``ii``) was a
     diagonal: the cotangent is written on that diagonal, zeros elsewhere.
     """
+    if isinstance(args[0], str):
+        return (None,) + _einsum_operand_grads(g, args[0], args[1:], optimize)
+    body = args[:-1] if len(args) % 2 else args
+    operands, spec = body[0::2], ",".join(_sublist(s) for s in body[1::2])
+    if len(args) % 2:
+        spec += "->" + _sublist(args[-1])
+    parts = _einsum_operand_grads(g, spec, operands, optimize)
+    return tuple(x for p in parts for x in (p, None))[:len(args)]
+
+
+def _einsum_operand_grads(g, subscripts, operands, optimize):
     shapes = [np.shape(x) for x in operands]
     terms, out = _einsum_terms(subscripts, shapes)
     parts = []
@@ -299,16 +313,16 @@ def take_along_axis_grad(g, arr, indices, axis=-1):
 def diff_grad(g, a, n=1, axis=-1, prepend=None, append=None):
     """Cotangent of ``np.diff(a, n, axis, prepend, append)``: ``n`` adjoint
     differences (``g[j-1] - g[j]``), less the prepended and appended parts."""
-    for _ in range(n):
-        zero = np.zeros_like(np.take(g, [0], axis=axis))
-        g = np.concatenate([zero, g], axis=axis) - np.concatenate([g, zero], axis=axis)
-
     def width(x):
         if x is None or x is np._NoValue:
             return 0
         return 1 if np.ndim(x) == 0 else np.shape(x)[axis]
-    start, stop = width(prepend), np.shape(g)[axis] - width(append)
-    return np.take(g, np.arange(start, stop), axis=axis)
+    g, before, after = np.asarray(g), width(prepend), width(append)
+    length = np.shape(a)[axis] + before + after
+    for _ in range(min(n, length)):     # differences of an empty axis are empty
+        zero = np.zeros(g.shape[:axis % g.ndim] + (1,) + g.shape[axis % g.ndim + 1:], g.dtype)
+        g = np.concatenate([zero, g], axis=axis) - np.concatenate([g, zero], axis=axis)
+    return np.take(g, np.arange(before, length - after), axis=axis)
 
 
 def cumprod_grad(g, ans, a, axis=None):
