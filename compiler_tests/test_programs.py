@@ -243,19 +243,16 @@ def check_refusal(name):
 # Programs that fail today because of the patterns issue 12 names. Strict: the
 # moment the fix lands, the test passes, the xfail fails; remove the entry then.
 XFAIL = {
-    "mlp_layer_tuples": "issue 12 item 5: the layer loop `for W, b in params` with widths 5, 1, 3 "
-                        "(first-layer gradients 3x too large; now UnboundLocalError: `outputs`, "
-                        "first bound inside the loop, read before the loop by the generated primal)",
-    "decorated_loss": "issue 12 item 3: the functools.wraps wrapper `def wrapper(params, *args, "
+    "decorated_loss": "issue 13 (*args): the functools.wraps wrapper `def wrapper(params, *args, "
                       "**kwargs)` is refused (UnsupportedSyntaxError: *args, **kwargs); the "
                       "wrapper is what runs and must be differentiated",
-    "linear_bias_trick": "issue 12 item 7: `np.r_[b, w]` and `np.c_[ones, X]` refused "
+    "linear_bias_trick": "issue 14 (np.r_, np.c_): `np.r_[b, w]` and `np.c_[ones, X]` refused "
                          "(NonDifferentiableError) instead of differentiated",
-    "optimiser_loop": "issue 12 corpus: `def momentum_descent(grad_fn, w, lr, n_steps, *args, "
+    "optimiser_loop": "issue 13 (*args): `def momentum_descent(grad_fn, w, lr, n_steps, *args, "
                       "momentum=0.9)` refused: *args and keyword-only parameters unsupported",
-    "kalman_filter": "issue 12 corpus: `total += ll`, a float from a helper's returned tuple, "
+    "kalman_filter": "issue 13 (mutation): `total += ll`, a float from a helper's returned tuple, "
                      "refused as an in-place update of an array other names may share",
-    "nested_default": "issue 12 corpus: `for k, (x, y) in enumerate(zip(xs, ys))` refused "
+    "nested_default": "issue 13 (zip): `for k, (x, y) in enumerate(zip(xs, ys))` refused "
                       "(NoRuleError: no rule for zip)",
 }
 

@@ -34,7 +34,8 @@ import operator
 import gast
 import numpy as np
 
-from . import runtime
+from . import dispatch, runtime
+from .analyses.ops import all_statements, dotted
 from .astbuild import assign as _assign, call as _call, name as _name
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from .inline import clone, instantiate
@@ -238,15 +239,16 @@ class Adjoints:
         for p in op.rule.params:
             if p in op.rule.diff or p not in op.bound:
                 continue
-            vs = op.bound[p] if isinstance(op.bound[p], tuple) else (op.bound[p],)
-            for v in vs:
-                if isinstance(v, gast.Name) and v.id in self.varied:
+            for v in op.static_names(p):
+                if v in self.varied:
                     raise NonDifferentiableError(
-                        f"The `{p}` argument of {op.label} carries no gradient, but `{v.id}` "
+                        f"The `{p}` argument of {op.label} carries no gradient, but `{v}` "
                         "depends on the inputs being differentiated.",
                         self.parsed.location(op.node),
                         f"Pass a constant as `{p}`, or rewrite the expression so that "
-                        f"`{v.id}` enters through a differentiable argument.")
+                        f"`{v}` enters through a differentiable argument"
+                        + (" (for np.r_ and np.c_: np.concatenate and np.column_stack)."
+                           if op.primitive is operator.getitem else "."))
 
     def adjoint_user(self, block, stmt, op, t, g, fresh=True):
         from .api import derivative_of
@@ -265,6 +267,65 @@ class Adjoints:
         # a user's bwd may hand back what it was given; fused kernels say they don't
         self.adjoint_user(block, stmt, op, t, g,
                           fresh=getattr(op.primitive, "fresh_cotangents", False))
+
+    def adjoint_dynamic(self, block, stmt, op, t, g):
+        """``t = fn(x)`` with ``fn`` known only at run time: the dispatcher's
+        adjoint returns one cotangent per active argument."""
+        where = self.parsed.location(op.node if op.node is not None else stmt)
+        why = dispatch.refusal(op.primitive) if op.primitive is not None else None
+        if why is not None:
+            raise NonDifferentiableError(why[0], where, why[1])
+        receiver = op.bound["receiver"]
+        if receiver is not None and receiver.id in self.active \
+                and self.kind(receiver.id).is_number:
+            self.adjoint_opaque(block, stmt, op, t, g)      # an array method with no rule
+        callee = op.bound["callee"]
+        if isinstance(callee, gast.Name) and callee.id in self.active:
+            self.check_function_value(callee.id, where)
+        grads = self.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
+        block.append(_assign(grads, _call(self.helper("dynamic_adjoint",
+                                                      dispatch.dynamic_adjoint),
+                                          _name(self.residual_of[id(stmt)]), g)))
+        names = dict(op.operands)
+        for i, k in enumerate(self.dynamic_mask(op)):
+            item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
+                                  ctx=gast.Load())
+            self.grads.add(block, names[k], item, fresh=False)
+
+    def check_function_value(self, name, where):
+        """A function value that depends on the inputs (``partial(f, x)``, a
+        closure a call returned) would carry a gradient pullback cannot follow;
+        one taken out of an input structure (``for W, b, act in layers``) is
+        only a leaf that carries none."""
+        seen, work = set(), [name]
+        while work:
+            n = work.pop()
+            if n in seen or n in self.normal.params:
+                continue
+            seen.add(n)
+            for s in self.definitions(n):
+                op = self.ops.get(id(s))
+                if op is None or not (op.kind in ("copy", "field", "unpack") or (
+                        op.kind == "rule" and op.primitive is operator.getitem)):
+                    raise NonDifferentiableError(
+                        f"The function called here, `{name}`, is built from values being "
+                        "differentiated, and pullback cannot send a gradient through a "
+                        "function value.", where,
+                        "Pass those values to the function as arguments instead (for "
+                        "`partial(f, x)(y)`, call `f(x, y)`).")
+                work.extend(n2 for _, n2 in op.operands)
+
+    def definitions(self, name):
+        """The statements that assign ``name``."""
+        if not hasattr(self, "_definitions"):
+            self._definitions = {}
+            for s in all_statements(self.normal.tree.body):
+                if isinstance(s, gast.Assign):
+                    t = s.targets[0]
+                    for e in t.elts if isinstance(t, gast.Tuple) else [t]:
+                        if isinstance(e, gast.Name):
+                            self._definitions.setdefault(e.id, []).append(s)
+        return self._definitions.get(name, [])
 
     def adjoint_field(self, block, stmt, op, t, g):
         """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the

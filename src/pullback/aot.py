@@ -132,7 +132,7 @@ class Result:
 class _Entry:
     def __init__(self, fn, mask, examples=None, spec=None):
         self.fn, self.mask, self.examples, self.spec = fn, tuple(mask), examples, spec
-        self.params = list(inspect.signature(fn).parameters)
+        self.params = list(inspect.signature(fn, follow_wrapped=False).parameters)
         self.loaded = None          # None while transforming, or if it failed
         self.exprs = {}             # helper name -> expression (or callee entry)
         self.needs_module = False   # reads globals defined in its own module
@@ -308,7 +308,7 @@ def write(module, outdir, specs=()):
                   and v.__module__ == module.__name__),
                  key=lambda f: f.__code__.co_firstlineno)
     for f in fns:
-        w.entry(f, range(len(inspect.signature(f).parameters)))
+        w.entry(f, range(len(inspect.signature(f, follow_wrapped=False).parameters)))
     by_name = {f.__name__: f for f in fns}
     for text in specs:
         name, examples = parse_spec(text)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 import types
 import weakref
 
 import numpy as np
 
 from . import runtime
+from .bindings import Bindings
+from .errors import NonDifferentiableError
 from .analyses import kinds as kinds_
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, fresh_grad, is_inexact,
@@ -26,18 +29,27 @@ class Derivative:
 
     def __init__(self, fun):
         self.fun = fun
-        self.signature = inspect.signature(fun)
+        self.signature = inspect.signature(fun, follow_wrapped=False)
         self.params = list(self.signature.parameters)
-        self.cache = {}
+        self.cache = {}          # key -> (Loaded, Bindings it was made under)
         self._masked = {}
+        self._locks = {}
 
     def specialize(self, args, wrt, has_aux=False, inplace=None):
         from . import kernels     # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
         large = kernels.size_class(args)     # large arrays: elementwise work is fused
         key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
-        loaded = self.cache.get(key)
-        if loaded is None:
+        entry = self.cache.get(key)
+        if entry is not None and entry[1].current():
+            return entry[0]
+        with self._lock_for(key):       # one transform per key, however many threads
+            entry = self.cache.get(key)
+            if entry is not None and entry[1].current():
+                return entry[0]
+            # what the transform resolves (globals, closure cells) is recorded first
+            # and checked on every later call: a rebinding makes it transform again
+            bindings = Bindings.capture(self.fun)
             # an up-to-date artifact, else the on-disk cache, else the compiler
             from . import cache as disk
             options = {}
@@ -48,8 +60,15 @@ class Derivative:
             loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
                                  lambda: self.transform(args, wrt, has_aux, inplace),
                                  options or None)
-            self.cache[key] = loaded
+            self.cache[key] = (loaded, bindings)
         return loaded
+
+    def _lock_for(self, key):
+        with _LOCKS_LOCK:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+        return lock
 
     def transform(self, args, wrt, has_aux=False, inplace=True):
         from . import kernels
@@ -122,7 +141,7 @@ class CustomVJP:
         self.fun = fun
         self.fwd = None
         self.bwd = None
-        self.params = list(inspect.signature(fun).parameters)
+        self.params = list(inspect.signature(fun, follow_wrapped=False).parameters)
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
@@ -132,7 +151,7 @@ class CustomVJP:
         return self.fun(*args, **kwargs)
 
     def bind(self, args, kwargs):
-        b = inspect.signature(self.fun).bind(*args, **kwargs)
+        b = inspect.signature(self.fun, follow_wrapped=False).bind(*args, **kwargs)
         b.apply_defaults()
         return tuple(b.arguments.values())
 
@@ -170,24 +189,60 @@ class CustomVJP:
         return primal, self.call_adjoint
 
 
+class Bound:
+    """A partial, a bound method or a callable instance: the function
+    underneath, called with the arguments the object holds (``self``, the
+    partial's arguments); gradients are those of the remaining parameters."""
+
+    def __init__(self, obj):
+        from .dispatch import _unwrap
+        fn, self.lead, self.keywords, _ = _unwrap(obj, (), {}, ())
+        self.inner = derivative_of(fn)
+        self.signature = inspect.signature(obj, follow_wrapped=False)
+        self.params = list(self.signature.parameters)
+        self.where = [self.inner.params.index(p) for p in self.params]
+
+    def bind(self, args, kwargs):
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        inner = self.inner.bind(self.lead, {**self.keywords, **dict(zip(self.params, args))})
+        return self.inner.call_primal(inner, tuple(sorted(self.where[i] for i in wrt)),
+                                      has_aux, inplace)
+
+    def call_adjoint(self, res, ct):
+        full = self.inner.call_adjoint(res, ct)
+        return tuple(full[j] for j in self.where)
+
+
 _handles = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
 
 
 def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
     if isinstance(fun, CustomVJP):
         return fun
+    made_by = getattr(fun, "__pullback_api__", None)
+    if made_by is not None:
+        raise NonDifferentiableError(
+            f"Derivatives of derivatives are not supported yet: this differentiates a "
+            f"function made by {made_by}.",
+            hint="Differentiate the original function once; for second derivatives, use "
+                 "finite differences of pb.grad for now.")
     if not isinstance(fun, types.FunctionType):
+        from .dispatch import _is_callable_instance
+        if isinstance(fun, (functools.partial, types.MethodType)) \
+                or _is_callable_instance(fun):
+            return Bound(fun)
         from .frontend import parse
         parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
     if handle is None:
         handle = _handles[fun] = Derivative(fun)
     return handle
-
-
-def unwrap(obj):
-    return obj
 
 
 # -- the public API ------------------------------------------------------------
@@ -244,6 +299,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         result = g[0] if isinstance(argnums, int) else g
         return ((value, aux), result) if has_aux else (value, result)
 
+    value_and_grad_f.__pullback_api__ = "pb.value_and_grad"
     return value_and_grad_f
 
 
@@ -262,6 +318,7 @@ def grad(fun, argnums=0, has_aux=False, *, inplace=None):
         (_, aux), g = vg(*args, **kwargs) if has_aux else (((None, None), vg(*args, **kwargs)[1]))
         return (g, aux) if has_aux else g
 
+    grad_f.__pullback_api__ = "pb.grad"
     return grad_f
 
 
@@ -285,6 +342,7 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
         grads = handle.call_adjoint(res, ct)
         return tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
 
+    pullback.__pullback_api__ = "pb.vjp"
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 

@@ -221,7 +221,7 @@ def _fingerprint_value(v, names, home, depth):
         d = None if path is None else ["custom", *path, list(v.params)]
     elif isinstance(v, types.FunctionType):
         path = path_of(v, home)
-        d = None if path is None else ["function", *path, list(inspect.signature(v).parameters)]
+        d = None if path is None else ["function", *path, list(inspect.signature(v, follow_wrapped=False).parameters)]
     elif callable(v):
         path = path_of(v, home)
         d = None if path is None else ["object", *path]

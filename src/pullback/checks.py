@@ -15,11 +15,37 @@ def signature_key(x):
     t = type(x)
     if t is float or t is int:        # scalar code: the common case
         return t
-    if isinstance(x, np.ndarray):
+    if t is np.ndarray:
         return (np.ndarray, x.dtype.str, x.ndim)
     if isinstance(x, np.generic):
         return (np.generic, x.dtype.str)
+    check_array_type(x)
     return type(x)
+
+
+_FOREIGN = ("jax", "jaxlib", "torch", "cupy", "dask", "tensorflow", "xarray", "pandas")
+
+
+def check_array_type(x):
+    """Refuse arrays whose operators mean something else than plain NumPy's
+    (``np.matrix``: ``*`` is a matrix product; masked arrays) and arrays of
+    other libraries, which the generated NumPy code would silently convert."""
+    t = type(x)
+    if t is np.ndarray or isinstance(x, np.generic):
+        return
+    if isinstance(x, np.ndarray):
+        raise TypeError(
+            f"pullback differentiates plain NumPy arrays, and this argument is a "
+            f"{t.__module__}.{t.__qualname__} (a subclass whose operators and functions "
+            "behave differently). Pass np.asarray(x) (for a masked array, x.filled(v) or "
+            "np.where on the mask).")
+    module = (getattr(t, "__module__", "") or "").split(".")[0]
+    if module in _FOREIGN or hasattr(t, "__array_namespace__") \
+            or hasattr(t, "__jax_array__"):
+        raise TypeError(
+            f"pullback differentiates NumPy arrays and Python numbers, and this argument is "
+            f"a {t.__module__}.{t.__qualname__}. Pass np.asarray(x); gradients of other "
+            "array libraries' arrays are not supported yet.")
 
 
 def is_inexact(x):
@@ -35,7 +61,9 @@ def is_inexact(x):
     if isinstance(x, (float, complex)):
         return True
     if isinstance(x, (np.ndarray, np.generic)):
+        check_array_type(x)
         return np.issubdtype(x.dtype, np.inexact)
+    check_array_type(x)
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)
         return bool(leaves) and all(is_inexact(v) for _, v in leaves)

@@ -1,5 +1,5 @@
 """Closures: nested functions and lambdas become top-level functions that
-take what they capture as arguments (lambda lifting).
+take what they capture as arguments (lambda lifting), passed by keyword.
 
 A nested ``def g`` (or ``g = lambda ...``) that reads locals of the enclosing
 function is lifted to a function of its own whose extra parameters are those
@@ -17,7 +17,7 @@ so captured values get their gradients::
 ...     return g(x)
 ... ''')))
 def f(x, y):
-    return g_lifted(x, y)
+    return g_lifted(x, y=y)
 <BLANKLINE>
 def g_lifted(z, y):
     return z ** 2 + y[0]
@@ -57,17 +57,23 @@ class _Lifter:
         out = []
         for stmt in stmts:
             if isinstance(stmt, gast.FunctionDef):
-                self.lift(stmt.name, stmt)
+                for s in self.lift(stmt.name, stmt):
+                    out.extend(_rewrite_calls(self, s, self.block))
                 continue
             if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], gast.Name) \
                     and isinstance(stmt.value, gast.Lambda):
-                self.lift(stmt.targets[0].id, _as_def(stmt.targets[0].id, stmt.value))
+                for s in self.lift(stmt.targets[0].id,
+                                   _as_def(stmt.targets[0].id, stmt.value)):
+                    out.extend(_rewrite_calls(self, s, self.block))
                 continue
             out.extend(_rewrite_calls(self, stmt, self.block))
         return out
 
     def lift(self, name, node):
+        """Lift the nested ``node`` bound to ``name``; returns the statements
+        that take its place: the defaults, evaluated where the ``def`` runs (as
+        Python does), into names each call that omits them passes on."""
         if node.decorator_list:
             raise self.parsed.unsupported(node, "a decorated nested function",
                                           "Define it at module level.")
@@ -78,7 +84,7 @@ class _Lifter:
         called = {n.id for s in body for n in gast.walk(s)
                   if isinstance(n, gast.Name) and n.id in self.nested}
         for inner in sorted(called):      # state threaded through a nested call
-            nonlocals += [v for v in self.nested[inner][2] if v not in nonlocals]
+            nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         body = _InnerCalls(self).block(body)
         local = params + [n.id for s in body for n in gast.walk(s)
                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
@@ -95,16 +101,26 @@ class _Lifter:
             args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
                   for p in params + captured],
             posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=node.args.defaults)
+            defaults=[])
         if node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
             raise self.parsed.unsupported(node, "a nested function with *args or **kwargs",
                                           "Give it plain positional parameters.")
+        at_def, defaults = [], []
+        for p, d in zip(params[len(params) - len(node.args.defaults):], node.args.defaults):
+            if isinstance(d, gast.Constant):
+                defaults.append((p, d))
+                continue
+            value = self.namer.fresh(f"{name}_{p}_default")
+            at_def.append(gast.copy_location(gast.Assign(
+                targets=[_name(value, gast.Store())], value=d, type_comment=None), d))
+            defaults.append((p, value))
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
-        self.nested[name] = (lifted_name, captured, nonlocals)
+        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
         self.lifted.append((lifted_name, new))
         self.parsed.closure[lifted_name] = types.CellType(self.compile(new))
+        return at_def
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -122,12 +138,19 @@ class _Lifter:
         make = next(c for c in code.co_consts if isinstance(c, types.CodeType))
         inner = next(c for c in make.co_consts if isinstance(c, types.CodeType))
         cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
-        defaults = tuple(eval(compile(gast.gast_to_ast(gast.Expression(body=d)), filename,
-                                      "eval"), self.parsed.globals)
-                         for d in tree.args.defaults) or None
-        fn = types.FunctionType(inner, self.parsed.globals, tree.name, defaults, cells)
+        fn = types.FunctionType(inner, self.parsed.globals, tree.name, None, cells)
         fn.__pullback_lifted_source__ = source
         return fn
+
+
+class _Nested:
+    """A lifted nested function: its new name, the outer names it captures
+    (passed by keyword), its ``nonlocal`` state, its own parameters, and for
+    each defaulted one the constant or the name holding its default."""
+
+    def __init__(self, lifted, captured, nonlocals, params, defaults):
+        self.lifted, self.captured, self.nonlocals = lifted, captured, nonlocals
+        self.params, self.defaults = params, defaults
 
 
 class _Calls(gast.NodeTransformer):
@@ -144,7 +167,7 @@ class _Calls(gast.NodeTransformer):
     def visit_Call(self, node):
         if isinstance(node.func, gast.Lambda):
             name = self.lifter.namer.fresh("lambda")
-            self.lifter.lift(name, _as_def(name, node.func))
+            self.pre.extend(self.lifter.lift(name, _as_def(name, node.func)))
             node.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
         func = node.func
         if not (isinstance(func, gast.Name) and func.id in self.lifter.nested):
@@ -152,9 +175,14 @@ class _Calls(gast.NodeTransformer):
         node.args = [self.visit(a) for a in node.args]
         for k in node.keywords:
             k.value = self.visit(k.value)
-        lifted, captured, nonlocals = self.lifter.nested[func.id]
-        call = gast.Call(func=_name(lifted), args=node.args + [_name(c) for c in captured],
-                         keywords=node.keywords)
+        nested = self.lifter.nested[func.id]
+        lifted, captured, nonlocals = nested.lifted, nested.captured, nested.nonlocals
+        given = set(nested.params[:len(node.args)]) | {k.arg for k in node.keywords}
+        omitted = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
+                                if isinstance(v, gast.Constant) else _name(v))
+                   for p, v in nested.defaults if p not in given]
+        call = gast.Call(func=_name(lifted), args=node.args, keywords=node.keywords + omitted
+                         + [gast.keyword(arg=c, value=_name(c)) for c in captured])
         call = gast.copy_location(call, node)
         if not nonlocals:
             return call

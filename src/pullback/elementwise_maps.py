@@ -53,10 +53,9 @@ def inline_closures(body, normal, parsed, ops, kinds):
             info = None
             if op is not None and op.kind == "user" and isinstance(stmt, gast.Assign) \
                     and isinstance(stmt.targets[0], gast.Name) \
-                    and not stmt.value.keywords \
                     and getattr(op.primitive, "__pullback_lifted_source__", None):
                 info = purity.inlinable(op.primitive)
-            if info is None or len(stmt.value.args) != len(info.normal.params):
+            if info is None or set(op.bound) != set(info.normal.params):
                 i += 1
                 continue
             new = _splice(stmt, info, normal, parsed, ops)
@@ -82,7 +81,7 @@ def _splice(stmt, info, caller, parsed, ops):
     for n in gast.walk(normal.tree):
         if isinstance(n, gast.Name):
             namer.reserve(n.id)          # never shadow a name the callee reads
-    env = dict(zip(normal.params, stmt.value.args))
+    env = dict(ops[id(stmt)].bound)      # parameter -> the call's argument
     *body, ret = normal.tree.body
     returned = ret.value
     renames = {}

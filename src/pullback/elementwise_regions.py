@@ -273,6 +273,8 @@ def _arguments(op, rhs):
                 v = op.bound[p]
                 out.extend(v if isinstance(v, tuple) else (v,))
         return out
+    if op.kind == "user":
+        return list(op.bound.values())       # bound in the callee's parameter order
     return operands_of(rhs)
 
 

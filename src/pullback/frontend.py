@@ -68,7 +68,9 @@ def parse(fn):
     code = fn.__code__
     filename = code.co_filename
     try:
-        lines, first = inspect.getsourcelines(fn)
+        # the code object's own lines: a `functools.wraps` wrapper is the wrapper
+        # (inspect would follow `__wrapped__` to the function it wraps)
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as err:
         raise SourceUnavailableError(
             f"The source of {fn.__qualname__} (defined in {filename}) is not available: "
@@ -113,7 +115,7 @@ def _parse_file(filename, fn):
 
 def _find_function(module, fn, filename):
     code = fn.__code__
-    if fn.__name__ == "<lambda>":
+    if code.co_name == "<lambda>":
         lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
                    and n.lineno == code.co_firstlineno
                    and [a.id for a in n.args.args] == list(code.co_varnames[:code.co_argcount])]
@@ -131,7 +133,7 @@ def _find_function(module, fn, filename):
         return gast.copy_location(tree, lam)
     for node in gast.walk(module):
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) \
-                and node.name == fn.__name__:
+                and node.name == code.co_name:
             if isinstance(node, gast.AsyncFunctionDef):
                 raise UnsupportedSyntaxError(
                     "pullback cannot differentiate an async function.",

@@ -31,6 +31,7 @@ import re
 import types
 
 from .codegen import check_nesting, register_source, render_function, source_lines
+from .errors import Location, PullbackError
 
 __all__ = ["Loaded", "load", "rebuild"]
 
@@ -69,7 +70,17 @@ class Loaded:
                 lineno = tb.tb_lineno
             tb = tb.tb_next
         user = self.user_line(lineno) if lineno is not None else None
-        if user is None or not hasattr(err, "add_note"):
+        if user is None:
+            return
+        if isinstance(err, PullbackError) and err.location is None:
+            # the dispatcher's refusal of a callee known only at run time: the
+            # call's own line is where the user looks
+            line = linecache.getline(self.user_file, user)
+            indent = len(line) - len(line.lstrip())
+            err.location = Location(self.user_file, user, indent, len(line.rstrip()), line)
+            err.args = (err._format(),)
+            return
+        if not hasattr(err, "add_note"):
             return
         text = linecache.getline(self.user_file, user).strip()
         err.add_note(f'raised by generated code from\n  File "{self.user_file}", line {user}'

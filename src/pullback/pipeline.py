@@ -72,7 +72,7 @@ def return_kind(fn, arg_kinds):
     """The kind of ``fn``'s result for arguments of ``arg_kinds`` (parameter
     name -> Kind); unknown for a recursive call, or a function pullback will
     refuse (the refusal comes when it is called)."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)
     params = {}
     for p in sig.parameters.values():
         if p.name in arg_kinds:

@@ -49,7 +49,7 @@ import dataclasses
 
 import gast
 
-from . import runtime
+from . import dispatch, runtime
 from .astbuild import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from .analyses import kinds as kinds_
@@ -114,6 +114,7 @@ class _Reverse(Adjoints, Residuals):
                            if p in kinds and kinds[p].shape in ("scalar", "array"))
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
+        self.bound_up_front = set()       # names the primal reads before any assignment
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
@@ -188,8 +189,9 @@ class _Reverse(Adjoints, Residuals):
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
-        prologue = [_assign(n, gast.Constant(None, None), None)
-                    for n in sorted(self.maybe_unbound(top))]
+        unbound = self.maybe_unbound(top) | (self.bound_up_front - set(self.normal.params)
+                                             - set(self.normal.carried_names))
+        prologue = [_assign(n, gast.Constant(None, None), None) for n in sorted(unbound)]
         if uses_tape:
             prologue.append(_assign(self.tape, gast.List(elts=[], ctx=gast.Load()), None))
         primal[:0] = prologue
@@ -277,7 +279,36 @@ class _Reverse(Adjoints, Residuals):
             stmt.value.func = _name(self.callee(op, "primal"))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
+        elif op is not None and op.kind == "dynamic" and isinstance(stmt, gast.Assign) \
+                and isinstance(stmt.targets[0], gast.Name) \
+                and stmt.targets[0].id in self.active:
+            target = stmt.targets[0].id
+            res = self.namer.fresh(f"{target}_res")
+            self.residual_of[id(stmt)] = res
+            stmt.value = self.dynamic_primal(op, stmt.value)
+            stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
+                                       ctx=gast.Store())]
         return [stmt]
+
+    def dynamic_primal(self, op, call):
+        """``fn(x, k=y)`` -> ``dynamic_call(fn, mask, inplace, x, k=y)``; a method
+        call ``obj.m(x)`` -> ``dynamic_method_call(obj, 'm', mask, inplace, x)``."""
+        flags = [gast.Tuple(elts=[gast.Constant(k, None) for k in self.dynamic_mask(op)],
+                            ctx=gast.Load()), gast.Constant(self.grads.inplace, None)]
+        receiver = op.bound["receiver"]
+        if receiver is not None:
+            head = [_name(receiver.id), gast.Constant(call.func.attr, None)]
+            func = self.helper("dynamic_method_call", dispatch.dynamic_method_call)
+        else:
+            head = [call.func]
+            func = self.helper("dynamic_call", dispatch.dynamic_call)
+        return gast.Call(func=_name(func), args=head + flags + call.args,
+                         keywords=call.keywords)
+
+    def dynamic_mask(self, op):
+        """The keys (position, keyword, -1 for the receiver) of a dynamic call's
+        arguments that carry a gradient."""
+        return tuple(k for k, n in op.operands if n in self.active)
 
     # -- adjoint --------------------------------------------------------------
 
@@ -303,7 +334,7 @@ class _Reverse(Adjoints, Residuals):
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
         target = stmt.targets[0]
-        if op.kind in ("user", "custom") and isinstance(target, gast.Tuple):
+        if op.kind in ("user", "custom", "dynamic") and isinstance(target, gast.Tuple):
             target = target.elts[0]      # `z, z_res = g_primal(...)`
         out = []
         if isinstance(target, gast.Tuple):
@@ -389,12 +420,13 @@ class _Reverse(Adjoints, Residuals):
         # name the body defines, read after the loop) restarts from zero: only
         # the last iteration's definition reaches what comes after the loop
         restart = sorted(set(carried) | {n for n in touched if n in body_assigned})
+        zero_like = self.restart_shapes(stmt, [n for n in restart if n not in carried])
         mark = len(self.parts)
         body = _Block(stmt.body, "loop", block, target)
         body.adjoint = self.adjoint_block(body)
         for n in restart:
             if n in self.active and not self.grads.bound(n):
-                body.adjoint.append(self.grads.materialize(n, self.zero_for))
+                body.adjoint.append(self.grads.materialize(n, zero_like))
         weaker = [n for n in touched if entry[0].get(n) == OWNED
                   and self.grads.state.get(n) != OWNED]
         if weaker:   # the body leaves a buffer shared: start every iteration shared
@@ -407,7 +439,7 @@ class _Reverse(Adjoints, Residuals):
             body.adjoint = self.adjoint_block(body)
             for n in restart:
                 if n in self.active and not self.grads.bound(n):
-                    body.adjoint.append(self.grads.materialize(n, self.zero_for))
+                    body.adjoint.append(self.grads.materialize(n, zero_like))
         # a loop may run no times: after it a buffer is owned only if it was
         # on entry too (else `grad(f)` could hand out a read-only view)
         for n in touched | set(restart):
@@ -433,6 +465,21 @@ class _Reverse(Adjoints, Residuals):
         for s in pre:
             s.lineno = stmt.lineno
         return pre + [loop]
+
+    def restart_shapes(self, stmt, defined):
+        """The zero a loop body's adjoint restarts a gradient from, once the
+        definition of its name has consumed it, must be shaped like the value
+        of the iteration before (a layer loop's ``outputs`` changes shape):
+        for a name the body defines but does not carry, the primal keeps that
+        value at the top of the body (``n_before = n``)."""
+        before = {}
+        for n in defined:
+            if n in self.active:
+                before[n] = self.namer.fresh(f"{n}_before")
+                stmt.body.insert(0, _assign(before[n], _name(n), stmt.lineno))
+                self.primal_names.add(before[n])
+                self.bound_up_front.add(n)     # the first iteration reads it too
+        return lambda name: self.zero_for(before.get(name, name))
 
     def over_range(self, stmt):
         """A ``for`` loop over a ``range`` held in a name."""

@@ -19,8 +19,6 @@ statements: which statement defines a name, and which statements read it.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 
 import beniget
 import gast
@@ -40,12 +38,20 @@ class Chains:
         return self.users.get(name, [])
 
 
+class _QuietChains(beniget.DefUseChains):
+    """beniget prints a warning for each unbound name (a global, a builtin);
+    silenced here, not by redirecting the process's stdout, which another
+    thread may be writing to."""
+
+    def warn(self, msg, node):
+        pass
+
+
 def chains(fn):
     """Def-use chains of the normal-form function ``fn`` (a gast FunctionDef)."""
     module = gast.Module(body=[fn], type_ignores=[])
-    du = beniget.DefUseChains()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        du.visit(module)
+    du = _QuietChains()
+    du.visit(module)
     owner = {}
     for stmt in _all_statements(fn.body):
         for node in _own_nodes(stmt):

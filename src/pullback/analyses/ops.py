@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import inspect
 import operator
 import types
@@ -47,7 +48,7 @@ _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 
 @dataclasses.dataclass
 class Op:
-    kind: str                 # rule | nondiff | user | custom | copy | pack | unpack | opaque
+    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | unpack | opaque
     label: str = ""
     rule: object = None
     primitive: object = None
@@ -60,12 +61,21 @@ class Op:
         """Names a gradient could flow to, including those a rule takes as
         static (so that a varied ``axis`` or ``base`` is caught, not dropped)."""
         names = {n for _, n in self.operands}
+        callee = self.bound.get("callee") if self.kind == "dynamic" else None
+        if isinstance(callee, gast.Name):
+            names.add(callee.id)      # a function value derived from the inputs
         if self.rule is not None:
-            for p, v in self.bound.items():
-                for a in v if isinstance(v, tuple) else (v,):
-                    if isinstance(a, gast.Name):
-                        names.add(a.id)
+            for p in self.bound:
+                names.update(self.static_names(p))
         return names
+
+    def static_names(self, param):
+        """The names in the argument bound to ``param``, inside an index tuple
+        or a slice too (``x[i, j]``, ``np.r_[x, 1.0]``)."""
+        v = self.bound[param]
+        return [n.id for a in (v if isinstance(v, tuple) else (v,))
+                if isinstance(a, gast.AST)
+                for n in gast.walk(a) if isinstance(n, gast.Name)]
 
 
 def resolve(normal, parsed):
@@ -185,11 +195,16 @@ class _Resolver:
                     f"`{dotted(func.value)}` in place.", self.parsed.location(node),
                     f"Compute a new value instead of changing `{dotted(func.value)}` (for "
                     f"`.fill(v)`: `y = np.full_like(y, v)`).")
-            return self.primitive_op(f"ndarray.{func.attr}", [func.value] + node.args, kwargs,
-                                     node, f".{func.attr}()")
+            key = f"ndarray.{func.attr}"
+            if lookup(key) is not None or is_nondifferentiable(key) \
+                    or not isinstance(func.value, gast.Name):
+                return self.primitive_op(key, [func.value] + node.args, kwargs, node,
+                                         f".{func.attr}()")
+            # a method of an object known only when the call runs
+            return self.dynamic(node, kwargs, f".{func.attr}()", receiver=func.value)
         label = dotted(func)
         if isinstance(func, gast.Name) and func.id in self.locals:
-            return Op("opaque", label=label, node=node)
+            return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
         if _is_mutating_function(obj):
             raise UnsupportedSyntaxError(
@@ -197,14 +212,16 @@ class _Resolver:
                 self.parsed.location(node),
                 "Build the new array with indexing writes into an array the function "
                 "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
-        from ..api import CustomVJP, unwrap  # late: api imports the pipeline
-        obj = unwrap(obj)
+        from ..api import CustomVJP  # late: api imports the pipeline
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, "custom", obj, node, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
-        if isinstance(obj, types.FunctionType) and not _is_library(obj):
+        if isinstance(obj, types.FunctionType) and not _is_library(obj) \
+                and not _is_wrapper(obj):
             return self.bind_python(obj, "user", obj, node, label)
+        if _dispatches(obj):
+            return self.dynamic(node, kwargs, label, static=obj)
         return Op("opaque", label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
                                  if isinstance(a, gast.Name)))
@@ -235,7 +252,7 @@ class _Resolver:
 
     def bind_python(self, fn, kind, obj, node, label):
         try:
-            bound = inspect.signature(fn).bind(*node.args,
+            bound = inspect.signature(fn, follow_wrapped=False).bind(*node.args,
                                                **{k.arg: k.value for k in node.keywords})
         except TypeError as err:
             raise UnsupportedSyntaxError(f"The call to {label} does not match its "
@@ -245,6 +262,20 @@ class _Resolver:
                          if isinstance(a, gast.Name))
         return Op(kind, label=label, primitive=obj, bound=dict(bound.arguments),
                   operands=operands, node=node)
+
+    def dynamic(self, node, kwargs, label, receiver=None, static=None):
+        """A call whose callee is a value known only when it runs (a parameter,
+        an alias, a partial, a bound method, ``obj.method``): the primal hands
+        it to the runtime dispatcher (``pullback.dispatch``), which picks its
+        derivative.  Operands are keyed by call position, keyword name, or -1
+        for the receiver of a method call."""
+        operands = [(i, a.id) for i, a in enumerate(node.args) if isinstance(a, gast.Name)]
+        operands += [(k, a.id) for k, a in kwargs.items() if isinstance(a, gast.Name)]
+        if receiver is not None:
+            operands.append((-1, receiver.id))
+        return Op("dynamic", label=label, primitive=static, node=node,
+                  bound={"callee": node.func, "receiver": receiver},
+                  operands=tuple(operands))
 
     def names_op(self, kind, atoms, node):
         return Op(kind, node=node, operands=tuple(
@@ -301,6 +332,25 @@ _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "s
 def _is_mutating_function(obj):
     return any(obj is f for f in (np.copyto, np.put, np.place, np.putmask,
                                   np.fill_diagonal, np.put_along_axis, np.random.shuffle))
+
+
+def _is_wrapper(fn):
+    """pullback's own functions (``pb.grad(f)`` and the like): not user code."""
+    return (getattr(fn, "__module__", "") or "").split(".")[0] == "pullback"
+
+
+def _dispatches(obj):
+    """Callables the runtime dispatcher unwraps: bound methods, partials,
+    instances with ``__call__``, and pullback's own transforms (which it
+    refuses with a clear error until higher order is supported)."""
+    if isinstance(obj, (types.MethodType, functools.partial)):
+        return True
+    if isinstance(obj, types.FunctionType):
+        return _is_wrapper(obj)
+    if isinstance(obj, (type, types.BuiltinFunctionType, np.ufunc, types.ModuleType)):
+        return False
+    return callable(obj) and isinstance(getattr(type(obj), "__call__", None),
+                                        types.FunctionType)
 
 
 def _is_library(fn):

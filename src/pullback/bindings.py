@@ -1,0 +1,138 @@
+"""Bindings: what a transform resolved in the function's environment, checked
+again on every call.
+
+A transform looks up the globals and closure variables the function names
+(``act`` resolves to a user function, ``np.tanh`` to a rule, ``DT`` is a
+float) and bakes the answer into the generated code.  Python looks them up
+again at every call, so after ``mod.act = act_b`` or a closure cell
+rebound, the old transform would be wrong.  ``Bindings.capture`` records,
+before a transform, each such name with what it holds (the object itself for
+functions, modules and classes; the type, dtype and rank for data, which is
+all the transform depends on), and ``current()`` says whether that still
+holds.  A failed check makes ``Derivative.specialize`` transform again.
+
+>>> import types
+>>> g = {"scale": 2.0, "act": abs}
+>>> f = types.FunctionType(compile("def f(x): return act(x) * scale", "<f>", "exec")
+...                        .co_consts[0], g)
+>>> b = Bindings.capture(f)
+>>> b.current()
+True
+>>> g["scale"] = 3.0          # another float: the transform still holds
+>>> b.current()
+True
+>>> g["act"] = round          # another function: it does not
+>>> b.current()
+False
+"""
+from __future__ import annotations
+
+import builtins
+import types
+
+import numpy as np
+
+__all__ = ["Bindings"]
+
+_ABSENT = object()       # a name not bound in the globals (a builtin, or undefined)
+_EMPTY = object()        # an empty closure cell
+# library modules whose attributes are not rebound by programs: the module's
+# own identity is checked, not every function looked up in it
+_LIBRARIES = ("numpy", "math", "builtins", "scipy", "jax", "functools", "operator")
+
+
+def _snapshot(v):
+    """What the transform depends on in ``v``."""
+    if v is None or isinstance(v, (types.FunctionType, types.ModuleType, type,
+                                   types.BuiltinFunctionType, np.ufunc)) or callable(v):
+        return ("is", v)
+    t = type(v)
+    if t is np.ndarray:
+        return ("kind", t, v.dtype.str, v.ndim)
+    if isinstance(v, np.generic):
+        return ("kind", t, v.dtype.str)
+    return ("kind", t)
+
+
+def _holds(v, snap):
+    if snap[0] == "is":
+        return v is snap[1]
+    return _snapshot(v) == snap
+
+
+def _names(fn):
+    """Every global and attribute name the code of ``fn`` (and the functions
+    nested in it) mentions."""
+    names, stack = set(), [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return names
+
+
+class Bindings:
+    """Checks of ``(where, name, snapshot)``: ``where`` is the globals dict, a
+    closure cell, or the object an attribute is read from."""
+
+    __slots__ = ("checks",)
+
+    def __init__(self, checks):
+        self.checks = checks
+
+    @classmethod
+    def capture(cls, fn):
+        if not isinstance(fn, types.FunctionType):
+            return cls(())
+        names = _names(fn)
+        g = fn.__globals__
+        checks, roots = [], []
+        for n in sorted(names):
+            if n in g:
+                checks.append(("global", g, n, _snapshot(g[n])))
+                roots.append(g[n])
+            elif hasattr(builtins, n):
+                checks.append(("global", g, n, _ABSENT))     # a builtin nobody shadows
+        for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                checks.append(("cell", cell, n, _EMPTY))
+                continue
+            checks.append(("cell", cell, n, _snapshot(v)))
+            roots.append(v)
+        for v in roots:           # `mod.act`, `cfg.scale`: attributes one level down
+            if isinstance(v, types.ModuleType) \
+                    and v.__name__.split(".")[0] in _LIBRARIES:
+                continue
+            try:
+                attrs = vars(v)
+            except TypeError:
+                continue
+            for n in sorted(names & set(attrs)):
+                checks.append(("attr", v, n, _snapshot(attrs[n])))
+        return cls(tuple(checks))
+
+    def current(self):
+        """Whether every name still holds what it held at capture."""
+        for how, where, name, snap in self.checks:
+            if how == "global":
+                v = where.get(name, _ABSENT)
+                if snap is _ABSENT:
+                    if v is not _ABSENT:
+                        return False
+                    continue
+            elif how == "cell":
+                try:
+                    v = where.cell_contents
+                except ValueError:
+                    v = _EMPTY
+                if snap is _EMPTY:
+                    if v is not _EMPTY:
+                        return False
+                    continue
+            else:
+                v = getattr(where, name, _ABSENT)
+            if v is _ABSENT or v is _EMPTY or not _holds(v, snap):
+                return False
+        return True
