@@ -297,7 +297,7 @@ def test_r_and_c_are_refused():
     def g(x):
         return np.sum(np.c_[x, x] ** 2)
     for fn in (f, g):
-        with pytest.raises(pb.NonDifferentiableError, match="np.concatenate"):
+        with pytest.raises(pb.NoRuleError, match=r"(?s)np\.[rc]_\[\.\.\.\].*np.concatenate"):
             pb.grad(fn)(X)
 
 

@@ -520,3 +520,13 @@ def test_nesting_within_the_limit_is_differentiated():
     f = function_from_source(nested_ifs(codegen.MAX_INDENT))
     assert pb.grad(f)(2.0) == 4.0
     assert pb.grad(f)(-200.0) == 1.0
+
+
+# -- generated code does not depend on the user's names ----------------------------
+
+def test_a_parameter_named_np_does_not_shadow_numpy_in_the_adjoint():
+    def g(x, np):                      # this module imports NumPy as np too
+        return x.std() * np
+    x = np.array([1.0, 2.0, 4.0])
+    expected = 2.0 * (x - x.mean()) / (x.size * x.std())
+    np.testing.assert_allclose(pb.grad(g)(x, 2.0), expected, rtol=1e-12)

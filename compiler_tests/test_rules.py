@@ -333,6 +333,10 @@ case(sum, lambda G: [[G.normal() for _ in range(4)]], RC)
 case(sum, lambda G: [G.normal((3, 4))], RC)
 case(sum, lambda G: [(G.normal((2,)), G.normal((2,)), G.normal(None))], RC)
 case(sum, lambda G: [[G.normal(), G.normal()], G.normal()], RC)   # start is static
+for key in (tuple, list):
+    case(key, lambda G: [[G.normal((2,)), G.normal(None)]], RC)
+    case(key, lambda G: [(G.normal((3, 2)), G.normal(()))], RC)
+    case(key, lambda G: [G.normal((3, 2))], RC)
 case(math.fsum, lambda G: [[G.normal() for _ in range(4)]], F)
 for key in (max, min):
     case(key, lambda G: [G.normal(), G.normal()], R)

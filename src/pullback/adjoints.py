@@ -246,9 +246,7 @@ class Adjoints:
                         "depends on the inputs being differentiated.",
                         self.parsed.location(op.node),
                         f"Pass a constant as `{p}`, or rewrite the expression so that "
-                        f"`{v}` enters through a differentiable argument"
-                        + (" (for np.r_ and np.c_: np.concatenate and np.column_stack)."
-                           if op.primitive is operator.getitem else "."))
+                        f"`{v}` enters through a differentiable argument.")
 
     def adjoint_user(self, block, stmt, op, t, g, fresh=True):
         from .api import derivative_of
@@ -345,7 +343,10 @@ class Adjoints:
     def adjoint_opaque(self, block, stmt, op, t, g):
         what = op.label or "this operation"
         node = op.node if op.node is not None else stmt
-        if op.primitive is None:
+        if what.endswith("[...]"):
+            hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
+                    "which have rules.")
+        elif op.primitive is None:
             hint = ("Call a NumPy function, a function defined with def, or a "
                     "pb.custom_vjp function here.")
         else:

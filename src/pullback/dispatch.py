@@ -42,6 +42,7 @@ import types
 import numpy as np
 
 from . import codegen, runtime
+from .analyses.ops import is_library, is_mutating_function
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from .rules.registry import is_nondifferentiable, lookup
 
@@ -88,7 +89,7 @@ def refusal(fn):
                 "inside a function being differentiated.",
                 "Compute the inner derivative outside the differentiated function, or "
                 "give the inner step a rule with pb.custom_vjp.")
-    if any(fn is f for f in _MUTATING):
+    if is_mutating_function(fn):
         return (f"pullback cannot differentiate {fn.__name__}, which changes its argument "
                 "in place.", "Build the new array with indexing writes into an array the "
                 "function creates, or with np.where.")
@@ -201,7 +202,7 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         return _Differentiated(derivative_of(wrapper), wrapper, nargs, kwnames, mask, inplace)
     if is_nondifferentiable(fn):
         return _Constant(fn, mask)
-    if isinstance(fn, types.FunctionType) and not _is_library(fn):
+    if isinstance(fn, types.FunctionType) and not is_library(fn):
         return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     raise NoRuleError(
@@ -209,11 +210,6 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         "is called here with a value being differentiated.",
         hint=f"Give {name} a rule with pb.custom_vjp (define fwd and bwd), or call a NumPy "
              "function that has a rule or a function defined with def.")
-
-
-def _is_library(fn):
-    module = getattr(fn, "__module__", "") or ""
-    return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax")
 
 
 _wrappers = {}
@@ -237,7 +233,3 @@ def _rule_wrapper(fn, nargs, kwnames):
     exec(compile(text, filename, "exec"), namespace)
     wrapper = _wrappers[key] = namespace[name or "callee"]
     return wrapper
-
-
-_MUTATING = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
-             np.random.shuffle)

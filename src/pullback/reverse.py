@@ -125,7 +125,8 @@ class _Reverse(Adjoints, Residuals):
         """The name under which generated code refers to ``value``."""
         if self.helpers.get(name) is value:
             return name
-        if self.parsed.globals.get(name) is value and name not in self.helpers:
+        if self.parsed.globals.get(name) is value and name not in self.helpers \
+                and name not in self.user_locals:
             return name        # the user's module already binds it, e.g. np
         if getattr(builtins, name, None) is value and name not in self.parsed.globals \
                 and name not in self.user_locals:

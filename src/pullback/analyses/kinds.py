@@ -206,6 +206,8 @@ def _rhs(node, op, kinds, returns=None):
     if op.kind != "rule":
         return UNKNOWN     # fields of structures, opaque calls, ...
     prim = op.primitive
+    if prim in (tuple, list):
+        return Kind("container", None)
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)
     return _rhs_number(node, op, kinds)

@@ -70,12 +70,12 @@ class Op:
         return names
 
     def static_names(self, param):
-        """The names in the argument bound to ``param``, inside an index tuple
-        or a slice too (``x[i, j]``, ``np.r_[x, 1.0]``)."""
+        """The names bound to ``param`` (one, or a rule's ``*args``).  Names
+        inside an index (``x[i, j]``) are not among them: an array's index
+        carries no gradient (a float index is an error)."""
         v = self.bound[param]
-        return [n.id for a in (v if isinstance(v, tuple) else (v,))
-                if isinstance(a, gast.AST)
-                for n in gast.walk(a) if isinstance(n, gast.Name)]
+        return [a.id for a in (v if isinstance(v, tuple) else (v,))
+                if isinstance(a, gast.Name)]
 
 
 def resolve(normal, parsed):
@@ -172,6 +172,13 @@ class _Resolver:
                 return Op("field", label=f".{node.attr}", node=node,
                           operands=((node.attr, node.value.id),))
             return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
+        if isinstance(node, gast.Subscript) and self.is_static(node.value) and not isinstance(
+                self.lookup_static(node.value), (np.ndarray, np.generic, list, tuple, dict)):
+            # `np.r_[x, 1.0]`: an object whose indexing computes from what it is given
+            return Op("opaque", label=f"{dotted(node.value)}[...]", node=node,
+                      primitive=self.lookup_static(node.value), operands=tuple(
+                          (None, n.id) for n in gast.walk(node.slice)
+                          if isinstance(n, gast.Name) and n.id in self.locals))
         if isinstance(node, gast.Subscript):
             return self.primitive_op(operator.getitem, [node.value, node.slice], {}, node,
                                      "indexing")
@@ -206,7 +213,7 @@ class _Resolver:
         if isinstance(func, gast.Name) and func.id in self.locals:
             return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
-        if _is_mutating_function(obj):
+        if is_mutating_function(obj):
             raise UnsupportedSyntaxError(
                 f"pullback cannot differentiate {label}, which changes its argument in place.",
                 self.parsed.location(node),
@@ -217,7 +224,7 @@ class _Resolver:
             return self.bind_python(obj.fun, "custom", obj, node, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
-        if isinstance(obj, types.FunctionType) and not _is_library(obj) \
+        if isinstance(obj, types.FunctionType) and not is_library(obj) \
                 and not _is_wrapper(obj):
             return self.bind_python(obj, "user", obj, node, label)
         if _dispatches(obj):
@@ -329,7 +336,7 @@ _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "s
                      "remove", "clear", "update", "setdefault", "popitem"}
 
 
-def _is_mutating_function(obj):
+def is_mutating_function(obj):
     return any(obj is f for f in (np.copyto, np.put, np.place, np.putmask,
                                   np.fill_diagonal, np.put_along_axis, np.random.shuffle))
 
@@ -353,7 +360,7 @@ def _dispatches(obj):
                                         types.FunctionType)
 
 
-def _is_library(fn):
+def is_library(fn):
     module = getattr(fn, "__module__", "") or ""
     return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax")
 

@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from pullback.rules.registry import nondifferentiable, vjp
-from pullback.runtime import abs_grad, select_grad, unsum
+from pullback.runtime import abs_grad, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
 
@@ -224,6 +224,12 @@ def complex_(g, ans, real, imag):
 @vjp(sum, math.fsum)
 def sum_(g, ans, iterable, start=0):
     return unsum(g, iterable)
+
+
+@vjp(tuple, list)
+def sequence(g, ans, iterable):
+    # tuple(x), list(x): one element per element of x (a tuple, list or array)
+    return pack_like(iterable, g)
 
 
 @vjp(max, min)
