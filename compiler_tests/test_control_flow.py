@@ -220,3 +220,18 @@ def defined_in_first_iteration(x, n):
 
 def test_value_from_an_earlier_iteration():
     check(defined_in_first_iteration, 0.3, 4)
+
+
+def test_enumerate_of_zip():
+    def f(w, xs, ys):
+        total = 0.0
+        for k, (x, y) in enumerate(zip(xs, ys)):
+            total = total + (k + 1.0) * np.sum((x * w - y) ** 2)
+        return total
+    w, xs, ys = np.array([0.5, -1.0]), np.arange(6.0).reshape(3, 2), np.ones((3, 2))
+    gw, gxs, gys = pb.grad(f, argnums=(0, 1, 2))(w, xs, ys)
+    r = xs * w - ys
+    k = np.arange(1.0, 4.0)[:, None]
+    np.testing.assert_allclose(gw, np.sum(2 * k * r * xs, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(gxs, 2 * k * r * w, rtol=1e-12)
+    np.testing.assert_allclose(gys, -2 * k * r, rtol=1e-12)

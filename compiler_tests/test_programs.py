@@ -252,8 +252,6 @@ XFAIL = {
                       "momentum=0.9)` refused: *args and keyword-only parameters unsupported",
     "kalman_filter": "issue 13 (mutation): `total += ll`, a float from a helper's returned tuple, "
                      "refused as an in-place update of an array other names may share",
-    "nested_default": "issue 13 (zip): `for k, (x, y) in enumerate(zip(xs, ys))` refused "
-                      "(NoRuleError: no rule for zip)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

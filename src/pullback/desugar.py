@@ -92,25 +92,20 @@ class _Desugar:
         if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
                 and len(it.args) == 1 and not it.keywords \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-            seq = self.sequence(it.args[0], pre, node)
             index = target.elts[0].id if isinstance(target.elts[0], gast.Name) \
                 else self.namer.fresh("index")
             head = [] if isinstance(target.elts[0], gast.Name) else \
                 [_assign(target.elts[0], _name(index), node)]
+            inner = it.args[0]
+            if self.is_zip(inner):          # enumerate(zip(xs, ys))
+                return pre + [self.zip_loop(inner, index, target.elts[1], head, body, orelse,
+                                            pre, node)]
+            seq = self.sequence(inner, pre, node)
             head.append(_assign(target.elts[1], _item(seq, index), node))
             return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
-        if isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") and it.args \
-                and not it.keywords:
-            seqs = [self.sequence(a, pre, node) for a in it.args]
+        if self.is_zip(it):
             index = self.namer.fresh("zip_index")
-            items = [_item(s, index) for s in seqs]
-            if isinstance(target, gast.Tuple) and len(target.elts) == len(items):
-                head = [_assign(t, v, node) for t, v in zip(target.elts, items)]
-            else:
-                head = [_assign(target, gast.Tuple(elts=items, ctx=gast.Load()), node)]
-            n = _len(seqs[0]) if len(seqs) == 1 else gast.Call(
-                func=_name("min"), args=[_len(s) for s in seqs], keywords=[])
-            return pre + [self.for_range(index, _range(n), head + body, orelse, node)]
+            return pre + [self.zip_loop(it, index, target, [], body, orelse, pre, node)]
         if isinstance(it, gast.Call) and self.is_builtin(it.func, "reversed") \
                 and len(it.args) == 1:
             seq = self.sequence(it.args[0], pre, node)
@@ -124,6 +119,22 @@ class _Desugar:
         index = self.namer.fresh(f"{base}_index")
         head = [_assign(target, _item(seq, index), node)]
         return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+
+    def is_zip(self, it):
+        return isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") and it.args \
+            and not it.keywords
+
+    def zip_loop(self, it, index, target, head, body, orelse, pre, node):
+        """``for target in zip(xs, ys)`` as a loop over ``index``."""
+        seqs = [self.sequence(a, pre, node) for a in it.args]
+        items = [_item(s, index) for s in seqs]
+        if isinstance(target, gast.Tuple) and len(target.elts) == len(items):
+            head = head + [_assign(t, v, node) for t, v in zip(target.elts, items)]
+        else:
+            head = head + [_assign(target, gast.Tuple(elts=items, ctx=gast.Load()), node)]
+        n = _len(seqs[0]) if len(seqs) == 1 else gast.Call(
+            func=_name("min"), args=[_len(s) for s in seqs], keywords=[])
+        return self.for_range(index, _range(n), head + body, orelse, node)
 
     def sequence(self, expr, pre, origin):
         """A name bound to ``expr``, evaluated once before the loop."""
