@@ -6,7 +6,25 @@ straight-line array code, branches, loops (``range``, arrays, ``enumerate``,
 returns, indexing reads and writes (``b[i] = v``, ``b[idx] += v``,
 ``np.add.at``), aliasing (``z = y``, views, ``+=``), comprehensions, closures
 (``def``, ``lambda``, ``nonlocal``), calls of helper functions (one of them
-recursive) and structured inputs.  A generated program tracks, as it is
+recursive) and structured inputs.  Calls whose callee is a value, as real
+code writes them (issue 12): a helper taking a function (``def h(p, fn)``,
+``def h(p, fn=np.tanh)``) called with a ufunc or a user helper, local
+aliases (``fn = np.sin``, rebound so the callee changes between iterations),
+lists, tuples and dicts of functions, ``getattr(np, "sin")``, module-level
+names bound to functions, ``functools.partial`` (called inside, stored,
+given to other helpers), helpers decorated with ``functools.wraps`` wrappers
+whose parameters are explicit (scaling, shifting the result), ``f`` itself
+decorated, a small ``Model`` class holding constants and a function whose
+methods and ``__call__`` are called, and the layer loop of an MLP over a
+list of ``(W, b)`` with random widths (the carried value changes shape; the
+loss reads the last ``outputs``).  Some programs are also differentiated
+through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
+a callable instance; some rebind a module-level function (or the ``model``
+instance) in the program's globals after the first gradient, and the next
+gradient must be the new program's.  Constructs pullback documents as
+refused (a partial built from an active value, ``pullback.grad`` called
+inside, ``pb.grad(pb.grad(f))``) must raise a ``PullbackError``, naming the
+program's line where it has one.  A generated program tracks, as it is
 written, the type of every name (scalar, vector of 4, 3x4 matrix) and who
 owns each array, so that it only writes where NumPy semantics are followed by
 pullback; with ``risky`` programs it also writes where pullback must refuse
@@ -38,6 +56,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -73,9 +92,26 @@ class Program:
     params: list                # (name, kind) for f's parameters
     risky: bool                 # writes pullback is expected to refuse
     returns: str                # "s" or "v"
+    # module-level names rebound after the first gradient ({name: expression
+    # evaluated in the program's globals}); the next gradient must be the new
+    # program's
+    rebind: dict | None = None
+    # f also differentiated through another callable: "partial" (pb.grad of
+    # functools.partial(f, x)), "method" (pb.grad(Entry(c).loss)), "instance"
+    # (pb.grad(Entry(c)))
+    entry: str | None = None
+    # a construct pullback documents as refused (a partial built from an
+    # active value, pb.grad called inside): a PullbackError naming a line,
+    # never a number
+    must_refuse: bool = False
 
     def __str__(self):
-        return self.source
+        notes = [f"# then rebound: {self.rebind}"] if self.rebind else []
+        if self.entry:
+            notes.append(f"# also differentiated as: {self.entry}")
+        if self.must_refuse:
+            notes.append("# must be refused")
+        return self.source + "".join(n + "\n" for n in notes)
 
 
 # -- the generator -------------------------------------------------------------
@@ -86,6 +122,7 @@ class Var:
     state: str = "input"        # arrays: "input", "fresh", "written", "shared"
     bound: int = 0
     known: bool = True          # pullback can tell it is a scalar (see `known`)
+    access: tuple = ()          # type "f" (function values): texts that are a callable
 
 
 class Gen:
@@ -106,6 +143,12 @@ class Gen:
         self.in_while = False
         self.no_write = set()     # arrays another name holds somewhere: never written
         self.was_written = set()  # arrays written somewhere: never held by another name
+        self.prelude = {}         # module-level definitions used: key -> lines
+        self.act_globals = []     # module-level names bound to a function (`act0 = np.tanh`)
+        self.layers = None        # the widths of f's `ls` parameter, if it has one
+        self.layers_done = False
+        self.must_refuse = False
+        self.must_use = []        # names the final return adds
 
     # small helpers
     def pick(self, seq):
@@ -129,7 +172,7 @@ class Gen:
             return self.leaf(env, t)
         kinds = ["unary", "unary", "binary", "binary", "binary"]
         if self.names(env, "v"):          # not in a helper's body (scalars in scope only)
-            kinds += ["special", "special", "call", "cond"]
+            kinds += ["special", "special", "call", "cond", "fcall", "fcall"]
         kind = self.pick(kinds)
         if kind == "unary":
             inner = self.expr(env, t, depth - 1)
@@ -143,6 +186,8 @@ class Gen:
             return self.special(env, t, depth)
         if kind == "call":
             return self.call(env, t, depth)
+        if kind == "fcall":
+            return self.fcall(env, t, depth)
         c = self.condition(env)
         return f"({self.shared(env, t, depth - 1)} if {c} else {self.shared(env, t, depth - 1)})"
 
@@ -255,6 +300,21 @@ class Gen:
             return f"{name}({self.shared(env, t, d)}, {self.shared(env, self.pick(_BELOW[t]), d)})"
         if kind == "recursive":
             return f"{name}({self.shared(env, t, d)}, {self.draw(st.integers(0, 3))})"
+        if kind == "act":
+            return f"{name}({self.shared(env, t, d)})"
+        if kind in ("apply", "applyfn"):
+            a = self.shared(env, t, d)
+            k = self.draw(st.integers(0, 2))
+            if k == 0 and kind == "apply":
+                return f"{name}({a})"              # the default function
+            fv = self.function_value(env)
+            return f"{name}({a}, fn={fv})" if k == 1 else f"{name}({a}, {fv})"
+        if kind == "partialable":
+            a = self.shared(env, t, d)
+            c = self.pick(["0.5", "1.5", "-0.7"])
+            return self.pick([f"{name}({a})", f"{name}({a}, a={c})", f"{name}({a}, b={c})",
+                              f"functools.partial({name}, a={c})({a})",
+                              f"functools.partial({name}, b={c}, a=0.5)({a})"])
         if t != "s":
             return self.leaf(env, t)
         if kind == "scalar":
@@ -262,6 +322,73 @@ class Gen:
         if kind == "vector":
             return f"{name}({self.shared(env, 'v', d)})"
         return f"{name}({self.shared(env, kind.split(':')[1], d)})"
+
+    def fcall(self, env, t, depth):
+        """A call whose callee is a value: a ufunc, a user helper, a global
+        alias, an element of a list/dict/tuple, getattr, a partial, a bound
+        method, a callable instance.  Every one is elementwise, so the
+        result has the argument's type."""
+        return f"{self.function_value(env)}({self.shared(env, t, depth - 1)})"
+
+    def function_value(self, env):
+        """The text of a one-argument elementwise callable."""
+        kinds = ["ufunc", "ufunc", "getattr", "global", "model", "partial"]
+        helpers = [n for n, kind, _ in self.helpers if kind in ("act", "partialable")]
+        if helpers:
+            kinds += ["helper", "helper"]
+        held = [a for v in env.values() if v.type == "f" for a in v.access]
+        if held:
+            kinds += ["held"] * 4
+        kind = self.pick(kinds)
+        if kind == "ufunc":
+            return self.pick(_UFUNCS)
+        if kind == "getattr":
+            return f'getattr(np, "{self.pick(_UFUNCS)[3:]}")'
+        if kind == "global":
+            return self.act_global()
+        if kind == "model":
+            self.need_model()
+            return self.pick(["model", "model.forward"])
+        if kind == "helper":
+            return self.pick(helpers)
+        if kind == "held":
+            return self.pick(held)
+        two = [(n, kind) for n, kind, _ in self.helpers if kind in ("elementwise", "applyfn")]
+        if not two:
+            return f"functools.partial(np.multiply, {self.pick(['0.5', '1.5', '-0.7'])})"
+        name, kind = self.pick(two)
+        if kind == "applyfn":
+            return f"functools.partial({name}, fn={self.pick(_UFUNCS)})"
+        return f"functools.partial({name}, q={self.pick(['0.5', '1.5', '-0.7'])})"
+
+    def act_global(self):
+        """A module-level name holding a function: a new one or one already
+        made (rebinding one between calls is checked, see ``check``)."""
+        if self.act_globals and self.chance(0.6):
+            return self.pick(self.act_globals)
+        name = f"act{len(self.act_globals)}"
+        self.act_globals.append(name)
+        self.prelude[name] = [f"{name} = {self.pick(_UFUNCS)}"]
+        return name
+
+    def need_model(self):
+        if "Model" not in self.prelude:
+            act = self.pick(_UFUNCS)
+            self.prelude["Model"] = [
+                "class Model:",
+                f"    def __init__(self, scale, shift, act={act}):",
+                "        self.scale = scale",
+                "        self.shift = shift",
+                "        self.act = act",
+                "",
+                "    def forward(self, p):",
+                "        return self.act(self.scale * p) + self.shift",
+                "",
+                "    def __call__(self, p):",
+                f"        return self.forward(p) * {self.pick(['0.5', '1.5'])} + 0.25 * p",
+                "",
+                f"model = Model({self.pick(['0.7', '1.3', '-0.4'])}, "
+                f"{self.pick(['0.1', '-0.2'])})"]
 
     def shared(self, env, t, depth):
         """A value another name comes to hold (an assignment, an argument of a
@@ -313,6 +440,10 @@ class Gen:
             kinds += ["break"]
         if indent == 1:
             kinds += ["closure"]
+            if self.layers and not self.layers_done:
+                kinds += ["layers", "layers"]
+        if self.names(env, "v"):
+            kinds += ["fnvalue", "fnvalue"]
         if self.risky_allowed:
             kinds += ["risky"]
         getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
@@ -692,6 +823,88 @@ class Gen:
             self.emit(indent + 1, f"return {body}")
         self.closures.append((name, pt))
 
+    def stmt_fnvalue(self, env, depth, indent):
+        """A name bound to function values: an alias (sometimes rebinding one
+        already bound, so the callee changes between loop iterations or
+        branches), a list, tuple or dict of them, a partial, an instance."""
+        k = self.draw(st.integers(0, 6))
+        aliases = [n for n, v in env.items() if v.type == "f" and v.access == (n,)]
+        if k <= 1:
+            name = self.pick(aliases) if aliases and self.chance(0.4) else self.fresh_name("fn")
+            value = self.function_value(env)
+            if self.chance(0.2):
+                value = f'getattr(np, "{self.pick(_UFUNCS)[3:]}")'
+            self.emit(indent, f"{name} = {value}")
+            access = (name,)
+        elif k <= 4:
+            name = self.fresh_name("fs")
+            a, b = self.function_value(env), self.function_value(env)
+            if k == 2:
+                self.emit(indent, f"{name} = [{a}, {b}]")
+                access = (f"{name}[0]", f"{name}[1]", f"{name}[-1]")
+            elif k == 3:
+                self.emit(indent, f"{name} = ({a}, {b})")
+                access = (f"{name}[0]", f"{name}[-1]")
+            else:
+                self.emit(indent, f'{name} = {{"a": {a}, "b": {b}}}')
+                access = (f'{name}["a"]', f'{name}["b"]')
+        elif k == 5:
+            self.need_model()
+            name = self.fresh_name("mdl")
+            act = f", {self.function_value(env)}" if self.chance(0.5) else ""
+            self.emit(indent, f"{name} = Model({self.pick(['0.6', '-1.1'])}, "
+                              f"{self.pick(['0.3', '0.0'])}{act})")
+            access = (name, f"{name}.forward")
+        else:
+            name = self.fresh_name("fn")
+            self.emit(indent, f"{name} = {self.function_value(env)}")
+            access = (name,)
+        env[name] = Var("f", "shared", known=False, access=access)
+
+    def stmt_layers(self, env, depth, indent):
+        """The layer loop of an MLP: the carried value changes shape every
+        iteration (widths drawn at random); the loss reads the last
+        ``outputs`` after the loop."""
+        self.layers_done = True
+        t = "m" if self.names(env, "m") and self.chance(0.3) else "v"
+        hid, out = self.fresh_name("hid"), self.fresh_name("out")
+        w, c = self.fresh_name("wt"), self.fresh_name("bs")
+        self.emit(indent, f"{hid} = {self.shared(env, t, 1)}")
+        self.emit(indent, f"for {w}, {c} in ls:")
+        self.emit(indent + 1, self.pick([f"{out} = {hid} @ {w} + {c}",
+                                         f"{out} = np.dot({hid}, {w}) + {c}",
+                                         f"{out} = {c} + {hid} @ {w}"]))
+        act = self.pick(["np.tanh({a})", "{f}({a})", "{f}({a})", "1.0 / (1.0 + np.exp(-{a}))"])
+        self.emit(indent + 1, f"{hid} = " + act.format(a=out, f=self.function_value(env)))
+        name = self.fresh_name("a")
+        self.emit(indent, f"{name} = " + self.pick([
+            f"np.sum({out} ** 2)", f"np.mean(np.tanh({out})) + np.sum({hid})",
+            f"np.sum({out} * {out}) * 0.5 + np.max({hid})"]))
+        env[name] = Var("s", "shared", known=False)
+        if self.returns == "s" or self.chance(0.5):
+            self.must_use.append(name)      # the layers' gradients matter
+
+    def stmt_refused(self, env, indent):
+        """A construct pullback documents as refused (`must_refuse`)."""
+        name = self.fresh_name("a")
+        g = self.fresh_name("g")
+        acts = [n for n, kind, _ in self.helpers if kind == "act"]
+        two = [n for n, kind, _ in self.helpers if kind == "elementwise"]
+        k = self.draw(st.integers(0, 2))
+        if k == 0 or not (acts or two):
+            self.emit(indent, f"{g} = functools.partial(np.multiply, {self.pick(self.names(env, 'v'))})")
+            self.emit(indent, f"{name} = np.sum({g}({self.expr(env, 'v', 1)}))")
+        elif k == 1 and two:
+            active = self.pick(["s", "x[1]", "np.sum(x)", "np.tanh(s)"])
+            self.emit(indent, f"{g} = functools.partial({self.pick(two)}, q={active})")
+            self.emit(indent, f"{name} = np.sum({g}({self.expr(env, 'v', 1)}))")
+        else:
+            self.emit(indent, f"{name} = pullback.grad({self.pick(acts or two)})"
+                              f"({self.pick(['s', 'x[0]'])}{'' if acts else ', 0.5'})")
+        env[name] = Var("s", "shared", known=False)
+        self.must_use.append(name)      # its gradient matters: the value is returned
+        self.jaxable = False
+
     def stmt_risky(self, env, depth, indent):
         """A write pullback must refuse (or follow exactly)."""
         arrays = [n for n, v in env.items() if v.type in "vm" and v.state in ("input", "shared")]
@@ -792,6 +1005,7 @@ _BELOW = {"s": "s", "v": "sv", "m": "svm"}
 
 
 def _to_jax(text):
+    text = re.sub(r"\bgetattr\(np,", "getattr(jnp,", text)
     return re.sub(r"\bmath\.", "jnp.", re.sub(r"\bnp\.", "jnp.", text))
 
 
@@ -800,7 +1014,8 @@ def _helpers(gen):
     out = []
     for k in range(gen.draw(st.integers(0, 3))):
         name = f"h{k}"
-        kind = gen.pick(["elementwise", "scalar", "recursive", "vector"])
+        kind = gen.pick(["elementwise", "scalar", "recursive", "vector", "act", "apply",
+                         "applyfn", "partialable"])
         env = {"p": Var("s", "shared", known=False), "q": Var("s", "shared", known=False)}
         if kind == "elementwise":
             body = gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2)
@@ -817,9 +1032,34 @@ def _helpers(gen):
         elif kind == "recursive":
             lines = [f"def {name}(p, n):", "    if n <= 0:", "        return p",
                      f"    return {name}(np.sin(p) + 0.5 * p, n - 1) * 0.9"]
-        else:
+        elif kind == "vector":
             lines = [f"def {name}(p):",
                      f"    return np.sum(p * p) * 0.25 + p[{gen.draw(st.integers(0, N - 1))}]"]
+        elif kind == "act":
+            body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
+            lines = [f"def {name}(p):", f"    return 0.5 * p + {body}"]
+        elif kind in ("apply", "applyfn"):
+            # a function passed as an argument, or held by a default
+            default = ""
+            if kind == "apply":
+                acts = [n for n, k2, _ in out if k2 == "act"]
+                default = "=" + gen.pick(_UFUNCS + acts + [gen.act_global()])
+            c = gen.pick(["0.5", "1.5", "-0.7"])
+            lines = [f"def {name}(p, fn{default}):",
+                     gen.pick([f"    return fn(p) * {c} + 0.5 * p",
+                               f"    return fn({c} * p) + fn(p) * 0.5"])]
+        else:
+            body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
+            lines = [f"def {name}(p, a=1.0, b=0.0):", f"    return a * ({body}) + b * p + 0.5 * p"]
+        if kind in ("elementwise", "scalar") and gen.chance(0.25):
+            # a decorator made with functools.wraps, the wrapper's parameters explicit
+            if gen.chance(0.5):
+                gen.prelude["scaled"] = _SCALED
+                lines.insert(0, f"@scaled({gen.pick(['1.5', '-0.5', '2.0'])}, "
+                                f"{gen.pick(['0.25', '0.0', '-1.0'])})")
+            else:
+                gen.prelude["doubled"] = _DOUBLED
+                lines.insert(0, "@doubled")
         if out:
             # a helper may call the one before it
             prev, prev_kind, _ = out[-1]
@@ -827,6 +1067,23 @@ def _helpers(gen):
                 lines[-1] = lines[-1].replace("return ", f"return {prev}(p, q) + ", 1)
         out.append((name, kind, lines))
     return out
+
+
+_UFUNCS = ["np.sin", "np.tanh", "np.cos", "np.arctan"]
+
+_SCALED = ["def scaled(c, shift):",
+           "    def deco(fn):",
+           "        @functools.wraps(fn)",
+           "        def wrapper(p, q):",
+           "            return c * fn(p, q) + shift",
+           "        return wrapper",
+           "    return deco"]
+
+_DOUBLED = ["def doubled(fn):",
+            "    @functools.wraps(fn)",
+            "    def wrapper(p, q):",
+            "        return 2.0 * fn(p, q) - 0.5 * q",
+            "    return wrapper"]
 
 
 def _elementwise(text):
@@ -872,20 +1129,64 @@ def programs(draw, risky=None):
         # a structure's fields are of unknown kind to pullback
         env["pw"] = Var("v", known=False)
         env["pb"] = Var("v" if struct == "list" else "s", known=False)
+    if draw(st.integers(0, 4)) == 0:
+        # a list of (W, b) layers whose widths change: 4 -> ... (1 to 3 layers)
+        widths = [N] + draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+        params.append(("ls", "layers:" + "-".join(map(str, widths))))
+        gen.layers = widths
     gen.helpers = _helpers(gen)
     for text in lines_before:
         gen.emit(1, text)
+    if not risky and draw(st.integers(0, 24)) == 0:
+        gen.must_refuse = True
+        gen.stmt_refused(env, 1)
     gen.block(env, 2, 1, n_max=6)
-    gen.emit(1, f"return {gen.result(env)}")
-    header = f"def f({', '.join(n for n, _ in params)}):"
+    if gen.layers and not gen.layers_done:
+        gen.stmt_layers(env, 2, 1)
+    gen.emit(1, f"return {' + '.join([gen.result(env)] + gen.must_use)}")
+    names = [n for n, _ in params]
+    header = f"def f({', '.join(names)}):"
+    if draw(st.integers(0, 7)) == 0:
+        # f itself decorated: the wrapper is what is called and differentiated
+        gen.prelude["around"] = [
+            "def around(c, shift):", "    def deco(fn):", "        @functools.wraps(fn)",
+            f"        def wrapper({', '.join(names)}):",
+            f"            return fn({', '.join(names)}) * c + shift",
+            "        return wrapper", "    return deco"]
+        header = f"@around({draw(st.sampled_from(['1.5', '-0.5']))}, 0.25)\n" + header
+    entry = None
+    if gen.returns == "s":
+        entry = draw(st.sampled_from([None] * 6 + ["partial", "method", "instance"]))
+    tail = []
+    if entry in ("method", "instance"):
+        args = ", ".join(names)
+        tail = ["", "", "class Entry:", "    def __init__(self, c):", "        self.c = c", "",
+                f"    def loss(self, {args}):", f"        return self.c * f({args})", "",
+                f"    def __call__(self, {args}):", f"        return f({args}) * self.c + 0.5"]
+    # rebinding between calls: a module-level function the program calls
+    rebind = None
+    candidates = list(gen.act_globals) + [n for n, kind, _ in gen.helpers if kind == "act"]
+    if "Model" in gen.prelude:
+        candidates.append("model")
+    if candidates and draw(st.integers(0, 2)) == 0:
+        name = draw(st.sampled_from(candidates))
+        if name == "model":
+            new = f"Model({draw(st.sampled_from(['0.4', '-0.9']))}, 0.2, np.cos)"
+        else:
+            others = [n for n, kind, _ in gen.helpers if kind == "act" and n != name]
+            new = draw(st.sampled_from(_UFUNCS + others))
+        rebind = {name: new}
+    order = ["doubled", "scaled", "around", "Model"] + list(gen.act_globals)
+    prelude = [line for key in order if key in gen.prelude
+               for line in gen.prelude[key] + [""]]
     body = [header] + ["    " * i + text for i, text, _ in gen.lines]
     jbody = [header] + ["    " * i + text for i, _, text in gen.lines]
     helper_lines = [line for _, _, lines in gen.helpers for line in lines + [""]]
-    source = "\n".join(helper_lines + body) + "\n"
-    jax_source = "\n".join([_to_jax(h) for h in helper_lines] + jbody) + "\n"
+    source = "\n".join(prelude + helper_lines + body + tail) + "\n"
+    jax_source = "\n".join([_to_jax(h) for h in prelude + helper_lines] + jbody) + "\n"
     # nothing in a risky program's helpers is risky; the flag is for f
     return Program(source, jax_source if gen.jaxable else None, params, gen.risky,
-                   gen.returns)
+                   gen.returns, rebind, entry, gen.must_refuse)
 
 
 # -- running and checking ----------------------------------------------------------
@@ -901,7 +1202,8 @@ def load(source, namespace=None, name="f"):
     """Define the functions in ``source`` as if they lived in a file."""
     filename = f"<fuzz program {next(_files)}>"
     codegen.register_source(filename, source)
-    ns = {"np": np, "math": math, **(namespace or {})}
+    ns = {"np": np, "math": math, "functools": functools, "pullback": pb,
+          **(namespace or {})}
     exec(compile(source, filename, "exec"), ns)
     return ns[name]
 
@@ -916,6 +1218,11 @@ def make_args(program, rng, dtype=np.float64):
             args.append(rng.uniform(-1.5, 1.5, size=(ROWS, N)).astype(dtype))
         elif kind == "s":
             args.append(float(rng.uniform(-1.5, 1.5)))
+        elif kind.startswith("layers:"):
+            widths = [int(w) for w in kind.split(":")[1].split("-")]
+            args.append([(rng.uniform(-1.0, 1.0, size=(a, b)).astype(dtype),
+                          rng.uniform(-0.5, 0.5, size=b).astype(dtype))
+                         for a, b in zip(widths[:-1], widths[1:])])
         else:
             b = float(rng.uniform(-1.5, 1.5))
             args.append({"tuple": lambda: (vec(), b), "dict": lambda: {"w": vec(), "b": b},
@@ -1010,6 +1317,9 @@ def check(program, seed, jax_check=True):
         else rng.uniform(-1.0, 1.0, size=np.shape(value))
     saved_args, saved_ct = copy.deepcopy(args), copy.deepcopy(ct)
 
+    if program.must_refuse:
+        check_refused(program, f, args)
+        return "refused"
     try:
         out, back = pb.vjp(f, *args)
     except pb.PullbackError as err:
@@ -1034,11 +1344,91 @@ def check(program, seed, jax_check=True):
     smooth = check_finite_differences(program, plain, args, ct, grads)
     if program.returns == "s":
         check_grad_api(program, f, args, grads, ct, value)
+        if program.entry:
+            check_entry(program, f, args, grads, ct)
+        if seed % 16 == 0:
+            check_grad_of_grad(program, f, args)
     if jax_check and program.jax_source and smooth:
         check_jax(program, args, ct, grads)
     check_float32(program, f, args)
+    if program.rebind:
+        check_rebind(program, f, plain, args, ct, jax_check)
     STATS["checked"] += 1
     return "ok"
+
+
+def check_refused(program, f, args):
+    """A construct pullback documents as refused: a PullbackError naming a
+    line of the program, never a number."""
+    try:
+        pb.vjp(f, *args)
+    except pb.PullbackError as err:
+        assert err.filename == f.__code__.co_filename and err.lineno, \
+            f"refusal without the program's line: {err}\n{program}"
+        STATS["refused"] += 1
+        STATS["must_refuse"] += 1
+        return
+    raise AssertionError(f"pullback differentiated a construct it documents as refused\n"
+                         f"{program}")
+
+
+def check_grad_of_grad(program, f, args):
+    """Derivatives of derivatives are refused (until higher order lands)."""
+    try:
+        result = pb.grad(pb.grad(f))(*args)
+    except pb.NonDifferentiableError as err:
+        assert "Derivatives of derivatives" in str(err), str(err)
+        STATS["grad_of_grad_refused"] += 1
+        return
+    raise AssertionError(f"pb.grad(pb.grad(f)) returned {result!r}\n{program}")
+
+
+def check_entry(program, f, args, grads, ct):
+    """The same gradient through pb.grad of a partial object, a bound
+    method, a callable instance."""
+    n = len(args)
+    if program.entry == "partial":
+        fn, call, scale, skip = functools.partial(f, args[0]), args[1:], 1.0, 1
+    else:
+        obj = f.__globals__["Entry"](1.5)
+        fn = obj.loss if program.entry == "method" else obj
+        call, scale, skip = args, 1.5, 0
+    value = fn(*copy.deepcopy(call))
+    val, g = pb.value_and_grad(fn, argnums=tuple(range(n - skip)))(*call)
+    assert same_bits(val, value), f"{program.entry}: value {val!r} != {value!r}\n{program}"
+    for (path, a), (_, b) in zip(leaves(list(g)), leaves(list(grads)[skip:])):
+        np.testing.assert_allclose(np.asarray(a) * ct, scale * np.asarray(b), rtol=1e-10,
+                                   atol=1e-12, err_msg=f"{program.entry}: gradient != f's at "
+                                   f"{path}\n{program}")
+    STATS["entry_" + program.entry] += 1
+
+
+def check_rebind(program, f, plain, args, ct, jax_check):
+    """Rebind module-level functions the program calls (in its globals): the
+    next gradient is the new program's (finite differences, jax.grad)."""
+    ns = f.__globals__
+    for name, text in program.rebind.items():
+        ns[name] = eval(text, ns)
+    try:
+        value = plain(*args)
+    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+        return
+    if not np.all(np.isfinite(value)) or np.max(np.abs(value)) > 1e6:
+        return
+    try:
+        out, back = pb.vjp(f, *args)
+    except pb.PullbackError as err:
+        raise AssertionError(f"pullback refused after rebinding {program.rebind}:\n"
+                             f"{program}\n{err}") from None
+    assert same_bits(out, value), \
+        f"after rebinding {program.rebind}: primal {out!r} != plain {value!r}\n{program}"
+    grads = back(ct)
+    check_structure(grads, args, program)
+    note = f"after rebinding {program.rebind}"
+    smooth = check_finite_differences(program, plain, args, ct, grads, note)
+    if jax_check and program.jax_source and smooth:
+        check_jax(program, args, ct, grads, program.rebind)
+    STATS["rebind_checked"] += 1
 
 
 def check_structure(grads, args, program):
@@ -1066,7 +1456,7 @@ def check_no_sharing(grads, args, ct, program):
             assert not np.shares_memory(g, h), f"a gradient shares memory\n{program}"
 
 
-def check_finite_differences(program, plain, args, ct, grads):
+def check_finite_differences(program, plain, args, ct, grads, note=""):
     """Central differences of <ct, f> for every input element; returns
     whether every element was smooth."""
     smooth = True
@@ -1098,7 +1488,7 @@ def check_finite_differences(program, plain, args, ct, grads):
             gk = float(np.asarray(g)[k]) if isinstance(x, np.ndarray) else g
             STATS["fd_compared"] += 1
             assert abs(gk - c1) <= 1e-5 * scale + 1e-9 * abs(base) / h1, \
-                f"gradient {gk} != finite difference {c1} at {path}{k}\n{program}"
+                f"gradient {gk} != finite difference {c1} at {path}{k} {note}\n{program}"
     return smooth
 
 
@@ -1134,7 +1524,7 @@ def _to32(x):
     return x if items is None else _build(x, [_to32(v) for _, v in items])
 
 
-def check_jax(program, args, ct, grads):
+def check_jax(program, args, ct, grads, rebind=None):
     """``jax.grad`` of the jax.numpy version agrees (float64, restored after)."""
     try:
         import jax
@@ -1144,6 +1534,8 @@ def check_jax(program, args, ct, grads):
         return
     with jax.enable_x64(True):
         fj = load(program.jax_source, {"jnp": jnp})
+        for name, text in (rebind or {}).items():
+            fj.__globals__[name] = eval(_to_jax(text), fj.__globals__)
         jargs = jax.tree_util.tree_map(
             lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a, list(args))
 
@@ -1156,7 +1548,9 @@ def check_jax(program, args, ct, grads):
         b = get(list(jg), path)          # by path: JAX sorts a dict's keys
         scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * scale,
-                                   err_msg=f"pullback != jax.grad at {path}\n{program}")
+                                   err_msg=f"pullback != jax.grad at {path} "
+                                   f"{'after rebinding ' + str(rebind) if rebind else ''}"
+                                   f"\n{program}")
 
 
 # -- the long run ---------------------------------------------------------------------
@@ -1175,6 +1569,10 @@ def _run(programs_n, seed, jax_check, shrink=False):
     failures = []
     for chunk in itertools.count():
         judged = STATS["checked"] + STATS["refused"]
+        if chunk:       # progress, so that a run cut short still tells its counts
+            print(f"fuzz worker {seed}: {judged} judged, {STATS['checked']} checked, "
+                  f"{STATS['refused']} refused, {len(failures)} failed",
+                  file=sys.stderr, flush=True)
         if judged >= programs_n or chunk > 2 * programs_n // CHUNK + 10:
             break
 

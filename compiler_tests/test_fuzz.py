@@ -3,7 +3,9 @@ them, the same ones on every run (``derandomize``).  ``make fuzz`` runs the
 same checks on 10,000 other programs, one worker per core (``fuzzing.py``
 run as a script); ``PULLBACK_FUZZ_EXAMPLES=n`` sets the count here."""
 import os
+import re
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +46,68 @@ def test_jax_setting_is_restored():
                               [("x", "v"), ("s", "s")], False, "s")
     assert fuzzing.check(program, 0) == "ok"
     assert jax.config.jax_enable_x64 == before
+
+
+# what real code does (issue 12): the fixed programs above reach each shape
+FEATURES = {
+    "function argument": lambda p: "fn=" in p.source or ", fn)" in p.source,
+    "partial": lambda p: "functools.partial(" in p.source,
+    "getattr": lambda p: "getattr(np," in p.source,
+    "container of functions": lambda p: re.search(r"fs\d+ = [\[({]", p.source),
+    "method or instance": lambda p: "class Model" in p.source,
+    "wraps decorator": lambda p: "@functools.wraps" in p.source,
+    "layer loop": lambda p: "in ls:" in p.source,
+    "rebinding": lambda p: p.rebind,
+    "pb.grad of partial, method, instance": lambda p: p.entry,
+    "documented refusal": lambda p: p.must_refuse,
+}
+
+
+def test_grammar_reaches_what_real_code_does():
+    seen = set()
+
+    @settings(max_examples=60, **SETTINGS)
+    @given(fuzzing.programs())
+    def collect(program):
+        seen.update(k for k, has in FEATURES.items() if has(program))
+    collect()
+    assert seen == set(FEATURES)
+
+
+REBOUND = """\
+act0 = np.tanh
+
+def h0(p, fn=act0):
+    return fn(p) * 0.5 + 0.5 * p
+
+def f(x, s, ls):
+    fs = [np.sin, act0]
+    hid = x * s
+    for wt, bs in ls:
+        out = hid @ wt + bs
+        hid = fs[-1](out)
+    return np.sum(out ** 2) + np.sum(h0(x)) + np.sum(functools.partial(h0, fn=act0)(x))
+"""
+
+
+def test_rebinding_and_entries_are_checked():
+    program = fuzzing.Program(REBOUND, REBOUND.replace("np.", "jnp."),
+                              [("x", "v"), ("s", "s"), ("ls", "layers:4-5-1-3")], False,
+                              "s", rebind={"act0": "np.sin"}, entry="method")
+    program.source += ("\nclass Entry:\n    def __init__(self, c):\n        self.c = c\n\n"
+                       "    def loss(self, x, s, ls):\n        return self.c * f(x, s, ls)\n")
+    before = fuzzing.STATS["rebind_checked"]
+    assert fuzzing.check(program, 3) == "ok"
+    assert fuzzing.STATS["rebind_checked"] == before + 1
+
+
+def test_documented_refusals_must_raise():
+    source = ("def f(x, s):\n    g = functools.partial(np.multiply, x)\n"
+              "    return np.sum(g(x)) + s\n")
+    program = fuzzing.Program(source, None, [("x", "v"), ("s", "s")], False, "s",
+                              must_refuse=True)
+    assert fuzzing.check(program, 0) == "refused"
+    fine = fuzzing.Program(source.replace("multiply, x", "multiply, 2.0"), None,
+                           [("x", "v"), ("s", "s")], False, "s", must_refuse=True)
+    with pytest.raises(AssertionError, match="documents as refused"):
+        fuzzing.check(fine, 0)
