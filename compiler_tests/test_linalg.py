@@ -304,3 +304,16 @@ def test_einsum_repeated_and_implicit():
     g = pb.grad(lambda a: np.sum(np.einsum("ii->i", a) * np.array([1.0, 2.0, 3.0])))(a)
     np.testing.assert_array_equal(g, np.diag([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(pb.grad(lambda a: np.sum(np.einsum("ij", a) ** 2))(a), 2 * a)
+
+
+def test_singular_vectors_of_a_complex_matrix_are_refused():
+    # finite differences disagree with the phase term of the rule for |u| and |v|
+    # (the autograd suite's complex svd tests): refused, never a wrong gradient
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+
+    def f(a):
+        u, s, vh = np.linalg.svd(a)
+        return np.sum(np.abs(u)) + np.sum(s)
+    with pytest.raises(pb.NonDifferentiableError, match="complex matrix"):
+        pb.grad(f)(a)

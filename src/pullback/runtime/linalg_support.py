@@ -189,6 +189,15 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
         return _cj(np.matmul(u * g[..., None, :], vh))
     u, s, vh = ans[0], ans[1], ans[2]
     gu, gs, gvh = (np.broadcast_to(x, np.shape(y)) for x, y in zip(_parts(g, ans), ans))
+    if np.iscomplexobj(a) and (np.any(gu) or np.any(gvh)):
+        # the autograd suite's |u|, |v| checks disagree with finite differences:
+        # refused until the phase term is right (never a wrong gradient)
+        from ..errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            "pullback cannot yet differentiate the singular vectors of a complex matrix "
+            "(np.linalg.svd with compute_uv=True).",
+            hint="Use the singular values alone (compute_uv=False), or np.linalg.eigh of "
+                 "a @ a.conj().T for the left singular vectors.")
     m, n = a.shape[-2:]
     k = min(m, n)
     if full_matrices and m != n:
