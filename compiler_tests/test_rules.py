@@ -663,6 +663,114 @@ case(np.append, lambda G: [[G.normal(None), G.normal(None)], G.normal(None)], F)
 case(np.einsum, lambda G: [G.normal((3, 3)), [0, 0]], RC)
 
 
+# --- issue 14: np.fft (rules.numpy_fft) and signal, interpolation, eig (rules.numpy_misc) ---
+
+FFT_KWS = [{}, {"n": 3}, {"n": 7}, {"axis": 0}, {"norm": "ortho"}, {"norm": "forward"},
+           {"n": 6, "axis": 0, "norm": "backward"}]
+for key in (np.fft.fft, np.fft.ifft):
+    for kw in FFT_KWS:
+        case(key, lambda G: [G.normal((4, 5))], RC, **kw)
+    case(key, lambda G: [G.normal((6,))], RC)
+for kw in FFT_KWS + [{"n": 2}, {"n": 8, "norm": "ortho"}]:
+    case(np.fft.rfft, lambda G: [G.normal((4, 5))], R, **kw)
+    case(np.fft.rfft, lambda G: [G.normal((3, 6))], R, **kw)
+for kw in [{}, {"n": 4}, {"n": 5}, {"n": 2}, {"n": 9}, {"n": 10}, {"axis": 0},
+           {"norm": "ortho"}, {"norm": "forward", "n": 7}, {"axis": 0, "n": 3, "norm": "ortho"}]:
+    case(np.fft.irfft, lambda G: [G.normal((4, 4))], RC, **kw)
+case(np.fft.irfft, lambda G: [G.normal((5,))], RC)
+NFFT_KWS = [{}, {"axes": (0, 2)}, {"s": (5, 3), "axes": (0, 2)}, {"axes": (1,)},
+            {"s": (6, 2), "axes": (2, 0), "norm": "ortho"}, {"norm": "forward"},
+            {"axes": (1, 1)}, {"s": (5, 3), "axes": (1, 1)}]
+for key in (np.fft.fftn, np.fft.ifftn):
+    for kw in NFFT_KWS:
+        case(key, lambda G: [G.normal((3, 4, 5))], RC, **kw)
+for key in (np.fft.fft2, np.fft.ifft2):
+    for kw in [{}, {"s": (3, 6)}, {"axes": (0, 2)}, {"s": (2, 7), "axes": (2, 1), "norm": "ortho"},
+               {"norm": "forward"}]:
+        case(key, lambda G: [G.normal((3, 4, 5))], RC, **kw)
+    case(key, lambda G: [G.normal((4, 4))], RC)
+for key in (np.fft.rfftn, np.fft.rfft2):
+    for kw in [{}, {"axes": (0, 2)}, {"s": (5, 3), "axes": (0, 2)}, {"s": (3, 6), "axes": (1, 2)},
+               {"norm": "ortho"}, {"s": (2, 7), "axes": (2, 1), "norm": "forward"}]:
+        case(key, lambda G: [G.normal((3, 4, 5))], R, **kw)
+        case(key, lambda G: [G.normal((2, 4, 4))], R, **kw)
+case(np.fft.rfftn, lambda G: [G.normal((4, 6))], R, axes=(1,))
+for key in (np.fft.irfftn, np.fft.irfft2):
+    for kw in [{}, {"axes": (0, 2)}, {"s": (5, 3), "axes": (0, 2)}, {"s": (3, 6), "axes": (1, 2)},
+               {"norm": "ortho"}, {"s": (2, 7), "axes": (2, 1), "norm": "forward"}]:
+        case(key, lambda G: [G.normal((3, 4, 3))], RC, **kw)
+case(np.fft.irfftn, lambda G: [G.normal((4, 3))], RC, s=(4, 5), axes=(1, 0))
+for key in (np.fft.fftshift, np.fft.ifftshift):
+    for kw in ({}, {"axes": 1}, {"axes": (0,)}, {"axes": (0, 1)}):
+        case(key, lambda G: [G.normal((4, 5))], RC, **kw)
+    case(key, lambda G: [G.normal((5,))], RC)
+    case(key, lambda G: [[G.normal(None), G.normal(None), G.normal(None)]], F)
+
+for kw in ({}, {"axis": 0}, {"axis": (0, 1)}, {"axis": -1, "edge_order": 2}, {"edge_order": 2},
+           {"axis": (1, 0)}):
+    case(np.gradient, lambda G: [G.normal((4, 5))], RC, **kw)
+case(np.gradient, lambda G: [G.normal((6,))], RC)
+case(np.gradient, lambda G: [G.normal((6,)), 0.5], RC, edge_order=2)
+case(np.gradient, lambda G: [G.normal((4, 5)), 0.5, 2.0], RC)
+case(np.gradient, lambda G: [G.normal((3, 5)), 2.0], RC, axis=1, edge_order=2)
+case(np.gradient, lambda G: [G.normal((5,)), np.array([0.0, 0.5, 1.5, 1.75, 3.0])], RC)
+case(np.gradient, lambda G: [G.normal((3, 5)), np.array([0.0, 1.0, 3.0]),
+                             np.array([0.0, 0.5, 1.5, 1.75, 3.0])], RC, edge_order=2)
+case(np.gradient, lambda G: [G.normal((2, 3, 4))], RC, axis=(0, 2))
+
+KNOTS = np.array([0.0, 1.0, 1.5, 3.0])
+
+
+def _points(G, shape):
+    """Real points spread over and beyond the knots."""
+    return np.real(G.uniform(-0.7, 3.7, shape))[()]
+
+
+for kw in ({}, {"left": -1.0}, {"right": 2.0, "left": 0.5}, {"period": 3.5}):
+    case(np.interp, lambda G: [_points(G, (9,)), KNOTS, G.normal((4,))], RC, f32_exact=False,
+         **kw)
+case(np.interp, lambda G: [_points(G, (2, 3)), KNOTS, G.normal((4,))], RC, f32_exact=False)
+case(np.interp, lambda G: [np.real(G.uniform(0.1, 2.9)), KNOTS, G.normal((4,))], F)
+case(np.interp, lambda G: [_points(G, (6,)), np.array([2.0, -1.0, 0.5]), G.normal((3,))], F,
+     period=4.0)
+for key in (np.convolve, np.correlate):
+    for n, m in ((5, 3), (3, 5), (4, 4), (1, 3), (2, 6), (6, 1)):
+        for mode in ("full", "same", "valid"):
+            case(key, lambda G, n=n, m=m: [G.normal((n,)), G.normal((m,))], RC, mode=mode)
+    case(key, lambda G: [G.normal((4,)), G.normal((2,))], RC)
+case(np.convolve, lambda G: [G.normal((4,)), G.normal(None)], F)
+
+
+def _distinct_with_nans(G, shape):
+    x = np.array(G.distinct(shape))
+    x.flat[[1, 6, 7]] = np.nan
+    return x
+
+
+for key in (np.nanmax, np.nanmin):
+    for kw in AXES:
+        case(key, lambda G: [_distinct_with_nans(G, (3, 4))], R, **kw)
+    case(key, lambda G: [G.distinct((2, 3, 4))], R, axis=(0, 2))
+case(np.broadcast_arrays, lambda G: [G.normal((3, 1)), G.normal((4,)), G.normal(None)], RC)
+case(np.broadcast_arrays, lambda G: [G.normal((2, 3)), G.normal((2, 3))], RC)
+case(np.broadcast_arrays, lambda G: [G.normal((3,))], RC)
+case(np.broadcast_arrays, lambda G: [G.normal(()), G.normal((2, 1, 3))], RC)
+
+
+def _real_spectrum(G, shape):
+    """Non-symmetric matrices with real eigenvalues about 1 apart."""
+    x = 0.15 * G.normal(shape)
+    n = shape[-1]
+    return x + np.diag(np.arange(1.0, n + 1)).astype(x.dtype)
+
+
+case(np.linalg.eig, lambda G: [_real_spectrum(G, (4, 4))], R)
+case(np.linalg.eig, lambda G: [_real_spectrum(G, (2, 3, 3))], R)
+case(np.linalg.eigvals, lambda G: [_real_spectrum(G, (4, 4))], RC)
+case(np.linalg.eigvals, lambda G: [G.normal((4, 4))], RC)
+case(np.linalg.eigvals, lambda G: [G.normal((2, 3, 3))], RC)
+
+
 # --- the dot-product check -----------------------------------------------------
 
 

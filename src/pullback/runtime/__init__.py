@@ -14,6 +14,8 @@ from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
 from .core import *  # noqa: F401,F403
 from .core import __all__ as _core
+from .fft_support import *  # noqa: F401,F403
+from .fft_support import __all__ as _fft_support
 from .layout_support import *  # noqa: F401,F403
 from .layout_support import __all__ as _layout_support
 from .linalg_support import *  # noqa: F401,F403
@@ -22,4 +24,4 @@ from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support)
+           + _layout_support + _fft_support)
