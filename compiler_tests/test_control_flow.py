@@ -235,3 +235,30 @@ def test_enumerate_of_zip():
     np.testing.assert_allclose(gw, np.sum(2 * k * r * xs, axis=0), rtol=1e-12)
     np.testing.assert_allclose(gxs, 2 * k * r * w, rtol=1e-12)
     np.testing.assert_allclose(gys, -2 * k * r, rtol=1e-12)
+
+
+def test_loops_over_dict_items_keys_and_values():
+    def f(d, w):
+        t = 0.0
+        for k, v in d.items():
+            t = t + np.sum(np.cos(v) * w[k])
+        for k in d.keys():
+            t = t + np.sum(d[k])
+        return t + sum(np.sum(v ** 2) for v in d.values())
+    d = {"a": np.array([0.5, 1.0]), "b": np.array([2.0, -1.0])}
+    w = {"a": 1.0, "b": 3.0}
+    gd, gw = pb.grad(f, argnums=(0, 1))(d, w)
+    for k in d:
+        np.testing.assert_allclose(gd[k], -np.sin(d[k]) * w[k] + 1 + 2 * d[k], rtol=1e-12)
+        np.testing.assert_allclose(gw[k], np.sum(np.cos(d[k])), rtol=1e-12)
+
+
+def test_loop_over_a_dict_by_position_is_refused():
+    def f(xs):
+        t = 0.0
+        for x in xs:
+            t = t + x * x
+        return t
+    with pytest.raises(TypeError, match=r"runs over a dict.*d.items\(\)"):
+        pb.grad(f)({0: 1.0, 1: 2.0})
+    np.testing.assert_allclose(pb.grad(f)([1.0, 2.0]), [2.0, 4.0])

@@ -246,7 +246,10 @@ class Adjoints:
                         "depends on the inputs being differentiated.",
                         self.parsed.location(op.node),
                         f"Pass a constant as `{p}`, or rewrite the expression so that "
-                        f"`{v}` enters through a differentiable argument.")
+                        f"`{v}` enters through a differentiable argument"
+                        + (" (a loop `for k in d` over a dict reads it by position: loop "
+                           "over d.items() or d.keys())." if op.primitive is operator.getitem
+                           else "."))
 
     def adjoint_user(self, block, stmt, op, t, g, fresh=True):
         from .api import derivative_of

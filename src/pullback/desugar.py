@@ -4,7 +4,10 @@ index loops over ``range``.
 Every ``for`` loop afterwards runs over a ``range``, and an element is read
 by indexing, so its gradient flows back into the sequence through the
 indexing rule (in place, O(1) per element).  ``enumerate``, ``zip`` and
-``reversed`` are unfolded; a comprehension builds its list with ``append``;
+``reversed`` are unfolded, and so are ``d.items()``, ``d.keys()`` and
+``d.values()`` of a dict; ``indexable`` checks at run time that a sequence
+read by position is not a dict, a set or an iterator (``for k in d`` would
+read ``d[0]``); a comprehension builds its list with ``append``;
 ``sum`` over a generator accumulates in a loop (linear time, however the
 terms capture the inputs); ``map(f, xs)`` is the comprehension
 ``[f(v) for v in xs]``, evaluated in order::
@@ -19,10 +22,13 @@ terms capture the inputs); ``map(f, xs)`` is the comprehension
 ... ''')))
 def f(xs, ys):
     t = 0.0
+    indexable(xs)
     for i in range(len(xs)):
         x = xs[i]
         t = t + i * x
     total = 0
+    indexable(xs)
+    indexable(ys)
     for zip_index in range(min(len(xs), len(ys))):
         x_1 = xs[zip_index]
         y_1 = ys[zip_index]
@@ -32,6 +38,7 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import types
 
 import gast
 
@@ -50,6 +57,7 @@ def desugar(fn, namer, parsed):
 class _Desugar:
     def __init__(self, namer, parsed):
         self.namer, self.parsed = namer, parsed
+        self.runtime_names = {}
 
     def is_builtin(self, node, name):
         """``node`` names the builtin ``name`` (not shadowed by the module)."""
@@ -89,6 +97,28 @@ class _Desugar:
         pre = []
         # Python reads the sequence once: a name the loop rebinds is read before it
         self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
+        view = self.mapping_view(it)
+        if view is not None:               # d.items(), d.keys(), d.values()
+            mapping, method = view
+            mapping = self.sequence(mapping, pre, node, check=False)
+            keys = self.namer.fresh("keys")
+            pre.append(_assign(_name(keys, gast.Store()), gast.Call(
+                func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
+                keywords=[]), node))
+            index = self.namer.fresh("key_index")
+            key = _item(keys, index)
+            value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
+                                   ctx=gast.Load())
+            item = {"keys": key, "values": value,
+                    "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
+            if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+                head = [_assign(target.elts[0], key, node),
+                        _assign(target.elts[1], gast.Subscript(
+                            value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
+                            node)]
+            else:
+                head = [_assign(target, item, node)]
+            return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
         if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
                 and len(it.args) == 1 and not it.keywords \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
@@ -136,16 +166,40 @@ class _Desugar:
             func=_name("min"), args=[_len(s) for s in seqs], keywords=[])
         return self.for_range(index, _range(n), head + body, orelse, node)
 
-    def sequence(self, expr, pre, origin):
-        """A name bound to ``expr``, evaluated once before the loop."""
+    def sequence(self, expr, pre, origin, check=True):
+        """A name bound to ``expr``, evaluated once before the loop, and
+        checked to be read by position (``indexable``: not a dict, a set or
+        an iterator, which a loop by index would read wrongly)."""
         if isinstance(expr, gast.Name) and expr.id not in self.rebound:
-            return expr.id
-        if isinstance(expr, gast.Call) and self.is_builtin(expr.func, "reversed") \
-                and len(expr.args) == 1 and not expr.keywords:
-            expr = gast.Subscript(value=expr.args[0], slice=gast.Slice(
-                None, None, gast.Constant(-1, None)), ctx=gast.Load())
-        name = self.namer.fresh("seq")
-        pre.append(_assign(_name(name, gast.Store()), expr, origin))
+            name = expr.id
+        else:
+            if isinstance(expr, gast.Call) and self.is_builtin(expr.func, "reversed") \
+                    and len(expr.args) == 1 and not expr.keywords:
+                expr = gast.Subscript(value=expr.args[0], slice=gast.Slice(
+                    None, None, gast.Constant(-1, None)), ctx=gast.Load())
+            name = self.namer.fresh("seq")
+            pre.append(_assign(_name(name, gast.Store()), expr, origin))
+        if check:
+            pre.append(gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(self.runtime_name("indexable")), args=[_name(name)],
+                keywords=[])), origin))
+        return name
+
+    def mapping_view(self, it):
+        """``(d, "items")`` for ``d.items()`` (or keys, values), else None."""
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
+                and it.func.attr in ("items", "keys", "values") and not it.args \
+                and not it.keywords:
+            return it.func.value, it.func.attr
+        return None
+
+    def runtime_name(self, fn_name):
+        """A name the function's code can call ``pullback.runtime.<fn_name>`` by."""
+        from . import runtime
+        name = self.runtime_names.get(fn_name)
+        if name is None:
+            name = self.runtime_names[fn_name] = self.namer.fresh(fn_name)
+            self.parsed.closure[name] = types.CellType(getattr(runtime, fn_name))
         return name
 
     def for_range(self, index, rng, body, orelse, origin):

@@ -16,7 +16,7 @@ import operator
 import numpy as np
 
 from pullback.rules.registry import nondifferentiable, vjp
-from pullback.runtime import abs_grad, pack_like, select_grad, unsum
+from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
 
@@ -239,6 +239,7 @@ def max_(g, ans, *args):
 
 
 nondifferentiable(
+    indexable, mapping_keys,
     math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
     math.isclose, math.factorial, math.gcd, math.lcm, math.comb, math.perm,
     math.isqrt,

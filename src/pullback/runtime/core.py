@@ -9,7 +9,30 @@ import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads"]
+           "FieldGrads", "indexable", "mapping_keys"]
+
+
+def indexable(seq):
+    """``seq`` itself, checked to be what a loop over it reads by position: a
+    dict, a set or an iterator would be read wrongly (``for k in d`` yields
+    keys, not ``d[0], d[1]``), so it is refused with the fix."""
+    if isinstance(seq, (dict, set, frozenset)) or (
+            not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")):
+        what = type(seq).__name__
+        raise TypeError(
+            f"pullback differentiates loops over sequences (lists, tuples, arrays, ranges); "
+            f"this loop runs over a {what}. "
+            + ("Loop over d.items(), d.keys() or d.values() instead."
+               if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
+    return seq
+
+
+def mapping_keys(d):
+    """The keys of the dict ``d``, in its order (``for k, v in d.items()``)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"`.items()`, `.keys()` and `.values()` are differentiated on dicts; "
+                        f"this is a {type(d).__name__}.")
+    return list(d)
 
 
 def unbroadcast(g, x):
