@@ -84,3 +84,15 @@ def test_output_structure_under_vjp():
     out, back = pb.vjp(f, xv)
     (g,) = back({"a": np.ones(2), "b": (3.0, np.array([1.0, 0.0]))})
     np.testing.assert_allclose(g, 2.0 + 3.0 + np.array([2.0, 0.0]))
+
+
+def test_dict_constructors_and_get():
+    def f(x, y):
+        d = dict(a=x, b=y * 2.0)
+        e = dict([("c", x * x)])
+        return d.get("a", y) ** 2 + d.get("z", y) * 3.0 + e["c"] + d["b"]
+    assert pb.grad(f, argnums=(0, 1))(1.5, 2.0) == (6.0, 5.0)
+
+    def g(p):
+        return p.get("w", 0.0) * 2.0 + p.get("missing", 1.0)
+    assert pb.grad(g)({"w": 3.0}) == {"w": 2.0}

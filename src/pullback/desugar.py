@@ -297,6 +297,24 @@ class _Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "map") and len(node.args) >= 2 and not node.keywords:
             node = _map_as_comprehension(node, d.namer)
             return self.visit(node)
+        literal = _dict_literal(d, node)
+        if literal is not None:            # dict(a=x), dict([("a", x)])
+            return self.visit(literal)
+        if isinstance(node.func, gast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, gast.Name) \
+                and node.func.value.id not in d.parsed.globals \
+                and node.func.value.id not in d.parsed.closure \
+                and len(node.args) in (1, 2) and not node.keywords:
+            # d.get(k, v) on a dict: `d[k] if k in d else v` (the keys checked to be a dict's)
+            mapping = node.func.value
+            default = node.args[1] if len(node.args) == 2 else gast.Constant(None, None)
+            keys = gast.Call(func=_name(d.runtime_name("mapping_keys")),
+                             args=[_name(mapping.id)], keywords=[])
+            test = gast.Compare(left=node.args[0], ops=[gast.In()], comparators=[keys])
+            found = gast.Subscript(value=_name(mapping.id), slice=node.args[0],
+                                   ctx=gast.Load())
+            return self.visit(gast.copy_location(
+                gast.IfExp(test=test, body=found, orelse=default), node))
         return self.generic_visit(node)
 
     def visit_ListComp(self, node):
@@ -306,6 +324,27 @@ class _Hoist(gast.NodeTransformer):
     def visit_GeneratorExp(self, node):
         node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
+
+
+def _dict_literal(d, node):
+    """``{"a": x, "b": y}`` for ``dict(a=x, b=y)`` or ``dict([("a", x), ("b", y)])``
+    (the builtin ``dict``), else None."""
+    if not d.is_builtin(node.func, "dict") or any(k.arg is None for k in node.keywords):
+        return None
+    keys, values = [], []
+    if node.args:
+        pairs = node.args[0]
+        if len(node.args) != 1 or not isinstance(pairs, (gast.List, gast.Tuple)) or not all(
+                isinstance(p, (gast.Tuple, gast.List)) and len(p.elts) == 2
+                for p in pairs.elts):
+            return None
+        for p in pairs.elts:
+            keys.append(p.elts[0])
+            values.append(p.elts[1])
+    for k in node.keywords:
+        keys.append(gast.Constant(k.arg, None))
+        values.append(k.value)
+    return gast.copy_location(gast.Dict(keys=keys, values=values), node)
 
 
 def _map_as_comprehension(node, namer):
