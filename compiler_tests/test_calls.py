@@ -290,15 +290,22 @@ def test_nested_default_and_captured_value_do_not_swap():
 
 # -- values pullback cannot index into, and arrays it does not handle ------------
 
-def test_r_and_c_are_refused():
-    def f(x):
-        return np.sum(np.r_[x, 1.0] ** 2)
+def test_r_and_c_of_arrays_and_numbers():
+    def f(x, w):
+        y = np.r_[x, 1.0, w]
+        z = np.c_[x, w]
+        return np.sum(y ** 2) + np.sum(z * np.arange(6.0).reshape(3, 2))
+    w = np.array([0.5, -1.0, 2.0])
+    gx, gw = pb.grad(f, argnums=(0, 1))(X, w)
+    assert_close(gx, 2 * X + np.array([0.0, 2.0, 4.0]))
+    assert_close(gw, 2 * w + np.array([1.0, 3.0, 5.0]))
 
-    def g(x):
-        return np.sum(np.c_[x, x] ** 2)
-    for fn in (f, g):
-        with pytest.raises(pb.NoRuleError, match=r"(?s)np\.[rc]_\[\.\.\.\].*np.concatenate"):
-            pb.grad(fn)(X)
+
+def test_r_with_a_slice_is_refused():
+    def f(x):
+        return np.sum(np.r_[x, 0:3] ** 2)
+    with pytest.raises(pb.NoRuleError, match=r"(?s)np\.r_\[\.\.\.\].*np.concatenate"):
+        pb.grad(f)(X)
 
 
 def test_ndarray_subclasses_and_foreign_arrays_are_refused():

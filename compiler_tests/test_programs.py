@@ -246,8 +246,6 @@ XFAIL = {
     "decorated_loss": "issue 13 (*args): the functools.wraps wrapper `def wrapper(params, *args, "
                       "**kwargs)` is refused (UnsupportedSyntaxError: *args, **kwargs); the "
                       "wrapper is what runs and must be differentiated",
-    "linear_bias_trick": "issue 14 (np.r_, np.c_): `np.r_[b, w]` and `np.c_[ones, X]` refused "
-                         "(NoRuleError) instead of differentiated",
     "optimiser_loop": "issue 13 (*args): `def momentum_descent(grad_fn, w, lr, n_steps, *args, "
                       "momentum=0.9)` refused: *args and keyword-only parameters unsupported",
     "kalman_filter": "issue 13 (mutation): `total += ll`, a float from a helper's returned tuple, "

@@ -333,6 +333,10 @@ case(sum, lambda G: [[G.normal() for _ in range(4)]], RC)
 case(sum, lambda G: [G.normal((3, 4))], RC)
 case(sum, lambda G: [(G.normal((2,)), G.normal((2,)), G.normal(None))], RC)
 case(sum, lambda G: [[G.normal(), G.normal()], G.normal()], RC)   # start is static
+case(runtime.r_items, lambda G: [G.normal((3,)), G.normal(None), G.normal((2,))], RC)
+case(runtime.r_items, lambda G: [G.normal((2, 3)), G.normal((1, 3))], RC)
+case(runtime.c_items, lambda G: [G.normal((3,)), G.normal((3,))], RC)
+case(runtime.c_items, lambda G: [G.normal((3, 2)), G.normal((3,))], RC)
 for key in (tuple, list):
     case(key, lambda G: [[G.normal((2,)), G.normal(None)]], RC)
     case(key, lambda G: [(G.normal((3, 2)), G.normal(()))], RC)

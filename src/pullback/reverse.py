@@ -115,6 +115,8 @@ class _Reverse(Adjoints, Residuals):
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
         self.bound_up_front = set()       # names the primal reads before any assignment
+        self.kept_before = {}             # (id(loop), name) -> the name its value is kept in
+        self.kept_names = set()           # names given out that dry runs must not reuse
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
@@ -190,8 +192,7 @@ class _Reverse(Adjoints, Residuals):
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
-        unbound = self.maybe_unbound(top) | (self.bound_up_front - set(self.normal.params)
-                                             - set(self.normal.carried_names))
+        unbound = self.maybe_unbound(top) | (self.bound_up_front - set(self.normal.params))
         prologue = [_assign(n, gast.Constant(None, None), None) for n in sorted(unbound)]
         if uses_tape:
             prologue.append(_assign(self.tape, gast.List(elts=[], ctx=gast.Load()), None))
@@ -402,7 +403,7 @@ class _Reverse(Adjoints, Residuals):
             # read after the loop): each iteration's definition consumes it
             found |= {n for n in body.assigned if saved[0][0].get(n, ZERO) != ZERO}
             self.grads.restore(saved[0])
-            self.namer.taken, self.helpers = set(saved[1]), dict(saved[2])
+            self.namer.taken, self.helpers = set(saved[1]) | self.kept_names, dict(saved[2])
             self.indexed, block.children[:] = set(saved[3]), list(saved[4])
             del self.parts[saved[5]:]
             body_assigned = body.assigned
@@ -475,11 +476,16 @@ class _Reverse(Adjoints, Residuals):
         value at the top of the body (``n_before = n``)."""
         before = {}
         for n in defined:
-            if n in self.active:
-                before[n] = self.namer.fresh(f"{n}_before")
-                stmt.body.insert(0, _assign(before[n], _name(n), stmt.lineno))
-                self.primal_names.add(before[n])
+            if n not in self.active:
+                continue
+            key = (id(stmt), n)        # once per loop, however often its adjoint is built
+            if key not in self.kept_before:
+                name = self.kept_before[key] = self.namer.fresh(f"{n}_before")
+                self.kept_names.add(name)
+                stmt.body.insert(0, _assign(name, _name(n), stmt.lineno))
+                self.primal_names.add(name)
                 self.bound_up_front.add(n)     # the first iteration reads it too
+            before[n] = self.kept_before[key]
         return lambda name: self.zero_for(before.get(name, name))
 
     def over_range(self, stmt):

@@ -32,6 +32,7 @@ import gast
 import numpy as np
 
 from .. import rules as _rules  # noqa: F401  (registers every rule)
+from .. import runtime
 from ..errors import NoRuleError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
 
@@ -172,6 +173,15 @@ class _Resolver:
                 return Op("field", label=f".{node.attr}", node=node,
                           operands=((node.attr, node.value.id),))
             return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
+        if isinstance(node, gast.Subscript) and self.is_static(node.value) \
+                and self.lookup_static(node.value) in (np.r_, np.c_):
+            items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+            if all(isinstance(e, gast.Name) or (isinstance(e, gast.Constant) and isinstance(
+                    e.value, (int, float))) for e in items):
+                # `np.r_[x, 1.0]`: arrays and numbers joined, as runtime.r_items does
+                prim = runtime.r_items if self.lookup_static(node.value) is np.r_ \
+                    else runtime.c_items
+                return self.primitive_op(prim, items, {}, node, f"{dotted(node.value)}[...]")
         if isinstance(node, gast.Subscript) and self.is_static(node.value) and not isinstance(
                 self.lookup_static(node.value), (np.ndarray, np.generic, list, tuple, dict)):
             # `np.r_[x, 1.0]`: an object whose indexing computes from what it is given

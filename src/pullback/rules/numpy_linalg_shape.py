@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from pullback.rules.registry import vjp
-from pullback.runtime import (take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
+from pullback.runtime import (c_grad, c_items, r_items, take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
                               inner_rhs_grad, ravel_grad, unarray, unbroadcast,
                               unconcatenate, unindex, unstack, untranspose)
 
@@ -88,6 +88,18 @@ def moveaxis(g, ans, a, source, destination):
 @vjp(np.concatenate)
 def concatenate(g, ans, arrays, axis=0, dtype=None, casting="same_kind"):
     return unconcatenate(g, arrays, axis)
+
+
+@vjp(r_items)
+def r_(g, ans, *items):
+    # np.r_[a, b] of arrays and numbers: a concatenation along the first axis
+    return unconcatenate(g, items, 0)
+
+
+@vjp(c_items)
+def c_(g, ans, *items):
+    # np.c_[a, b]: 1-d items are columns, 2-d ones join along the last axis
+    return c_grad(g, items)
 
 
 @vjp(np.stack)

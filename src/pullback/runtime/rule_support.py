@@ -13,7 +13,30 @@ from .core import FieldGrads, Meta, is_structure, realify, unbroadcast, unreduce
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
            "inner_rhs_grad", "untranspose", "ravel_grad", "unconcatenate", "unstack",
-           "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH"]
+           "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH",
+           "r_items", "c_items", "c_grad"]
+
+
+def r_items(*items):
+    """``np.r_[a, b, ...]`` of arrays and numbers (what a rule can follow)."""
+    return np.r_[items]
+
+
+def c_items(*items):
+    """``np.c_[a, b, ...]`` of arrays and numbers: 1-d items become columns."""
+    return np.c_[items]
+
+
+def c_grad(g, items):
+    """One cotangent per item of ``np.c_[items]``: columns of ``g`` (the last
+    axis), a 1-d item's one column reshaped back to its shape."""
+    parts, start = [], 0
+    for x in items:
+        shape = np.shape(x)
+        n = 1 if len(shape) < 2 else shape[-1]
+        parts.append(np.reshape(g[..., start:start + n], shape))
+        start += n
+    return tuple(parts)
 
 def tie_share(g, ans, x, y):
     """``x``'s share of ``g`` in an elementwise max or min whose value is ``ans``.
