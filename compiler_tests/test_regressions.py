@@ -359,3 +359,21 @@ def test_followed_exactly_now(name):
     params = (("x", "v"), ("y", "v")) if "f(x, y)" in src else (V, M, S) if "f(x, m, s)" in src \
         else (V, S)
     run(src, params)
+
+
+def test_name_an_inner_loop_defines_read_after_the_outer_loop():
+    # make fuzz (seed 5): the previous iteration's value was kept once per dry run of
+    # the outer loop's adjoint, and a carried name was unbound (UnboundLocalError)
+    def f(x):
+        for e in x:
+            for i in range(2):
+                w = x * e
+            k = 0
+            while k < 2:
+                w = w * 1.5
+                k = k + 1
+        return np.sum(w * w)
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(f)(x), 2 * 1.5 ** 4 * x[-1] ** 2 * x
+                               + np.array([0, 0, 2 * 1.5 ** 4 * x[-1] * np.sum(x * x)]),
+                               rtol=1e-12)
