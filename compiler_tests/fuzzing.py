@@ -880,9 +880,12 @@ class Gen:
         self.emit(indent, f"{name} = " + self.pick([
             f"np.sum({out} ** 2)", f"np.mean(np.tanh({out})) + np.sum({hid})",
             f"np.sum({out} * {out}) * 0.5 + np.max({hid})"]))
-        env[name] = Var("s", "shared", known=False)
         if self.returns == "s" or self.chance(0.5):
-            self.must_use.append(name)      # the layers' gradients matter
+            # the layers' gradients matter: returned, and never rebound (so
+            # kept out of env)
+            self.must_use.append(name)
+        else:
+            env[name] = Var("s", "shared", known=False)
 
     def stmt_refused(self, env, indent):
         """A construct pullback documents as refused (`must_refuse`)."""
@@ -901,8 +904,9 @@ class Gen:
         else:
             self.emit(indent, f"{name} = pullback.grad({self.pick(acts or two)})"
                               f"({self.pick(['s', 'x[0]'])}{'' if acts else ', 0.5'})")
-        env[name] = Var("s", "shared", known=False)
-        self.must_use.append(name)      # its gradient matters: the value is returned
+        # its gradient matters: the value is returned, and never rebound
+        # (kept out of env, where a later statement could assign the name)
+        self.must_use.append(name)
         self.jaxable = False
 
     def stmt_risky(self, env, depth, indent):
