@@ -174,7 +174,7 @@ class _Resolver:
                           operands=((node.attr, node.value.id),))
             return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
         if isinstance(node, gast.Subscript) and self.is_static(node.value) \
-                and self.lookup_static(node.value) in (np.r_, np.c_):
+                and any(self.lookup_static(node.value) is j for j in (np.r_, np.c_)):
             items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
             if all(isinstance(e, gast.Name) or (isinstance(e, gast.Constant) and isinstance(
                     e.value, (int, float))) for e in items):
