@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-quick clean
+.PHONY: demo test fuzz bench bench-quick bench-transform clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/transform_time.py
+
+# first-transform time against function size (issue 17): N -> seconds, ms per
+# statement, and the ratio of the two largest sizes (2 linear, 4 quadratic)
+bench-transform: $(STAMP)
+	$(PY) benchmarks/transform_time.py
 
 bench-quick: $(BENCH_STAMP)
 	$(PY) benchmarks/run.py --quick

@@ -47,10 +47,18 @@ def is_atom(node, local_names=()):
 def assigned_names(stmts):
     """Every name a statement list assigns, nested blocks included."""
     out = set()
-    for s in stmts:
-        for n in gast.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                out.add(n.id)
+    stack = list(stmts)
+    ast_node, name, store = gast.AST, gast.Name, gast.Store
+    while stack:            # gast.walk's nodes, without its generators (a hot path)
+        n = stack.pop()
+        if isinstance(n, name) and isinstance(n.ctx, store):
+            out.add(n.id)
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if isinstance(v, ast_node):
+                stack.append(v)
+            elif isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, ast_node))
     return out
 
 

@@ -6,10 +6,13 @@ which operand's gradient flows) is kept.
 """
 from __future__ import annotations
 
+import keyword
+import re
+
 import gast
 
 from .grammar import is_atom, is_static
-from .naming import describe
+from .naming import _clean, describe
 
 __all__ = ["Expressions"]
 
@@ -21,10 +24,35 @@ class Expressions:
         value = self.rhs(node)
         if is_atom(value, self.locals):
             return value
-        name = self.local(self.namer.fresh(describe(value)))
+        name = self.local(self.fresh(describe(value)))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), node)
         return _name(name)
+
+    def fresh(self, base):
+        """``self.fresh(base)``, the same name, without trying again every
+        suffix given out before: ``Namer.fresh`` tries ``base``, ``base_1``,
+        ``base_2``... in turn, so a base used n times costs n tries each time
+        (quadratic in a long function).  The set of taken names only grows
+        while normalize runs, so each base's first free suffix only moves up;
+        the hints are dropped if the set is replaced."""
+        taken = self.namer.taken
+        hints = getattr(self, "_fresh_hints", None)
+        if hints is None or hints[0] is not taken:
+            hints = self._fresh_hints = (taken, {})
+        base = _clean(base)
+        k = hints[1].get(base, 0)
+        name = base if k == 0 else f"{base}_{k}"
+        while name in taken or keyword.iskeyword(name):
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        hints[1][base] = k + 1
+        return name
+
+    def version(self, name):
+        """``self.namer.version(name)``: a new SSA name, ``y`` -> ``y_1``."""
+        return self.fresh(re.sub(r"_\d+$", "", name) or name)
 
     def local(self, name):
         """Record a name this pass introduced as local (so `t.T` is not static)."""
@@ -88,7 +116,7 @@ class Expressions:
             return gast.BoolOp(op=node.op, values=[self.atom(v) for v in node.values])
         # `a and b` is one of its operands (whose gradient must flow), or a
         # later operand calls something: keep Python's short circuit
-        tmp = self.local(self.namer.fresh("cond"))
+        tmp = self.local(self.fresh("cond"))
         inner = None
         for v in reversed(node.values[1:]):
             body = [_assign_user(tmp, v, node)] + ([inner] if inner is not None else [])
@@ -161,13 +189,13 @@ class Expressions:
         return node.elts
 
     def atom_of(self, value, base):
-        name = self.local(self.namer.fresh(base))
+        name = self.local(self.fresh(base))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), value)
         return _name(name)
 
     def expr_IfExp(self, node):
-        tmp = self.local(self.namer.fresh("choice"))
+        tmp = self.local(self.fresh("choice"))
         stmt = gast.If(test=node.test, body=[_assign_user(tmp, node.body, node)],
                        orelse=[_assign_user(tmp, node.orelse, node)])
         self.stmt_If(gast.copy_location(stmt, node))

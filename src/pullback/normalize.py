@@ -169,7 +169,7 @@ class _Normalizer(Expressions):
                 if isinstance(elt, gast.Name):
                     parts.append((elt, None))
                 else:
-                    parts.append((elt, self.local(self.namer.fresh("part"))))
+                    parts.append((elt, self.local(self.fresh("part"))))
             new = [self.new_version(e.id) if tmp is None else tmp for e, tmp in parts]
             self.emit(gast.Assign(
                 targets=[gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
@@ -220,7 +220,7 @@ class _Normalizer(Expressions):
         else:
             value = self.rhs(node.value)
             if not is_atom(value, self.locals):
-                name = self.local(self.namer.fresh("out"))
+                name = self.local(self.fresh("out"))
                 self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                                       type_comment=None), node)
                 value = _name(name)
@@ -257,7 +257,7 @@ class _Normalizer(Expressions):
             if a == b:
                 merged[v] = a
                 continue
-            new = self.local(self.namer.version(v))
+            new = self.local(self.version(v))
             for branch, src in ((body, a), (orelse, b)):
                 if src is not None:
                     if src in self.maybe_unbound:
@@ -282,7 +282,7 @@ class _Normalizer(Expressions):
             # if the loop ran no times, the one it had before: a carried name
             if prev in self.maybe_unbound:
                 self.preinit.add(prev)
-            carried[target] = self.local(self.namer.version(target))
+            carried[target] = self.local(self.version(target))
             self.emit(self.copy(carried[target], prev))
         before = set(self.env)
         head = self.env[target] = self.local(self.new_version(target))
@@ -298,7 +298,7 @@ class _Normalizer(Expressions):
         self.statements(node.orelse)
 
     def stmt_While(self, node):
-        cond = self.local(self.namer.fresh("loop_cond"))
+        cond = self.local(self.fresh("loop_cond"))
         self.emit(self.copy_value(cond, self.atom(node.test)), node)
         self.env[cond] = cond
         carried = self.enter_loop(node.body, extra=[cond])
@@ -307,7 +307,7 @@ class _Normalizer(Expressions):
         saved, self.out = self.out, []
         test = self.atom(node.test)             # the condition, recomputed
         if not isinstance(test, gast.Name):
-            tmp = self.local(self.namer.fresh("loop_cond"))
+            tmp = self.local(self.fresh("loop_cond"))
             self.out.append(self.copy_value(tmp, test))
             test = _name(tmp)
         recompute, self.out = self.out, saved
@@ -327,7 +327,7 @@ class _Normalizer(Expressions):
             if v in self.env:
                 if self.env[v] in self.maybe_unbound:
                     self.preinit.add(self.env[v])
-                carried[v] = self.local(self.namer.version(v))
+                carried[v] = self.local(self.version(v))
                 self.emit(self.copy(carried[v], self.env[v]))
                 self.env[v] = carried[v]
         for v in extra:
@@ -374,7 +374,7 @@ class _Normalizer(Expressions):
 
     def new_version(self, name):
         if name in self.env:
-            return self.local(self.namer.version(name))
+            return self.local(self.version(name))
         self.namer.reserve(name)
         return name
 

@@ -41,12 +41,14 @@ def propagate_copies(fn):
 
 
 def _block(stmts):
-    alias = {}
+    alias = {}      # a -> b: `a = b` holds here
+    copies = {}     # b -> the names aliased to b
     for stmt in stmts:
         if isinstance(stmt, (gast.If, gast.For, gast.While)):
             header = stmt.test if not isinstance(stmt, gast.For) else stmt.iter
             _substitute(header, alias)
             alias.clear()
+            copies.clear()
             stmt.body = _block(stmt.body)
             stmt.orelse = _block(stmt.orelse)
             continue
@@ -63,12 +65,15 @@ def _block(stmts):
         else:
             _substitute(stmt, alias)
         for name in _stored(stmt):
-            for key in [k for k, v in alias.items() if k == name or v == name]:
+            if name in alias:
+                copies[alias.pop(name)].discard(name)
+            for key in copies.pop(name, ()):
                 del alias[key]
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
                 and isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Name) \
                 and stmt.targets[0].id != stmt.value.id:
             alias[stmt.targets[0].id] = stmt.value.id
+            copies.setdefault(stmt.value.id, set()).add(stmt.targets[0].id)
     return stmts
 
 
@@ -96,13 +101,13 @@ def _stored(stmt):
 
 
 def _drop_dead_copies(stmts, loads):
+    dead = _dead_copies(stmts, loads)
     out = []
     for i, stmt in enumerate(stmts):
         if isinstance(stmt, (gast.If, gast.For, gast.While)):
             stmt.body = _drop_dead_copies(stmt.body, loads) or [gast.Pass()]
             stmt.orelse = _drop_dead_copies(stmt.orelse, loads)
-        elif _is_copy(stmt) and (stmt.targets[0].id == stmt.value.id
-                                 or _dead(stmt.targets[0].id, stmts[i + 1:], loads)):
+        elif i in dead:
             continue
         out.append(stmt)
     return out
@@ -113,16 +118,27 @@ def _is_copy(stmt):
         and isinstance(stmt.targets[0], gast.Name) and isinstance(stmt.value, gast.Name)
 
 
-def _dead(name, rest, loads):
-    """Whether the value a copy gives ``name`` is never read: the name is
-    assigned again before any read in the same run of statements, or is read
-    nowhere at all."""
-    for stmt in rest:
+def _dead_copies(stmts, loads):
+    """The positions of the copies in ``stmts`` whose value is never read: the
+    name is assigned again before any read in the same run of statements
+    (the run ends at an ``if`` or a loop), or is read nowhere at all; and the
+    copies ``a = a``.  One backward pass: ``first`` holds, for the rest of
+    the run after the statement at hand, whether each name's first use there
+    is a read or a store."""
+    dead = set()
+    first = {}          # name -> True: stored before any read; False: read first
+    for i in range(len(stmts) - 1, -1, -1):
+        stmt = stmts[i]
         if isinstance(stmt, (gast.If, gast.For, gast.While)):
-            return loads.get(name, 0) == 0
-        if any(isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Store)
-               for n in gast.walk(stmt)):
-            return False
-        if name in _stored(stmt):
-            return True
-    return loads.get(name, 0) == 0
+            first = {}
+            continue
+        if _is_copy(stmt):
+            name = stmt.targets[0].id
+            if name == stmt.value.id or first.get(name, loads.get(name, 0) == 0):
+                dead.add(i)
+        for name in _stored(stmt):
+            first[name] = True
+        for n in gast.walk(stmt):
+            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Store):
+                first[n.id] = False
+    return dead

@@ -62,11 +62,13 @@ class Residuals:
         views = _views_of(self.written, self.normal.tree.body, self.ops, self.kinds)
         order, loops, writes = _write_positions(self.normal.tree.body, self.ops,
                                                 self.written)
+        last_write = max(writes, default=-1)
+        write_loops = set().union(*(loops.get(w_id, set()) for w_id in writes.values()))
         for stmt, adjoint, block in self.parts:
             if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind == "setitem":
                 continue
-            later = any(w > order[id(stmt)] for w in writes) or any(
-                loops.get(id(stmt), set()) & loops.get(w_id, set()) for w_id in writes.values())
+            # a write after it, or one in a loop around it
+            later = last_write > order[id(stmt)] or bool(loops.get(id(stmt), set()) & write_loops)
             if not later:
                 continue
             for name in sorted(self.value_reads(adjoint) & views):
@@ -82,18 +84,38 @@ class Residuals:
                 owner.assigned.add(snap)
                 self.primal_names.add(snap)
 
-    def value_reads(self, stmts):
-        """Names whose values (not only shapes) the statements read."""
-        meta, every = set(), set()
-        for node in gast.walk(gast.Module(body=stmts, type_ignores=[])):
+    def value_reads(self, stmts, memo=None):
+        """Names whose values (not only shapes) the statements read.  With
+        ``memo`` (id(statement) -> (names, statement)), a statement's names
+        are found once, nested statements included: ``insert_saves`` asks
+        for every block, and a block's adjoint holds its nested blocks'."""
+        memo = {} if memo is None else memo
+        out = set()
+        for stmt in stmts:
+            out |= self._stmt_value_reads(stmt, memo)
+        return out
+
+    def _stmt_value_reads(self, stmt, memo):
+        got = memo.get(id(stmt))
+        if got is not None:
+            return got[0]
+        meta, loads, out = set(), [], set()
+        stack = [stmt]
+        while stack:
+            node = stack.pop()
+            if node is not stmt and isinstance(node, gast.stmt):
+                out |= self._stmt_value_reads(node, memo)
+                continue
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-                every.add(id(node))
-            if isinstance(node, gast.Call):
+                loads.append(node)
+            elif isinstance(node, gast.Call):
                 pos = _META_POSITION.get(self.resolve(node.func))
                 if pos is not None and len(node.args) > pos:
                     meta.add(id(node.args[pos]))
-        return {n.id for n in gast.walk(gast.Module(body=stmts, type_ignores=[]))
-                if isinstance(n, gast.Name) and id(n) in every - meta}
+            stack.extend(gast.iter_child_nodes(node))
+        out |= {n.id for n in loads if id(n) not in meta}
+        memo[id(stmt)] = (out, stmt)        # the statement kept, so its id is not reused
+        return out
 
     # -- what each block saves ------------------------------------------------
 
@@ -129,21 +151,23 @@ class Residuals:
             stack.extend(gast.iter_child_nodes(node))
         return found
 
-    def insert_saves(self, block):
+    def insert_saves(self, block, _memo=None):
         """Push each block's saved values at its end (before a loop body's
         carried copies and final break) and pop them at the start of its
         adjoint.  Returns whether any block uses the tape."""
         used = False
+        _memo = {} if _memo is None else _memo     # value_reads of each adjoint statement
         for child in block.children:
-            used |= self.insert_saves(child)
+            used |= self.insert_saves(child, _memo)
         if block.kind == "top" or not block.save:
             return used
         # arrays the adjoint reads only for their shape go as meta(x): the tape
         # then holds no copy of an intermediate it does not need
-        values = self.value_reads(block.adjoint)
+        values = self.value_reads(block.adjoint, _memo)
         arrays = {n for n in block.save if self.kinds.get(n) is not None
                   and self.kinds[n].shape in ("array", "number")}
-        saved = [_call(self.runtime("meta"), _name(n)) if n in arrays - values else _name(n)
+        shape_only = arrays - values
+        saved = [_call(self.runtime("meta"), _name(n)) if n in shape_only else _name(n)
                  for n in block.save]
         pack = gast.Tuple(elts=saved, ctx=gast.Load())
         push = gast.Expr(value=gast.Call(func=gast.Attribute(
@@ -270,9 +294,13 @@ def _owner(block, stmt):
 
 
 def _preorder(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        yield from _preorder(child)
+    """``node`` and its descendants, depth first, each before its children
+    (a stack, not nested generators: those cost the depth for every node)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(gast.iter_child_nodes(node))))
 
 
 
