@@ -306,14 +306,54 @@ def test_einsum_repeated_and_implicit():
     np.testing.assert_array_equal(pb.grad(lambda a: np.sum(np.einsum("ij", a) ** 2))(a), 2 * a)
 
 
-def test_singular_vectors_of_a_complex_matrix_are_refused():
-    # finite differences disagree with the phase term of the rule for |u| and |v|
-    # (the autograd suite's complex svd tests): refused, never a wrong gradient
+def _svd_phase_free(a):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return np.sum(np.abs(u) * np.arange(u.shape[-1])) + np.sum(np.abs(vh) ** 3) + np.sum(s)
+
+
+def _svd_full_phase_free(a):
+    u, s, vh = np.linalg.svd(a)
+    k = min(a.shape[-2:])
+    return np.sum(np.abs(u[..., :, :k]) ** 2 * 0.5) + np.sum(np.abs(vh[..., :k, :])) \
+        + np.sum(np.real(u[..., :, :1] * vh[..., :1, :]) ** 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4), (2, 3, 4)])
+@pytest.mark.parametrize("f", [_svd_phase_free, _svd_full_phase_free])
+def test_singular_vectors_of_a_complex_matrix(f, shape):
+    # |u|, |vh| and u[:, j] vh[j] do not depend on the vectors' phases: exact.
+    # The V^H gV term was conjugated wrongly until this test (max error 0.05-0.5)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    close(pb.grad(f)(a), central_differences(f, (a,), 0))
+
+
+def test_phase_dependent_singular_vectors_are_refused():
+    # Re u depends on NumPy's choice of phase, a function of a of its own: no
+    # derivative that the rule and finite differences agree on
     rng = np.random.default_rng(0)
     a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
 
     def f(a):
         u, s, vh = np.linalg.svd(a)
-        return np.sum(np.abs(u)) + np.sum(s)
-    with pytest.raises(pb.NonDifferentiableError, match="complex matrix"):
+        return np.sum(np.real(u)) + np.sum(s)
+    with pytest.raises(pb.NonDifferentiableError, match="depends on their phases"):
         pb.grad(f)(a)
+
+
+def test_phase_dependent_eigenvectors_are_refused():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4))
+
+    def f(a):
+        w, v = np.linalg.eig(a)
+        return np.sum(np.real(v))
+    w = np.linalg.eigvals(a)
+    assert np.any(np.imag(w) != 0)          # complex eigenvectors
+    with pytest.raises(pb.NonDifferentiableError, match="depends on their phases"):
+        pb.grad(f)(a)
+
+    def g(a):
+        w, v = np.linalg.eig(a)
+        return np.sum(np.abs(v) ** 2 * np.arange(4.0)) + np.sum(np.real(w))
+    close(pb.grad(g)(a), central_differences(g, (a,), 0))

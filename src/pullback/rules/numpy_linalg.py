@@ -17,7 +17,8 @@ Conventions where the derivative is not unique, or not defined:
 - ``eigh`` with repeated eigenvalues: the eigenvalue part is exact; the
   eigenvector part divides by the gaps ``w_j - w_i`` (as JAX: infinite at an
   exact tie) and is skipped when the eigenvectors' cotangent is zero.
-- ``svd``: singular vectors are defined up to sign (phase for complex); the
+- ``svd``, ``eig``: vectors are defined up to sign (phase for complex, checked
+  at run time: a phase-dependent loss is refused); the
   cotangent is that of JAX's derivative, which is exact for any function
   that does not depend on that choice.  ``full_matrices=True`` is
   differentiated for square matrices, and for others as long as the

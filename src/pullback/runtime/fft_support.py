@@ -266,6 +266,22 @@ def interp_grads(g, x, xp, fp, left=None, right=None, period=None):
 # --- eigendecomposition of a general matrix ---
 
 
+def _check_phase_free(v, gv):
+    """Refuse a cotangent that depends on the phases of complex eigenvectors:
+    ``v[:, k] e^{it}`` is as good a unit eigenvector as NumPy's, and a loss
+    is defined only if its derivative in ``t``, ``-Im (v^T gv)[k, k]``, is
+    zero (NumPy's choice of phase is a function of ``a`` of its own)."""
+    dphase = np.imag(np.sum(v * gv, axis=-2))
+    if np.any(np.abs(dphase) > 1e-8 * max(np.max(np.abs(gv), initial=0.0), 1e-300)
+              * v.shape[-1]):
+        from ..errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            "This function of np.linalg.eig's eigenvectors depends on their phases, which "
+            "are not unique (v[:, k] * e^(it) is as good a unit eigenvector); it has no "
+            "derivative.",
+            hint="Use phase-free quantities: the eigenvalues, |v|, or v[:, k] * v[j, k].conj().")
+
+
 def eig_grad(g, ans, a, vectors=True):
     """Cotangent of ``a`` in ``np.linalg.eig(a)`` (``vectors=False``:
     ``eigvals``, ``g`` the eigenvalues' cotangent), transposing JAX's
@@ -285,6 +301,8 @@ def eig_grad(g, ans, a, vectors=True):
     inner = np.zeros(v.shape, dtype=dtype) if gw is None else gw[..., None, :] * eye
     if gv is not None:
         vt = np.swapaxes(v, -1, -2)
+        if np.iscomplexobj(v):
+            _check_phase_free(v, gv)
         c = np.real(np.diagonal(np.matmul(vt, gv), 0, -2, -1))
         gu = gv - np.conj(v) * c[..., None, :]
         gaps = 1 / (w[..., None, :] - w[..., :, None] + eye) - eye

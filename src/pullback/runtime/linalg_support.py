@@ -190,14 +190,7 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     u, s, vh = ans[0], ans[1], ans[2]
     gu, gs, gvh = (np.broadcast_to(x, np.shape(y)) for x, y in zip(_parts(g, ans), ans))
     if np.iscomplexobj(a) and (np.any(gu) or np.any(gvh)):
-        # the autograd suite's |u|, |v| checks disagree with finite differences:
-        # refused until the phase term is right (never a wrong gradient)
-        from ..errors import NonDifferentiableError
-        raise NonDifferentiableError(
-            "pullback cannot yet differentiate the singular vectors of a complex matrix "
-            "(np.linalg.svd with compute_uv=True).",
-            hint="Use the singular values alone (compute_uv=False), or np.linalg.eigh of "
-                 "a @ a.conj().T for the left singular vectors.")
+        _check_phase_free(u, gu, vh, gvh, min(a.shape[-2:]))
     m, n = a.shape[-2:]
     k = min(m, n)
     if full_matrices and m != n:
@@ -206,7 +199,7 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     sr, sc = s[..., None, :], s[..., :, None]
     f = 1 / ((sr + sc) * (sr - sc) + eye) - eye
     ju = np.matmul(_T(u), gu)
-    jv = np.matmul(vh, _T(gvh))           # V^T gV with V = vh^H, gV = gvh^H
+    jv = np.matmul(_cj(vh), _H(gvh))      # conj(V^H conj(gV)), V = vh^H, gV = gvh^H
     pu, pv = f * ju, f * jv
     cs = _diag_embed(gs.astype(s.dtype)) + (pu + _H(pu)) * sr + (pv + _H(pv)) * sc
     if np.iscomplexobj(a):
@@ -219,6 +212,28 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
         x = gvh / sc
         out = out + np.matmul(_cj(u), x - np.matmul(np.matmul(x, _T(vh)), _cj(vh)))
     return out
+
+
+def _check_phase_free(u, gu, vh, gvh, k):
+    """Refuse a cotangent that depends on the phases of complex singular
+    vectors.  ``u[:, j] e^{it}`` with ``vh[j] e^{-it}`` is as good an SVD as
+    NumPy's; a loss is defined only if it does not change along that
+    direction: ``Im diag(u^T gu) == Im diag(vh gvh^T)`` (the derivative in
+    ``t``).  NumPy's choice of phase is a function of ``a`` of its own, so a
+    loss that depends on it has no derivative that finite differences and
+    the rule agree on."""
+    gu, gvh = gu[..., :k], gvh[..., :k, :]
+    left = np.imag(np.sum(u[..., :k] * gu, axis=-2))
+    right = np.imag(np.sum(vh[..., :k, :] * gvh, axis=-1))
+    scale = np.max(np.abs(gu), initial=0.0) + np.max(np.abs(gvh), initial=0.0)
+    if np.any(np.abs(left - right) > 1e-8 * max(scale, 1e-300) * max(u.shape[-2], vh.shape[-1])):
+        from ..errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            "This function of np.linalg.svd's singular vectors depends on their phases, "
+            "which are not unique for a complex matrix (u[:, j] * e^(it) with "
+            "vh[j] * e^(-it) is as good an SVD); it has no derivative.",
+            hint="Use phase-free quantities: the singular values, |u|, |vh|, or "
+                 "products u[:, j] * vh[j] (for example u @ np.diag(s) @ vh).")
 
 
 def qr_grad(g, ans, a, mode="reduced"):
