@@ -2,6 +2,7 @@
 proven safe: exact values, bitwise agreement of the two accumulation paths,
 and memory that grows linearly."""
 import gc
+import math
 import tracemalloc
 
 import numpy as np
@@ -316,3 +317,42 @@ def shifted_products(x):
 def test_open_ended_slices_in_a_loop():
     np.testing.assert_array_equal(pb.grad(shifted_products)(np.arange(1.0, 5.0)),
                                   [6.0, 8.0, 2.0, 4.0])
+
+
+def _by_sorted_keys(d):
+    total = 0.0
+    for i, k in enumerate(sorted(d)):
+        total = total + np.sum(np.sin(d[k])) * (i + 1.0)
+    return total
+
+
+def _by_int_index(W):
+    inds = (np.abs(W[:, 0]) * 3).astype(int) % W.shape[0]
+    return np.sum(W[inds] ** 2)
+
+
+def _log_base_from_input(x):
+    return math.log(3.0, x)
+
+
+def test_an_index_derived_from_the_inputs_is_discrete():
+    # a key or an integer index computed from differentiated values is piecewise
+    # constant: its derivative is zero, and indexing with it is differentiated
+    # (both were refused as a lost gradient; autograd's test_dict/test_cast_to_int)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=3), rng.normal(size=(2, 2))
+    g = pb.grad(_by_sorted_keys)({"b": y, "a": x})
+    np.testing.assert_array_equal(g["a"], np.cos(x))
+    np.testing.assert_array_equal(g["b"], 2 * np.cos(y))
+    W = rng.normal(size=(5, 3))
+    inds = (np.abs(W[:, 0]) * 3).astype(int) % 5
+    want = np.zeros_like(W)
+    np.add.at(want, inds, 2 * W[inds])
+    np.testing.assert_array_equal(pb.grad(_by_int_index)(W), want)
+
+
+def test_a_static_argument_derived_from_the_inputs_is_still_refused():
+    # math.log's ``base`` is continuous: a value from the inputs there would lose
+    # its gradient, so it is refused
+    with pytest.raises(pb.NonDifferentiableError, match="`base` argument"):
+        pb.grad(_log_base_from_input)(2.0)

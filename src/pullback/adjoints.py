@@ -237,7 +237,7 @@ class Adjoints:
         """A value that depends on the inputs, passed where the rule takes no
         gradient (``axis``, ``math.log``'s ``base``), would lose its gradient."""
         for p in op.rule.params:
-            if p in op.rule.diff or p not in op.bound:
+            if p in op.rule.diff or p in op.rule.discrete or p not in op.bound:
                 continue
             for v in op.static_names(p):
                 if v in self.varied:

@@ -153,7 +153,7 @@ def take(g, ans, a, indices, axis=None, mode="raise"):
     return take_grad(g, a, indices, axis)
 
 
-@vjp(operator.getitem, nondiff=("b",))
+@vjp(operator.getitem, nondiff=("b",), discrete=("b",))
 def getitem(g, ans, a, b):
     # g scattered into zeros like a; repeated integer indices accumulate
     return unindex(g, a, b)

@@ -20,6 +20,12 @@ adjoint reads like the math and costs no call per operation), substituting
 the call's own names for the parameters; a test calls the same function
 directly.  A body is a few assignments and one ``return``.
 
+``discrete=("b",)`` marks static parameters that take only discrete values
+(an index, a key): a value derived from the inputs there is piecewise
+constant, so its derivative is zero where it has one, and the machinery
+does not refuse it as a lost gradient (as it does for ``axis`` or
+``math.log``'s ``base``).
+
 ``broadcasts=True`` marks rules whose contributions have the output's shape
 and must be summed back onto each input's shape (``a * b``, ``np.maximum``);
 the machinery inserts that unbroadcast only where shapes may differ.
@@ -44,6 +50,7 @@ class Rule:
     params: tuple        # every parameter after (g, ans), in order
     broadcasts: bool
     signature: inspect.Signature
+    discrete: tuple = ()  # static parameters whose values are discrete (indices, keys)
 
     def bind(self, args, kwargs):
         """Bind a call's arguments to the rule's parameters (after g, ans).
@@ -65,7 +72,7 @@ RULES: dict = {}
 NONDIFF: set = set()
 
 
-def vjp(*primitives, nondiff=(), broadcasts=False):
+def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
     """Register the decorated function as the rule of each primitive."""
 
     def register(fn):
@@ -81,7 +88,7 @@ def vjp(*primitives, nondiff=(), broadcasts=False):
                                            inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            inspect.Parameter.VAR_POSITIONAL)
             and n not in nondiff)
-        rule = Rule(fn, fn.__name__, diff, params, broadcasts, sig)
+        rule = Rule(fn, fn.__name__, diff, params, broadcasts, sig, tuple(discrete))
         for p in primitives:
             RULES[p] = rule
         return fn
