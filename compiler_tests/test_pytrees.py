@@ -96,3 +96,20 @@ def test_dict_constructors_and_get():
     def g(p):
         return p.get("w", 0.0) * 2.0 + p.get("missing", 1.0)
     assert pb.grad(g)({"w": 3.0}) == {"w": 2.0}
+
+
+def _sum_of_values(d, x):
+    return sum(np.sum(v) for v in d.values()) + np.sum(x ** 2)
+
+
+def test_an_empty_structure_is_differentiated_as_jax_does():
+    # a dict or tuple with no leaves is a structure like any other: its gradient
+    # is the same empty structure (was a TypeError asking for a float)
+    x = np.array([1.0, -2.0])
+    gd, gx = pb.grad(_sum_of_values, argnums=(0, 1))({}, x)
+    assert gd == {} and type(gd) is dict
+    np.testing.assert_array_equal(gx, 2 * x)
+    gt, gx = pb.grad(_sum_of_values, argnums=(0, 1))({"a": np.ones(2)}, x)
+    np.testing.assert_array_equal(gt["a"], np.ones(2))
+    (gd,) = pb.vjp(lambda d: _sum_of_values(d, x), {})[1](1.0)
+    assert gd == {}

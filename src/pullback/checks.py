@@ -66,7 +66,7 @@ def is_inexact(x):
     check_array_type(x)
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)
-        return bool(leaves) and all(is_inexact(v) for _, v in leaves)
+        return all(is_inexact(v) for _, v in leaves)    # {} or (): no leaves, as JAX
     return False
 
 
