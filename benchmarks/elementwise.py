@@ -36,7 +36,7 @@ import types  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pullback as pb  # noqa: E402
-from pullback import jax_bridge, kernels  # noqa: E402
+from pullback.lowering import jax_bridge, kernels  # noqa: E402
 
 
 # -- the functions --------------------------------------------------------------------

@@ -231,7 +231,7 @@ class Runner:
         if self.system != "pullback":
             return None
         try:
-            from pullback import kernels
+            from pullback.lowering import kernels
             return dict(kernels.stats)
         except Exception:
             return None

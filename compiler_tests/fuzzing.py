@@ -68,7 +68,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import pullback as pb
-from pullback import codegen
+from pullback.backend import codegen
 
 N, ROWS = 4, 3                        # a vector has N entries, a matrix is ROWS x N
 ORDER = {"s": 0, "v": 1, "m": 2}      # broadcasting: the larger type wins

@@ -130,7 +130,7 @@ def test_artifact_is_readable_and_imports_little(build):
         elif isinstance(node, ast.ImportFrom):
             modules.add(f"{node.module}.{node.names[0].name}")
     assert modules <= {"numpy", "pullback.runtime", "types", "mlp", "hashlib", "os"}, modules
-    from pullback import cache
+    from pullback.driver import cache
     meta = artifact_meta(build / "mlp_pullback.py")
     assert meta["source_sha256"] == cache.file_sha256(os.path.join(EXAMPLES, "mlp.py"))
     assert meta["sources"] == {"mlp.py": meta["source_sha256"]}
@@ -266,7 +266,7 @@ def test_signatures_custom_callees_and_closures(tmp_path):
 
 
 def test_parse_spec():
-    from pullback.aot import parse_spec
+    from pullback.driver.aot import parse_spec
     name, args = parse_spec("loss(float64[:, :], complex128, float, int, float32[:])")
     assert name == "loss"
     assert args[0].shape == (1, 1) and args[0].dtype == np.float64

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import api, cache, checks, runtime
+from pullback import api, checks, runtime
+from pullback.driver import cache
 from pullback.testing import function_from_source
 
 MODULE = """

@@ -27,7 +27,9 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import aot, api, artifacts, cache, checks, codegen, trust
+from pullback.driver import aot, artifacts, cache, trust
+from pullback import api, checks
+from pullback.backend import codegen
 from pullback.testing import function_from_source
 
 from error_checks import line_of

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import kernels
+from pullback.lowering import kernels
 from pullback.api import Derivative
 from pullback.testing import function_from_source
 
@@ -463,7 +463,7 @@ def f(x):
 def test_import_does_not_load_jax(tmp_path):
     (tmp_path / "small.py").write_text(
         "import sys, numpy as np, pullback as pb\n"
-        "from pullback import kernels\n"
+        "from pullback.lowering import kernels\n"
         "def f(x):\n"
         "    return np.sum(np.tanh(x) * x)\n"
         "with kernels.options(lower=True):\n"

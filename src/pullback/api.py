@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 
 from . import runtime
-from .bindings import Bindings
+from .driver.bindings import Bindings
 from .errors import NonDifferentiableError
 from .analyses import kinds as kinds_
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
@@ -36,7 +36,7 @@ class Derivative:
         self._locks = {}
 
     def specialize(self, args, wrt, has_aux=False, inplace=None):
-        from . import kernels     # late: kernels builds on this module's CustomVJP
+        from .lowering import kernels  # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
         large = kernels.size_class(args)     # large arrays: elementwise work is fused
         key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
@@ -51,7 +51,7 @@ class Derivative:
             # and checked on every later call: a rebinding makes it transform again
             bindings = Bindings.capture(self.fun)
             # an up-to-date artifact, else the on-disk cache, else the compiler
-            from . import cache as disk
+            from .driver import cache as disk
             options = {}
             if not inplace:
                 options["inplace"] = False
@@ -71,7 +71,7 @@ class Derivative:
         return lock
 
     def transform(self, args, wrt, has_aux=False, inplace=True):
-        from . import kernels
+        from .lowering import kernels
         from .pipeline import transform
         param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
         with kernels.sizing(args):
@@ -195,7 +195,7 @@ class Bound:
     partial's arguments); gradients are those of the remaining parameters."""
 
     def __init__(self, obj):
-        from .dispatch import _unwrap
+        from .driver.dispatch import _unwrap
         fn, self.lead, self.keywords, _ = _unwrap(obj, (), {}, ())
         self.inner = derivative_of(fn)
         self.signature = inspect.signature(obj, follow_wrapped=False)
@@ -233,11 +233,11 @@ def derivative_of(fun):
             hint="Differentiate the original function once; for second derivatives, use "
                  "finite differences of pb.grad for now.")
     if not isinstance(fun, types.FunctionType):
-        from .dispatch import _is_callable_instance
+        from .driver.dispatch import _is_callable_instance
         if isinstance(fun, (functools.partial, types.MethodType)) \
                 or _is_callable_instance(fun):
             return Bound(fun)
-        from .frontend import parse
+        from .frontend.parse import parse
         parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
     if handle is None:

@@ -12,11 +12,14 @@ import weakref
 
 import gast
 
-from . import (closures, desugar, frontend, loader, lower_broadcasts, normalize,
-               propagate_copies, reverse, structure)
+from .frontend import closures, desugar, parse as frontend, structure
+from .backend import loader
+from .lowering import lower_broadcasts
+from .normalize import normalize
+from .reverse import propagate_copies, reverse
 from .analyses import activity, defuse, kinds, mutation, ops as ops_
 from .errors import PullbackError
-from .naming import Namer
+from .ir.naming import Namer
 
 
 def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):

@@ -387,5 +387,5 @@ def dotted(node, sep=".", default="a call"):
 
 
 def _op_symbol(node):
-    from ..codegen import unparse
+    from ..backend.codegen import unparse
     return f"`{unparse(node)}`"

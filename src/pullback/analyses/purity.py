@@ -195,7 +195,8 @@ def scalar_function(fn):
 
 
 def _analyze(fn):
-    from .. import frontend, normalize
+    from ..frontend import parse as frontend
+    from ..normalize import normalize
     from ..errors import PullbackError
     from . import ops as ops_
     if not isinstance(fn, types.FunctionType):
@@ -218,7 +219,7 @@ def _analyze(fn):
 
 
 def _statement(stmt, ops, mapped, parsed):
-    from ..codegen import unparse
+    from ..backend.codegen import unparse
     if isinstance(stmt, gast.Return):
         return ""
     if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
@@ -257,7 +258,8 @@ def inlinable(fn):
         return None
     if hit is not None:
         return hit or None
-    from .. import frontend, normalize
+    from ..frontend import parse as frontend
+    from ..normalize import normalize
     from ..errors import PullbackError
     from . import ops as ops_
     result = False

@@ -131,7 +131,7 @@ def path_of(obj, home_globals):
 def _callee(value):
     """``(handle, mask, which, inplace)`` if ``value`` is a callee primal or
     adjoint made by ``for_callers``, else None."""
-    from .api import CustomVJP, Derivative
+    from ..api import CustomVJP, Derivative
     tag = getattr(value, "__pullback_callee__", None)
     if tag is not None:
         return tag[0], tag[1], "primal", tag[2]
@@ -163,7 +163,7 @@ def describe(value, home_globals):
 
 def _target(handle):
     """The object a user writes for ``handle``: the function, or the custom_vjp."""
-    from .api import CustomVJP
+    from ..api import CustomVJP
     return handle if isinstance(handle, CustomVJP) else handle.fun
 
 
@@ -177,7 +177,7 @@ def resolve(desc, fn):
     obj = _find(desc[1], desc[2], fn.__globals__)
     if kind == "object":
         return obj
-    from .api import derivative_of
+    from ..api import derivative_of
     handle = derivative_of(obj)
     if desc[3] is None:
         return handle.call_adjoint
@@ -213,7 +213,7 @@ class _Empty:
 
 
 def _fingerprint_value(v, names, home, depth):
-    from .api import CustomVJP
+    from ..api import CustomVJP
     if isinstance(v, types.ModuleType):
         d = ["module", v.__name__]
     elif isinstance(v, CustomVJP):
@@ -353,7 +353,8 @@ def _load(fn, material):
     be used (torn, edited, no longer resolvable, not a regular file) is
     deleted, so that the transform made instead replaces it; one that is
     not trusted (see ``trust``) is left alone and ignored."""
-    from . import loader, trust
+    from ..backend import loader
+    from . import trust
     where = directory()
     path = os.path.join(where, _key(material) + ".json")
     if not os.path.lexists(path) or not trust.trusted_dir(where, "cache directory"):

@@ -41,10 +41,11 @@ import types
 
 import numpy as np
 
-from . import codegen, runtime
-from .analyses.ops import is_library, is_mutating_function
-from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from .rules.registry import is_nondifferentiable, lookup
+from ..backend import codegen
+from .. import runtime
+from ..analyses.ops import is_library, is_mutating_function
+from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..rules.registry import is_nondifferentiable, lookup
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal"]
 
@@ -123,7 +124,7 @@ def _unwrap(fn, args, kwargs, mask):
 def _is_callable_instance(obj):
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
         return False
-    from .api import CustomVJP
+    from ..api import CustomVJP
     return not isinstance(obj, CustomVJP) and isinstance(
         getattr(type(obj), "__call__", None), types.FunctionType)
 
@@ -191,7 +192,7 @@ def _plan(fn, nargs, kwnames, mask, inplace):
 
 
 def _make_plan(fn, nargs, kwnames, mask, inplace):
-    from .api import CustomVJP, derivative_of
+    from ..api import CustomVJP, derivative_of
     why = refusal(fn)
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])

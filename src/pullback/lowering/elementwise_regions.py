@@ -20,9 +20,9 @@ import types
 import gast
 import numpy as np
 
-from .analyses import purity
-from .analyses.ops import dotted, static_value
-from .errors import UnsupportedSyntaxError
+from ..analyses import purity
+from ..analyses.ops import dotted, static_value
+from ..errors import UnsupportedSyntaxError
 from .kernel_programs import BINARY, UNARY, Cast, Program, Step
 
 __all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
@@ -136,7 +136,7 @@ class ProgramBuilder:
         self.steps = []
         self.titles = []
         taken = {n.id for s in stmts for n in gast.walk(s) if isinstance(n, gast.Name)}
-        from .naming import Namer
+        from ..ir.naming import Namer
         self.namer = Namer(taken | {"np", "jnp"})
         self._static_inputs = {}
 
@@ -288,7 +288,7 @@ def _title(prim):
 
 def _substitute(expr, env, replace):
     """``expr`` with each atom replaced (a local's attribute stays an attribute)."""
-    from .inline import clone
+    from ..rules.inline import clone
     expr = clone(expr)
 
     class _Sub(gast.NodeTransformer):

@@ -114,7 +114,7 @@ def load_module(path):
 
 
 def _functions(module):
-    from .api import CustomVJP
+    from ..api import CustomVJP
     return [n for n, v in vars(module).items()
             if isinstance(v, (types.FunctionType, CustomVJP))
             and getattr(v, "__module__", None) == module.__name__]
@@ -123,9 +123,9 @@ def _functions(module):
 # -- show -----------------------------------------------------------------------
 
 def _show(args):
-    from . import api
+    from .. import api
     from .aot import parse_spec
-    from .errors import PullbackError
+    from ..errors import PullbackError
     path, sep, qualname = args.target.rpartition(":")
     if not sep or not path or not qualname:
         raise UsageError(f"expected FILE:FUNCTION, as in examples/mlp.py:loss, "
@@ -169,7 +169,7 @@ def _show(args):
 
 def _compile(args):
     from . import aot
-    from .errors import PullbackError
+    from ..errors import PullbackError
     try:
         specs = [(aot.parse_spec(s)[0], s) for s in args.signature]
     except ValueError as err:
@@ -233,7 +233,7 @@ def highlight(src):
     ...     "    \\033[35mreturn\\033[0m \\033[36m1\\033[0m\\n")
     True
     """
-    from .codegen import source_lines
+    from ..backend.codegen import source_lines
     offsets, total = [], 0
     for line in source_lines(src, True):        # (the lines tokenize counts)
         offsets.append(total)

@@ -5,7 +5,7 @@ and shifts line and column numbers back to the file's, so that every later
 error can quote the user's own line.  A lambda becomes a one-line function.
 
 >>> from pullback.testing import function_from_source
->>> from pullback.codegen import unparse
+>>> from pullback.backend.codegen import unparse
 >>> f = function_from_source('''
 ... def outer():
 ...     return lambda x: x * 2.0
@@ -25,7 +25,7 @@ import types
 import gast
 import numpy as np
 
-from .errors import Location, SourceUnavailableError, UnsupportedSyntaxError
+from ..errors import Location, SourceUnavailableError, UnsupportedSyntaxError
 
 
 @dataclasses.dataclass
@@ -53,7 +53,7 @@ def parse(fn):
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
     source cannot be found."""
     if not isinstance(fn, types.FunctionType):
-        from .rules.registry import lookup
+        from ..rules.registry import lookup
         name = getattr(fn, "__name__", None)
         hint = ("Differentiate a function written in Python (def or lambda), or give "
                 "this callable a rule with pb.custom_vjp.")

@@ -42,7 +42,7 @@ import types
 
 import gast
 
-from .grammar import assigned_names
+from ..ir.grammar import assigned_names
 
 __all__ = ["desugar"]
 
@@ -195,7 +195,7 @@ class _Desugar:
 
     def runtime_name(self, fn_name):
         """A name the function's code can call ``pullback.runtime.<fn_name>`` by."""
-        from . import runtime
+        from .. import runtime
         name = self.runtime_names.get(fn_name)
         if name is None:
             name = self.runtime_names[fn_name] = self.namer.fresh(fn_name)

@@ -31,7 +31,7 @@ import re
 import types
 
 from .codegen import check_nesting, register_source, render_function, source_lines
-from .errors import Location, PullbackError
+from ..errors import Location, PullbackError
 
 __all__ = ["Loaded", "load", "rebuild"]
 

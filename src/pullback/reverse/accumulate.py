@@ -47,8 +47,8 @@ import dataclasses
 
 import gast
 
-from . import runtime
-from .astbuild import assign as _assign, call as _call, name as _name
+from .. import runtime
+from ..ir.build import assign as _assign, call as _call, name as _name
 
 __all__ = ["Gradients", "ZERO", "OWNED", "SHARED"]
 

@@ -11,8 +11,8 @@ import re
 
 import gast
 
-from .grammar import is_atom, is_static
-from .naming import _clean, describe
+from ..ir.grammar import is_atom, is_static
+from ..ir.naming import _clean, describe
 
 __all__ = ["Expressions"]
 

@@ -40,7 +40,7 @@ import types
 
 from . import cache
 from .artifacts import FORMAT, artifact_name, sources, write_file
-from .codegen import source_lines
+from ..backend.codegen import source_lines
 
 __all__ = ["write", "parse_spec", "artifact_name", "Result"]
 
@@ -156,9 +156,9 @@ class _Writer:
         return self.entries[key]
 
     def transform(self, e):
-        from .analyses import kinds
-        from .errors import PullbackError
-        from .pipeline import transform
+        from ..analyses import kinds
+        from ..errors import PullbackError
+        from ..pipeline import transform
         if e.fn.__closure__:
             self.skip(e, "it reads variables of an enclosing function "
                       f"({', '.join(e.fn.__code__.co_freevars)}); it is differentiated "
@@ -193,7 +193,7 @@ class _Writer:
             self.skipped.append(item)
 
     def helper_expr(self, e, value):
-        from .api import CustomVJP
+        from ..api import CustomVJP
         callee = cache._callee(value)
         if callee is None:
             if isinstance(value, types.ModuleType):
@@ -301,7 +301,7 @@ def _ordered(entries):
 def write(module, outdir, specs=()):
     """Write the artifact of ``module`` into ``outdir``; ``specs`` are
     signature strings (``parse_spec``).  Returns a ``Result``."""
-    from .checks import is_inexact, signature_key
+    from ..checks import is_inexact, signature_key
     w = _Writer(module)
     fns = sorted((v for v in vars(module).values() if isinstance(v, types.FunctionType)
                   and getattr(v, "__pullback_differentiable__", False)

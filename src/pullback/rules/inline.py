@@ -8,8 +8,8 @@ contributions asked for are produced, with the local assignments they need.
 
 >>> import gast, numpy as np
 >>> from pullback.rules.registry import lookup
->>> from pullback.naming import Namer
->>> from pullback.codegen import unparse
+>>> from pullback.ir.naming import Namer
+>>> from pullback.backend.codegen import unparse
 >>> name = lambda n: gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
 >>> rule = lookup(np.max)
 >>> subst = {"g": name("m_bar"), "ans": name("m"), "a": name("x"),
@@ -30,7 +30,7 @@ import textwrap
 
 import gast
 
-from .errors import PullbackError
+from ..errors import PullbackError
 
 __all__ = ["instantiate"]
 

@@ -24,8 +24,9 @@ import ast
 import os
 import tempfile
 
-from . import cache, loader, trust
-from .codegen import source_lines
+from . import cache, trust
+from ..backend import loader
+from ..backend.codegen import source_lines
 
 __all__ = ["lookup", "search_dirs", "forget", "artifact_name", "sources", "write_file",
            "FORMAT"]

@@ -31,9 +31,9 @@ import dataclasses
 
 import gast
 
-from .grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
-from .naming import Namer
-from .normal_expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
+from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
+from ..ir.naming import Namer
+from .expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
 
 __all__ = ["Normal", "normalize", "check", "is_atom", "is_static"]
 
@@ -404,8 +404,8 @@ def show(source):
     (for docstrings and tests)."""
     import textwrap
     import types
-    from .frontend import Parsed
-    from . import codegen
+    from ..frontend.parse import Parsed
+    from ..backend import codegen
     tree = gast.parse(textwrap.dedent(source)).body[0]
     parsed = Parsed(types.FunctionType(compile("0", "<show>", "eval"), {}), tree,
                     "<show>", {"np": None}, {})

@@ -62,8 +62,8 @@ import os
 
 import numpy as np
 
-from . import runtime
-from .api import CustomVJP
+from .. import runtime
+from ..api import CustomVJP
 from .jax_bridge import (from_jax, from_jax_gpu, inexact, is_cupy, load_jax, region_size,
                          takes, to_jax, x64)
 from .per_element import PerElement
@@ -384,7 +384,7 @@ def sources(fn, *example_args, argnums=None):
     """The source of every fused kernel in ``fn``'s transform (for the same
     arguments as ``pb.source``; without example arguments, the transform for
     large arrays)."""
-    from . import api, checks
+    from .. import api, checks
     handle = api.derivative_of(fn)
     n = len(handle.params)
     wrt = tuple(range(n)) if argnums is None else checks.check_argnums(argnums)
@@ -392,8 +392,8 @@ def sources(fn, *example_args, argnums=None):
         with sizing(example_args):
             loaded = handle.transform(tuple(example_args), tuple(sorted(set(wrt))))
     else:
-        from .analyses import kinds as kinds_
-        from .pipeline import transform
+        from ..analyses import kinds as kinds_
+        from ..pipeline import transform
         forced = (_options.get() or {}).get("lower", True)
         with options(lower=forced):
             loaded = transform(fn, {p: kinds_.NUMBER for p in handle.params},

@@ -49,14 +49,15 @@ import dataclasses
 
 import gast
 
-from . import dispatch, runtime
-from .astbuild import assign as _assign, call as _call, name as _name
+from ..driver import dispatch
+from .. import runtime
+from ..ir.build import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
-from .analyses import kinds as kinds_
+from ..analyses import kinds as kinds_
 from .adjoints import Adjoints
 from .residuals import Residuals, is_break_check
-from .grammar import assigned_names
-from .inline import clone
+from ..ir.grammar import assigned_names
+from ..rules.inline import clone
 
 __all__ = ["Derived", "differentiate"]
 
@@ -157,7 +158,7 @@ class _Reverse(Adjoints, Residuals):
     def callee(self, op, which):
         """The name of the callee's primal or adjoint, for this call site's
         active arguments."""
-        from .api import derivative_of  # late: api imports the pipeline
+        from ..api import derivative_of  # late: api imports the pipeline
         handle = derivative_of(op.primitive)
         params = list(handle.params)
         mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))

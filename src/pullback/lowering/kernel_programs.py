@@ -86,7 +86,7 @@ class Program:
 
     def differentiable_inputs(self):
         """The inputs through which a gradient reaches the output."""
-        from .rules.registry import lookup
+        from ..rules.registry import lookup
         import gast
         deps = {n: {n} for n in self.inputs}
         for step in self.steps:
@@ -182,7 +182,7 @@ def _free_early(text):
 
 
 def _exec(text, namespace, name):
-    from .codegen import register_source
+    from ..backend.codegen import register_source
     filename = f"<pullback kernel {name} #{next(_counter)}>"
     register_source(filename, text)
     exec(compile(text, filename, "exec"), namespace)
@@ -192,7 +192,7 @@ def _exec(text, namespace, name):
 # -- rendering a program as Python ---------------------------------------------------
 
 def _atom_text(node):
-    from .codegen import unparse
+    from ..backend.codegen import unparse
     text = unparse(node)
     return f"({text})" if text.startswith("-") else text    # (-0.7) ** 2, not -0.7 ** 2
 
@@ -252,10 +252,10 @@ def _render_partials(program, mask, name):
     as the linear map it is (``exp``: ``t * ans``).  Returns the value and one
     partial derivative per input in ``mask`` (None where none flows)."""
     import gast
-    from .codegen import unparse
-    from .inline import instantiate
-    from .naming import Namer
-    from .rules.registry import lookup
+    from ..backend.codegen import unparse
+    from ..rules.inline import instantiate
+    from ..ir.naming import Namer
+    from ..rules.registry import lookup
 
     namespace = _namespace("numpy")
     taken = set(program.all_inputs) | {s.target for s in program.steps} | set(namespace)

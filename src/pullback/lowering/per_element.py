@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import runtime
-from .api import CustomVJP
+from .. import runtime
+from ..api import CustomVJP
 
 __all__ = ["PerElement"]
 
@@ -42,7 +42,7 @@ class PerElement(CustomVJP):
         return pair
 
     def _make_pair(self, mask):
-        from .api import derivative_of
+        from ..api import derivative_of
         fn, otypes = self.fn, self.otypes
 
         def primal(*args):

@@ -45,7 +45,7 @@ runs it.
 Before and after, for ``f(x, y) = sum(tanh(2x + 1) * x + y[0])``:
 
 >>> import pullback as pb, re
->>> from pullback import kernels
+>>> from pullback.lowering import kernels
 >>> from pullback.testing import function_from_source
 >>> f = function_from_source('''
 ... def f(x, y):
@@ -92,9 +92,9 @@ import gast
 import numpy as np
 
 from . import kernels
-from .analyses import activity, defuse, purity
-from .analyses.kinds import Kind
-from .analyses.ops import Op
+from ..analyses import activity, defuse, purity
+from ..analyses.kinds import Kind
+from ..analyses.ops import Op
 from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
@@ -195,7 +195,7 @@ class _Lowering:
         read-only view of JAX's buffer: such a value is copied)."""
         if self._mutated is None:
             try:
-                from .analyses.mutation import mutated_arrays
+                from ..analyses.mutation import mutated_arrays
                 self._mutated = set(mutated_arrays(self.normal, self.ops))
             except ImportError:
                 self._mutated = {op.mutates for op in self.ops.values()

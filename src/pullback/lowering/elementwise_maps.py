@@ -26,11 +26,11 @@ import types
 import gast
 import numpy as np
 
-from .analyses import purity
-from .analyses.kinds import Kind
-from .analyses.ops import Op
+from ..analyses import purity
+from ..analyses.kinds import Kind
+from ..analyses.ops import Op
 from .elementwise_regions import blocks, load_name, name_counts, resolve
-from .errors import UnsupportedSyntaxError
+from ..errors import UnsupportedSyntaxError
 from .per_element import PerElement
 
 __all__ = ["inline_closures", "vectorize_calls"]
@@ -63,7 +63,7 @@ def inline_closures(body, normal, parsed, ops, kinds):
             i += len(new)
             changed = True
     if changed:
-        from .analyses import kinds as kinds_
+        from ..analyses import kinds as kinds_
         params = {p: kinds[p] for p in normal.params if p in kinds}
         kinds = kinds_.infer(normal.tree, params, ops)
     return changed, kinds
@@ -73,8 +73,8 @@ def _splice(stmt, info, caller, parsed, ops):
     """The statements of ``info``'s function with its parameters bound to
     the call's arguments, its locals renamed apart and its result bound
     to the call's target (``caller`` is the normal form the call is in)."""
-    from .analyses import ops as ops_
-    from .inline import clone
+    from ..analyses import ops as ops_
+    from ..rules.inline import clone
     normal = info.normal
     target = stmt.targets[0].id
     namer = caller.namer

@@ -7,7 +7,7 @@ iteration.  Only straight-line runs are rewritten: the alias map is cleared
 at every ``if`` and loop, so nothing crosses a branch or an iteration.
 
 >>> import gast
->>> from pullback.codegen import unparse
+>>> from pullback.backend.codegen import unparse
 >>> fn = gast.parse('''
 ... def f_adjoint(out_bar):
 ...     s_bar = out_bar

@@ -34,11 +34,12 @@ import operator
 import gast
 import numpy as np
 
-from . import dispatch, runtime
-from .analyses.ops import all_statements, dotted
-from .astbuild import assign as _assign, call as _call, name as _name
-from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from .inline import clone, instantiate
+from ..driver import dispatch
+from .. import runtime
+from ..analyses.ops import all_statements, dotted
+from ..ir.build import assign as _assign, call as _call, name as _name
+from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..rules.inline import clone, instantiate
 
 __all__ = ["Adjoints"]
 
@@ -252,7 +253,7 @@ class Adjoints:
                            else "."))
 
     def adjoint_user(self, block, stmt, op, t, g, fresh=True):
-        from .api import derivative_of
+        from ..api import derivative_of
         params = list(derivative_of(op.primitive).params)
         grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
         call = _call(self.callee(op, "adjoint"), _name(self.residual_of[id(stmt)]), g)

@@ -41,9 +41,9 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from . import runtime
-from .astbuild import all_statements as _all_statements
-from .astbuild import assign as _assign, call as _call, name as _name
+from .. import runtime
+from ..ir.build import all_statements as _all_statements
+from ..ir.build import assign as _assign, call as _call, name as _name
 
 __all__ = ["Residuals"]
 
@@ -250,7 +250,7 @@ _META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 
 
 def _views_of(written, stmts, ops, kinds=None):
     """The written arrays and every name that may be a view of one."""
-    from .analyses.mutation import _is_view
+    from ..analyses.mutation import _is_view
     names = set(written)
     for _ in range(3):
         for s in _all_statements(stmts):

@@ -181,7 +181,7 @@ def check_nesting(fn, location, name=None):
     gast ``FunctionDef``) nests deeper than Python compiles; ``location(node)``
     gives the user's ``Location`` of a statement that carries its line;
     ``name`` is the user's function, as the message names it."""
-    from .errors import UnsupportedSyntaxError
+    from ..errors import UnsupportedSyntaxError
     stack = [(stmt, 0, 0, stmt) for stmt in reversed(fn.body)]
     while stack:
         stmt, indent, blocks, user = stack.pop()

@@ -28,7 +28,7 @@ import types
 
 import gast
 
-from . import codegen
+from ..backend import codegen
 
 __all__ = ["lift_closures"]
 
