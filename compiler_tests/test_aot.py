@@ -141,7 +141,7 @@ GRAD_SCRIPT = """
     import numpy as np
     sys.path.insert(0, {proj!r})
     import pullback as pb
-    from pullback import cache
+    from pullback.driver import cache
     import {module} as m
     args = {args}
     value, grads = pb.value_and_grad(m.{fn}, argnums={argnums})(*args)
@@ -204,7 +204,7 @@ def test_a_script_run_as_main_uses_its_artifact(tmp_path):
         import contextlib, io, json, runpy, sys
         with contextlib.redirect_stdout(io.StringIO()) as printed:
             runpy.run_path({str(tmp_path / "quickstart.py")!r}, run_name="__main__")
-        from pullback import cache
+        from pullback.driver import cache
         print(json.dumps(dict(cache.stats, compiler="pullback.pipeline" in sys.modules,
                               printed=printed.getvalue())))
     """, env={"PULLBACK_CACHE": "0"})

@@ -193,7 +193,7 @@ class _Writer:
             self.skipped.append(item)
 
     def helper_expr(self, e, value):
-        from ..api import CustomVJP
+        from ..callees import CustomVJP
         callee = cache._callee(value)
         if callee is None:
             if isinstance(value, types.ModuleType):

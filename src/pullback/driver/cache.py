@@ -25,8 +25,8 @@ global that a call resolved to misses.
 
 ``PULLBACK_CACHE_DIR`` sets the directory (default ``~/.cache/pullback``, or
 ``$XDG_CACHE_HOME/pullback``); ``PULLBACK_CACHE=0`` turns the cache off.
-``obtain`` is the single entry point: an up-to-date artifact first (see
-``artifacts``), then this cache, then the compiler.
+``driver.jit.obtain`` is the single entry point: an up-to-date artifact
+first (see ``artifacts``), then this cache, then the compiler.
 """
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ import sys
 import tempfile
 import types
 
-__all__ = ["obtain", "enabled", "directory", "compiler_version", "describe", "resolve",
+from ..version import __version__
+
+__all__ = ["load", "store", "enabled", "directory", "compiler_version", "describe", "resolve",
            "fingerprint", "stats"]
 
 #: How each transform this process needed was obtained (tests read these).
@@ -69,8 +71,7 @@ def directory():
 def compiler_version():
     """pullback's version and a hash of its own source files: any change to
     the compiler makes every cache entry and artifact stale."""
-    import pullback
-    root = os.path.dirname(os.path.abspath(pullback.__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))    # src/pullback
     paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
                    if f.endswith(".py"))
     h = hashlib.sha256()
@@ -78,7 +79,7 @@ def compiler_version():
         h.update(os.path.relpath(p, root).encode() + b"\0")
         with open(p, "rb") as fh:
             h.update(fh.read())
-    return f"{pullback.__version__}+{h.hexdigest()[:16]}"
+    return f"{__version__}+{h.hexdigest()[:16]}"
 
 
 def file_sha256(path):
@@ -131,7 +132,7 @@ def path_of(obj, home_globals):
 def _callee(value):
     """``(handle, mask, which, inplace)`` if ``value`` is a callee primal or
     adjoint made by ``for_callers``, else None."""
-    from ..api import CustomVJP, Derivative
+    from ..callees import CustomVJP, Derivative
     tag = getattr(value, "__pullback_callee__", None)
     if tag is not None:
         return tag[0], tag[1], "primal", tag[2]
@@ -163,7 +164,7 @@ def describe(value, home_globals):
 
 def _target(handle):
     """The object a user writes for ``handle``: the function, or the custom_vjp."""
-    from ..api import CustomVJP
+    from ..callees import CustomVJP
     return handle if isinstance(handle, CustomVJP) else handle.fun
 
 
@@ -177,7 +178,7 @@ def resolve(desc, fn):
     obj = _find(desc[1], desc[2], fn.__globals__)
     if kind == "object":
         return obj
-    from ..api import derivative_of
+    from ..callees import derivative_of
     handle = derivative_of(obj)
     if desc[3] is None:
         return handle.call_adjoint
@@ -213,7 +214,7 @@ class _Empty:
 
 
 def _fingerprint_value(v, names, home, depth):
-    from ..api import CustomVJP
+    from ..callees import CustomVJP
     if isinstance(v, types.ModuleType):
         d = ["module", v.__name__]
     elif isinstance(v, CustomVJP):
@@ -309,7 +310,7 @@ def _digest(entry):
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def _store(fn, material, loaded):
+def store(fn, material, loaded):
     from . import trust
     helpers = {}
     for name in used_helpers(loaded):
@@ -348,7 +349,7 @@ def _remove(path):
         pass
 
 
-def _load(fn, material):
+def load(fn, material):
     """The cached transform for ``material``, or None.  An entry that cannot
     be used (torn, edited, no longer resolvable, not a regular file) is
     deleted, so that the transform made instead replaces it; one that is
@@ -376,30 +377,3 @@ def _load(fn, material):
     except Exception:
         _remove(path)       # torn, edited or no longer resolvable: transform again
         return None
-
-
-def obtain(fn, sig_key, wrt, has_aux, make, options=None):
-    """The ``Loaded`` transform of ``fn`` for the abstract signature
-    ``sig_key`` (see ``checks.signature_key``) and ``wrt`` (argument indices):
-    from an up-to-date artifact, else the on-disk cache, else ``make()``,
-    whose result is then cached."""
-    material = identity(fn, sig_key, wrt, has_aux)
-    if material is not None and options:
-        material["options"] = dict(options)
-    if material is not None and not has_aux and not options:
-        from . import artifacts
-        loaded = artifacts.lookup(fn, material)
-        if loaded is not None:
-            stats["artifact_hits"] += 1
-            return loaded
-    use_cache = material is not None and enabled()
-    if use_cache:
-        loaded = _load(fn, material)
-        if loaded is not None:
-            stats["cache_hits"] += 1
-            return loaded
-    stats["transforms"] += 1
-    loaded = make()
-    if use_cache:
-        _store(fn, material, loaded)
-    return loaded

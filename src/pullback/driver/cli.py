@@ -114,7 +114,7 @@ def load_module(path):
 
 
 def _functions(module):
-    from ..api import CustomVJP
+    from ..callees import CustomVJP
     return [n for n, v in vars(module).items()
             if isinstance(v, (types.FunctionType, CustomVJP))
             and getattr(v, "__module__", None) == module.__name__]

@@ -42,6 +42,7 @@ import types
 import numpy as np
 
 from ..backend import codegen
+from ..callees import _RECEIVER, _is_callable_instance, _unwrap
 from .. import runtime
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
@@ -49,7 +50,6 @@ from ..rules.registry import is_nondifferentiable, lookup
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal"]
 
-_RECEIVER = -1
 _plans = {}
 _PLANS_KEPT = 2048
 _counter = itertools.count()
@@ -95,38 +95,6 @@ def refusal(fn):
                 "in place.", "Build the new array with indexing writes into an array the "
                 "function creates, or with np.where.")
     return None
-
-
-# -- unwrapping -----------------------------------------------------------------
-
-def _unwrap(fn, args, kwargs, mask):
-    """The function underneath partials, bound methods and callable instances,
-    with the arguments they hold prepended and ``mask`` shifted to match."""
-    while True:
-        if isinstance(fn, functools.partial):
-            n = len(fn.args)
-            args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
-            mask = tuple(k + n if isinstance(k, int) and k >= 0 else k for k in mask)
-            fn = fn.func
-        elif isinstance(fn, types.MethodType):
-            args = (fn.__self__,) + args
-            mask = tuple(k + 1 if isinstance(k, int) and k >= 0 else
-                         0 if k == _RECEIVER else k for k in mask)
-            fn = fn.__func__
-        elif isinstance(fn, (staticmethod, classmethod)):
-            fn = fn.__func__
-        elif _is_callable_instance(fn):
-            fn = fn.__call__          # a bound method of the instance
-        else:
-            return fn, args, kwargs, mask
-
-
-def _is_callable_instance(obj):
-    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
-        return False
-    from ..api import CustomVJP
-    return not isinstance(obj, CustomVJP) and isinstance(
-        getattr(type(obj), "__call__", None), types.FunctionType)
 
 
 # -- plans: what a callee of one signature does --------------------------------
@@ -192,7 +160,7 @@ def _plan(fn, nargs, kwnames, mask, inplace):
 
 
 def _make_plan(fn, nargs, kwnames, mask, inplace):
-    from ..api import CustomVJP, derivative_of
+    from ..callees import CustomVJP, derivative_of
     why = refusal(fn)
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])

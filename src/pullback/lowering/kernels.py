@@ -1,7 +1,7 @@
 """Fused elementwise kernels: the runtime side of ``lower_broadcasts``.
 
 A ``Kernel`` stands for one region of pure elementwise statements.  To the
-reverse pass it is a callee with its own rule (``api.CustomVJP``'s
+reverse pass it is a callee with its own rule (``callees.CustomVJP``'s
 protocol): its primal returns the region's value and, as residuals, the
 elementwise partial derivatives of the value with respect to each
 differentiated input; its adjoint returns ``project(unbroadcast(g * partial,
@@ -44,11 +44,11 @@ when a function is transformed), or ``options(threshold=...)`` around a
 call.  ``PULLBACK_JAX=0`` or ``options(jax=False)`` turns JAX off;
 ``options(lower=True/False)`` forces the lowering on or off.
 
-Each kernel's code is readable: ``kernel.source`` (or ``sources(fn)``) shows
-the region, its ``jax.numpy`` translation and the NumPy forward mode.
+Each kernel's code is readable: ``kernel.source`` (or
+``api.kernel_sources(fn)``) shows the region, its ``jax.numpy`` translation
+and the NumPy forward mode.
 
-This module holds the settings and the cost model, ``Kernel`` and
-``sources``.  The region a kernel runs, and the code made from it, is a
+This module holds the settings and the cost model, and ``Kernel``.  The region a kernel runs, and the code made from it, is a
 ``kernel_programs.Program``; moving arrays to JAX and back is
 ``jax_bridge``; ``PerElement``, the path for a map that cannot be fused, is
 ``per_element``'s (and is importable from here too).
@@ -63,14 +63,13 @@ import os
 import numpy as np
 
 from .. import runtime
-from ..api import CustomVJP
+from ..callees import CustomVJP
 from .jax_bridge import (from_jax, from_jax_gpu, inexact, is_cupy, load_jax, region_size,
                          takes, to_jax, x64)
 from .per_element import PerElement
 
 __all__ = ["Kernel", "PerElement", "options", "sizing", "size_class", "jax_available",
-           "threshold_from_env", "current_threshold", "lowering_wanted", "DEFAULT_THRESHOLD",
-           "sources"]
+           "threshold_from_env", "current_threshold", "lowering_wanted", "DEFAULT_THRESHOLD"]
 
 #: Elements in a region's output from which the JAX kernel is used (see the
 #: module docstring and benchmarks/elementwise.py --threshold).
@@ -89,6 +88,11 @@ _OFF = ("0", "false", "no", "off")
 #: How many kernel calls took each path in this process (tests read these).
 stats = {"jax": 0, "numpy": 0}
 _options = contextvars.ContextVar("pullback_kernel_options", default=None)
+
+
+def option(name, default=None):
+    """What ``options(...)`` set for ``name`` around this call, else ``default``."""
+    return (_options.get() or {}).get(name, default)
 
 
 def jax_available():
@@ -136,7 +140,7 @@ def options(jax=None, threshold=None, lower=None, min_operations=None):
     True always, False never; by default when an argument is large), and
     how many operations a region needs for that (``min_operations``)::
 
-        with pullback.kernels.options(threshold=0):       # always JAX
+        with pullback.lowering.kernels.options(threshold=0):       # always JAX
             g = pb.grad(f)(x)
     """
     old = _options.get()
@@ -378,33 +382,6 @@ def _cotangent(g, partial, x, shape=None):
 
 def _broadcast_shape(args):
     return np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
-
-
-def sources(fn, *example_args, argnums=None):
-    """The source of every fused kernel in ``fn``'s transform (for the same
-    arguments as ``pb.source``; without example arguments, the transform for
-    large arrays)."""
-    from .. import api, checks
-    handle = api.derivative_of(fn)
-    n = len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else checks.check_argnums(argnums)
-    if example_args:
-        with sizing(example_args):
-            loaded = handle.transform(tuple(example_args), tuple(sorted(set(wrt))))
-    else:
-        from ..analyses import kinds as kinds_
-        from ..pipeline import transform
-        forced = (_options.get() or {}).get("lower", True)
-        with options(lower=forced):
-            loaded = transform(fn, {p: kinds_.NUMBER for p in handle.params},
-                               [handle.params[i] for i in sorted(set(wrt))])
-    seen, out = set(), []
-    for value in loaded.helpers.values():
-        tag = getattr(value, "__pullback_kernel__", None)
-        if tag is not None and id(tag[0]) not in seen:
-            seen.add(id(tag[0]))
-            out.append(tag[0].source)
-    return "\n\n\n".join(out)
 
 
 def is_kernel_helper(value):

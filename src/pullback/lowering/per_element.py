@@ -2,7 +2,7 @@
 fused.
 
 ``lower_broadcasts`` (``elementwise_maps``) gives such a call a
-``PerElement`` operation: a callee with its own rule (``api.CustomVJP``'s
+``PerElement`` operation: a callee with its own rule (``callees.CustomVJP``'s
 protocol) whose primal runs ``fn``'s own primal once per element, in order,
 as NumPy would call ``fn``, and whose adjoint runs ``fn``'s adjoint per
 element and projects the gradients it collects onto each input.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import runtime
-from ..api import CustomVJP
+from ..callees import CustomVJP
 
 __all__ = ["PerElement"]
 
@@ -42,7 +42,7 @@ class PerElement(CustomVJP):
         return pair
 
     def _make_pair(self, mask):
-        from ..api import derivative_of
+        from ..callees import derivative_of
         fn, otypes = self.fn, self.otypes
 
         def primal(*args):

@@ -253,7 +253,7 @@ class Adjoints:
                            else "."))
 
     def adjoint_user(self, block, stmt, op, t, g, fresh=True):
-        from ..api import derivative_of
+        from ..callees import derivative_of
         params = list(derivative_of(op.primitive).params)
         grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
         call = _call(self.callee(op, "adjoint"), _name(self.residual_of[id(stmt)]), g)

@@ -158,7 +158,7 @@ class _Reverse(Adjoints, Residuals):
     def callee(self, op, which):
         """The name of the callee's primal or adjoint, for this call site's
         active arguments."""
-        from ..api import derivative_of  # late: api imports the pipeline
+        from ..callees import derivative_of
         handle = derivative_of(op.primitive)
         params = list(handle.params)
         mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
