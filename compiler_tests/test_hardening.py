@@ -32,7 +32,6 @@ from pullback import api, checks
 from pullback.backend import codegen
 from pullback.testing import function_from_source
 
-from error_checks import line_of
 
 X = np.array([1.0, 2.0])
 

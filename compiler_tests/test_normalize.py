@@ -5,7 +5,6 @@ import gast
 import numpy as np
 import pytest
 
-import pullback as pb
 from pullback.frontend import parse as frontend
 from pullback.normalize import normalize
 from pullback.backend.codegen import unparse

@@ -41,8 +41,6 @@ import weakref
 import gast
 import numpy as np
 
-from ..rules.registry import lookup
-
 __all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
            "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
 

@@ -34,15 +34,12 @@ returns one cotangent per entry of ``mask``, in its order::
 from __future__ import annotations
 
 import builtins
-import functools
 import inspect
 import itertools
 import types
 
-import numpy as np
-
 from ..backend import codegen
-from ..callees import _RECEIVER, _is_callable_instance, _unwrap
+from ..callees import _RECEIVER, _unwrap
 from .. import runtime
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError

@@ -65,7 +65,7 @@ def warn(path, why, what):
         return
     _warned.add(where)
     fix = (f"`chmod go-w {path}`" if "write" in why else
-           f"remove it, or `chown` it to yourself")
+           "remove it, or `chown` it to yourself")
     warnings.warn(f"pullback ignores the {what} {path}: {why}. Nothing is read from it; "
                   f"{fix} if you trust it.", UntrustedFileWarning, stacklevel=4)
 

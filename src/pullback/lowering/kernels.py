@@ -48,9 +48,9 @@ Each kernel's code is readable: ``kernel.source`` (or
 ``api.kernel_sources(fn)``) shows the region, its ``jax.numpy`` translation
 and the NumPy forward mode.
 
-This module holds the settings and the cost model, and ``Kernel``.  The region a kernel runs, and the code made from it, is a
-``kernel_programs.Program``; moving arrays to JAX and back is
-``jax_bridge``; ``PerElement``, the path for a map that cannot be fused, is
+This module holds the settings and the cost model, and ``Kernel``.  The
+region a kernel runs, and the code made from it, is a
+``kernel_programs.Program``; moving arrays to JAX and back is ``jax_bridge``; ``PerElement``, the path for a map that cannot be fused, is
 ``per_element``'s (and is importable from here too).
 """
 from __future__ import annotations
