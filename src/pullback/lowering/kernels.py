@@ -29,7 +29,7 @@ infinite derivative, forward mode gives 0 and reverse mode NaN).  NumPy's
 ``errstate(all="raise")``, the kernel returns inf or NaN.
 
 The cost model.  A JAX call costs about 20 µs here, and a fused kernel runs
-the region at a fraction of NumPy's time from about 20,000 elements on
+the region at a fraction of NumPy's time from about 100,000 elements on
 (``benchmarks/elementwise.py --threshold``), so:
 
 * a transform is made for arguments of a *size class* (``size_class``):
