@@ -100,7 +100,7 @@ from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, ope
                                   readers_of)
 from .kernels import Kernel
 
-__all__ = ["lower"]
+__all__ = ["start"]
 
 _NUMBER_SHAPES = ("scalar", "array", "number")
 _SUMS = (np.sum, "ndarray.sum")
@@ -108,10 +108,12 @@ _SUMS = (np.sum, "ndarray.sum")
 _PURE_KINDS = ("rule", "nondiff", "copy", "pack", "unpack", "mapped")
 
 
-def lower(normal, parsed, ops, kinds, act, wrt, output):
-    """Lower the pure elementwise regions of ``normal``; return the new
-    ``(normal, ops, kinds, activity)`` (``normal`` is changed in place)."""
-    return _Lowering(normal, parsed, ops, kinds, act, wrt, output).run()
+def start(normal, parsed, ops, kinds, act, wrt, output):
+    """The lowering of ``normal``'s pure elementwise regions, before its first
+    step; ``pipeline.py`` runs its four steps in order (``inline`` ...
+    ``lower``), the last of which returns the new ``(normal, ops, kinds,
+    activity)`` (``normal`` is changed in place)."""
+    return _Lowering(normal, parsed, ops, kinds, act, wrt, output)
 
 
 class _Lowering:
@@ -122,20 +124,32 @@ class _Lowering:
         self.wanted = self.use_jax and kernels.lowering_wanted()
         self.threshold = kernels.threshold_from_env()
         self.mapped = {}          # id(stmt) -> (fn, ScalarFunction, otypes) of a fused map
+        self.changed = False      # whether steps 1 and 2 changed the code
         self._mutated = None
 
-    def run(self):
-        body = self.normal.tree.body
-        changed = False
+    # -- the four steps (pipeline.py runs them in this order) -------------------
+
+    def inline(self):
+        """1. Calls of lifted closures that are elementwise, inlined (large arrays)."""
         if self.wanted:
-            changed, self.kinds = inline_closures(body, self.normal, self.parsed, self.ops,
-                                                  self.kinds)
-        changed = vectorize_calls(body, self.parsed, self.ops, self.kinds, self.mapped) \
-            or changed
-        if changed:
+            self.changed, self.kinds = inline_closures(self.normal.tree.body, self.normal,
+                                                       self.parsed, self.ops, self.kinds)
+
+    def vectorize(self):
+        """2. Each ``np.vectorize`` call given its operation: a fused map for a
+        pure function, else the function element by element."""
+        self.changed = vectorize_calls(self.normal.tree.body, self.parsed, self.ops,
+                                       self.kinds, self.mapped) or self.changed
+
+    def refresh(self):
+        """3. Activity again, if the first two steps changed the code."""
+        if self.changed:
             self.act = self.reanalyze()
+
+    def lower(self):
+        """4. Each region becomes one kernel call; activity again."""
         if self.wanted or self.mapped:
-            self.lower_block(body)
+            self.lower_block(self.normal.tree.body)
             self.act = self.reanalyze()
         return self.normal, self.ops, self.kinds, self.act
 

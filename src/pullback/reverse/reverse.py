@@ -59,7 +59,7 @@ from .residuals import Residuals, is_break_check
 from ..ir.grammar import assigned_names
 from ..rules.inline import clone
 
-__all__ = ["Derived", "differentiate"]
+__all__ = ["Derived", "start"]
 
 
 @dataclasses.dataclass
@@ -70,15 +70,16 @@ class Derived:
     wrt: tuple               # parameters whose gradients the adjoint returns
 
 
-def differentiate(normal, parsed, ops, kinds, activity, wrt, output, inplace=True,
-                  written=frozenset()):
-    """Build the primal and adjoint of ``normal``.
+def start(normal, parsed, ops, kinds, activity, wrt, output, inplace=True,
+          written=frozenset()):
+    """The reverse pass over ``normal``, before its first step; ``pipeline.py``
+    runs its eight steps in order (``primal`` ... ``assemble``), the last of
+    which returns the ``Derived`` primal and adjoint.
 
     ``output`` is the atom whose cotangent the adjoint receives (the returned
     value, or its first element under ``has_aux``).
     """
-    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace,
-                    written).run()
+    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace, written)
 
 
 class _Block:
@@ -166,28 +167,55 @@ class _Reverse(Adjoints, Residuals):
         name = getattr(op.primitive, "__name__", "callee")
         return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
 
-    # -- the two functions --------------------------------------------------
+    # -- the eight steps of the two functions (pipeline.py runs them in order) ---
 
-    def run(self):
+    def primal(self):
+        """1. The primal: the normal form, binding what the adjoint will read."""
         fn = self.normal.tree
         self.out_bar = self.namer.fresh("out_bar")
         self.residuals = self.namer.fresh("residuals")
         self.tape = self.namer.fresh("tape")
-        primal = self.primal_block(fn.body)
+        self.primal_body = self.primal_block(fn.body)
         self.primal_names |= set(self.residual_of.values()) | set(self.trips.values())
         if isinstance(self.output, gast.Name) and self.output.id in self.active:
             self.grads.seed(self.output.id, self.out_bar)
-        top = _Block(primal, "top", None)
-        top.adjoint = self.adjoint_block(top)
+
+    def adjoint(self):
+        """2. The adjoint of every block, statements in reverse."""
+        self.top = _Block(self.primal_body, "top", None)
+        self.top.adjoint = self.adjoint_block(self.top)
+
+    def returns(self):
+        """3. The adjoint's return: one gradient per differentiated parameter."""
         final = self.final_return()
-        top.adjoint.append(final)
-        self.snapshot_overwritten(top)
-        self.compute_saves(top)
-        uses_tape = self.insert_saves(top)
+        self.top.adjoint.append(final)
+
+    def snapshots(self):
+        """4. Copies of values the primal overwrites while the adjoint needs them."""
+        self.snapshot_overwritten(self.top)
+
+    def saves(self):
+        """5. What each block that runs more than once must save."""
+        self.compute_saves(self.top)
+
+    def tapes(self):
+        """6. The saves pushed onto the tape and popped by the adjoint."""
+        self.uses_tape = self.insert_saves(self.top)
+
+    def residual_list(self):
+        """7. The residuals the primal returns (``meta(x)`` for a shape only)."""
+        top = self.top
         residuals = sorted(self.need(top), key=self.order_key(top))
-        if uses_tape:
+        if self.uses_tape:
             residuals.append(self.tape)
-        shape_only = self.shape_only(top, residuals)
+        self.residual_names = residuals
+        self.shape_only_names = self.shape_only(top, residuals)
+
+    def assemble(self):
+        """8. The primal and adjoint functions, with their prologues: a ``Derived``."""
+        fn, top, primal = self.normal.tree, self.top, self.primal_body
+        residuals, uses_tape, shape_only = self.residual_names, self.uses_tape, \
+            self.shape_only_names
         saved = [_call(self.runtime("meta"), _name(r)) if r in shape_only else _name(r)
                  for r in residuals]
         ret = primal[-1]
