@@ -3,11 +3,12 @@
 Each pass is one module and takes its inputs explicitly (DESIGN.md,
 "Pipeline"); a step here is one line that calls it and keeps what it
 returns on the ``Transform`` in hand.  ``STEPS`` is the whole compiler, from
-a Python function to its loaded primal and adjoint; the first ``FRONT`` of
-them, the front end, also run alone in ``return_kind``, so that the kind of
-what a user function returns is known where it is called.
+a Python function to its loaded primal and adjoint.  Its first steps, the
+front end (``front.FRONT``), also run alone: in ``return_kind``, so that the
+kind of what a user function returns is known where it is called, and in
+``analyses.purity``, for the scalar functions a fused kernel may inline.
 
->>> [step.__name__ for step in STEPS[:FRONT]]
+>>> [step.__name__ for step in STEPS[:len(FRONT)]]
 ['parse', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
 """
 from __future__ import annotations
@@ -18,50 +19,13 @@ import weakref
 
 import gast
 
-from .analyses import activity as activity_, defuse, kinds, mutation, ops as ops_
+from .analyses import activity as activity_, defuse, kinds, mutation
 from .backend import loader
 from .errors import PullbackError
-from .frontend import closures, desugar as desugar_, parse as frontend, structure as structure_
-from .ir.naming import Namer
+from .front import (FRONT, Transform, desugar, lift_closures, normalize, parse,  # noqa: F401
+                    resolve_ops, structure)
 from .lowering import lower_broadcasts
-from .normalize import normalize as normalize_
 from .reverse import propagate_copies as propagate_copies_, reverse
-
-
-class Transform:
-    """What the steps have made so far for one function: each step reads
-    the fields earlier steps set and sets its own."""
-
-    def __init__(self, fn, param_kinds=None, wrt=(), has_aux=False, inplace=True):
-        self.fn, self.param_kinds, self.wrt = fn, param_kinds or {}, list(wrt)
-        self.has_aux, self.inplace = has_aux, inplace
-
-
-# -- the front end: source to normal form ---------------------------------------
-
-def parse(t):
-    t.parsed = frontend.parse(t.fn)
-    t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
-
-
-def desugar(t):
-    desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
-
-
-def lift_closures(t):
-    closures.lift_closures(t.parsed.tree, t.namer, t.parsed)
-
-
-def structure(t):
-    structure_.structure(t.parsed.tree, t.namer, t.parsed)
-
-
-def normalize(t):
-    t.normal = normalize_.normalize(t.parsed, t.namer)
-
-
-def resolve_ops(t):
-    t.ops = ops_.resolve(t.normal, t.parsed)
 
 
 # -- analyses -------------------------------------------------------------------
@@ -171,7 +135,7 @@ STEPS = [
     # back end
     propagate_copies, load,
 ]
-FRONT = STEPS.index(resolve_ops) + 1
+assert STEPS[:len(FRONT)] == FRONT
 
 
 def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
@@ -221,7 +185,7 @@ def return_kind(fn, arg_kinds):
     memo[key] = None
     try:
         t = Transform(fn, params)
-        for step in STEPS[:FRONT] + [infer_kinds]:
+        for step in FRONT + [infer_kinds]:
             step(t)
         result = kinds.of_atom(t.normal.returned, t.kinds)
     except PullbackError:
