@@ -193,16 +193,12 @@ def scalar_function(fn):
 
 
 def _analyze(fn):
-    from ..frontend import parse as frontend
-    from ..normalize import normalize
+    from ..front import front
     from ..errors import PullbackError
-    from . import ops as ops_
     if not isinstance(fn, types.FunctionType):
         return ScalarFunction(fn, False, "not a Python function")
     try:
-        parsed = frontend.parse(fn)
-        normal = normalize.normalize(parsed)
-        ops = ops_.resolve(normal, parsed)
+        parsed, normal, ops = front(fn)
     except PullbackError as err:
         return ScalarFunction(fn, False, str(err).splitlines()[0])
     mapped = set(normal.params)          # values that vary per element
@@ -256,15 +252,11 @@ def inlinable(fn):
         return None
     if hit is not None:
         return hit or None
-    from ..frontend import parse as frontend
-    from ..normalize import normalize
+    from ..front import front
     from ..errors import PullbackError
-    from . import ops as ops_
     result = False
     try:
-        parsed = frontend.parse(fn)
-        normal = normalize.normalize(parsed)
-        ops = ops_.resolve(normal, parsed)
+        parsed, normal, ops = front(fn)
     except PullbackError:
         normal = None
     if normal is not None:
