@@ -249,7 +249,7 @@ def _fingerprint_value(v, names, home, depth):
 # -- keys and entries -----------------------------------------------------------
 
 def signature_data(key):
-    """The JSON-able form of ``api``'s abstract signature of the arguments."""
+    """The JSON-able form of the abstract signature of the arguments (``checks.signature_key``)."""
     import numpy as np
     out = []
     for k in key:
