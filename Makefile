@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench bench-quick bench-transform clean
+.PHONY: demo test lint fuzz bench bench-quick bench-transform clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest compiler_tests
+
+# pyflakes and pycodestyle's errors (pyproject.toml [tool.ruff]); ruff is in the dev extra
+lint: $(STAMP)
+	$(PY) -m ruff check src compiler_tests
 
 # 10,000 random programs or more, each checked against finite differences, the
 # in-place/out-of-place paths, aliasing and mutation of inputs and cotangents.

@@ -36,7 +36,7 @@ import types  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pullback as pb  # noqa: E402
-from pullback import jax_bridge, kernels  # noqa: E402
+from pullback.lowering import jax_bridge, kernels  # noqa: E402
 
 
 # -- the functions --------------------------------------------------------------------
@@ -353,7 +353,7 @@ def gpu_timings():
     against the same region run by CuPy op by op (the kernel's NumPy path,
     which CuPy's arrays take through NumPy's dispatch)."""
     import cupy
-    from pullback.api import Derivative
+    from pullback.callees import Derivative
     fn = types.FunctionType(net.__code__, net.__globals__, "net", None, None)
     with kernels.options(lower=True):
         loaded = Derivative(fn).transform((np.ones(3),), (0,))

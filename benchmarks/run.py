@@ -231,7 +231,7 @@ class Runner:
         if self.system != "pullback":
             return None
         try:
-            from pullback import kernels
+            from pullback.lowering import kernels
             return dict(kernels.stats)
         except Exception:
             return None
@@ -638,7 +638,7 @@ import json, os, statistics, sys, time
 t0 = time.perf_counter()
 import numpy as np
 import pullback as pb
-from pullback.api import Derivative
+from pullback.callees import Derivative
 t_import = time.perf_counter() - t0
 import problems
 p = problems.BY_NAME[sys.argv[1]]

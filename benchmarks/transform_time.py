@@ -184,7 +184,7 @@ def best(f, repeat=50):
 
 
 def model_row(repeat=20):
-    from pullback.api import Derivative
+    from pullback.callees import Derivative
     rng = np.random.default_rng(0)
     args = (rng.normal(size=(64, 32)) * 0.1, np.zeros(32), rng.normal(size=(32, 10)) * 0.1,
             np.zeros(10), rng.normal(size=(128, 64)), np.eye(10)[rng.integers(0, 10, 128)])

@@ -68,7 +68,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import pullback as pb
-from pullback import codegen
+from pullback.backend import codegen
 
 N, ROWS = 4, 3                        # a vector has N entries, a matrix is ROWS x N
 ORDER = {"s": 0, "v": 1, "m": 2}      # broadcasting: the larger type wins
@@ -513,7 +513,7 @@ class Gen:
         t = self.pick("vvm")
         name = self.fresh_name("b")
         srcs = self.names(env, t)
-        forms = ([f"np.zeros({N})", f"np.ones({N})", f"np.zeros_like(x)"] if t == "v"
+        forms = ([f"np.zeros({N})", f"np.ones({N})", "np.zeros_like(x)"] if t == "v"
                  else [f"np.zeros(({ROWS}, {N}))", f"np.ones(({ROWS}, {N}))"])
         if srcs:
             forms += [f"{self.pick(srcs)}.copy()", f"{self.pick(srcs)} * 1.0",
@@ -541,7 +541,7 @@ class Gen:
             elif k == 2:
                 index, value = f":, {self.draw(st.integers(0, N - 1))}", self.expr(env, "s", 1)
             else:
-                index, value = f"1:, 1:3", self.expr(env, "s", 1)
+                index, value = "1:, 1:3", self.expr(env, "s", 1)
             op = self.pick(["=", "=", "+="])
             self.emit(indent, f"{b}[{index}] {op} {value}",
                       f"{b} = {b}.at[{index}].{'set' if op == '=' else 'add'}({_to_jax(value)})")
@@ -1032,7 +1032,7 @@ def _helpers(gen):
                      "    r = p",
                      f"    for i in range({gen.draw(st.integers(0, 2))}):",
                      f"        r = r * 0.5 + {_elementwise(gen.expr(env, 's', 1))}",
-                     f"    return r * q"]
+                     "    return r * q"]
         elif kind == "recursive":
             lines = [f"def {name}(p, n):", "    if n <= 0:", "        return p",
                      f"    return {name}(np.sin(p) + 0.5 * p, n - 1) * 0.9"]

@@ -130,7 +130,7 @@ def test_artifact_is_readable_and_imports_little(build):
         elif isinstance(node, ast.ImportFrom):
             modules.add(f"{node.module}.{node.names[0].name}")
     assert modules <= {"numpy", "pullback.runtime", "types", "mlp", "hashlib", "os"}, modules
-    from pullback import cache
+    from pullback.driver import cache
     meta = artifact_meta(build / "mlp_pullback.py")
     assert meta["source_sha256"] == cache.file_sha256(os.path.join(EXAMPLES, "mlp.py"))
     assert meta["sources"] == {"mlp.py": meta["source_sha256"]}
@@ -141,7 +141,7 @@ GRAD_SCRIPT = """
     import numpy as np
     sys.path.insert(0, {proj!r})
     import pullback as pb
-    from pullback import cache
+    from pullback.driver import cache
     import {module} as m
     args = {args}
     value, grads = pb.value_and_grad(m.{fn}, argnums={argnums})(*args)
@@ -204,7 +204,7 @@ def test_a_script_run_as_main_uses_its_artifact(tmp_path):
         import contextlib, io, json, runpy, sys
         with contextlib.redirect_stdout(io.StringIO()) as printed:
             runpy.run_path({str(tmp_path / "quickstart.py")!r}, run_name="__main__")
-        from pullback import cache
+        from pullback.driver import cache
         print(json.dumps(dict(cache.stats, compiler="pullback.pipeline" in sys.modules,
                               printed=printed.getvalue())))
     """, env={"PULLBACK_CACHE": "0"})
@@ -266,7 +266,7 @@ def test_signatures_custom_callees_and_closures(tmp_path):
 
 
 def test_parse_spec():
-    from pullback.aot import parse_spec
+    from pullback.driver.aot import parse_spec
     name, args = parse_spec("loss(float64[:, :], complex128, float, int, float32[:])")
     assert name == "loss"
     assert args[0].shape == (1, 1) and args[0].dtype == np.float64

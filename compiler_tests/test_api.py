@@ -232,7 +232,7 @@ def test_transform_is_cached_per_signature():
     g = pb.grad(f)
     g(np.ones(3))
     g(np.ones(4))
-    from pullback.api import derivative_of
+    from pullback.callees import derivative_of
     assert len(derivative_of(f).cache) == 1
     g(np.ones((2, 2)))
     g(2.0)
@@ -248,7 +248,7 @@ def test_generated_code_is_in_linecache():
             pb.grad(f)(np.array([-1.0]))
     src = pb.source(f)
     assert "def f_adjoint" in src
-    from pullback.api import derivative_of
+    from pullback.callees import derivative_of
     loaded, _ = next(iter(derivative_of(f).cache.values()))
     assert "".join(linecache.getlines(loaded.filename)).count("def f_primal") == 1
 

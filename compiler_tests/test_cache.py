@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import api, cache, checks, runtime
+from pullback import api, checks, runtime
+from pullback.driver import cache, jit
 from pullback.testing import function_from_source
 
 MODULE = """
@@ -37,7 +38,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {proj!r})
 import pullback as pb
-from pullback import cache
+from pullback.driver import cache
 import {name} as m
 x, y = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 2.0, 5)
 g = pb.grad(m.f, argnums=(0, 1))(x, y)
@@ -118,7 +119,7 @@ def obtain(fn, args, wrt):
         calls.append(1)
         return api.derivative_of(fn).transform(args, wrt)
     key = tuple(checks.signature_key(a) for a in args)
-    return cache.obtain(fn, key, wrt, False, make), len(calls)
+    return jit.obtain(fn, key, wrt, False, make), len(calls)
 
 
 def test_obtain_transforms_once_then_loads(module):

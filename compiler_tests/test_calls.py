@@ -323,7 +323,7 @@ def test_ndarray_subclasses_and_foreign_arrays_are_refused():
 # -- threads ----------------------------------------------------------------------
 
 def test_threads_transform_once_and_leave_stdout_alone():
-    from pullback import cache
+    from pullback.driver import cache
     fns = [function_from_source(f"""
     def f{i}(x):
         return np.sum(np.sin(x) * {i + 1}.0)

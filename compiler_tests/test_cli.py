@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import cli
+from pullback.driver import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICKSTART = os.path.join(ROOT, "examples", "quickstart.py")

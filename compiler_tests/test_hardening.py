@@ -27,10 +27,11 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import aot, api, artifacts, cache, checks, codegen, trust
+from pullback.driver import aot, artifacts, cache, jit, trust
+from pullback import api, checks
+from pullback.backend import codegen
 from pullback.testing import function_from_source
 
-from error_checks import line_of
 
 X = np.array([1.0, 2.0])
 
@@ -170,7 +171,7 @@ def obtain(fn):
     def make():
         calls.append(1)
         return api.derivative_of(fn).transform((X,), (0,))
-    loaded = cache.obtain(fn, (checks.signature_key(X),), (0,), False, make)
+    loaded = jit.obtain(fn, (checks.signature_key(X),), (0,), False, make)
     value, res = loaded.primal(X)
     grad = loaded.adjoint(res, 1.0)[0]
     np.testing.assert_allclose(grad, exact(X), rtol=1e-15)
@@ -355,7 +356,7 @@ GRAD = """
     import numpy as np
     sys.path[:0] = [{proj!r}, {proj!r} + "/__pullback__"]
     import pullback as pb
-    from pullback import cache
+    from pullback.driver import cache
     import main
     x = np.array([1.0, 2.0])
     out = dict(grad=pb.grad(main.f)(x).tolist())

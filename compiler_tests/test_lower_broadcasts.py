@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback import kernels
-from pullback.api import Derivative
+from pullback.api import kernel_sources
+from pullback.lowering import kernels
+from pullback.callees import Derivative
 from pullback.testing import function_from_source
 
 jax_installed = pytest.mark.skipif(not kernels.jax_available(), reason="needs jax")
@@ -463,7 +464,7 @@ def f(x):
 def test_import_does_not_load_jax(tmp_path):
     (tmp_path / "small.py").write_text(
         "import sys, numpy as np, pullback as pb\n"
-        "from pullback import kernels\n"
+        "from pullback.lowering import kernels\n"
         "def f(x):\n"
         "    return np.sum(np.tanh(x) * x)\n"
         "with kernels.options(lower=True):\n"
@@ -481,7 +482,7 @@ def f(x):
     return np.sum(np.tanh(2.0 * x + 1.0) * x)
 """)
     with kernels.options(lower=True):
-        text = kernels.sources(f)
+        text = kernel_sources(f)
     assert "def fused_tanh_sum(x):" in text and "jnp.tanh(" in text
     assert "def fused_tanh_sum_partials(x):" in text and "1.0 - " in text
     assert "return np.sum(prod), (prod_dx,)" in text     # the sum is fused in

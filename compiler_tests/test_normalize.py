@@ -5,9 +5,9 @@ import gast
 import numpy as np
 import pytest
 
-import pullback as pb
-from pullback import frontend, normalize
-from pullback.codegen import unparse
+from pullback.frontend import parse as frontend
+from pullback.normalize import normalize
+from pullback.backend.codegen import unparse
 
 
 def normal_of(fn):

@@ -7,7 +7,9 @@ import gast
 import numpy as np
 import pytest
 
+import pullback as pb
 from pullback.analyses import purity
+from pullback.lowering import kernels
 from pullback.testing import analyses, function_from_source
 
 
@@ -139,6 +141,29 @@ def g(z):
         info = purity.scalar_function(fn)
         assert not info.pure, what
         assert reason in info.reason, (what, info.reason)
+
+
+def test_purity_sees_the_function_as_a_transform_does():
+    """Purity runs the whole front end (``front.FRONT``, as a transform does):
+    a closure inside a scalar function is lifted and called like any helper,
+    so the function is a pure map, and a vectorized call of it is fused."""
+    g = function_from_source("""
+def g(z):
+    h = lambda u: u * u + 1.0
+    return h(z) * 3.0
+""")
+    assert purity.scalar_function(g).pure
+    f = function_from_source("""
+def f(x):
+    return np.sum(np.vectorize(g)(x) * x)
+""", {"g": g})
+    x = np.linspace(0.1, 1.0, 5)
+    exact = 3.0 * (3.0 * x ** 2 + 1.0)         # d/dx of 3 (x^2 + 1) x
+    for lower in (False, True):
+        before = sum(kernels.stats.values())
+        with kernels.options(lower=lower):
+            np.testing.assert_allclose(pb.grad(f)(x), exact, rtol=1e-12)
+        assert sum(kernels.stats.values()) > before        # the fused map ran
 
 
 def test_recursion_is_not_pure():

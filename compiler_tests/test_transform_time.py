@@ -17,7 +17,7 @@ import time
 import pytest
 
 import pullback as pb
-from pullback.naming import Namer
+from pullback.ir.naming import Namer
 from pullback.testing import function_from_source, normal_form
 
 _BENCH = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "transform_time.py"

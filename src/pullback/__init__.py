@@ -7,8 +7,7 @@ array([2., 4.])
 from .api import custom_vjp, differentiable, grad, jvp, source, value_and_grad, vjp
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
-
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401  (pullback.__version__)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",

@@ -1,7 +1,7 @@
 """``python -m pullback``: the same command line as ``pullback``."""
 import sys
 
-from .cli import main
+from .driver.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,248 +1,21 @@
 """The public functions: grad, value_and_grad, vjp, differentiable, custom_vjp,
-source.  ``__init__`` re-exports them; nothing else here is public."""
+source (and kernel_sources, the fused kernels' source).  ``__init__``
+re-exports them; nothing else here is public.  The handles they work through
+are ``callees``'; the transforms come from the driver (``driver.jit``)."""
 from __future__ import annotations
 
 import functools
-import inspect
-import os
-import threading
-import types
-import weakref
 
 import numpy as np
 
-from . import runtime
-from .bindings import Bindings
-from .errors import NonDifferentiableError
 from .analyses import kinds as kinds_
+from .callees import CustomVJP, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, fresh_grad, is_inexact,
-                     one_like, signature_key, split_aux, sums_onto)
+                     one_like, split_aux)
+from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source"]
-
-
-# -- per-function handles -----------------------------------------------------
-
-class Derivative:
-    """Transforms of one user function, one per abstract signature, cached."""
-
-    def __init__(self, fun):
-        self.fun = fun
-        self.signature = inspect.signature(fun, follow_wrapped=False)
-        self.params = list(self.signature.parameters)
-        self.cache = {}          # key -> (Loaded, Bindings it was made under)
-        self._masked = {}
-        self._locks = {}
-
-    def specialize(self, args, wrt, has_aux=False, inplace=None):
-        from . import kernels     # late: kernels builds on this module's CustomVJP
-        inplace = _inplace_default() if inplace is None else bool(inplace)
-        large = kernels.size_class(args)     # large arrays: elementwise work is fused
-        key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
-        entry = self.cache.get(key)
-        if entry is not None and entry[1].current():
-            return entry[0]
-        with self._lock_for(key):       # one transform per key, however many threads
-            entry = self.cache.get(key)
-            if entry is not None and entry[1].current():
-                return entry[0]
-            # what the transform resolves (globals, closure cells) is recorded first
-            # and checked on every later call: a rebinding makes it transform again
-            bindings = Bindings.capture(self.fun)
-            # an up-to-date artifact, else the on-disk cache, else the compiler
-            from . import cache as disk
-            options = {}
-            if not inplace:
-                options["inplace"] = False
-            if large:
-                options["large"] = True
-            loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
-                                 lambda: self.transform(args, wrt, has_aux, inplace),
-                                 options or None)
-            self.cache[key] = (loaded, bindings)
-        return loaded
-
-    def _lock_for(self, key):
-        with _LOCKS_LOCK:
-            lock = self._locks.get(key)
-            if lock is None:
-                lock = self._locks[key] = threading.RLock()
-        return lock
-
-    def transform(self, args, wrt, has_aux=False, inplace=True):
-        from . import kernels
-        from .pipeline import transform
-        param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
-        with kernels.sizing(args):
-            return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
-                             inplace=inplace)
-
-    def bind(self, args, kwargs):
-        if not kwargs and len(args) == len(self.params):
-            return args
-        b = self.signature.bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
-
-    def call_primal(self, args, wrt, has_aux=False, inplace=None):
-        loaded = self.specialize(args, wrt, has_aux, inplace)
-        try:
-            out, res = loaded.primal(*args)
-        except Exception as err:
-            loaded.annotate(err)
-            raise
-        return out, (loaded, res, wrt)
-
-    def call_adjoint(self, res, ct):
-        loaded, r, wrt = res
-        try:
-            grads = loaded.adjoint(r, ct)
-        except Exception as err:
-            loaded.annotate(err)
-            raise
-        full = [None] * len(self.params)
-        for i, g in zip(wrt, grads):
-            full[i] = g
-        return tuple(full)
-
-    def for_callers(self, mask, inplace=True):
-        """A (primal, adjoint) pair for call sites whose active arguments are
-        the parameters in ``mask``, in a caller whose gradients accumulate in
-        place or not (``inplace``): a callee follows its caller."""
-        pair = self._masked.get((mask, inplace))
-        if pair is None:
-            def primal(*args, **kwargs):
-                args = self.bind(args, kwargs)
-                return self.call_primal(args, mask, inplace=inplace)
-            primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
-            pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
-        return pair
-
-
-class CustomVJP:
-    """A function with a user-given rule, in JAX's shape::
-
-        @pb.custom_vjp
-        def f(x):
-            return np.sin(x)
-
-        def f_fwd(x):
-            return np.sin(x), np.cos(x)        # output, residuals
-
-        def f_bwd(cos_x, g):
-            return (g * cos_x,)                 # one cotangent per argument
-
-        f.defvjp(f_fwd, f_bwd)
-    """
-
-    def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.fwd = None
-        self.bwd = None
-        self.params = list(inspect.signature(fun, follow_wrapped=False).parameters)
-
-    def defvjp(self, fwd, bwd):
-        self.fwd, self.bwd = fwd, bwd
-        return self
-
-    def __call__(self, *args, **kwargs):
-        return self.fun(*args, **kwargs)
-
-    def bind(self, args, kwargs):
-        b = inspect.signature(self.fun, follow_wrapped=False).bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
-
-    def _check(self):
-        if self.fwd is None:
-            raise TypeError(f"custom_vjp function {self.__name__} has no rule yet: call "
-                            f"{self.__name__}.defvjp(fwd, bwd) before differentiating it.")
-
-    def call_primal(self, args, wrt, has_aux=False, inplace=None):
-        self._check()
-        out, res = self.fwd(*args)
-        return out, (res, args)
-
-    def call_adjoint(self, res, ct):
-        r, args = res
-        grads = self.bwd(r, ct)
-        if not isinstance(grads, tuple) or len(grads) != len(args):
-            raise TypeError(
-                f"The bwd rule of {self.__name__} must return a tuple with one cotangent "
-                f"per argument ({len(args)}), but returned {type(grads).__name__}"
-                + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
-        for i, (g, a) in enumerate(zip(grads, args)):
-            if g is not None and not sums_onto(np.shape(g), np.shape(a)):
-                raise ValueError(
-                    f"The bwd rule of {self.__name__} returned a cotangent of shape "
-                    f"{np.shape(g)} for argument {i}, which has shape {np.shape(a)}. "
-                    f"Return one of the argument's shape (or one that broadcasts from it).")
-        return tuple(None if g is None else runtime.project(g, a)
-                     for g, a in zip(grads, args))
-
-    def for_callers(self, mask, inplace=True):
-        def primal(*args, **kwargs):
-            return self.call_primal(self.bind(args, kwargs), mask)
-        primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
-        return primal, self.call_adjoint
-
-
-class Bound:
-    """A partial, a bound method or a callable instance: the function
-    underneath, called with the arguments the object holds (``self``, the
-    partial's arguments); gradients are those of the remaining parameters."""
-
-    def __init__(self, obj):
-        from .dispatch import _unwrap
-        fn, self.lead, self.keywords, _ = _unwrap(obj, (), {}, ())
-        self.inner = derivative_of(fn)
-        self.signature = inspect.signature(obj, follow_wrapped=False)
-        self.params = list(self.signature.parameters)
-        self.where = [self.inner.params.index(p) for p in self.params]
-
-    def bind(self, args, kwargs):
-        b = self.signature.bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
-
-    def call_primal(self, args, wrt, has_aux=False, inplace=None):
-        inner = self.inner.bind(self.lead, {**self.keywords, **dict(zip(self.params, args))})
-        return self.inner.call_primal(inner, tuple(sorted(self.where[i] for i in wrt)),
-                                      has_aux, inplace)
-
-    def call_adjoint(self, res, ct):
-        full = self.inner.call_adjoint(res, ct)
-        return tuple(full[j] for j in self.where)
-
-
-_handles = weakref.WeakKeyDictionary()
-_LOCKS_LOCK = threading.Lock()
-
-
-def derivative_of(fun):
-    """The handle that differentiates ``fun`` (created once per function)."""
-    if isinstance(fun, CustomVJP):
-        return fun
-    made_by = getattr(fun, "__pullback_api__", None)
-    if made_by is not None:
-        raise NonDifferentiableError(
-            f"Derivatives of derivatives are not supported yet: this differentiates a "
-            f"function made by {made_by}.",
-            hint="Differentiate the original function once; for second derivatives, use "
-                 "finite differences of pb.grad for now.")
-    if not isinstance(fun, types.FunctionType):
-        from .dispatch import _is_callable_instance
-        if isinstance(fun, (functools.partial, types.MethodType)) \
-                or _is_callable_instance(fun):
-            return Bound(fun)
-        from .frontend import parse
-        parse(fun)          # raises SourceUnavailableError, saying what to do
-    handle = _handles.get(fun)
-    if handle is None:
-        handle = _handles[fun] = Derivative(fun)
-    return handle
 
 
 # -- the public API ------------------------------------------------------------
@@ -266,12 +39,6 @@ def differentiable(fun):
 def custom_vjp(fun):
     """Give ``fun`` a rule of your own with ``fun.defvjp(fwd, bwd)`` (as JAX)."""
     return CustomVJP(fun)
-
-
-def _inplace_default():
-    """In-place gradient accumulation is on unless ``PULLBACK_INPLACE=0``."""
-    return os.environ.get("PULLBACK_INPLACE", "1").strip().lower() not in ("0", "false", "no",
-                                                                          "off")
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
@@ -408,6 +175,31 @@ def source(fun, *example_args, argnums=None):
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
     if example_args:
         return handle.specialize(tuple(example_args), tuple(sorted(set(wrt)))).source
-    from .pipeline import transform
+    from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
-    return transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+    return pipeline.transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+
+
+def kernel_sources(fn, *example_args, argnums=None):
+    """The source of every fused kernel in ``fn``'s transform (for the same
+    arguments as ``pb.source``; without example arguments, the transform for
+    large arrays)."""
+    from . import pipeline      # late: importing pullback does not load the compiler
+    from .lowering import kernels
+    handle = derivative_of(fn)
+    n = len(handle.params)
+    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
+    if example_args:
+        with kernels.sizing(example_args):
+            loaded = handle.transform(tuple(example_args), tuple(sorted(set(wrt))))
+    else:
+        with kernels.options(lower=kernels.option("lower", True)):
+            loaded = pipeline.transform(fn, {p: kinds_.NUMBER for p in handle.params},
+                                        [handle.params[i] for i in sorted(set(wrt))])
+    seen, out = set(), []
+    for value in loaded.helpers.values():
+        tag = getattr(value, "__pullback_kernel__", None)
+        if tag is not None and id(tag[0]) not in seen:
+            seen.add(id(tag[0]))
+            out.append(tag[0].source)
+    return "\n\n\n".join(out)

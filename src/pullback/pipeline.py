@@ -1,8 +1,15 @@
-"""The pipeline: every pass, in order, in one flat list.
+"""The pipeline: every step of a transform, in order, in one flat list.
 
 Each pass is one module and takes its inputs explicitly (DESIGN.md,
-"Pipeline").  ``return_kind`` runs the front of the pipeline on a callee, so
-that the kind of what a user function returns is known where it is called.
+"Pipeline"); a step here is one line that calls it and keeps what it
+returns on the ``Transform`` in hand.  ``STEPS`` is the whole compiler, from
+a Python function to its loaded primal and adjoint.  Its first steps, the
+front end (``front.FRONT``), also run alone: in ``return_kind``, so that the
+kind of what a user function returns is known where it is called, and in
+``analyses.purity``, for the scalar functions a fused kernel may inline.
+
+>>> [step.__name__ for step in STEPS[:len(FRONT)]]
+['parse', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
 """
 from __future__ import annotations
 
@@ -12,42 +19,132 @@ import weakref
 
 import gast
 
-from . import (closures, desugar, frontend, loader, lower_broadcasts, normalize,
-               propagate_copies, reverse, structure)
-from .analyses import activity, defuse, kinds, mutation, ops as ops_
+from .analyses import activity as activity_, defuse, kinds, mutation
+from .backend import loader
 from .errors import PullbackError
-from .naming import Namer
+from .front import (FRONT, Transform, desugar, lift_closures, normalize, parse,  # noqa: F401
+                    resolve_ops, structure)
+from .lowering import lower_broadcasts
+from .reverse import propagate_copies as propagate_copies_, reverse
+
+
+# -- analyses -------------------------------------------------------------------
+
+def infer_kinds(t):
+    t.kinds = kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
+                                          **t.param_kinds}, t.ops, _returns_of(t.fn))
+
+
+def find_output(t):
+    t.output = _output(t.normal, t.ops, t.has_aux, t.parsed)
+
+
+def def_use(t):
+    t.chains = defuse.chains(t.normal.tree)
+
+
+def activity(t):
+    ops = t.ops
+    t.act = activity_.analyze(t.normal.tree, t.chains, t.wrt, t.output,
+                              lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
+
+
+def check_updates(t):
+    mutation.check_updates(t.normal, t.kinds, t.chains, t.ops, t.parsed)
+
+
+def check_mutation(t):
+    t.written = frozenset(mutation.check(t.normal, t.ops, t.parsed, t.kinds))
+
+
+# -- lowering for large arrays (lower_broadcasts' four steps) ---------------------
+
+def inline_closures(t):
+    t.lowering = lower_broadcasts.start(t.normal, t.parsed, t.ops, t.kinds, t.act, t.wrt,
+                                        t.output)
+    t.lowering.inline()
+
+
+def vectorize_calls(t):
+    t.lowering.vectorize()
+
+
+def refresh_activity(t):
+    t.lowering.refresh()
+
+
+def lower_regions(t):
+    t.normal, t.ops, t.kinds, t.act = t.lowering.lower()
+
+
+# -- the reverse pass (reverse's eight steps) -----------------------------------------
+
+def primal(t):
+    t.reverse = reverse.start(t.normal, t.parsed, t.ops, t.kinds, t.act, t.wrt, t.output,
+                              inplace=t.inplace, written=t.written)
+    t.reverse.primal()
+
+
+def adjoint(t):
+    t.reverse.adjoint()
+
+
+def adjoint_return(t):
+    t.reverse.returns()
+
+
+def snapshots(t):
+    t.reverse.snapshots()
+
+
+def saves(t):
+    t.reverse.saves()
+
+
+def tapes(t):
+    t.reverse.tapes()
+
+
+def residuals(t):
+    t.reverse.residual_list()
+
+
+def assemble(t):
+    t.derived = t.reverse.assemble()
+
+
+# -- the back end -----------------------------------------------------------------
+
+def propagate_copies(t):
+    propagate_copies_.propagate_copies(t.derived.adjoint)
+
+
+def load(t):
+    t.loaded = loader.load(t.derived, t.parsed)
+
+
+STEPS = [
+    # front end (frontend/, normalize/, analyses/ops)
+    parse, desugar, lift_closures, structure, normalize, resolve_ops,
+    # analyses
+    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    # lowering for large arrays (lowering/lower_broadcasts)
+    inline_closures, vectorize_calls, refresh_activity, lower_regions,
+    # reverse pass (reverse/reverse)
+    primal, adjoint, adjoint_return, snapshots, saves, tapes, residuals, assemble,
+    # back end
+    propagate_copies, load,
+]
+assert STEPS[:len(FRONT)] == FRONT
 
 
 def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
-    parsed, normal, ops = _front(fn)
-    kind_of = kinds.infer(normal.tree, {**kinds.of_globals(normal, parsed), **param_kinds}, ops,
-                          _returns_of(fn))
-    output = _output(normal, ops, has_aux, parsed)
-    chains = defuse.chains(normal.tree)
-    act = activity.analyze(normal.tree, chains, wrt, output, lambda s: ops[id(s)].names(),
-                           lambda s: ops[id(s)].mutates)
-    mutation.check_updates(normal, kind_of, chains, ops, parsed)
-    written = mutation.check(normal, ops, parsed, kind_of)
-    normal, ops, kind_of, act = lower_broadcasts.lower(normal, parsed, ops, kind_of, act,
-                                                       wrt, output)
-    derived = reverse.differentiate(normal, parsed, ops, kind_of, act, wrt, output,
-                                    inplace=inplace, written=frozenset(written))
-    propagate_copies.propagate_copies(derived.adjoint)
-    return loader.load(derived, parsed)
-
-
-def _front(fn):
-    """``fn`` parsed, brought to normal form, and its operations resolved."""
-    parsed = frontend.parse(fn)
-    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
-    desugar.desugar(parsed.tree, namer, parsed)
-    closures.lift_closures(parsed.tree, namer, parsed)
-    structure.structure(parsed.tree, namer, parsed)
-    normal = normalize.normalize(parsed, namer)
-    return parsed, normal, ops_.resolve(normal, parsed)
+    t = Transform(fn, param_kinds, wrt, has_aux, inplace)
+    for step in STEPS:
+        step(t)
+    return t.loaded
 
 
 _return_kinds = weakref.WeakKeyDictionary()    # fn -> {param kinds: Kind}; None: in progress
@@ -87,10 +184,10 @@ def return_kind(fn, arg_kinds):
         return memo[key] or kinds.UNKNOWN        # None: a recursive call
     memo[key] = None
     try:
-        parsed, normal, ops = _front(fn)
-        kind_of = kinds.infer(normal.tree, {**kinds.of_globals(normal, parsed), **params}, ops,
-                              _returns_of(fn))
-        result = kinds.of_atom(normal.returned, kind_of)
+        t = Transform(fn, params)
+        for step in FRONT + [infer_kinds]:
+            step(t)
+        result = kinds.of_atom(t.normal.returned, t.kinds)
     except PullbackError:
         result = kinds.UNKNOWN
     memo[key] = result

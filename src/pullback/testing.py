@@ -15,7 +15,9 @@ import textwrap
 
 import numpy as np
 
-from . import codegen, frontend, normalize as normalize_
+from .backend import codegen
+from .frontend import parse as frontend
+from .normalize import normalize as normalize_
 from .analyses import activity, defuse, kinds as kinds_, ops as ops_
 
 __all__ = ["function_from_source", "normal_form", "analyses"]
@@ -39,8 +41,8 @@ def function_from_source(text, globals_=None):
 def normal_form(fn):
     """The normal form of ``fn`` (a ``normalize.Normal``), after the passes
     that come before normalize."""
-    from . import closures, desugar, structure
-    from .naming import Namer
+    from .frontend import closures, desugar, structure
+    from .ir.naming import Namer
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
@@ -65,8 +67,8 @@ def analyses(fn, wrt=None, param_kinds=None):
 
 def structured(fn):
     """``fn``'s source after the structure pass (early exits as flags)."""
-    from . import structure
-    from .naming import Namer
+    from .frontend import structure
+    from .ir.naming import Namer
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     return codegen.unparse(structure.structure(parsed.tree, namer, parsed))
@@ -74,8 +76,8 @@ def structured(fn):
 
 def desugared(fn):
     """``fn``'s source after the desugar pass (index loops, comprehensions)."""
-    from . import desugar
-    from .naming import Namer
+    from .frontend import desugar
+    from .ir.naming import Namer
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     return codegen.unparse(desugar.desugar(parsed.tree, namer, parsed))
@@ -83,8 +85,8 @@ def desugared(fn):
 
 def lifted(fn):
     """``fn``'s source after closure lifting, followed by the lifted functions."""
-    from . import closures
-    from .naming import Namer
+    from .frontend import closures
+    from .ir.naming import Namer
     parsed = frontend.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     extra = closures.lift_closures(parsed.tree, namer, parsed)

@@ -5,7 +5,7 @@ silences it, and answers the questions the other passes ask in terms of
 statements: which statement defines a name, and which statements read it.
 
 >>> from pullback.testing import function_from_source, normal_form
->>> from pullback.codegen import unparse
+>>> from pullback.backend.codegen import unparse
 >>> f = function_from_source('''
 ... def f(x):
 ...     y = x * 2.0

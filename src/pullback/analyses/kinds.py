@@ -69,7 +69,7 @@ def of_value(x):
 def of_globals(normal, parsed):
     """Kinds of the module constants and closure values the function reads
     (``DT = 0.01``): numbers and arrays only, as they are now."""
-    from ..grammar import assigned_names
+    from ..ir.grammar import assigned_names
     local = set(normal.params) | assigned_names(normal.tree.body)
     out = {}
     for node in gast.walk(normal.tree):

@@ -229,7 +229,7 @@ class _Resolver:
                 self.parsed.location(node),
                 "Build the new array with indexing writes into an array the function "
                 "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
-        from ..api import CustomVJP  # late: api imports the pipeline
+        from ..callees import CustomVJP
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, "custom", obj, node, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
@@ -283,7 +283,7 @@ class _Resolver:
     def dynamic(self, node, kwargs, label, receiver=None, static=None):
         """A call whose callee is a value known only when it runs (a parameter,
         an alias, a partial, a bound method, ``obj.method``): the primal hands
-        it to the runtime dispatcher (``pullback.dispatch``), which picks its
+        it to the runtime dispatcher (``pullback.driver.dispatch``), which picks its
         derivative.  Operands are keyed by call position, keyword name, or -1
         for the receiver of a method call."""
         operands = [(i, a.id) for i, a in enumerate(node.args) if isinstance(a, gast.Name)]
@@ -387,5 +387,5 @@ def dotted(node, sep=".", default="a call"):
 
 
 def _op_symbol(node):
-    from ..codegen import unparse
+    from ..backend.codegen import unparse
     return f"`{unparse(node)}`"

@@ -41,8 +41,6 @@ import weakref
 import gast
 import numpy as np
 
-from ..rules.registry import lookup
-
 __all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
            "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
 
@@ -195,15 +193,12 @@ def scalar_function(fn):
 
 
 def _analyze(fn):
-    from .. import frontend, normalize
+    from ..front import front
     from ..errors import PullbackError
-    from . import ops as ops_
     if not isinstance(fn, types.FunctionType):
         return ScalarFunction(fn, False, "not a Python function")
     try:
-        parsed = frontend.parse(fn)
-        normal = normalize.normalize(parsed)
-        ops = ops_.resolve(normal, parsed)
+        parsed, normal, ops = front(fn)
     except PullbackError as err:
         return ScalarFunction(fn, False, str(err).splitlines()[0])
     mapped = set(normal.params)          # values that vary per element
@@ -218,7 +213,7 @@ def _analyze(fn):
 
 
 def _statement(stmt, ops, mapped, parsed):
-    from ..codegen import unparse
+    from ..backend.codegen import unparse
     if isinstance(stmt, gast.Return):
         return ""
     if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
@@ -257,14 +252,11 @@ def inlinable(fn):
         return None
     if hit is not None:
         return hit or None
-    from .. import frontend, normalize
+    from ..front import front
     from ..errors import PullbackError
-    from . import ops as ops_
     result = False
     try:
-        parsed = frontend.parse(fn)
-        normal = normalize.normalize(parsed)
-        ops = ops_.resolve(normal, parsed)
+        parsed, normal, ops = front(fn)
     except PullbackError:
         normal = None
     if normal is not None:

@@ -1,0 +1,1 @@
+"""The back end: generated trees to source, and source to loaded functions."""

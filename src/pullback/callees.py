@@ -1,0 +1,249 @@
+"""The callee handles: what differentiates one user function.
+
+``derivative_of(fn)`` gives the handle, made once per function: a
+``Derivative`` (transformed by the compiler, one transform per abstract
+signature of the arguments), a ``CustomVJP`` (``pb.custom_vjp``: the user's
+own rule) or a ``Bound`` (a partial, a bound method or a callable instance:
+the function underneath).  Every handle has the same protocol:
+``call_primal(args, wrt)`` gives the output and residuals, ``call_adjoint(res,
+ct)`` one cotangent per parameter, and ``for_callers(mask)`` the pair that
+generated code calls for a call site.
+
+Generated code, the reverse pass and the runtime dispatcher hold handles, so
+this module sits low in the tree: it imports no pass.  A ``Derivative``
+transforms itself through the just-in-time driver (``driver.jit``), which
+installs itself as ``Derivative.driver``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import weakref
+
+import numpy as np
+
+from . import runtime
+from .checks import sums_onto
+from .errors import NonDifferentiableError
+
+_RECEIVER = -1      # in a call-site mask: the receiver of a method call
+
+
+class Derivative:
+    """Transforms of one user function, one per abstract signature, cached."""
+
+    #: The just-in-time driver (``driver.jit``), which sets itself here when it
+    #: is imported (``import pullback`` imports it): a handle transforms itself
+    #: through it, and this module imports nothing of the compiler.
+    driver = None
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.signature = inspect.signature(fun, follow_wrapped=False)
+        self.params = list(self.signature.parameters)
+        self.cache = {}          # key -> (Loaded, Bindings it was made under)
+        self._masked = {}
+        self._locks = {}
+
+    def specialize(self, args, wrt, has_aux=False, inplace=None):
+        """The ``Loaded`` transform for ``args`` (``driver.jit.specialize``)."""
+        return self.driver.specialize(self, args, wrt, has_aux, inplace)
+
+    def transform(self, args, wrt, has_aux=False, inplace=True):
+        """A new transform for ``args`` (``driver.jit.transform``)."""
+        return self.driver.transform(self, args, wrt, has_aux, inplace)
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return args
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        loaded = self.specialize(args, wrt, has_aux, inplace)
+        try:
+            out, res = loaded.primal(*args)
+        except Exception as err:
+            loaded.annotate(err)
+            raise
+        return out, (loaded, res, wrt)
+
+    def call_adjoint(self, res, ct):
+        loaded, r, wrt = res
+        try:
+            grads = loaded.adjoint(r, ct)
+        except Exception as err:
+            loaded.annotate(err)
+            raise
+        full = [None] * len(self.params)
+        for i, g in zip(wrt, grads):
+            full[i] = g
+        return tuple(full)
+
+    def for_callers(self, mask, inplace=True):
+        """A (primal, adjoint) pair for call sites whose active arguments are
+        the parameters in ``mask``, in a caller whose gradients accumulate in
+        place or not (``inplace``): a callee follows its caller."""
+        pair = self._masked.get((mask, inplace))
+        if pair is None:
+            def primal(*args, **kwargs):
+                args = self.bind(args, kwargs)
+                return self.call_primal(args, mask, inplace=inplace)
+            primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
+            pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
+        return pair
+
+
+class CustomVJP:
+    """A function with a user-given rule, in JAX's shape::
+
+        @pb.custom_vjp
+        def f(x):
+            return np.sin(x)
+
+        def f_fwd(x):
+            return np.sin(x), np.cos(x)        # output, residuals
+
+        def f_bwd(cos_x, g):
+            return (g * cos_x,)                 # one cotangent per argument
+
+        f.defvjp(f_fwd, f_bwd)
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = None
+        self.bwd = None
+        self.params = list(inspect.signature(fun, follow_wrapped=False).parameters)
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    def bind(self, args, kwargs):
+        b = inspect.signature(self.fun, follow_wrapped=False).bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def _check(self):
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp function {self.__name__} has no rule yet: call "
+                            f"{self.__name__}.defvjp(fwd, bwd) before differentiating it.")
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        self._check()
+        out, res = self.fwd(*args)
+        return out, (res, args)
+
+    def call_adjoint(self, res, ct):
+        r, args = res
+        grads = self.bwd(r, ct)
+        if not isinstance(grads, tuple) or len(grads) != len(args):
+            raise TypeError(
+                f"The bwd rule of {self.__name__} must return a tuple with one cotangent "
+                f"per argument ({len(args)}), but returned {type(grads).__name__}"
+                + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
+        for i, (g, a) in enumerate(zip(grads, args)):
+            if g is not None and not sums_onto(np.shape(g), np.shape(a)):
+                raise ValueError(
+                    f"The bwd rule of {self.__name__} returned a cotangent of shape "
+                    f"{np.shape(g)} for argument {i}, which has shape {np.shape(a)}. "
+                    f"Return one of the argument's shape (or one that broadcasts from it).")
+        return tuple(None if g is None else runtime.project(g, a)
+                     for g, a in zip(grads, args))
+
+    def for_callers(self, mask, inplace=True):
+        def primal(*args, **kwargs):
+            return self.call_primal(self.bind(args, kwargs), mask)
+        primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
+        return primal, self.call_adjoint
+
+
+class Bound:
+    """A partial, a bound method or a callable instance: the function
+    underneath, called with the arguments the object holds (``self``, the
+    partial's arguments); gradients are those of the remaining parameters."""
+
+    def __init__(self, obj):
+        fn, self.lead, self.keywords, _ = _unwrap(obj, (), {}, ())
+        self.inner = derivative_of(fn)
+        self.signature = inspect.signature(obj, follow_wrapped=False)
+        self.params = list(self.signature.parameters)
+        self.where = [self.inner.params.index(p) for p in self.params]
+
+    def bind(self, args, kwargs):
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        inner = self.inner.bind(self.lead, {**self.keywords, **dict(zip(self.params, args))})
+        return self.inner.call_primal(inner, tuple(sorted(self.where[i] for i in wrt)),
+                                      has_aux, inplace)
+
+    def call_adjoint(self, res, ct):
+        full = self.inner.call_adjoint(res, ct)
+        return tuple(full[j] for j in self.where)
+
+
+_handles = weakref.WeakKeyDictionary()
+
+
+def derivative_of(fun):
+    """The handle that differentiates ``fun`` (created once per function)."""
+    if isinstance(fun, CustomVJP):
+        return fun
+    made_by = getattr(fun, "__pullback_api__", None)
+    if made_by is not None:
+        raise NonDifferentiableError(
+            f"Derivatives of derivatives are not supported yet: this differentiates a "
+            f"function made by {made_by}.",
+            hint="Differentiate the original function once; for second derivatives, use "
+                 "finite differences of pb.grad for now.")
+    if not isinstance(fun, types.FunctionType):
+        if isinstance(fun, (functools.partial, types.MethodType)) \
+                or _is_callable_instance(fun):
+            return Bound(fun)
+        from .frontend.parse import parse
+        parse(fun)          # raises SourceUnavailableError, saying what to do
+    handle = _handles.get(fun)
+    if handle is None:
+        handle = _handles[fun] = Derivative(fun)
+    return handle
+
+
+# -- unwrapping -----------------------------------------------------------------
+
+def _unwrap(fn, args, kwargs, mask):
+    """The function underneath partials, bound methods and callable instances,
+    with the arguments they hold prepended and ``mask`` shifted to match."""
+    while True:
+        if isinstance(fn, functools.partial):
+            n = len(fn.args)
+            args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
+            mask = tuple(k + n if isinstance(k, int) and k >= 0 else k for k in mask)
+            fn = fn.func
+        elif isinstance(fn, types.MethodType):
+            args = (fn.__self__,) + args
+            mask = tuple(k + 1 if isinstance(k, int) and k >= 0 else
+                         0 if k == _RECEIVER else k for k in mask)
+            fn = fn.__func__
+        elif isinstance(fn, (staticmethod, classmethod)):
+            fn = fn.__func__
+        elif _is_callable_instance(fn):
+            fn = fn.__call__          # a bound method of the instance
+        else:
+            return fn, args, kwargs, mask
+
+
+def _is_callable_instance(obj):
+    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return False
+    return not isinstance(obj, CustomVJP) and isinstance(
+        getattr(type(obj), "__call__", None), types.FunctionType)

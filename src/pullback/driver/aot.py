@@ -1,0 +1,436 @@
+"""Ahead of time: write a module's primals and adjoints to an importable file.
+
+``write(module, outdir)`` transforms every ``@differentiable`` function
+defined in ``module``, and the user functions they call, and writes
+``<name>_pullback.py``: one factory per transform, holding exactly the
+source the just-in-time path compiles, and the names it binds::
+
+    def _make_loss(unbroadcast, project):         # helpers become parameters
+        def loss_primal(w, x, y): ...
+        def loss_adjoint(residuals, out_bar): ...
+        return loss_primal, loss_adjoint
+
+    loss_primal, loss_adjoint = _make_loss(_runtime.unbroadcast, _runtime.project)
+
+Each function gets a generic transform (every argument a real number or
+array of any dtype and rank, gradients for all of them), which serves any
+real arguments, plus one per signature given (``loss(complex128[:], float)``,
+see ``parse_spec``).  In a generic transform a call to another user function
+binds that callee's own transform in the file; elsewhere (``custom_vjp``
+callees, specialised transforms) it binds pullback's dispatch, as just in
+time.  Importing the file needs NumPy and ``pullback.runtime``, plus the
+module itself only where generated code reads a global defined there: those
+functions then read that module's globals, live, as the originals do.
+
+Fused elementwise kernels (``lower_broadcasts``) are not written ahead of
+time yet: a function whose transform has them is written as transformed with
+the lowering off (``PULLBACK_JAX=0``): plain NumPy, the same gradients, no
+fusion; its entry says so.  Reading artifacts back for the decorator
+(``lookup``) is in ``artifacts``.
+"""
+from __future__ import annotations
+
+import contextlib
+import dis
+import inspect
+import os
+import pprint
+import re
+import types
+
+from . import cache
+from .artifacts import FORMAT, artifact_name, sources, write_file
+from ..backend.codegen import source_lines
+
+__all__ = ["write", "parse_spec", "artifact_name", "Result"]
+
+_PREAMBLE = {
+    "_callee_adjoint": '''
+def _callee_adjoint(adjoint, n, mask):
+    """A callee's adjoint returning one cotangent per parameter (None for
+    those not asked for), as its call sites index them."""
+    def full_adjoint(residuals, out_bar):
+        grads = [None] * n
+        for i, g in zip(mask, adjoint(residuals, out_bar)):
+            grads[i] = g
+        return tuple(grads)
+    return full_adjoint
+''',
+    "_check_sources": '''
+def _check_sources(root, sources):
+    """Refuse to be imported once a file these functions were transformed
+    from changed (their code would give the old function's gradients); a
+    file not found under ``root`` (shipped without its sources) is not checked."""
+    for rel, digest in sources.items():
+        path = _os.path.join(root, *rel.split("/"))
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        if _hashlib.sha256(data).hexdigest() != digest:
+            raise ImportError(f"{__name__} is out of date: {path} changed after `pullback "
+                              "compile` wrote it; run `pullback compile` again")
+''',
+    "_in_module": '''
+def _in_module(functions, module):
+    """The functions again, reading ``module``'s globals (live, as its own do)."""
+    return tuple(_types.FunctionType(f.__code__, vars(module), f.__name__, f.__defaults__,
+                                     f.__closure__) for f in functions)
+''',
+}
+
+
+# -- signatures given on the command line ---------------------------------------
+
+_SPEC = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$")
+_ARG = re.compile(r"^\s*([A-Za-z_]\w*)\s*(\[[\s:,]*\])?\s*$")
+
+
+def parse_spec(text):
+    """Read a signature: ``"name(float64[:,:], complex128, float)"`` gives
+    ``("name", examples)``, one example argument per entry: ``float``,
+    ``complex``, ``int`` are Python scalars, a NumPy dtype alone a NumPy
+    scalar, with ``[:]`` per axis an array of that rank.
+
+    >>> parse_spec("loss(float32[:, :], float)")
+    ('loss', (array([[0.]], dtype=float32), 0.0))
+    """
+    import numpy as np
+    m = _SPEC.match(text)
+    if not m:
+        raise ValueError(f"cannot read the signature {text!r}: write it as "
+                         "'name(float64[:,:], float64[:], float)'")
+    args = []
+    for part in re.split(r",(?![^\[]*\])", m.group(2)) if m.group(2).strip() else []:
+        a = _ARG.match(part)
+        if not a:
+            raise ValueError(f"cannot read {part.strip()!r} in {text!r}: write a NumPy dtype "
+                             "(float64, complex128, ...) with [:] per axis, or float")
+        dtype, dims = a.groups()
+        if dtype in ("float", "complex", "int") and not dims:
+            args.append({"float": 0.0, "complex": 0j, "int": 0}[dtype])
+            continue
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            raise ValueError(f"{dtype!r} in {text!r} is not a NumPy dtype") from None
+        args.append(np.zeros((1,) * dims.count(":"), dt) if dims else dt.type(0))
+    return m.group(1), tuple(args)
+
+
+# -- transforming ------------------------------------------------------------------
+
+class Result:
+    """What ``write`` did: the file, its entries and the functions skipped."""
+
+    def __init__(self, path, entries, skipped, needs_module):
+        self.path, self.entries, self.skipped = path, entries, skipped
+        self.needs_module = needs_module
+
+
+class _Entry:
+    def __init__(self, fn, mask, examples=None, spec=None):
+        self.fn, self.mask, self.examples, self.spec = fn, tuple(mask), examples, spec
+        self.params = list(inspect.signature(fn, follow_wrapped=False).parameters)
+        self.loaded = None          # None while transforming, or if it failed
+        self.exprs = {}             # helper name -> expression (or callee entry)
+        self.needs_module = False   # reads globals defined in its own module
+        self.depends = []
+
+
+class _Writer:
+    def __init__(self, module):
+        self.module = module
+        self.imports = {}           # global name -> import line (what generated code reads)
+        self.aliases = {}           # module -> import line (what helper expressions name)
+        self.entries = {}           # (fn, mask, spec) -> _Entry
+        self.skipped = []           # (qualname, reason, whether it failed to transform)
+        self.preamble = set()
+
+    def entry(self, fn, mask, examples=None, spec=None):
+        key = (fn, tuple(mask), spec)
+        if key not in self.entries:
+            self.entries[key] = e = _Entry(fn, mask, examples, spec)
+            self.transform(e)
+        return self.entries[key]
+
+    def transform(self, e):
+        from ..analyses import kinds
+        from ..errors import PullbackError
+        from ..pipeline import transform
+        if e.fn.__closure__:
+            self.skip(e, "it reads variables of an enclosing function "
+                      f"({', '.join(e.fn.__code__.co_freevars)}); it is differentiated "
+                      "just in time instead", failed=False)
+            return
+        if e.examples is None:
+            param_kinds = {p: kinds.NUMBER for p in e.params}
+        else:
+            param_kinds = {p: kinds.of_value(a) for p, a in zip(e.params, e.examples)}
+        wrt = [e.params[i] for i in e.mask]
+        try:
+            loaded = transform(e.fn, param_kinds, wrt)
+            if _kernels(loaded):
+                with _unfused():                # see the module docstring
+                    loaded = transform(e.fn, param_kinds, wrt)
+                e.unfused = True
+        except PullbackError as err:
+            self.skip(e, str(err), failed=True)
+            return
+        if _kernels(loaded):
+            self.skip(e, "its fused kernels (np.vectorize) cannot be written ahead of time "
+                      "yet; it is differentiated just in time instead", failed=False)
+            return
+        e.used = cache.used_helpers(loaded)
+        e.exprs = {n: self.helper_expr(e, loaded.helpers[n]) for n in e.used}
+        self.read_globals(e, loaded)
+        e.loaded = loaded
+
+    def skip(self, e, reason, failed):
+        item = (e.fn.__qualname__, reason, failed)
+        if item not in self.skipped:
+            self.skipped.append(item)
+
+    def helper_expr(self, e, value):
+        from ..callees import CustomVJP
+        callee = cache._callee(value)
+        if callee is None:
+            if isinstance(value, types.ModuleType):
+                return self.module_alias(value.__name__)
+            return self.object_expr(e, value)
+        handle, mask, which, _ = callee      # (artifacts accumulate in place)
+        target = cache._target(handle)
+        if e.examples is None and mask is not None and not isinstance(target, CustomVJP):
+            sub = self.entry(target, mask)
+            if sub.loaded is not None:          # (not a cycle, not skipped)
+                e.depends.append(sub)
+                if which == "primal":
+                    return sub
+                self.preamble.add("_callee_adjoint")
+                return ("_callee_adjoint", sub, len(sub.params), tuple(mask))
+        self.aliases["pullback.api"] = "from pullback import api as _pullback_api"
+        handle_src = f"_pullback_api.derivative_of({self.object_expr(e, target)})"
+        if which == "adjoint":
+            return f"{handle_src}.call_adjoint"
+        return f"{handle_src}.for_callers({tuple(mask)!r})[0]"
+
+    def module_alias(self, module):
+        if module == "pullback.runtime":
+            self.aliases[module] = "from pullback import runtime as _runtime"
+            return "_runtime"
+        alias = "_" + module.replace(".", "_")
+        self.aliases[module] = f"import {module} as {alias}"
+        return alias
+
+    def object_expr(self, e, value):
+        path = cache.path_of(value, e.fn.__globals__)
+        if path is None:
+            raise ValueError(f"{e.fn.__qualname__}: its generated code uses {value!r}, which "
+                             "cannot be imported by name, so it cannot be compiled ahead of time")
+        module, qualname = path
+        if module == ".":
+            e.needs_module, module = True, e.fn.__module__
+        return f"{self.module_alias(module)}.{qualname}"
+
+    def read_globals(self, e, loaded):
+        """Import at module level the globals generated code reads, or mark
+        the entry as reading its own module's globals."""
+        names, codes = set(), [loaded.primal.__code__, loaded.adjoint.__code__]
+        while codes:
+            code = codes.pop()
+            names.update(i.argval for i in dis.get_instructions(code)
+                         if i.opname == "LOAD_GLOBAL")
+            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        for name in sorted(n for n in names if n in e.fn.__globals__):
+            line = _import_line(name, e.fn.__globals__[name], e.fn.__globals__)
+            if line is None or name.startswith("_") or self.imports.get(name, line) != line:
+                e.needs_module = True
+            else:
+                self.imports[name] = line
+
+
+def _kernels(loaded):
+    """Whether generated code binds fused kernels (``kernels.Kernel``)."""
+    return any(getattr(loaded.helpers[n], "__pullback_kernel__", None) is not None
+               for n in cache.used_helpers(loaded))
+
+
+@contextlib.contextmanager
+def _unfused():
+    old = os.environ.get("PULLBACK_JAX")
+    os.environ["PULLBACK_JAX"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PULLBACK_JAX"]
+        else:
+            os.environ["PULLBACK_JAX"] = old
+
+
+def _import_line(name, value, home):
+    if isinstance(value, types.ModuleType):
+        m = value.__name__
+        return f"import {m}" if m == name else f"import {m} as {name}"
+    path = cache.path_of(value, home) if callable(value) else None
+    if path is None or path[0] == "." or "." in path[1]:
+        return None
+    return f"from {path[0]} import {path[1]}" + ("" if path[1] == name else f" as {name}")
+
+
+def _ordered(entries):
+    """Entries, each after the callees its factory binds."""
+    out, seen = [], set()
+
+    def visit(e):
+        if e in seen:
+            return
+        seen.add(e)
+        for d in e.depends:
+            visit(d)
+        out.append(e)
+
+    for e in entries:
+        visit(e)
+    return out
+
+
+# -- writing -----------------------------------------------------------------------
+
+def write(module, outdir, specs=()):
+    """Write the artifact of ``module`` into ``outdir``; ``specs`` are
+    signature strings (``parse_spec``).  Returns a ``Result``."""
+    from ..checks import is_inexact, signature_key
+    w = _Writer(module)
+    fns = sorted((v for v in vars(module).values() if isinstance(v, types.FunctionType)
+                  and getattr(v, "__pullback_differentiable__", False)
+                  and v.__module__ == module.__name__),
+                 key=lambda f: f.__code__.co_firstlineno)
+    for f in fns:
+        w.entry(f, range(len(inspect.signature(f, follow_wrapped=False).parameters)))
+    by_name = {f.__name__: f for f in fns}
+    for text in specs:
+        name, examples = parse_spec(text)
+        if name not in by_name:
+            raise ValueError(f"--signature {text!r}: {module.__file__} has no "
+                             f"@differentiable function {name!r}")
+        e = w.entry(by_name[name], [i for i, a in enumerate(examples) if is_inexact(a)],
+                    examples, " ".join(text.split()))     # (one line: it goes in comments)
+        e.signature = cache.signature_data(tuple(signature_key(a) for a in examples))
+    entries = [e for e in _ordered(list(w.entries.values())) if e.loaded is not None]
+    path = os.path.join(outdir, artifact_name(module.__file__))
+    if entries:
+        write_file(path, _render(w, entries))
+    return Result(path if entries else None, entries, w.skipped,
+                  any(e.needs_module for e in entries))
+
+
+def _names(w, entries):
+    taken = set(w.imports) | set(_PREAMBLE) | {"__pullback__", "_types", "_os", "_hashlib"} | {
+        line.split()[-1] for line in w.aliases.values()}
+    count = {}
+    for e in entries:
+        base = e.fn.__name__
+        if e.spec is not None:
+            count[base] = count.get(base, 0) + 1
+            suffix = f"_{count[base]}"
+        elif len(e.mask) < len(e.params):
+            suffix = "_wrt_" + "_".join(e.params[i] for i in e.mask)
+        else:
+            suffix = ""
+        k = 1
+        while True:
+            tail = suffix + ("" if k == 1 else f"_{k}")
+            names = (f"{base}_primal{tail}", f"{base}_adjoint{tail}", f"_make_{base}{tail}")
+            if not taken & set(names):
+                break
+            k += 1
+        taken.update(names)
+        e.public, e.factory = names[:2], names[2]
+
+
+def _call_arg(x):
+    if isinstance(x, _Entry):
+        return x.public[0]
+    if isinstance(x, tuple):
+        fn, sub, n, mask = x
+        return f"{fn}({sub.public[1]}, {n}, {mask!r})"
+    return x
+
+
+def _what(e):
+    args = ", ".join(e.params)
+    wrt = ", ".join(e.params[i] for i in e.mask) or "nothing"
+    kind = f"for {e.spec}" if e.spec is not None else "generic (real arguments)"
+    unfused = "; elementwise regions not fused" if getattr(e, "unfused", False) else ""
+    return f"{e.fn.__qualname__}({args}): {kind}; gradients for {wrt}{unfused}"
+
+
+def _render(w, entries):
+    _names(w, entries)
+    source_file = w.module.__file__
+    needs = sorted({e.fn.__module__ for e in entries if e.needs_module})
+    for m in needs:
+        w.module_alias(m)
+        w.preamble.add("_in_module")
+    if "_in_module" in w.preamble:
+        w.aliases["types"] = "import types as _types"
+    w.preamble.add("_check_sources")
+    w.aliases["hashlib"], w.aliases["os"] = "import hashlib as _hashlib", "import os as _os"
+    listing = "\n".join(f"    {e.public[0]}, {e.public[1]}: {_what(e)}" for e in entries)
+    deps = "NumPy and pullback.runtime" + "".join(f", and {m} (whose globals it reads)"
+                                                  for m in needs)
+    shown = " ".join(os.path.basename(source_file).split())      # (one line: a comment)
+    lines = [f"# Generated by `pullback compile` from {shown}; "
+             "do not edit.",
+             f'"""Primals and adjoints of {w.module.__name__}, generated by pullback.',
+             "", "``f_primal(*args)`` returns ``(value, residuals)``;",
+             "``f_adjoint(residuals, out_bar)`` returns one cotangent per argument asked for.",
+             "", listing, "", f"Importing this module needs {deps}.",
+             "pullback uses it in place of a transform while the hashes of its sources",
+             "match, and importing it fails once they no longer do.",
+             '"""']
+    if w.imports:
+        lines += sorted(set(w.imports.values())) + [""]
+    lines += sorted(set(w.aliases.values()))
+    for name in sorted(w.preamble):
+        lines += ["", _PREAMBLE[name].rstrip("\n")]
+    meta_entries = []
+    for e in entries:
+        text = source_lines(e.loaded.text)       # (not splitlines: see codegen)
+        text[0] = f"def {e.factory}({', '.join(e.used)}):"
+        lines += ["", "", f"# {_what(e)}"]
+        start = sum(line.count("\n") + 1 for line in lines) + 1    # (some hold several)
+        lines += text
+        args = [_call_arg(e.exprs[n]) for n in e.used]
+        call = f"{e.factory}({', '.join(args)})"
+        if len(call) > 60:
+            call = f"{e.factory}(\n" + "".join(f"    {a},\n" for a in args) + ")"
+        if e.needs_module:
+            call = f"_in_module({call}, {w.module_alias(e.fn.__module__)})"
+        lines += ["", "", f"{e.public[0]}, {e.public[1]} = {call}"]
+        meta_entries.append(_meta(e, start, start + len(text) - 1,
+                                  e.fn.__module__ == w.module.__name__))
+    meta = {"format": FORMAT, "pullback": cache.compiler_version(),
+            "source": os.path.basename(source_file),
+            "source_sha256": cache.file_sha256(source_file),
+            "root": os.path.dirname(os.path.abspath(source_file)),
+            "sources": sources({e.fn.__code__.co_filename for e in entries}, source_file),
+            "module": w.module.__name__,
+            "entries": meta_entries}
+    lines += ["", "", "# What pullback checks before using this file in place of a transform.",
+              "__pullback__ = " + pprint.pformat(meta, width=100, sort_dicts=False), "",
+              '_check_sources(__pullback__["root"], __pullback__["sources"])', ""]
+    return "\n".join(lines)
+
+
+def _meta(e, first, last, own):
+    helpers = {n: cache.describe(e.loaded.helpers[n], e.fn.__globals__) for n in e.used}
+    usable = all(d is not None for d in helpers.values())
+    return {"qualname": e.fn.__qualname__, "module": e.fn.__module__, "own": own,
+            "signature": getattr(e, "signature", None), "wrt": list(e.mask),
+            "factory": e.factory, "lines": [first, last],
+            "names": [e.loaded.primal.__name__, e.loaded.adjoint.__name__],
+            "helpers": helpers if usable else None, "fingerprint": cache.fingerprint(e.fn),
+            "env": cache.settings()}

@@ -1,0 +1,379 @@
+"""The on-disk cache of transforms, and where a transform comes from.
+
+A transform's result is text (the factory source of ``loader.Loaded``) plus
+the values bound to the helper names that text uses.  Each helper is stored
+as a description of where to find it again, so that a second process
+rebuilds the pair without running the compiler::
+
+    unbroadcast     ->  ["object", "pullback.runtime", "unbroadcast"]
+    np              ->  ["module", "numpy"]
+    dense_primal    ->  ["callee", ".", "dense", [0, 1, 2], "primal"]
+
+(``"."`` is the function's own module, found through its globals, so a
+script run as ``__main__`` and the same file imported share entries.)  A
+helper that cannot be described makes the transform uncacheable; nothing is
+ever cached that could be rebuilt wrongly.
+
+The key hashes everything the transform depends on: pullback's version and a
+hash of its own sources, the Python version, the function's file (the hash
+of its whole text, as for artifacts), first line, qualified name and
+bytecode, the abstract signature, ``wrt`` and ``has_aux``, the ``PULLBACK_*``
+settings in the environment, and a fingerprint
+of every global and closure name the function mentions (a module by name, a
+function by import path and parameters, data by type), so that rebinding a
+global that a call resolved to misses.
+
+``PULLBACK_CACHE_DIR`` sets the directory (default ``~/.cache/pullback``, or
+``$XDG_CACHE_HOME/pullback``); ``PULLBACK_CACHE=0`` turns the cache off.
+``driver.jit.obtain`` is the single entry point: an up-to-date artifact
+first (see ``artifacts``), then this cache, then the compiler.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+import json
+import linecache
+import os
+import sys
+import tempfile
+import types
+
+from ..version import __version__
+
+__all__ = ["load", "store", "enabled", "directory", "compiler_version", "describe", "resolve",
+           "fingerprint", "stats"]
+
+#: How each transform this process needed was obtained (tests read these).
+stats = {"transforms": 0, "cache_hits": 0, "cache_stores": 0, "artifact_hits": 0,
+         "stale_artifacts": 0}
+
+_OFF = ("0", "false", "no", "off")
+
+
+def enabled():
+    """Whether the on-disk cache is on (``PULLBACK_CACHE=0`` turns it off)."""
+    return os.environ.get("PULLBACK_CACHE", "1").strip().lower() not in _OFF
+
+
+def directory():
+    """The cache directory: ``$PULLBACK_CACHE_DIR``, else a per-user cache dir."""
+    path = os.environ.get("PULLBACK_CACHE_DIR")
+    if path:
+        return path
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pullback")
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version():
+    """pullback's version and a hash of its own source files: any change to
+    the compiler makes every cache entry and artifact stale."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))    # src/pullback
+    paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+                   if f.endswith(".py"))
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(os.path.relpath(p, root).encode() + b"\0")
+        with open(p, "rb") as fh:
+            h.update(fh.read())
+    return f"{__version__}+{h.hexdigest()[:16]}"
+
+
+def file_sha256(path):
+    """The SHA-256 of a file's bytes, in hex."""
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+# -- describing values and finding them again ---------------------------------
+
+def _find(module, qualname, home):
+    """The object at ``module``/``qualname``; module ``"."`` means the globals
+    dict ``home``.  Raises ``LookupError`` (or the import's error)."""
+    parts = qualname.split(".") if qualname else []
+    if module == ".":
+        if not parts or parts[0] not in home:
+            raise LookupError(qualname)
+        obj, parts = home[parts[0]], parts[1:]
+    else:
+        obj = sys.modules.get(module) or importlib.import_module(module)
+    for p in parts:
+        obj = getattr(obj, p)
+    return obj
+
+
+def path_of(obj, home_globals):
+    """``(module, qualname)`` by which ``obj`` is found again (module ``"."``
+    for the module whose globals are ``home_globals``), or None.  Only
+    modules already imported are consulted: describing imports nothing."""
+    home = home_globals.get("__name__")
+    name = getattr(obj, "__name__", None)
+    tries = [(getattr(obj, "__module__", None), getattr(obj, "__qualname__", None) or name)]
+    if (tries[0][0] or "").startswith("pullback.runtime."):
+        tries.insert(0, ("pullback.runtime", name))     # the package re-exports its helpers
+    tries += [(m, name) for m in ("numpy", "math", "builtins", "operator")]
+    for module, qualname in tries:
+        if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+            continue
+        where = "." if module == home else module
+        if where != "." and module not in sys.modules:
+            continue
+        try:
+            if _find(where, qualname, home_globals) is obj:
+                return where, qualname
+        except Exception:
+            continue
+    return None
+
+
+def _callee(value):
+    """``(handle, mask, which, inplace)`` if ``value`` is a callee primal or
+    adjoint made by ``for_callers``, else None."""
+    from ..callees import CustomVJP, Derivative
+    tag = getattr(value, "__pullback_callee__", None)
+    if tag is not None:
+        return tag[0], tag[1], "primal", tag[2]
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, (Derivative, CustomVJP)) \
+            and getattr(value, "__func__", None) is type(owner).call_adjoint:
+        masks = [m for (m, _), pair in getattr(owner, "_masked", {}).items()
+                 if pair[1] is value]
+        return owner, masks[0] if masks else None, "adjoint", True
+    return None
+
+
+def describe(value, home_globals):
+    """A JSON-able description of a helper value (see the module docstring),
+    or None if it cannot be found again."""
+    if isinstance(value, types.ModuleType):
+        return ["module", value.__name__]
+    callee = _callee(value)
+    if callee is not None:
+        handle, mask, which, inplace = callee
+        path = path_of(_target(handle), home_globals)
+        if path is None:
+            return None
+        desc = ["callee", path[0], path[1], None if mask is None else list(mask), which]
+        return desc if inplace else desc + [False]      # a caller accumulating out of place
+    path = path_of(value, home_globals)
+    return None if path is None else ["object", path[0], path[1]]
+
+
+def _target(handle):
+    """The object a user writes for ``handle``: the function, or the custom_vjp."""
+    from ..callees import CustomVJP
+    return handle if isinstance(handle, CustomVJP) else handle.fun
+
+
+def resolve(desc, fn):
+    """The value ``desc`` describes, for generated code of ``fn`` run just in
+    time: a callee is ``derivative_of(callee).for_callers(mask)``, as the
+    compiler itself binds it."""
+    kind = desc[0]
+    if kind == "module":
+        return sys.modules.get(desc[1]) or importlib.import_module(desc[1])
+    obj = _find(desc[1], desc[2], fn.__globals__)
+    if kind == "object":
+        return obj
+    from ..callees import derivative_of
+    handle = derivative_of(obj)
+    if desc[3] is None:
+        return handle.call_adjoint
+    inplace = desc[5] if len(desc) > 5 else True
+    return handle.for_callers(tuple(desc[3]), inplace)[desc[4] == "adjoint"]
+
+
+def fingerprint(fn):
+    """What every global and closure name ``fn`` mentions resolves to now, as
+    JSON-able data; None if some callable there cannot be described."""
+    names, stack = set(), [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    env = {n: fn.__globals__[n] for n in names if n in fn.__globals__}
+    for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            env[n] = cell.cell_contents
+        except ValueError:
+            env[n] = _Empty
+    out = {}
+    for n in sorted(env):
+        d = _fingerprint_value(env[n], names, fn.__globals__, 2)
+        if d is None:
+            return None
+        out[n] = d
+    return out
+
+
+class _Empty:
+    """An empty closure cell."""
+
+
+def _fingerprint_value(v, names, home, depth):
+    from ..callees import CustomVJP
+    if isinstance(v, types.ModuleType):
+        d = ["module", v.__name__]
+    elif isinstance(v, CustomVJP):
+        path = path_of(v, home)
+        d = None if path is None else ["custom", *path, list(v.params)]
+    elif isinstance(v, types.FunctionType):
+        path = path_of(v, home)
+        d = None if path is None else ["function", *path, list(inspect.signature(v, follow_wrapped=False).parameters)]
+    elif callable(v):
+        path = path_of(v, home)
+        d = None if path is None else ["object", *path]
+    else:
+        t = type(v)
+        where = "." if t.__module__ == home.get("__name__") else t.__module__
+        d = ["value", where, t.__qualname__]
+        if hasattr(v, "dtype") and hasattr(v, "ndim"):      # an array: its kind too
+            d += [str(v.dtype), int(v.ndim)]
+    if d is None or depth == 0:
+        return d
+    try:
+        attrs = vars(v)
+    except TypeError:
+        return d
+    for attr in sorted(names & set(attrs)):
+        sub = _fingerprint_value(attrs[attr], names, home, depth - 1)
+        if sub is None:
+            return None
+        d.append([attr, sub])
+    return d
+
+
+# -- keys and entries -----------------------------------------------------------
+
+def signature_data(key):
+    """The JSON-able form of the abstract signature of the arguments (``checks.signature_key``)."""
+    import numpy as np
+    out = []
+    for k in key:
+        if isinstance(k, tuple) and k[0] is np.ndarray:
+            out.append(["ndarray", k[1], k[2]])
+        elif isinstance(k, tuple):
+            out.append(["generic", k[1]])
+        else:
+            out.append(["type", k.__module__, k.__qualname__])
+    return out
+
+
+def identity(fn, sig_key, wrt, has_aux):
+    """The key material of a transform of ``fn``, or None if it cannot be
+    cached (no source, or a global that cannot be described)."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    code = fn.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    fp = fingerprint(fn) if lines else None
+    if fp is None:
+        return None
+    text = "".join(lines).encode()
+    return {"pullback": compiler_version(), "python": list(sys.version_info[:2]),
+            "file": os.path.abspath(code.co_filename), "line": code.co_firstlineno,
+            "qualname": fn.__qualname__, "source_sha256": hashlib.sha256(text).hexdigest(),
+            "code": hashlib.sha256(code.co_code + repr(code.co_varnames).encode()).hexdigest(),
+            "signature": signature_data(sig_key), "wrt": list(wrt), "has_aux": bool(has_aux),
+            "globals": fp, "env": settings()}
+
+
+_NOT_SETTINGS = {"PULLBACK_CACHE", "PULLBACK_CACHE_DIR", "PULLBACK_ARTIFACTS", "PULLBACK_PATH"}
+
+
+def settings():
+    """The ``PULLBACK_*`` environment variables that may change a transform
+    (``PULLBACK_INPLACE``, ``PULLBACK_JAX_THRESHOLD``, ...): part of the key."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith("PULLBACK_") and k not in _NOT_SETTINGS}
+
+
+def _key(material):
+    blob = json.dumps(material, sort_keys=True, default=repr).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def used_helpers(loaded):
+    """The helper names the primal and adjoint really read."""
+    free = set(loaded.primal.__code__.co_freevars) | set(loaded.adjoint.__code__.co_freevars)
+    return [n for n in loaded.helpers if n in free]
+
+
+def _digest(entry):
+    """The SHA-256 an entry carries of everything else in it: an entry whose
+    code text was edited, or torn, no longer matches it."""
+    body = {k: v for k, v in entry.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def store(fn, material, loaded):
+    from . import trust
+    helpers = {}
+    for name in used_helpers(loaded):
+        d = describe(loaded.helpers[name], fn.__globals__)
+        if d is None:
+            return
+        helpers[name] = d
+    entry = {"material": json.loads(json.dumps(material, default=repr)), "text": loaded.text,
+             "source": loaded.source,
+             "names": [loaded.primal.__name__, loaded.adjoint.__name__], "helpers": helpers,
+             "user_file": loaded.user_file}
+    entry["sha256"] = _digest(entry)
+    where = directory()
+    path = os.path.join(where, _key(material) + ".json")
+    try:
+        trust.make_private_dir(where)
+        if not trust.trusted_dir(where, "cache directory"):
+            return
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")        # (mode 0600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, path)
+        except BaseException:
+            _remove(tmp)
+            raise
+        stats["cache_stores"] += 1
+    except OSError:
+        pass            # a read-only or full disk only costs the next process a transform
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def load(fn, material):
+    """The cached transform for ``material``, or None.  An entry that cannot
+    be used (torn, edited, no longer resolvable, not a regular file) is
+    deleted, so that the transform made instead replaces it; one that is
+    not trusted (see ``trust``) is left alone and ignored."""
+    from ..backend import loader
+    from . import trust
+    where = directory()
+    path = os.path.join(where, _key(material) + ".json")
+    if not os.path.lexists(path) or not trust.trusted_dir(where, "cache directory"):
+        return None
+    try:
+        data = trust.read_bytes(path, "cache entry")
+        if data is None:
+            return None                 # not trusted: warned about, never read
+        entry = json.loads(data.decode("utf-8"))
+        if not isinstance(entry, dict) or entry.get("sha256") != _digest(entry):
+            raise ValueError("the entry does not match its own hash")
+        if entry["material"] != json.loads(json.dumps(material, default=repr)):
+            raise ValueError("the entry is for another transform")
+        helpers = {n: resolve(d, fn) for n, d in entry["helpers"].items()}
+        return loader.rebuild(fn, entry["text"], helpers, entry["names"], entry["source"],
+                              entry["user_file"])
+    except FileNotFoundError:
+        return None
+    except Exception:
+        _remove(path)       # torn, edited or no longer resolvable: transform again
+        return None

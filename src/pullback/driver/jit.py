@@ -1,0 +1,110 @@
+"""The just-in-time driver: a handle's transform for the arguments at hand.
+
+``callees.Derivative.specialize`` comes here (``Derivative.driver``): the
+handle's own cache of transforms, one per abstract signature of the
+arguments, is checked first; else ``obtain`` gives the transform from an
+up-to-date artifact (``artifacts``), else the on-disk cache (``cache``), else
+the compiler (``pipeline.transform``), whose result is then cached::
+
+    pb.grad(f)(x)  ->  derivative_of(f).call_primal  ->  specialize
+                   ->  obtain: artifact | cache | transform (pipeline)
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from .bindings import Bindings
+from ..callees import Derivative
+from ..checks import signature_key
+
+__all__ = ["specialize", "transform", "obtain"]
+
+_LOCKS_LOCK = threading.Lock()
+
+
+def specialize(handle, args, wrt, has_aux=False, inplace=None):
+    """The ``Loaded`` transform of ``handle`` (a ``callees.Derivative``) for
+    ``args``: the handle's own cache while what it resolved is unchanged, else
+    ``obtain``."""
+    from ..lowering import kernels      # late: importing pullback does not load the compiler
+    inplace = _inplace_default() if inplace is None else bool(inplace)
+    large = kernels.size_class(args)     # large arrays: elementwise work is fused
+    key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
+    entry = handle.cache.get(key)
+    if entry is not None and entry[1].current():
+        return entry[0]
+    with _lock_for(handle, key):       # one transform per key, however many threads
+        entry = handle.cache.get(key)
+        if entry is not None and entry[1].current():
+            return entry[0]
+        # what the transform resolves (globals, closure cells) is recorded first
+        # and checked on every later call: a rebinding makes it transform again
+        bindings = Bindings.capture(handle.fun)
+        # an up-to-date artifact, else the on-disk cache, else the compiler
+        options = {}
+        if not inplace:
+            options["inplace"] = False
+        if large:
+            options["large"] = True
+        loaded = obtain(handle.fun, key[0], wrt, has_aux,
+                        lambda: transform(handle, args, wrt, has_aux, inplace),
+                        options or None)
+        handle.cache[key] = (loaded, bindings)
+    return loaded
+
+
+def _lock_for(handle, key):
+    with _LOCKS_LOCK:
+        lock = handle._locks.get(key)
+        if lock is None:
+            lock = handle._locks[key] = threading.RLock()
+    return lock
+
+
+def transform(handle, args, wrt, has_aux=False, inplace=True):
+    """A new transform of ``handle``'s function for ``args`` (the compiler)."""
+    from .. import pipeline
+    from ..analyses import kinds as kinds_
+    from ..lowering import kernels
+    param_kinds = {p: kinds_.of_value(a) for p, a in zip(handle.params, args)}
+    with kernels.sizing(args):
+        return pipeline.transform(handle.fun, param_kinds, [handle.params[i] for i in wrt],
+                                  has_aux, inplace=inplace)
+
+
+def _inplace_default():
+    """In-place gradient accumulation is on unless ``PULLBACK_INPLACE=0``."""
+    return os.environ.get("PULLBACK_INPLACE", "1").strip().lower() not in ("0", "false", "no",
+                                                                          "off")
+
+
+def obtain(fn, sig_key, wrt, has_aux, make, options=None):
+    """The ``Loaded`` transform of ``fn`` for the abstract signature
+    ``sig_key`` (see ``checks.signature_key``) and ``wrt`` (argument indices):
+    from an up-to-date artifact, else the on-disk cache, else ``make()``,
+    whose result is then cached."""
+    from . import artifacts, cache
+    material = cache.identity(fn, sig_key, wrt, has_aux)
+    if material is not None and options:
+        material["options"] = dict(options)
+    if material is not None and not has_aux and not options:
+        loaded = artifacts.lookup(fn, material)
+        if loaded is not None:
+            cache.stats["artifact_hits"] += 1
+            return loaded
+    use_cache = material is not None and cache.enabled()
+    if use_cache:
+        loaded = cache.load(fn, material)
+        if loaded is not None:
+            cache.stats["cache_hits"] += 1
+            return loaded
+    cache.stats["transforms"] += 1
+    loaded = make()
+    if use_cache:
+        cache.store(fn, material, loaded)
+    return loaded
+
+
+Derivative.driver = sys.modules[__name__]       # see Derivative.driver

@@ -1,0 +1,84 @@
+"""The front end as steps: a Python function to its normal form, with its
+operations resolved.
+
+``pipeline.STEPS`` starts with ``FRONT``; ``front(fn)`` runs them alone, for
+``pipeline.return_kind`` and for ``analyses.purity`` (which must see a
+function exactly as a transform of it would).  Each step reads what earlier
+steps set on the ``Transform`` and sets its own fields.
+
+>>> from pullback.testing import function_from_source
+>>> from pullback.backend.codegen import unparse
+>>> f = function_from_source('''
+... def f(x, n):
+...     y = 0.0
+...     for i in range(n):
+...         y += np.sin(x * i)
+...     return y
+... ''')
+>>> parsed, normal, ops = front(f)
+>>> print(unparse(normal.tree).strip())
+def f(x, n):
+    y = 0.0
+    range_n = range(n)
+    y_1 = y
+    for i in range_n:
+        x_i = x * i
+        sin_x_i = np.sin(x_i)
+        y_2 = y_1 + sin_x_i
+        y_1 = y_2
+    return y_1
+"""
+from __future__ import annotations
+
+from .analyses import ops as ops_
+from .frontend import closures, desugar as desugar_, parse as frontend, structure as structure_
+from .ir.naming import Namer
+from .normalize import normalize as normalize_
+
+__all__ = ["Transform", "FRONT", "front"]
+
+
+class Transform:
+    """What the steps have made so far for one function: each step reads
+    the fields earlier steps set and sets its own."""
+
+    def __init__(self, fn, param_kinds=None, wrt=(), has_aux=False, inplace=True):
+        self.fn, self.param_kinds, self.wrt = fn, param_kinds or {}, list(wrt)
+        self.has_aux, self.inplace = has_aux, inplace
+
+
+def parse(t):
+    t.parsed = frontend.parse(t.fn)
+    t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
+
+
+def desugar(t):
+    desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
+
+
+def lift_closures(t):
+    closures.lift_closures(t.parsed.tree, t.namer, t.parsed)
+
+
+def structure(t):
+    structure_.structure(t.parsed.tree, t.namer, t.parsed)
+
+
+def normalize(t):
+    t.normal = normalize_.normalize(t.parsed, t.namer)
+
+
+def resolve_ops(t):
+    t.ops = ops_.resolve(t.normal, t.parsed)
+
+
+FRONT = [parse, desugar, lift_closures, structure, normalize, resolve_ops]
+
+
+def front(fn):
+    """``(parsed, normal, ops)``: ``fn`` parsed, brought to normal form, and
+    its operations resolved."""
+    t = Transform(fn)
+    for step in FRONT:
+        step(t)
+    return t.parsed, t.normal, t.ops

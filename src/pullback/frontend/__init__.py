@@ -1,0 +1,2 @@
+"""The front end: parse a function's source, desugar it, lift its closures,
+structure its early exits."""

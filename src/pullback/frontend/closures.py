@@ -1,0 +1,262 @@
+"""Closures: nested functions and lambdas become top-level functions that
+take what they capture as arguments (lambda lifting), passed by keyword.
+
+A nested ``def g`` (or ``g = lambda ...``) that reads locals of the enclosing
+function is lifted to a function of its own whose extra parameters are those
+locals; each call passes their values at the time of the call, which is
+Python's late binding.  A ``nonlocal`` variable the nested function assigns
+is passed in and returned, and the call site assigns it back, so state
+threads through the calls in order (``sum(map(step, xs))`` with a running
+total works).  The lifted function is differentiated like any other callee,
+so captured values get their gradients::
+
+>>> from pullback.testing import function_from_source, lifted
+>>> print(lifted(function_from_source('''
+... def f(x, y):
+...     g = lambda z: z ** 2 + y[0]
+...     return g(x)
+... ''')))
+def f(x, y):
+    return g_lifted(x, y=y)
+<BLANKLINE>
+def g_lifted(z, y):
+    return z ** 2 + y[0]
+"""
+from __future__ import annotations
+
+import types
+
+import gast
+
+from ..backend import codegen
+
+__all__ = ["lift_closures"]
+
+
+def lift_closures(fn, namer, parsed):
+    """Lift the nested functions of ``fn`` (a gast FunctionDef, changed in
+    place); each lifted function is bound in ``parsed.closure``.  Returns the
+    list of lifted (name, gast FunctionDef)."""
+    lifter = _Lifter(fn, namer, parsed)
+    fn.body = lifter.block(fn.body)
+    return lifter.lifted
+
+
+class _Lifter:
+    def __init__(self, fn, namer, parsed):
+        self.fn, self.namer, self.parsed = fn, namer, parsed
+        self.outer_locals = {a.id for a in fn.args.args} | {
+            n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Store)}
+        self.nested = {}     # local name -> (lifted name, captured, nonlocals)
+        self.lifted = []
+
+    # -- finding nested functions ---------------------------------------------
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, gast.FunctionDef):
+                for s in self.lift(stmt.name, stmt):
+                    out.extend(_rewrite_calls(self, s, self.block))
+                continue
+            if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], gast.Name) \
+                    and isinstance(stmt.value, gast.Lambda):
+                for s in self.lift(stmt.targets[0].id,
+                                   _as_def(stmt.targets[0].id, stmt.value)):
+                    out.extend(_rewrite_calls(self, s, self.block))
+                continue
+            out.extend(_rewrite_calls(self, stmt, self.block))
+        return out
+
+    def lift(self, name, node):
+        """Lift the nested ``node`` bound to ``name``; returns the statements
+        that take its place: the defaults, evaluated where the ``def`` runs (as
+        Python does), into names each call that omits them passes on."""
+        if node.decorator_list:
+            raise self.parsed.unsupported(node, "a decorated nested function",
+                                          "Define it at module level.")
+        params = [a.id for a in node.args.args]
+        nonlocals = [n for s in gast.walk(node) if isinstance(s, gast.Nonlocal)
+                     for n in s.names]
+        body = [s for s in node.body if not isinstance(s, gast.Nonlocal)]
+        called = {n.id for s in body for n in gast.walk(s)
+                  if isinstance(n, gast.Name) and n.id in self.nested}
+        for inner in sorted(called):      # state threaded through a nested call
+            nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
+        body = _InnerCalls(self).block(body)
+        local = params + [n.id for s in body for n in gast.walk(s)
+                          if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
+        captured = sorted({n.id for s in body for n in gast.walk(s)
+                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+                           and n.id in self.outer_locals and n.id not in local}
+                          - set(nonlocals))
+        captured = captured + nonlocals
+        lifted_name = self.namer.fresh(f"{name}_lifted" if name != "<lambda>" else "lifted")
+        if nonlocals:
+            body = _ReturnState(nonlocals).block(body)
+            body.append(gast.Return(value=_state(gast.Constant(None, None), nonlocals)))
+        args = gast.arguments(
+            args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
+                  for p in params + captured],
+            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+            defaults=[])
+        if node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
+            raise self.parsed.unsupported(node, "a nested function with *args or **kwargs",
+                                          "Give it plain positional parameters.")
+        at_def, defaults = [], []
+        for p, d in zip(params[len(params) - len(node.args.defaults):], node.args.defaults):
+            if isinstance(d, gast.Constant):
+                defaults.append((p, d))
+                continue
+            value = self.namer.fresh(f"{name}_{p}_default")
+            at_def.append(gast.copy_location(gast.Assign(
+                targets=[_name(value, gast.Store())], value=d, type_comment=None), d))
+            defaults.append((p, value))
+        new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
+                               returns=None, type_comment=None, type_params=[])
+        gast.copy_location(new, node)
+        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
+        self.lifted.append((lifted_name, new))
+        self.parsed.closure[lifted_name] = types.CellType(self.compile(new))
+        return at_def
+
+    def compile(self, tree):
+        """A Python function for the lifted tree, its source in linecache
+        (blank lines keep the user's line numbers)."""
+        text = codegen.unparse(tree)
+        first = tree.lineno
+        filename = f"<pullback: {tree.name} lifted from {self.parsed.filename}>"
+        source = "\n" * (first - 1) + text + "\n"
+        codegen.register_source(filename, source)
+        free = sorted(set(self.parsed.closure) & {
+            n.id for n in gast.walk(tree) if isinstance(n, gast.Name)})
+        factory = f"def __pullback_lift__({', '.join(free)}):\n" + "".join(
+            "    " + line + "\n" for line in text.splitlines()) + f"    return {tree.name}\n"
+        code = compile("\n" * (first - 2) + factory if first > 1 else factory, filename, "exec")
+        make = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+        inner = next(c for c in make.co_consts if isinstance(c, types.CodeType))
+        cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
+        fn = types.FunctionType(inner, self.parsed.globals, tree.name, None, cells)
+        fn.__pullback_lifted_source__ = source
+        return fn
+
+
+class _Nested:
+    """A lifted nested function: its new name, the outer names it captures
+    (passed by keyword), its ``nonlocal`` state, its own parameters, and for
+    each defaulted one the constant or the name holding its default."""
+
+    def __init__(self, lifted, captured, nonlocals, params, defaults):
+        self.lifted, self.captured, self.nonlocals = lifted, captured, nonlocals
+        self.params, self.defaults = params, defaults
+
+
+class _Calls(gast.NodeTransformer):
+    """Rewrite calls of nested functions in one statement of the outer body."""
+
+    def __init__(self, lifter, pre):
+        self.lifter, self.pre = lifter, pre
+
+    def visit_Lambda(self, node):
+        raise self.lifter.parsed.unsupported(
+            node, "a lambda used as a value", "Give it a name (g = lambda ...) and call it, "
+            "or define it with def.")
+
+    def visit_Call(self, node):
+        if isinstance(node.func, gast.Lambda):
+            name = self.lifter.namer.fresh("lambda")
+            self.pre.extend(self.lifter.lift(name, _as_def(name, node.func)))
+            node.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+        func = node.func
+        if not (isinstance(func, gast.Name) and func.id in self.lifter.nested):
+            return self.generic_visit(node)
+        node.args = [self.visit(a) for a in node.args]
+        for k in node.keywords:
+            k.value = self.visit(k.value)
+        nested = self.lifter.nested[func.id]
+        lifted, captured, nonlocals = nested.lifted, nested.captured, nested.nonlocals
+        given = set(nested.params[:len(node.args)]) | {k.arg for k in node.keywords}
+        omitted = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
+                                if isinstance(v, gast.Constant) else _name(v))
+                   for p, v in nested.defaults if p not in given]
+        call = gast.Call(func=_name(lifted), args=node.args, keywords=node.keywords + omitted
+                         + [gast.keyword(arg=c, value=_name(c)) for c in captured])
+        call = gast.copy_location(call, node)
+        if not nonlocals:
+            return call
+        result = self.lifter.namer.fresh(f"{func.id}_result")
+        self.pre.append(gast.copy_location(gast.Assign(
+            targets=[gast.Tuple(elts=[_name(result, gast.Store())] +
+                                [_name(n, gast.Store()) for n in nonlocals],
+                                ctx=gast.Store())], value=call, type_comment=None), node))
+        return _name(result)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.lifter.nested:
+            raise self.lifter.parsed.unsupported(
+                node, f"the nested function `{node.id}` used as a value",
+                f"Call `{node.id}` directly, or define it at module level and pass it in.")
+        return node
+
+
+class _InnerCalls:
+    """Inside a lifted function: calls of earlier nested functions."""
+
+    def __init__(self, lifter):
+        self.lifter = lifter
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            out.extend(_rewrite_calls(self.lifter, stmt, self.block))
+        return out
+
+
+def _rewrite_calls(lifter, stmt, block):
+    """One statement with its calls of nested functions rewritten, preceded by
+    the assignments they need; nested blocks go through ``block``."""
+    pre = []
+    calls = _Calls(lifter, pre)
+    if isinstance(stmt, (gast.If, gast.While)):
+        stmt.test = calls.visit(stmt.test)
+    elif isinstance(stmt, gast.For):
+        stmt.iter = calls.visit(stmt.iter)
+    else:
+        stmt = calls.visit(stmt)
+    for field in ("body", "orelse"):
+        if getattr(stmt, field, None):
+            setattr(stmt, field, block(getattr(stmt, field)))
+    return pre + [stmt]
+
+
+class _ReturnState:
+    """``return v`` -> ``return (v, n1, n2)`` for the nonlocal names."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def block(self, stmts):
+        for stmt in stmts:
+            for node in gast.walk(stmt):
+                if isinstance(node, gast.Return):
+                    value = node.value or gast.Constant(None, None)
+                    node.value = _state(value, self.names)
+        return stmts
+
+
+def _state(value, names):
+    return gast.Tuple(elts=[value] + [_name(n) for n in names], ctx=gast.Load())
+
+
+def _as_def(name, lam):
+    ret = gast.copy_location(gast.Return(value=lam.body), lam.body)
+    fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
+                          returns=None, type_comment=None, type_params=[])
+    return gast.copy_location(fn, lam)
+
+
+def _name(id_, ctx=None):
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+

@@ -1,0 +1,400 @@
+"""Desugar: loops over sequences, comprehensions, ``sum`` and ``map`` become
+index loops over ``range``.
+
+Every ``for`` loop afterwards runs over a ``range``, and an element is read
+by indexing, so its gradient flows back into the sequence through the
+indexing rule (in place, O(1) per element).  ``enumerate``, ``zip`` and
+``reversed`` are unfolded, and so are ``d.items()``, ``d.keys()`` and
+``d.values()`` of a dict; ``indexable`` checks at run time that a sequence
+read by position is not a dict, a set or an iterator (``for k in d`` would
+read ``d[0]``); a comprehension builds its list with ``append``;
+``sum`` over a generator accumulates in a loop (linear time, however the
+terms capture the inputs); ``map(f, xs)`` is the comprehension
+``[f(v) for v in xs]``, evaluated in order::
+
+>>> from pullback.testing import function_from_source, desugared
+>>> print(desugared(function_from_source('''
+... def f(xs, ys):
+...     t = 0.0
+...     for i, x in enumerate(xs):
+...         t = t + i * x
+...     return t + sum(x * y for x, y in zip(xs, ys))
+... ''')))
+def f(xs, ys):
+    t = 0.0
+    indexable(xs)
+    for i in range(len(xs)):
+        x = xs[i]
+        t = t + i * x
+    total = 0
+    indexable(xs)
+    indexable(ys)
+    for zip_index in range(min(len(xs), len(ys))):
+        x_1 = xs[zip_index]
+        y_1 = ys[zip_index]
+        total = total + x_1 * y_1
+    return t + total
+"""
+from __future__ import annotations
+
+import builtins
+import types
+
+import gast
+
+from ..ir.grammar import assigned_names
+
+__all__ = ["desugar"]
+
+
+def desugar(fn, namer, parsed):
+    """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
+    d = _Desugar(namer, parsed)
+    fn.body = d.block(fn.body)
+    return fn
+
+
+class _Desugar:
+    def __init__(self, namer, parsed):
+        self.namer, self.parsed = namer, parsed
+        self.runtime_names = {}
+
+    def is_builtin(self, node, name):
+        """``node`` names the builtin ``name`` (not shadowed by the module)."""
+        return isinstance(node, gast.Name) and node.id == name \
+            and node.id not in self.parsed.globals and node.id not in self.parsed.closure \
+            and getattr(builtins, name, None) is not None
+
+    def block(self, stmts):
+        out = []
+        for stmt in stmts:
+            pre = []
+            stmt = _Hoist(self, pre).visit_statement(stmt)
+            out.extend(pre)
+            if isinstance(stmt, gast.For):
+                out.extend(self.loop(stmt))
+            else:
+                for field in ("body", "orelse"):
+                    if getattr(stmt, field, None) and not isinstance(stmt, gast.FunctionDef):
+                        setattr(stmt, field, self.block(getattr(stmt, field)))
+                out.append(stmt)
+        return out
+
+    # -- loops -----------------------------------------------------------------
+
+    def loop(self, node):
+        """``for target in iterable`` as a loop over ``range``."""
+        body = self.block(node.body)
+        orelse = self.block(node.orelse)
+        it, target = node.iter, node.target
+        if isinstance(it, gast.Call) and self.is_builtin(it.func, "range"):
+            if isinstance(target, gast.Name):
+                node.body, node.orelse = body, orelse
+                return [node]
+            index = self.namer.fresh("index")
+            head = [_assign(target, _name(index), node)]
+            return [self.for_range(index, it, head + body, orelse, node)]
+        pre = []
+        # Python reads the sequence once: a name the loop rebinds is read before it
+        self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
+        view = self.mapping_view(it)
+        if view is not None:               # d.items(), d.keys(), d.values()
+            mapping, method = view
+            mapping = self.sequence(mapping, pre, node, check=False)
+            keys = self.namer.fresh("keys")
+            pre.append(_assign(_name(keys, gast.Store()), gast.Call(
+                func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
+                keywords=[]), node))
+            index = self.namer.fresh("key_index")
+            key = _item(keys, index)
+            value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
+                                   ctx=gast.Load())
+            item = {"keys": key, "values": value,
+                    "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
+            if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+                head = [_assign(target.elts[0], key, node),
+                        _assign(target.elts[1], gast.Subscript(
+                            value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
+                            node)]
+            else:
+                head = [_assign(target, item, node)]
+            return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
+        if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
+                and len(it.args) == 1 and not it.keywords \
+                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            index = target.elts[0].id if isinstance(target.elts[0], gast.Name) \
+                else self.namer.fresh("index")
+            head = [] if isinstance(target.elts[0], gast.Name) else \
+                [_assign(target.elts[0], _name(index), node)]
+            inner = it.args[0]
+            if self.is_zip(inner):          # enumerate(zip(xs, ys))
+                return pre + [self.zip_loop(inner, index, target.elts[1], head, body, orelse,
+                                            pre, node)]
+            seq = self.sequence(inner, pre, node)
+            head.append(_assign(target.elts[1], _item(seq, index), node))
+            return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+        if self.is_zip(it):
+            index = self.namer.fresh("zip_index")
+            return pre + [self.zip_loop(it, index, target, [], body, orelse, pre, node)]
+        if isinstance(it, gast.Call) and self.is_builtin(it.func, "reversed") \
+                and len(it.args) == 1:
+            seq = self.sequence(it.args[0], pre, node)
+            index = self.namer.fresh("index")
+            last = gast.BinOp(left=_len(seq), op=gast.Sub(), right=gast.Constant(1, None))
+            rng = _range(last, gast.Constant(-1, None), gast.Constant(-1, None))
+            head = [_assign(target, _item(seq, index), node)]
+            return pre + [self.for_range(index, rng, head + body, orelse, node)]
+        seq = self.sequence(it, pre, node)
+        base = target.id if isinstance(target, gast.Name) else "item"
+        index = self.namer.fresh(f"{base}_index")
+        head = [_assign(target, _item(seq, index), node)]
+        return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+
+    def is_zip(self, it):
+        return isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") and it.args \
+            and not it.keywords
+
+    def zip_loop(self, it, index, target, head, body, orelse, pre, node):
+        """``for target in zip(xs, ys)`` as a loop over ``index``."""
+        seqs = [self.sequence(a, pre, node) for a in it.args]
+        items = [_item(s, index) for s in seqs]
+        if isinstance(target, gast.Tuple) and len(target.elts) == len(items):
+            head = head + [_assign(t, v, node) for t, v in zip(target.elts, items)]
+        else:
+            head = head + [_assign(target, gast.Tuple(elts=items, ctx=gast.Load()), node)]
+        n = _len(seqs[0]) if len(seqs) == 1 else gast.Call(
+            func=_name("min"), args=[_len(s) for s in seqs], keywords=[])
+        return self.for_range(index, _range(n), head + body, orelse, node)
+
+    def sequence(self, expr, pre, origin, check=True):
+        """A name bound to ``expr``, evaluated once before the loop, and
+        checked to be read by position (``indexable``: not a dict, a set or
+        an iterator, which a loop by index would read wrongly)."""
+        if isinstance(expr, gast.Name) and expr.id not in self.rebound:
+            name = expr.id
+        else:
+            if isinstance(expr, gast.Call) and self.is_builtin(expr.func, "reversed") \
+                    and len(expr.args) == 1 and not expr.keywords:
+                expr = gast.Subscript(value=expr.args[0], slice=gast.Slice(
+                    None, None, gast.Constant(-1, None)), ctx=gast.Load())
+            name = self.namer.fresh("seq")
+            pre.append(_assign(_name(name, gast.Store()), expr, origin))
+        if check:
+            pre.append(gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(self.runtime_name("indexable")), args=[_name(name)],
+                keywords=[])), origin))
+        return name
+
+    def mapping_view(self, it):
+        """``(d, "items")`` for ``d.items()`` (or keys, values), else None."""
+        if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
+                and it.func.attr in ("items", "keys", "values") and not it.args \
+                and not it.keywords:
+            return it.func.value, it.func.attr
+        return None
+
+    def runtime_name(self, fn_name):
+        """A name the function's code can call ``pullback.runtime.<fn_name>`` by."""
+        from .. import runtime
+        name = self.runtime_names.get(fn_name)
+        if name is None:
+            name = self.runtime_names[fn_name] = self.namer.fresh(fn_name)
+            self.parsed.closure[name] = types.CellType(getattr(runtime, fn_name))
+        return name
+
+    def for_range(self, index, rng, body, orelse, origin):
+        loop = gast.For(target=_name(index, gast.Store()), iter=rng, body=body,
+                        orelse=orelse, type_comment=None)
+        return gast.copy_location(loop, origin)
+
+    # -- comprehensions ----------------------------------------------------------
+
+    def comprehension(self, node, pre, reduce_with=None, start=None):
+        """Statements that build the value of a comprehension into a fresh
+        name (a list, or a running sum); returns the name."""
+        acc = self.namer.fresh("total" if reduce_with else "items")
+        init = start if start is not None else gast.Constant(0, None)
+        pre.append(_assign(_name(acc, gast.Store()),
+                           init if reduce_with else gast.List(elts=[], ctx=gast.Load()), node))
+        renames = {}
+        for gen in node.generators:
+            for n in gast.walk(gen.target):
+                if isinstance(n, gast.Name):
+                    renames[n.id] = self.namer.fresh(n.id)
+        node = _Rename(renames).visit(node)
+        if reduce_with:
+            inner = [_assign(_name(acc, gast.Store()), gast.BinOp(
+                left=_name(acc), op=gast.Add(), right=node.elt), node)]
+        else:
+            inner = [gast.copy_location(gast.Expr(value=gast.Call(
+                func=gast.Attribute(value=_name(acc), attr="append", ctx=gast.Load()),
+                args=[node.elt], keywords=[])), node)]
+        for gen in reversed(node.generators):
+            if gen.is_async:
+                raise self.parsed.unsupported(node, "an async comprehension",
+                                              "Use an ordinary loop.")
+            for cond in reversed(gen.ifs):
+                inner = [gast.copy_location(gast.If(test=cond, body=inner, orelse=[]), node)]
+            loop = gast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
+                            type_comment=None)
+            inner = [gast.copy_location(loop, node)]
+        pre.extend(self.block(inner))
+        return acc
+
+
+class _Hoist(gast.NodeTransformer):
+    """Replace the comprehensions (and sum/map over them) of one statement by
+    names, putting the loops that compute them in ``pre``."""
+
+    def __init__(self, desugar, pre):
+        self.d, self.pre = desugar, pre
+
+    def visit_statement(self, stmt):
+        if isinstance(stmt, (gast.If, gast.While)):
+            stmt.test = self.visit(stmt.test)
+            return stmt
+        if isinstance(stmt, gast.For):
+            stmt.iter = self.visit(stmt.iter)
+            return stmt
+        if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+            return stmt
+        return self.visit(stmt)
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_IfExp(self, node):
+        node.test = self.visit(node.test)
+        self.check_lazy(node.body)
+        self.check_lazy(node.orelse)
+        return node
+
+    def visit_BoolOp(self, node):
+        node.values[0] = self.visit(node.values[0])
+        for v in node.values[1:]:
+            self.check_lazy(v)
+        return node
+
+    def check_lazy(self, node):
+        for n in gast.walk(node):
+            if isinstance(n, (gast.ListComp, gast.GeneratorExp)):
+                raise self.d.parsed.unsupported(
+                    n, "a comprehension inside a conditional expression or `and`/`or`",
+                    "Compute it in a statement of its own before the condition.")
+
+    def visit_Call(self, node):
+        d = self.d
+        if d.is_builtin(node.func, "sum") and node.args and not node.keywords \
+                and isinstance(node.args[0], gast.Call) \
+                and d.is_builtin(node.args[0].func, "map") and len(node.args[0].args) >= 2:
+            node.args[0] = _map_as_comprehension(node.args[0], d.namer)
+        if d.is_builtin(node.func, "sum") and node.args and isinstance(
+                node.args[0], (gast.GeneratorExp, gast.ListComp)) and not node.keywords:
+            comp = node.args[0]
+            comp.elt = self.visit(comp.elt)
+            start = self.visit(node.args[1]) if len(node.args) > 1 else None
+            return _name(d.comprehension(comp, self.pre, reduce_with="+", start=start))
+        if d.is_builtin(node.func, "map") and len(node.args) >= 2 and not node.keywords:
+            node = _map_as_comprehension(node, d.namer)
+            return self.visit(node)
+        literal = _dict_literal(d, node)
+        if literal is not None:            # dict(a=x), dict([("a", x)])
+            return self.visit(literal)
+        if isinstance(node.func, gast.Attribute) and node.func.attr == "get" \
+                and isinstance(node.func.value, gast.Name) \
+                and node.func.value.id not in d.parsed.globals \
+                and node.func.value.id not in d.parsed.closure \
+                and len(node.args) in (1, 2) and not node.keywords:
+            # d.get(k, v) on a dict: `d[k] if k in d else v` (the keys checked to be a dict's)
+            mapping = node.func.value
+            default = node.args[1] if len(node.args) == 2 else gast.Constant(None, None)
+            keys = gast.Call(func=_name(d.runtime_name("mapping_keys")),
+                             args=[_name(mapping.id)], keywords=[])
+            test = gast.Compare(left=node.args[0], ops=[gast.In()], comparators=[keys])
+            found = gast.Subscript(value=_name(mapping.id), slice=node.args[0],
+                                   ctx=gast.Load())
+            return self.visit(gast.copy_location(
+                gast.IfExp(test=test, body=found, orelse=default), node))
+        return self.generic_visit(node)
+
+    def visit_ListComp(self, node):
+        node.elt = self.visit(node.elt)
+        return _name(self.d.comprehension(node, self.pre))
+
+    def visit_GeneratorExp(self, node):
+        node.elt = self.visit(node.elt)
+        return _name(self.d.comprehension(node, self.pre))
+
+
+def _dict_literal(d, node):
+    """``{"a": x, "b": y}`` for ``dict(a=x, b=y)`` or ``dict([("a", x), ("b", y)])``
+    (the builtin ``dict``), else None."""
+    if not d.is_builtin(node.func, "dict") or any(k.arg is None for k in node.keywords):
+        return None
+    keys, values = [], []
+    if node.args:
+        pairs = node.args[0]
+        if len(node.args) != 1 or not isinstance(pairs, (gast.List, gast.Tuple)) or not all(
+                isinstance(p, (gast.Tuple, gast.List)) and len(p.elts) == 2
+                for p in pairs.elts):
+            return None
+        for p in pairs.elts:
+            keys.append(p.elts[0])
+            values.append(p.elts[1])
+    for k in node.keywords:
+        keys.append(gast.Constant(k.arg, None))
+        values.append(k.value)
+    return gast.copy_location(gast.Dict(keys=keys, values=values), node)
+
+
+def _map_as_comprehension(node, namer):
+    names = [namer.fresh("item") for _ in node.args[1:]]
+    call = gast.Call(func=node.args[0], args=[_name(n) for n in names], keywords=[])
+    gast.copy_location(call, node)
+    target = _name(names[0], gast.Store()) if len(names) == 1 else gast.Tuple(
+        elts=[_name(n, gast.Store()) for n in names], ctx=gast.Store())
+    it = node.args[1] if len(names) == 1 else gast.Call(
+        func=_name("zip"), args=node.args[1:], keywords=[])
+    comp = gast.ListComp(elt=call, generators=[gast.comprehension(
+        target=target, iter=it, ifs=[], is_async=0)])
+    return gast.copy_location(comp, node)
+
+
+class _Rename(gast.NodeTransformer):
+    def __init__(self, renames):
+        self.renames = renames
+
+    def visit_Name(self, node):
+        if node.id in self.renames:
+            node.id = self.renames[node.id]
+        return node
+
+
+def _name(id_, ctx=None):
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def _assign(target, value, origin):
+    if isinstance(target, gast.AST) and hasattr(target, "ctx"):
+        target = _store(target)
+    stmt = gast.Assign(targets=[target], value=value, type_comment=None)
+    return gast.copy_location(stmt, origin)
+
+
+def _store(target):
+    for n in gast.walk(target):
+        if hasattr(n, "ctx") and isinstance(n, (gast.Name, gast.Tuple, gast.List)):
+            n.ctx = gast.Store()
+    return target
+
+
+def _item(seq, index):
+    return gast.Subscript(value=_name(seq), slice=_name(index), ctx=gast.Load())
+
+
+def _len(seq):
+    return gast.Call(func=_name("len"), args=[_name(seq)], keywords=[])
+
+
+def _range(*args):
+    return gast.Call(func=_name("range"), args=list(args), keywords=[])

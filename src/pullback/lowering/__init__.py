@@ -1,0 +1,1 @@
+"""Lowering for large arrays: elementwise regions and maps become fused kernels."""

@@ -1,0 +1,1 @@
+"""The reverse pass: the primal with its saved residuals, and the adjoint."""

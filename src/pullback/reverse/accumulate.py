@@ -1,0 +1,191 @@
+"""Accumulate: the state of every gradient variable, and the code that adds
+a contribution to it, in place where that is proven safe.
+
+Each primal name has one gradient variable (``x_bar``) in one of three
+states at each point of the adjoint (DESIGN.md, "Ownership"):
+
+- **zero**: nothing accumulated yet; no code, no allocation.  The next
+  contribution *binds* the variable.
+- **owned**: a buffer this adjoint allocated that nothing else refers to.
+- **shared**: anything else (an incoming cotangent, a view, a value handed to
+  two names by ``a + b``), or unknown.
+
+Adding into *owned* may be done in place; into *shared* it is done out of
+place, and the result is owned.  An indexed contribution (the adjoint of
+``y = x[i]``) is added in place into an owned dense buffer, ``x_bar[i] += g``,
+so a loop over ``x[i]`` costs O(1) per access; the buffer is made owned once,
+before the loop.  With ``inplace=False`` every addition is out of place
+(tests compare the two paths bitwise).
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     s = 0.0
+...     for i in range(3):
+...         s = s + x[i] * x[i]
+...     return s
+... ''')
+>>> print(pb.source(f, np.ones(3)).split("def f_adjoint")[1])
+(residuals, out_bar):
+    x, range_1, trips, tape = residuals
+    tape = list(tape)
+    # line 3: for i in range(3):
+    x_bar = owned_zeros(x)
+    s_1_bar = out_bar
+    for i in reversed(range_1[:trips]):
+        x_item, x_item_1 = tape.pop()
+        x_item_bar = s_1_bar * x_item_1
+        x_item_1_bar = s_1_bar * x_item
+        x_bar[i] += x_item_1_bar
+        x_bar[i] += x_item_bar
+    return (project(x_bar, x),)
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+
+from .. import runtime
+from ..ir.build import assign as _assign, call as _call, name as _name
+
+__all__ = ["Gradients", "ZERO", "OWNED", "SHARED"]
+
+ZERO, OWNED, SHARED = "zero", "owned", "shared"
+
+
+@dataclasses.dataclass
+class Gradients:
+    """Gradient variables, their states, and the accumulations that change them."""
+
+    namer: object
+    kinds: dict
+    helper: object             # (name, value) -> the name generated code uses
+    inplace: bool = True
+
+    def __post_init__(self):
+        self.stable = {}       # primal name -> its gradient variable, `x_bar`
+        self.names = {}        # primal name -> the variable holding it now
+        self.state = {}        # primal name -> ZERO | OWNED | SHARED
+
+    # -- states ----------------------------------------------------------------
+
+    def var(self, name):
+        if name not in self.names:
+            self.names[name] = self.stable_var(name)
+        return self.names[name]
+
+    def stable_var(self, name):
+        if name not in self.stable:
+            self.stable[name] = self.namer.fresh(f"{name}_bar")
+        return self.stable[name]
+
+    def stabilize(self, names):
+        """Before a loop: gradients that live across iterations must be in
+        their own variables (not, say, in ``out_bar``)."""
+        out = []
+        for name in names:
+            if self.bound(name) and self.var(name) != self.stable_var(name):
+                out.append(_assign(self.stable_var(name), _name(self.var(name))))
+                self.names[name] = self.stable_var(name)
+        return out
+
+    def bound(self, name):
+        return self.state.get(name, ZERO) != ZERO
+
+    def seed(self, name, var):
+        """``name``'s gradient arrives from outside, as ``var`` (never written)."""
+        self.names[name] = var
+        self.state[name] = SHARED
+
+    def consume(self, name):
+        """The adjoint of ``name``'s definition has run: earlier values of the
+        name (a loop-carried one) start from zero again."""
+        self.state[name] = ZERO
+        self.names[name] = self.stable_var(name)
+
+    def snapshot(self):
+        return dict(self.state), dict(self.names)
+
+    def restore(self, snap):
+        self.state, self.names = dict(snap[0]), dict(snap[1])
+
+    def merge(self, a, b, zero_for):
+        """States after an ``if`` whose branches ended in snapshots ``a`` and
+        ``b``; returns the statements each branch must append so both agree."""
+        (sa_all, na), (sb_all, nb) = a, b
+        fix_a, fix_b, merged, names = [], [], {}, {}
+        for name in sorted(set(sa_all) | set(sb_all)):
+            sa, sb = sa_all.get(name, ZERO), sb_all.get(name, ZERO)
+            va, vb = na.get(name), nb.get(name)
+            if sa == ZERO and sb != ZERO:
+                fix_a.append(_assign(self.stable_var(name), zero_for(name)))
+                sa, va = OWNED, self.stable_var(name)
+            elif sb == ZERO and sa != ZERO:
+                fix_b.append(_assign(self.stable_var(name), zero_for(name)))
+                sb, vb = OWNED, self.stable_var(name)
+            if sa != ZERO and va != vb:
+                for fix, v in ((fix_a, va), (fix_b, vb)):
+                    if v != self.stable_var(name):
+                        fix.append(_assign(self.stable_var(name), _name(v)))
+                va = self.stable_var(name)
+            merged[name] = ZERO if sa == sb == ZERO else (
+                OWNED if sa == sb == OWNED else SHARED)
+            names[name] = va or self.stable_var(name)
+        return (merged, names), fix_a, fix_b
+
+    def materialize(self, name, zero_for):
+        """Bind a zero gradient for ``name`` (shaped like the primal value)."""
+        self.state[name] = OWNED
+        return _assign(self.var(name), zero_for(name))
+
+    def make_owned(self, name, zero_for):
+        """Statements that make ``name``'s gradient an owned dense buffer."""
+        state = self.state.get(name, ZERO)
+        self.state[name] = OWNED
+        if state == ZERO:
+            return [_assign(self.var(name), zero_for(name))]
+        if state == SHARED:
+            copy = _call(self.helper("owned_copy", runtime.owned_copy), _name(self.var(name)))
+            return [_assign(self.var(name), copy)]
+        return []
+
+    # -- accumulation ------------------------------------------------------------
+
+    def add(self, block, name, expr, fresh, alias_of=None):
+        """Add ``expr`` to ``name``'s gradient.  ``fresh``: ``expr`` is a new
+        object nothing else holds; ``alias_of``: the gradient variable's primal
+        whose buffer ``expr`` is (so that one becomes shared too)."""
+        if alias_of is not None and self.state.get(alias_of) == OWNED:
+            self.state[alias_of] = SHARED
+        var = self.var(name)
+        if not self.bound(name):
+            self.state[name] = OWNED if fresh else SHARED
+            block.append(_assign(var, expr))
+            return
+        kind = self.kinds.get(name)
+        if kind is not None and kind.is_number:
+            total = gast.BinOp(left=_name(var), op=gast.Add(), right=expr)
+        else:
+            total = _call(self.helper("add_cotangents", runtime.add_cotangents), _name(var), expr)
+        self.state[name] = OWNED
+        block.append(_assign(var, total))
+
+    def add_indexed(self, block, name, index, g, zero_for, simple):
+        """Add ``g`` at ``index`` of ``name``'s gradient (the adjoint of
+        ``y = name[index]``).  ``simple``: a basic index into a real array and
+        a real ``g``, so ``x_bar[i] += g`` is exact."""
+        var = self.var(name)
+        if not self.inplace:
+            contribution = _call(self.helper("unindex", runtime.unindex), g,
+                                 _name(name), index)
+            self.add(block, name, contribution, fresh=True)
+            return
+        block.extend(self.make_owned(name, zero_for))
+        if simple:
+            target = gast.Subscript(value=_name(var), slice=index, ctx=gast.Store())
+            block.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
+        else:
+            add_at = self.helper("index_add", runtime.index_add)
+            block.append(gast.Expr(value=_call(add_at, _name(var), index, g)))

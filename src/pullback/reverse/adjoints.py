@@ -1,0 +1,389 @@
+"""Adjoints: the reverse-mode code of each kind of normal-form statement.
+
+``reverse`` walks statements backwards and calls ``adjoint_<kind>`` for the
+``Op`` of each active one (see ``analyses/ops``): rules are inlined, calls to
+user functions become calls of their adjoint, tuples and copies pass their
+gradient through, and every contribution goes to ``Gradients.add`` (or
+``add_indexed`` for an element read), which decides between in place and out
+of place.
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x, y):
+...     z = x * y
+...     return z[0] + y[1]
+... ''')
+>>> print(pb.source(f, np.ones(2), np.ones(2)).split("def f_adjoint")[1])
+(residuals, out_bar):
+    y, z, x = residuals
+    # line 3: return z[0] + y[1]
+    y_bar = owned_zeros(y)
+    y_bar[1] += out_bar
+    z_bar = owned_zeros(z)
+    index_add(z_bar, 0, out_bar)
+    # line 2: z = x * y
+    x_bar = unbroadcast(z_bar * y, x)
+    y_bar = y_bar + unbroadcast(z_bar * x, y)
+    return (project(x_bar, x), project(y_bar, y))
+"""
+from __future__ import annotations
+
+import operator
+
+import gast
+import numpy as np
+
+from ..driver import dispatch
+from .. import runtime
+from ..analyses.ops import all_statements, dotted
+from ..ir.build import assign as _assign, call as _call, name as _name
+from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..rules.inline import clone, instantiate
+
+__all__ = ["Adjoints"]
+
+
+class Adjoints:
+    """Per-statement adjoints; mixed into the reverse pass, whose attributes
+    (kinds, active, varied, grads, helper, namer...) they use."""
+
+    def adjoint_copy(self, block, stmt, op, t, g):
+        for _, name in op.operands:
+            if name in self.active:
+                self.grads.add(block, name, g, fresh=False, alias_of=t)
+
+    def adjoint_pack(self, block, stmt, op, t, g):
+        for i, name in op.operands:
+            if name in self.active:
+                key = clone(i) if isinstance(i, gast.AST) else gast.Constant(i, None)
+                item = gast.Subscript(value=g, slice=key, ctx=gast.Load())
+                self.grads.add(block, name, item, fresh=False)
+
+    def adjoint_unpack(self, block, stmt, names, src):
+        """``a, b = t``: the gradient of ``t`` is built from its parts'."""
+        parts = gast.Tuple(elts=[_name(self.grads.var(n)) if self.grads.bound(n)
+                                 else gast.Constant(None, None) for n in names],
+                           ctx=gast.Load())
+        packed = _call(self.runtime("pack_like"), _name(src), parts)
+        self.grads.add(block, src, packed, fresh=True)
+
+    def adjoint_append(self, block, stmt, op):
+        """``items.append(v)``: the last element of ``items_bar`` is ``v``'s.
+        The appends are undone in reverse order, popping an owned copy."""
+        items = op.mutates
+        if items not in self.active or not self.grads.bound(items):
+            return
+        block.extend(self.grads.make_owned(items, self.zero_buffer))
+        self.indexed.add(items)
+        pop = gast.Call(func=gast.Attribute(value=_name(self.grads.var(items)), attr="pop",
+                                            ctx=gast.Load()), args=[], keywords=[])
+        value = op.operands[0][1] if op.operands else None
+        if value is not None and value in self.active:
+            self.grads.add(block, value, pop, fresh=False)
+        else:
+            block.append(gast.Expr(value=pop))
+
+    def adjoint_setitem(self, block, stmt, op):
+        """``y[index] = v`` (or ``+=``, ``-=``, ``np.add.at``): ``v`` gets the
+        written part of ``y_bar``; a plain write then zeroes that part, since
+        the old values it replaced no longer reach the output."""
+        y, value, mode = op.mutates, op.bound["value"], op.bound["mode"]
+        if y not in self.active or not self.grads.bound(y):
+            return
+        index = self.index_value(op.bound["index"])
+        own_value = None
+        if isinstance(value, gast.Name) and value.id in self.active:
+            part = _call(self.runtime("written_grad"), _name(self.grads.var(y)), index,
+                         _name(value.id))
+            if mode == "add_at":
+                part.keywords = [gast.keyword(arg="every", value=gast.Constant(True, None))]
+            if mode == "sub":
+                part = gast.UnaryOp(op=gast.USub(), operand=part)
+            if value.id == y and mode == "set":
+                # `y[index] = y`: the old y gets its part after the written part of
+                # y_bar is zeroed, not before (where the zeroing would erase it)
+                own_value = self.namer.fresh(f"{y}_written_bar")
+                block.append(_assign(own_value, part))
+            else:
+                self.grads.add(block, value.id, part, fresh=True)
+        if own_value is not None:
+            self.zero_written(block, y, index)
+            self.grads.add(block, y, _name(own_value), fresh=True)
+        elif mode == "set":
+            self.zero_written(block, y, index)
+
+    def zero_written(self, block, y, index):
+        """Zero ``y_bar[index]``: the values a write replaced reach nothing."""
+        if not self.grads.inplace:
+            zeroed = _call(self.runtime("zeroed"), _name(self.grads.var(y)), clone(index))
+            self.grads.state[y] = "zero"      # rebinds: the next line binds it owned
+            self.grads.add(block, y, zeroed, fresh=True)
+        else:
+            block.extend(self.grads.make_owned(y, self.zero_buffer))
+            self.indexed.add(y)
+            target = gast.Subscript(value=_name(self.grads.var(y)), slice=clone(index),
+                                    ctx=gast.Store())
+            block.append(gast.Assign(targets=[target], value=gast.Constant(0, None),
+                                     type_comment=None))
+
+    def adjoint_rule(self, block, stmt, op, t, g):
+        rule = op.rule
+        self.check_static_arguments(op)
+        wanted = [p for p, name in op.operands if name in self.active]
+        if not wanted:
+            return
+        if op.primitive is operator.getitem and self.indexed_in_place(block, op, t, g):
+            return
+        if op.primitive in (operator.add, operator.mul) and any(
+                self.kind(n).shape == "container" for _, n in op.operands):
+            raise UnsupportedSyntaxError(
+                "pullback cannot differentiate joining or repeating lists and tuples with "
+                "`+` or `*`.", self.parsed.location(op.node),
+                "Join arrays with np.concatenate or np.stack instead.")
+        subst = {"g": g, "ans": _name(t)}
+        for p in rule.params:
+            if p in op.bound:
+                v = op.bound[p]
+                subst[p] = gast.Tuple(elts=list(v), ctx=gast.Load()) if isinstance(v, tuple) \
+                    else self.index_value(v)
+            else:
+                default = rule.signature.parameters[p].default
+                subst[p] = gast.Constant(value=default, kind=None) \
+                    if _is_literal(default) else gast.Constant(value=None, kind=None)
+        stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.namer, self.helper)
+        block.extend(stmts)
+        seen = {}
+        for p, name in op.operands:
+            j = seen[p] = seen.get(p, -1) + 1
+            if name not in self.active:
+                continue
+            expr = clone(exprs[p])
+            if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
+                k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
+                expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
+            if rule.broadcasts and self.may_broadcast(op, p, t):
+                expr = _call(self.runtime("unbroadcast"), expr, _name(name))
+            self.grads.add(block, name, expr, fresh=self.is_fresh(expr))
+
+    def indexed_in_place(self, block, op, t, g):
+        """``t = x[index]``: add ``g`` into ``x_bar`` at ``index``."""
+        x = op.bound.get("a")
+        if not isinstance(x, gast.Name) or x.id not in self.active:
+            return False
+        kind = self.kind(x.id)
+        if kind.shape == "container":
+            return False
+        index = self.index_value(op.bound["b"])
+        simple = (kind.complex is False and self.kind(t).complex is False
+                  and self.basic_index(op.bound["b"]) and kind.shape == "array"
+                  and kind.dtype == "float64" and self.float64)
+        self.grads.add_indexed(block, x.id, index, g, self.zero_buffer, simple)
+        self.indexed.add(x.id)
+        return True
+
+    def basic_index(self, node):
+        """An index NumPy treats as basic (no repeats): ints, slices, None."""
+        if isinstance(node, gast.Slice):
+            return all(p is None or self.is_int(p) for p in (node.lower, node.upper, node.step))
+        if isinstance(node, gast.Tuple):
+            return all(self.basic_index(e) for e in node.elts)
+        return self.is_int(node) or (isinstance(node, gast.Constant) and node.value is None)
+
+    def is_int(self, node):
+        if isinstance(node, gast.Constant):
+            return isinstance(node.value, int) and not isinstance(node.value, bool)
+        return isinstance(node, gast.Name) and node.id in self.int_names
+
+    def zero_buffer(self, name):
+        return _call(self.runtime("owned_zeros"), _name(name))
+
+    def index_value(self, node):
+        """An index as a value: ``x[:, :1]``'s index is ``(slice(None), slice(None, 1))``."""
+        if isinstance(node, gast.Slice):
+            parts = [p if p is not None else gast.Constant(None, None)
+                     for p in (node.lower, node.upper, node.step)]
+            # drop trailing Nones, but `slice(a)` is `:a`, so `a:` keeps its upper None
+            while len(parts) > 1 and isinstance(parts[-1], gast.Constant) \
+                    and parts[-1].value is None \
+                    and (len(parts) == 3 or _is_none(parts[0])):
+                parts.pop()
+            return _call(self.helper("slice", slice), *parts)
+        if isinstance(node, gast.Tuple):
+            return gast.Tuple(elts=[self.index_value(e) for e in node.elts], ctx=gast.Load())
+        return node
+
+    def may_broadcast(self, op, param, t):
+        """Whether the output of a broadcasting rule may be larger than the
+        argument bound to ``param`` (no, when every other argument, the
+        condition of np.where included, is a scalar, or the output is one)."""
+        if self.kind(t).shape == "scalar":
+            return False
+        mine = op.bound.get(param)
+        for p, v in op.bound.items():
+            if p == param or (isinstance(v, gast.Name) and isinstance(mine, gast.Name)
+                              and v.id == mine.id):
+                continue
+            if isinstance(v, gast.Name):
+                shape = self.kind(v.id).shape
+            elif isinstance(v, gast.Constant) and isinstance(v.value, (int, float, complex)):
+                shape = "scalar"
+            else:
+                shape = "unknown"
+            if shape != "scalar":
+                return True
+        return False
+
+    def check_static_arguments(self, op):
+        """A value that depends on the inputs, passed where the rule takes no
+        gradient (``axis``, ``math.log``'s ``base``), would lose its gradient."""
+        for p in op.rule.params:
+            if p in op.rule.diff or p in op.rule.discrete or p not in op.bound:
+                continue
+            for v in op.static_names(p):
+                if v in self.varied:
+                    raise NonDifferentiableError(
+                        f"The `{p}` argument of {op.label} carries no gradient, but `{v}` "
+                        "depends on the inputs being differentiated.",
+                        self.parsed.location(op.node),
+                        f"Pass a constant as `{p}`, or rewrite the expression so that "
+                        f"`{v}` enters through a differentiable argument"
+                        + (" (a loop `for k in d` over a dict reads it by position: loop "
+                           "over d.items() or d.keys())." if op.primitive is operator.getitem
+                           else "."))
+
+    def adjoint_user(self, block, stmt, op, t, g, fresh=True):
+        from ..callees import derivative_of
+        params = list(derivative_of(op.primitive).params)
+        grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
+        call = _call(self.callee(op, "adjoint"), _name(self.residual_of[id(stmt)]), g)
+        block.append(_assign(grads, call))
+        for p, name in op.operands:
+            if name in self.active:
+                item = gast.Subscript(value=_name(grads),
+                                      slice=gast.Constant(params.index(p), None),
+                                      ctx=gast.Load())
+                self.grads.add(block, name, item, fresh=fresh)
+
+    def adjoint_custom(self, block, stmt, op, t, g):
+        # a user's bwd may hand back what it was given; fused kernels say they don't
+        self.adjoint_user(block, stmt, op, t, g,
+                          fresh=getattr(op.primitive, "fresh_cotangents", False))
+
+    def adjoint_dynamic(self, block, stmt, op, t, g):
+        """``t = fn(x)`` with ``fn`` known only at run time: the dispatcher's
+        adjoint returns one cotangent per active argument."""
+        where = self.parsed.location(op.node if op.node is not None else stmt)
+        why = dispatch.refusal(op.primitive) if op.primitive is not None else None
+        if why is not None:
+            raise NonDifferentiableError(why[0], where, why[1])
+        receiver = op.bound["receiver"]
+        if receiver is not None and receiver.id in self.active \
+                and self.kind(receiver.id).is_number:
+            self.adjoint_opaque(block, stmt, op, t, g)      # an array method with no rule
+        callee = op.bound["callee"]
+        if isinstance(callee, gast.Name) and callee.id in self.active:
+            self.check_function_value(callee.id, where)
+        grads = self.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
+        block.append(_assign(grads, _call(self.helper("dynamic_adjoint",
+                                                      dispatch.dynamic_adjoint),
+                                          _name(self.residual_of[id(stmt)]), g)))
+        names = dict(op.operands)
+        for i, k in enumerate(self.dynamic_mask(op)):
+            item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
+                                  ctx=gast.Load())
+            self.grads.add(block, names[k], item, fresh=False)
+
+    def check_function_value(self, name, where):
+        """A function value that depends on the inputs (``partial(f, x)``, a
+        closure a call returned) would carry a gradient pullback cannot follow;
+        one taken out of an input structure (``for W, b, act in layers``) is
+        only a leaf that carries none."""
+        seen, work = set(), [name]
+        while work:
+            n = work.pop()
+            if n in seen or n in self.normal.params:
+                continue
+            seen.add(n)
+            for s in self.definitions(n):
+                op = self.ops.get(id(s))
+                if op is None or not (op.kind in ("copy", "field", "unpack") or (
+                        op.kind == "rule" and op.primitive is operator.getitem)):
+                    raise NonDifferentiableError(
+                        f"The function called here, `{name}`, is built from values being "
+                        "differentiated, and pullback cannot send a gradient through a "
+                        "function value.", where,
+                        "Pass those values to the function as arguments instead (for "
+                        "`partial(f, x)(y)`, call `f(x, y)`).")
+                work.extend(n2 for _, n2 in op.operands)
+
+    def definitions(self, name):
+        """The statements that assign ``name``."""
+        if not hasattr(self, "_definitions"):
+            self._definitions = {}
+            for s in all_statements(self.normal.tree.body):
+                if isinstance(s, gast.Assign):
+                    t = s.targets[0]
+                    for e in t.elts if isinstance(t, gast.Tuple) else [t]:
+                        if isinstance(e, gast.Name):
+                            self._definitions.setdefault(e.id, []).append(s)
+        return self._definitions.get(name, [])
+
+    def adjoint_field(self, block, stmt, op, t, g):
+        """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the
+        ``w`` entry of ``p``'s gradient (a dict until it is projected)."""
+        attr, name = op.operands[0]
+        if name not in self.active:
+            return
+        if self.kind(name).is_number:
+            self.adjoint_opaque(block, stmt, op, t, g)
+        self.grads.add_indexed(block, name, gast.Constant(attr, None), g, self.zero_buffer,
+                               simple=False)
+        self.indexed.add(name)
+
+    def adjoint_nondiff(self, block, stmt, op, t, g):
+        pass  # no gradient flows through comparisons, shapes, argmax...
+
+    def adjoint_opaque(self, block, stmt, op, t, g):
+        what = op.label or "this operation"
+        node = op.node if op.node is not None else stmt
+        if what.endswith("[...]"):
+            hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
+                    "which have rules.")
+        elif op.primitive is None:
+            hint = ("Call a NumPy function, a function defined with def, or a "
+                    "pb.custom_vjp function here.")
+        else:
+            hint = (f"Give {what} a rule with pb.custom_vjp (define fwd and bwd), or "
+                    "compute this value with NumPy functions that have rules.")
+        raise NoRuleError(f"pullback has no differentiation rule for {what}.",
+                          self.parsed.location(node), hint)
+
+    def is_fresh(self, expr):
+        """Whether ``expr`` certainly evaluates to a new object that nothing else
+        refers to.  When unsure the answer is no: an out-of-place path is always
+        correct."""
+        if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+            return True
+        if not isinstance(expr, gast.Call):
+            return False
+        fn = self.resolve(expr.func)
+        if fn in _PASS_FIRST:
+            return bool(expr.args) and self.is_fresh(expr.args[0])
+        return isinstance(fn, np.ufunc) or fn in runtime.FRESH or fn in _FRESH_NUMPY
+
+
+_FRESH_NUMPY = {np.where, np.outer, np.dot, np.matmul, np.tensordot, np.sum, np.mean,
+                np.prod, np.zeros, np.ones, np.zeros_like, np.ones_like, np.full,
+                np.full_like, np.array, np.concatenate, np.stack, np.copy}
+_PASS_FIRST = {runtime.unbroadcast, runtime.realify}
+
+
+def _is_none(node):
+    return isinstance(node, gast.Constant) and node.value is None
+
+
+def _is_literal(v):
+    if isinstance(v, (tuple, list)):
+        return all(_is_literal(e) for e in v)
+    return v is None or isinstance(v, (bool, int, float, complex, str))
