@@ -364,6 +364,60 @@ ACCEPTED = {
                                      "    return a + np.sum(x)\n",
 }
 
+# fancy indexing (an integer array or a mask anywhere in the index) copies, so the
+# array may be written or updated while the copy lives, in either order (make fuzz,
+# seed 5: `z3 = b0[np.array([1, 1, 0, 3])]`, then `b0 *= ...`)
+FANCY = ["b0[np.array([1, 1, 0])]", "b0[m > 0.5]", "b0[np.array([2, 0]), 1:]",
+         "b0[:, np.array([3, 3, 1])]", "b0[np.arange(2)]", "b0[1:][np.array([1, 0])]"]
+FANCY_BODIES = {
+    "update_after": "    b0 = m * 1.0\n    z3 = {z}\n    b0 *= m\n"
+                    "    return np.sum(z3) * np.sum(b0 * b0) * s\n",
+    "update_before": "    b0 = m * 1.0\n    b0 *= m\n    z3 = {z}\n    b0 += s\n"
+                     "    return np.sum(z3 * z3) + np.sum(b0) * s\n",
+    "write_after": "    b0 = m * 1.0\n    z3 = {z}\n    b0[0] = s * m[1]\n"
+                   "    return np.sum(z3) * np.sum(b0 * b0)\n",
+    "in_a_loop": "    b0 = m * 1.0\n    for i in range(2):\n        z3 = {z}\n"
+                 "        b0 *= np.mean(z3) * s\n    return np.sum(z3) + np.sum(b0)\n",
+}
+
+
+@pytest.mark.parametrize("body", list(FANCY_BODIES))
+@pytest.mark.parametrize("index", FANCY)
+def test_fancy_index_copies(index, body):
+    run("def f(m, s):\n" + FANCY_BODIES[body].format(z=index), (M, S))
+
+
+def test_fancy_index_copy_has_exact_gradient():
+    m, s = np.arange(1.0, 13.0).reshape(3, 4) / 10, 0.9
+    f = fuzzing.load("def f(m, s):\n    b0 = m * 1.0\n    z3 = b0[np.array([1, 1, 0])]\n"
+                     "    b0 *= m\n    return np.sum(z3 * b0) * s\n")
+    gm, gs = pb.grad(f, argnums=(0, 1))(m, s)
+    z3 = m[[1, 1, 0]]
+    # f = s * sum_k z3[k] * m[k]**2, z3[k] = m[idx[k]]
+    want = np.zeros_like(m)
+    for k, r in enumerate([1, 1, 0]):
+        want[k] += 2 * s * z3[k] * m[k]
+        want[r] += s * m[k] ** 2
+    np.testing.assert_allclose(gm, want, rtol=1e-14)
+    np.testing.assert_allclose(gs, np.sum(z3 * m * m), rtol=1e-14)
+
+
+# views (basic slices, a row) of an array that then changes are still refused
+VIEW_STILL_REFUSED = [
+    ("    z3 = b0[1:]\n    b0 *= m\n    return np.sum(z3) * s\n", "may share"),
+    ("    z3 = b0[0]\n    b0 *= m\n    return np.sum(z3) * s\n", "may share"),
+    ("    z3 = b0[1:, np.newaxis]\n    b0 += s\n    return np.sum(z3)\n", "may share"),
+    ("    z3 = b0[::2]\n    b0[0] = s * m[1]\n    return np.sum(z3 * b0)\n", "view"),
+    ("    z3 = b0[1]\n    b0[0, 1] = s\n    return np.sum(z3 * b0)\n", "view"),
+]
+
+
+@pytest.mark.parametrize("body, match", VIEW_STILL_REFUSED)
+def test_view_then_change_still_refused(body, match):
+    f = fuzzing.load("def f(m, s):\n    b0 = m * 1.0\n" + body)
+    with pytest.raises(pb.UnsupportedSyntaxError, match=match):
+        pb.grad(f, argnums=(0, 1))(np.ones((3, 4)), 0.5)
+
 
 @pytest.mark.parametrize("name", list(ACCEPTED))
 def test_followed_exactly_now(name):

@@ -271,16 +271,16 @@ def _is_view(op, stmt, kinds=None):
     if op.primitive is operator.getitem:
         index = op.bound.get("b")
         items = index.elts if isinstance(index, gast.Tuple) else [index]
+        if kinds is not None and any(
+                isinstance(i, gast.Name) and getattr(kinds.get(i.id), "shape", None) == "array"
+                for i in items):
+            return False    # an integer array or a mask anywhere in the index: NumPy copies
         if any(isinstance(i, gast.Slice) or (isinstance(i, gast.Constant)
                                              and i.value in (None, Ellipsis))
                for i in items):
             return True
         if kinds is None:
             return False
-        for i in items:
-            k = kinds.get(i.id) if isinstance(i, gast.Name) else None
-            if k is not None and k.shape == "array":
-                return False        # an integer array or a mask: NumPy copies
         base = op.bound.get("a")
         k = kinds.get(base.id) if isinstance(base, gast.Name) else None
         rank = k.ndim if k is not None and k.shape == "array" else None
