@@ -1382,6 +1382,7 @@ def check_grad_of_grad(program, f, args):
         result = pb.grad(pb.grad(f))(*args)
     except pb.NonDifferentiableError as err:
         assert "Derivatives of derivatives" in str(err), str(err)
+        assert err.filename == __file__ and err.lineno, f"refusal without its line: {err}"
         STATS["grad_of_grad_refused"] += 1
         return
     raise AssertionError(f"pb.grad(pb.grad(f)) returned {result!r}\n{program}")

@@ -208,6 +208,23 @@ def test_higher_order_is_refused(call):
         call()
 
 
+def test_grad_of_grad_names_the_call_and_the_function():
+    """`pb.grad(pb.grad(f))` was refused with no file or line (the message only)."""
+    here = test_grad_of_grad_names_the_call_and_the_function.__code__
+    with pytest.raises(pb.NonDifferentiableError) as info:
+        pb.grad(pb.grad(cube))(1.5)
+    err = info.value
+    assert (err.filename, err.lineno) == (here.co_filename, here.co_firstlineno + 4)
+    text = str(err)
+    assert "pb.grad(pb.grad(cube))(1.5)" in text and "\n    " + "^" * 27 + "\n" in text
+    assert f"pb.grad of `cube` (defined in {__file__}, " \
+           f"line {cube.__code__.co_firstlineno})" in text
+    with pytest.raises(pb.NonDifferentiableError) as info:
+        pb.vjp(pb.value_and_grad(cube), 1.5)
+    assert info.value.lineno == here.co_firstlineno + 12
+    assert "made by pb.value_and_grad of `cube`" in str(info.value)
+
+
 def test_higher_order_refusal_names_the_line():
     with pytest.raises(pb.NonDifferentiableError) as info:
         pb.grad(newton_step)(1.5)

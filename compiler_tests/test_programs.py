@@ -248,8 +248,6 @@ XFAIL = {
                       "wrapper is what runs and must be differentiated",
     "optimiser_loop": "issue 13 (*args): `def momentum_descent(grad_fn, w, lr, n_steps, *args, "
                       "momentum=0.9)` refused: *args and keyword-only parameters unsupported",
-    "kalman_filter": "issue 13 (mutation): `total += ll`, a float from a helper's returned tuple, "
-                     "refused as an in-place update of an array other names may share",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -195,15 +195,50 @@ class Bound:
 _handles = weakref.WeakKeyDictionary()
 
 
+def _user_location(fallback=None):
+    """Where the user's code called into pullback: the innermost frame
+    outside the package (the line that calls ``pb.grad(pb.grad(f))(x)``),
+    else the definition of ``fallback`` (a function), else None."""
+    import linecache
+    import sys
+    from .errors import Location
+    frame = sys._getframe(1)
+    while frame is not None and \
+            (frame.f_globals.get("__name__") or "").split(".")[0] == "pullback":
+        frame = frame.f_back
+    if frame is not None:
+        filename, lineno = frame.f_code.co_filename, frame.f_lineno
+    elif getattr(fallback, "__code__", None) is not None:
+        filename, lineno = fallback.__code__.co_filename, fallback.__code__.co_firstlineno
+    else:
+        return None
+    line = linecache.getline(filename, lineno)
+    if not line:
+        return Location(filename, lineno)
+    start, end = len(line) - len(line.lstrip()), len(line.rstrip())
+    try:        # the call itself, where Python records its columns (3.11+)
+        first, last, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        if first == last == lineno and col is not None and end_col is not None:
+            start, end = col, end_col
+    except (AttributeError, IndexError, TypeError, ValueError):
+        pass
+    return Location(filename, lineno, start, end, line)
+
+
 def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
     if isinstance(fun, CustomVJP):
         return fun
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
+        inner = getattr(fun, "__wrapped__", None)
+        code = getattr(inner, "__code__", None)
+        of = f" of `{getattr(inner, '__qualname__', inner)}`" if inner is not None else ""
+        if code is not None:
+            of += f" (defined in {code.co_filename}, line {code.co_firstlineno})"
         raise NonDifferentiableError(
             f"Derivatives of derivatives are not supported yet: this differentiates a "
-            f"function made by {made_by}.",
+            f"function made by {made_by}{of}.", _user_location(inner),
             hint="Differentiate the original function once; for second derivatives, use "
                  "finite differences of pb.grad for now.")
     if not isinstance(fun, types.FunctionType):

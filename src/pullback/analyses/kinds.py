@@ -172,6 +172,17 @@ def _broadcast(ks):
     return Kind("number", cplx)
 
 
+def _compared(ks):
+    """The kind of a comparison of values of kinds ``ks``: a bool, or an
+    array of them where one side is an array; unknown where a side is."""
+    if all(k.shape == "scalar" for k in ks):
+        return Kind("scalar", False, 0)
+    if any(k.shape == "array" for k in ks) and all(k.is_number for k in ks):
+        ndims = [k.ndim for k in ks]
+        return Kind("array", False, max(ndims) if None not in ndims else None, "bool")
+    return Kind("number", False) if all(k.is_number for k in ks) else UNKNOWN
+
+
 def _any_complex(ks):
     flags = [k.complex for k in ks]
     if any(f is True for f in flags):
@@ -197,8 +208,13 @@ def _rhs(node, op, kinds, returns=None):
             return RANGE
         if op.primitive in _NEW_ARRAYS and isinstance(node, gast.Call) and node.args:
             return _new_array(op.primitive, node, kinds)
-        if op.primitive in (len, int) or isinstance(node, (gast.Compare, gast.BoolOp)):
+        if isinstance(node, gast.Compare):
+            # elementwise: `x > 0.5` of an array is an array of booleans
+            return _compared([_atom(a, kinds) for a in [node.left] + node.comparators])
+        if op.primitive in (len, int) or isinstance(node, gast.BoolOp):
             return Kind("scalar", False, 0)
+        if op.primitive is np.arange:
+            return Kind("array", False, 1)
         return UNKNOWN
     if op.kind == "user" and returns is not None:
         return returns(op.primitive, {p: _atom(a, kinds) for p, a in op.bound.items()
@@ -234,6 +250,9 @@ def _rhs_number(node, op, kinds):
         return Kind("scalar", _any_complex(data), 0)
     if prim is operator.getitem:
         return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
+    if prim in (np.array, np.asarray) and isinstance(node, gast.Call) and node.args \
+            and _atom(node.args[0], kinds).shape == "container":
+        return Kind("array", cplx)         # of a list or tuple: at least one axis
     if prim in _SAME_KIND and data:
         return data[0]                     # a copy or a clip keeps shape and dtype
     if (prim in _FLAT or prim in _RESHAPES) and data:

@@ -271,16 +271,16 @@ def _is_view(op, stmt, kinds=None):
     if op.primitive is operator.getitem:
         index = op.bound.get("b")
         items = index.elts if isinstance(index, gast.Tuple) else [index]
+        if kinds is not None and any(
+                isinstance(i, gast.Name) and getattr(kinds.get(i.id), "shape", None) == "array"
+                for i in items):
+            return False    # an integer array or a mask anywhere in the index: NumPy copies
         if any(isinstance(i, gast.Slice) or (isinstance(i, gast.Constant)
                                              and i.value in (None, Ellipsis))
                for i in items):
             return True
         if kinds is None:
             return False
-        for i in items:
-            k = kinds.get(i.id) if isinstance(i, gast.Name) else None
-            if k is not None and k.shape == "array":
-                return False        # an integer array or a mask: NumPy copies
         base = op.bound.get("a")
         k = kinds.get(base.id) if isinstance(base, gast.Name) else None
         rank = k.ndim if k is not None and k.shape == "array" else None
@@ -363,6 +363,7 @@ def check_updates(normal, kind_of, chains, ops, parsed):
     """Refuse `y += v` (``normal.augmented``) on an array another name may
     share: NumPy would mutate the shared array, and the desugared
     `y = y + v` would not."""
+    guards = []
     for stmt, old, origin in normal.augmented:
         kind = kind_of.get(old)
         if kind is not None and kind.shape == "scalar":
@@ -394,12 +395,44 @@ def check_updates(normal, kind_of, chains, ops, parsed):
                                               and _hashable_in(op.primitive, ALLOCATING))
             if not allocated or _is_view_op(op, kind_of):
                 shared = True
-        if shared:
+        if shared and (kind is None or kind.shape in ("unknown", "number")):
+            # a value that may be a number: checked when the update runs
+            # (numbers are never changed in place, so the update only rebinds)
+            guards.append((stmt, old, origin))
+        elif shared:
             raise UnsupportedSyntaxError(
                 "pullback cannot follow an in-place update of an array that other names "
                 "may share.", parsed.location(origin),
                 f"Write `{origin.target.id} = {origin.target.id} "
                 f"{_symbol(origin.op)} ...` to make a new array, if that is what you mean.")
+    _check_numbers(normal, ops, parsed, guards)
+
+
+def _check_numbers(normal, ops, parsed, guards):
+    """Put ``number_to_update(y)`` (``pullback.runtime``) before each update
+    in ``guards`` (stmt, old name, origin): it refuses an array when the
+    update runs.  The check binds no name, so the analyses stand."""
+    if not guards:
+        return
+    import types
+    from .. import runtime
+    from .ops import Op
+    name = normal.namer.fresh("number_to_update")
+    parsed.closure[name] = types.CellType(runtime.number_to_update)
+    for stmt, old, origin in guards:
+        call = gast.Call(func=gast.Name(id=name, ctx=gast.Load(), annotation=None,
+                                        type_comment=None),
+                         args=[gast.Name(id=old, ctx=gast.Load(), annotation=None,
+                                         type_comment=None),
+                               gast.Constant(value=origin.target.id, kind=None)],
+                         keywords=[])
+        check = gast.Expr(value=call)
+        for node in (check, call, call.func, *call.args):
+            gast.copy_location(node, origin)
+        block = next(b for b in _blocks(normal.tree.body) if any(t is stmt for t in b))
+        block.insert(next(i for i, t in enumerate(block) if t is stmt), check)
+        ops[id(check)] = Op("nondiff", label="number_to_update",
+                            primitive=runtime.number_to_update, node=call)
 
 
 def _placeholder(stmt):

@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys"]
+           "FieldGrads", "indexable", "mapping_keys", "number_to_update"]
 
 
 def indexable(seq):
@@ -25,6 +25,24 @@ def indexable(seq):
             + ("Loop over d.items(), d.keys() or d.values() instead."
                if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
     return seq
+
+
+def number_to_update(y, name):
+    """Check, where ``y op= v`` runs, that ``y`` is a number (a Python or
+    NumPy scalar): numbers are never changed in place, so the update only
+    rebinds ``y``, as its desugared ``y = y op v`` does.  The transform puts
+    this check before an update of a value it cannot tell from an array that
+    other names share (the result of a call known only at run time, an
+    element of an array of unknown rank); an array is refused here (the
+    loader adds the user's line)."""
+    if isinstance(y, (numbers.Number, np.generic)):
+        return
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"pullback cannot follow an in-place update of an array that other names may "
+        f"share: here `{name}` holds a value of type {type(y).__name__}, not a number.",
+        hint=f"Write `{name} = {name} + ...` (or -, *) to make a new array, if that is what "
+             "you mean.")
 
 
 def mapping_keys(d):
