@@ -3,13 +3,17 @@
 Importing this package registers every rule (see ``registry``).  One module
 per family: Python operators, NumPy elementwise functions, reductions,
 products and shape changes, the ``math`` module and builtins, and array
-methods and attributes.
+methods and attributes.  SciPy's (``scipy_*``) are optional: they are
+registered the first time a lookup misses while ``scipy`` is imported
+(``scipy_common.load_scipy_rules``), so ``import pullback`` neither needs
+SciPy nor pays for importing ``scipy.stats``.
 """
 from pullback.rules import registry
 from pullback.rules import (math_rules, methods, numpy_elementwise,  # noqa: F401
                             numpy_linalg_shape, numpy_reductions, operators)
 from pullback.rules import numpy_contractions, numpy_layout, numpy_linalg  # noqa: F401
 from pullback.rules import numpy_fft, numpy_misc  # noqa: F401
+from pullback.rules import scipy_common
 from pullback.rules.registry import (NONDIFF, RULES, Rule, is_nondifferentiable,
                                      lookup, nondifferentiable, vjp)
 

@@ -31,7 +31,7 @@ import inspect
 from typing import Callable
 
 __all__ = ["Rule", "vjp", "nondifferentiable", "lookup", "is_nondifferentiable",
-           "RULES", "NONDIFF"]
+           "RULES", "NONDIFF", "register_lazily", "load_lazy"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,16 +95,42 @@ def nondifferentiable(*primitives):
         NONDIFF.add(p)
 
 
+# optional packages (SciPy) whose rules are registered the first time a lookup
+# misses while the package is imported: `import pullback` does not pay for them
+_LAZY: dict = {}
+
+
+def register_lazily(package, load):
+    """Call ``load()`` (which registers rules) once, the first time a lookup
+    misses while ``package`` is imported."""
+    _LAZY[package] = load
+
+
+def load_lazy():
+    """Register the rules of every lazily registered package now imported."""
+    import sys
+    loaded = False
+    for package in [p for p in _LAZY if p in sys.modules]:
+        _LAZY.pop(package)()
+        loaded = True
+    return loaded
+
+
 def lookup(primitive):
     """The rule registered for ``primitive``, or None."""
     try:
-        return RULES.get(primitive)
+        rule = RULES.get(primitive)
     except TypeError:  # unhashable callables have no rule
         return None
+    if rule is None and _LAZY and load_lazy():
+        rule = RULES.get(primitive)
+    return rule
 
 
 def is_nondifferentiable(primitive):
     try:
-        return primitive in NONDIFF
+        if primitive in NONDIFF:
+            return True
     except TypeError:
         return False
+    return bool(_LAZY) and load_lazy() and primitive in NONDIFF
