@@ -31,7 +31,8 @@ import inspect
 from typing import Callable
 
 __all__ = ["Rule", "vjp", "nondifferentiable", "lookup", "is_nondifferentiable",
-           "RULES", "NONDIFF", "register_lazily", "load_lazy"]
+           "RULES", "NONDIFF", "register_lazily", "load_lazy", "Elementwise",
+           "declare_elementwise", "declared_elementwise", "ELEMENTWISE"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,6 +94,36 @@ def nondifferentiable(*primitives):
     """Declare primitives whose outputs carry no gradient (shape, argmax...)."""
     for p in primitives:
         NONDIFF.add(p)
+
+
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    """How fused kernels spell a ufunc outside NumPy (``scipy.special.gammaln``):
+    ``numpy`` is its dotted name for the NumPy path, ``jax`` the function JAX
+    computes the same with; ``holomorphic`` whether a complex region may fuse it."""
+
+    numpy: str
+    jax: str
+    holomorphic: bool = False
+
+
+# ufuncs from other packages that fused kernels may hold: a ufunc with a rule
+# declared here is elementwise (``analyses.purity``) and rendered by these names
+ELEMENTWISE: dict = {}
+
+
+def declare_elementwise(ufunc, numpy, jax, holomorphic=False):
+    """Declare ``ufunc`` (with a rule, one output) pure and elementwise, spelled
+    ``numpy`` and ``jax`` in fused kernels' NumPy and JAX code."""
+    ELEMENTWISE[ufunc] = Elementwise(numpy, jax, holomorphic)
+
+
+def declared_elementwise(prim):
+    """The ``Elementwise`` declared for ``prim``, or None."""
+    try:
+        return ELEMENTWISE.get(prim)
+    except TypeError:
+        return None
 
 
 # optional packages (SciPy) whose rules are registered the first time a lookup

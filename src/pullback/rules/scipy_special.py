@@ -21,13 +21,20 @@ Conventions (JAX's where the derivative is not unique):
   arguments; at ``x == 0`` the ``log`` makes the cotangent infinite, as
   the one-sided derivative is.
 - ``logsumexp``: ``b`` gets a cotangent; ``return_sign=True`` is refused.
+
+Fused kernels: the ufuncs that ``jax.scipy.special`` computes alike (the
+same values, infinities included) are declared elementwise below, so they
+join fused regions (JAX kernels above the size threshold, NumPy forward mode
+with these rules below it); the others (``digamma`` and ``beta``/``betaln``,
+which JAX gives NaN at poles where SciPy gives infinities, ``rgamma``, the
+Bessel functions of any order, and the non-ufuncs) stay NumPy calls.
 """
 import math
 
 import numpy as np
 import scipy.special as special
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import declare_elementwise, vjp
 from pullback.rules.scipy_common import vjp_diff
 from pullback.runtime import (bessel_grad, logsumexp_grad, multigammaln_grad, sp_digamma,
                               sp_polygamma, xlogy_grad)
@@ -215,3 +222,12 @@ def softmax(g, ans, x, axis=None):
 def log_softmax(g, ans, x, axis=None):
     return g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True)
 
+
+
+# --- fused kernels: declared where jax.scipy.special computes the same values ---
+
+for _name in ("gammaln", "gamma", "erf", "erfc", "erfinv", "ndtr", "log_ndtr", "ndtri", "expit",
+              "logit", "i0", "i1", "i0e", "i1e", "entr", "xlogy", "xlog1py", "kl_div",
+              "rel_entr"):
+    declare_elementwise(getattr(special, _name), numpy=f"scipy.special.{_name}",
+                        jax=f"jax.scipy.special.{_name}")
