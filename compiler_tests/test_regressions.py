@@ -377,3 +377,26 @@ def test_name_an_inner_loop_defines_read_after_the_outer_loop():
     np.testing.assert_allclose(pb.grad(f)(x), 2 * 1.5 ** 4 * x[-1] ** 2 * x
                                + np.array([0, 0, 2 * 1.5 ** 4 * x[-1] * np.sum(x * x)]),
                                rtol=1e-12)
+
+
+def _gathering(fun):
+    def inner(*args, **kwargs):
+        args = list(args)
+        return fun(*args, **kwargs)
+    return inner
+
+
+_GATHERED = _gathering(np.multiply)
+
+
+def _through_star_args(x, y):
+    return np.sum(_GATHERED(x, y))
+
+
+def test_star_args_callee_is_refused_not_zero():
+    """A user function whose *args gathers a value being differentiated was bound
+    with no operand and its gradient silently came back as zeros (autograd's
+    test_mvn_pdf through symmetrize_matrix_arg): now a clear refusal."""
+    import pullback as pb
+    with pytest.raises(pb.PullbackError, match=r"\*args or \*\*kwargs"):
+        pb.grad(_through_star_args)(np.arange(3.0), np.ones(3))

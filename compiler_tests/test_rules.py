@@ -795,15 +795,17 @@ if scipy is not None:
     load_scipy_rules()
     for _name in ("gammaln digamma polygamma gamma rgamma beta betaln multigammaln erf erfc "
                   "erfinv erfcinv ndtr log_ndtr ndtri expit logit xlogy xlog1py entr kl_div "
-                  "rel_entr i0 i1 i0e i1e jv yv yn logsumexp softmax log_softmax").split():
+                  "rel_entr i0 i1 i0e i1e jv yv yn logsumexp softmax log_softmax j0 j1 y0 y1 "
+                  "iv ive gammainc gammaincc betainc").split():
         SCIPY_NAMES[getattr(sps, _name)] = f"scipy.special.{_name}"
-    for _dist in ("norm", "t", "gamma", "beta", "poisson", "dirichlet", "multivariate_normal"):
-        for _fn in ("logpdf", "pdf", "cdf", "logcdf", "logpmf", "pmf"):
+    for _dist in ("norm", "t", "gamma", "beta", "poisson", "dirichlet", "multivariate_normal",
+                  "chi2"):
+        for _fn in ("logpdf", "pdf", "cdf", "logcdf", "logpmf", "pmf", "sf", "logsf", "entropy"):
             _m = getattr(getattr(sst, _dist), _fn, None)
             if _m is not None:
                 SCIPY_NAMES[_m] = f"scipy.stats.{_dist}.{_fn}"
     for _name in ("solve_triangular", "cholesky", "cho_factor", "cho_solve", "sqrtm", "expm",
-                  "inv", "det", "solve"):
+                  "inv", "det", "solve", "solve_sylvester"):
         SCIPY_NAMES[getattr(scipy.linalg, _name)] = f"scipy.linalg.{_name}"
     SCIPY_NAMES[scipy.signal.convolve] = "scipy.signal.convolve"
     SCIPY_NAMES[scipy.signal.correlate] = "scipy.signal.correlate"
@@ -944,6 +946,34 @@ if scipy is not None:
     for kw in ({"assume_a": "pos"}, {"assume_a": "sym", "lower": True},
                {"assume_a": "pos", "lower": True}):
         case(scipy.linalg.solve, lambda G: [_sp_spd(G, 3), G.normal((3, 2))], R, **kw)
+
+    # added for autograd's test_scipy: more Bessel, incomplete functions, chi2, sf
+    unary([sps.j0, sps.j1, sps.y0, sps.y1], "pos", R)
+    for key in (sps.iv, sps.ive):
+        case(key, lambda G: [1.5, G.pos((3, 4))], R)
+        case(key, lambda G: [np.array([0.0, 2.0, 3.5]), G.pos((2, 1))], R)
+        case(key, lambda G: [np.array([0.0, 1.0, 2.0]), G.away((2, 1))], R)
+    for key in (sps.gammainc, sps.gammaincc):
+        case(key, lambda G: [np.array([0.5, 1.0, 2.5]), G.pos((2, 3))], R)
+        case(key, lambda G: [1.5, G.pos(None)], F)
+    case(sps.betainc, lambda G: [np.array([0.5, 2.0, 3.0]), 1.5, _sp_spread(G, (2, 3))], R,
+         f32_exact=False)
+    for fn in ("sf", "logsf"):
+        case(getattr(sst.norm, fn), lambda G: [G.normal((3, 4)), G.normal((4,)), G.pos(())], R)
+        case(getattr(sst.norm, fn), lambda G: [np.array([-30.0, -2.0, 0.5, 8.0, 30.0])], F)
+    for fn in ("logpdf", "pdf", "cdf"):
+        case(getattr(sst.chi2, fn), lambda G: [G.pos((3, 4)), G.uniform(1.5, 4.0, (4,)),
+                                               G.uniform(-0.3, 0.2, ()), G.pos((3, 1))], R,
+             f32_exact=False)
+        case(getattr(sst.chi2, fn), lambda G: [G.pos((5,)), 3], R, f32_exact=False)
+    case(sst.multivariate_normal.entropy, lambda G: [G.normal((3,)), _sp_spd(G, 3)], R,
+         f32_exact=False)
+    case(sst.multivariate_normal.entropy, lambda G: [G.normal((3,)), G.pos((3,)) + 1.0], R,
+         f32_exact=False)
+    case(sst.multivariate_normal.entropy, lambda G: [None, _sp_spd(G, 2)], R, f32_exact=False)
+    case(sst.multivariate_normal.entropy, lambda G: [G.normal(()), G.pos()], F)
+    case(scipy.linalg.solve_sylvester, lambda G: [_sp_wellcond(G, (3, 3)), _sp_wellcond(G, (2, 2)),
+                                                  G.normal((3, 2))], RC)
 
     # scipy.signal
     for key in (scipy.signal.convolve, scipy.signal.correlate):

@@ -1,7 +1,7 @@
 """Rules for ``scipy.linalg`` (registered only when SciPy imports).
 
 ``solve_triangular``, ``cho_factor``/``cho_solve``, ``cholesky``, ``sqrtm``,
-``expm``, and the twins of ``np.linalg``'s ``inv``, ``det``, ``solve``.
+``expm``, ``solve_sylvester``, and the twins of ``np.linalg``'s ``inv``, ``det``, ``solve``.
 Formulas live in ``runtime.scipy_support`` (and ``linalg_support`` for the
 twins).  Before/after::
 
@@ -30,7 +30,7 @@ import scipy.linalg as linalg
 from pullback.rules.registry import vjp
 from pullback.runtime import (cho_factor_grad, cho_solve_grad, cholesky_grad, det_grad,
                               expm_grad, scipy_inv_grad, scipy_solve_grad, solve_triangular_grad,
-                              sqrtm_grad)
+                              sqrtm_grad, sylvester_grad)
 
 
 @vjp(linalg.solve_triangular)
@@ -59,6 +59,12 @@ def cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
 @vjp(linalg.sqrtm)
 def sqrtm(g, ans, A, disp=None, blocksize=None):
     return sqrtm_grad(g, ans)
+
+
+@vjp(linalg.solve_sylvester)
+def solve_sylvester(g, ans, a, b, q):
+    return (sylvester_grad(g, ans, a, b, "a"), sylvester_grad(g, ans, a, b, "b"),
+            sylvester_grad(g, ans, a, b, "q"))
 
 
 @vjp(linalg.expm)

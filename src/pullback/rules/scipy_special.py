@@ -10,6 +10,9 @@ rule bodies stay inlinable.  Before/after::
 Conventions (JAX's where the derivative is not unique):
 
 - ``jn`` is SciPy's ``jv`` (one rule).
+- ``gammainc``/``gammaincc``/``betainc`` differentiate in ``x`` only; their
+  shape parameters are refused when they carry a gradient (as autograd; JAX
+  has no derivative in them either).  ``gammasgn`` is piecewise constant.
 - Orders and integer arguments get no cotangent: ``polygamma``'s ``n``,
   ``jv``/``yv``/``jn``/``yn``'s order ``v``, ``multigammaln``'s ``d``
   (JAX's ``jv`` does not differentiate its order either).
@@ -36,7 +39,8 @@ import scipy.special as special
 
 from pullback.rules.registry import declare_elementwise, vjp
 from pullback.rules.scipy_common import vjp_diff
-from pullback.runtime import (bessel_grad, logsumexp_grad, multigammaln_grad, sp_digamma,
+from pullback.rules.registry import nondifferentiable
+from pullback.runtime import (bessel_grad, incomplete_grad, logsumexp_grad, multigammaln_grad, sp_digamma,
                               sp_polygamma, xlogy_grad)
 
 # --- gamma and beta functions ---
@@ -202,6 +206,57 @@ def yv(g, ans, v, z):
 @vjp(special.yn, nondiff=("n",), broadcasts=True)
 def yn(g, ans, n, x):
     return bessel_grad(g, "yn", n, x)
+
+
+@vjp(special.j0)
+def j0(g, ans, x):
+    return bessel_grad(g, "j0", 0, x)
+
+
+@vjp(special.j1)
+def j1(g, ans, x):
+    return bessel_grad(g, "j1", 1, x)
+
+
+@vjp(special.y0)
+def y0(g, ans, x):
+    return bessel_grad(g, "y0", 0, x)
+
+
+@vjp(special.y1)
+def y1(g, ans, x):
+    return bessel_grad(g, "y1", 1, x)
+
+
+@vjp(special.iv, nondiff=("v",), broadcasts=True)
+def iv(g, ans, v, z):
+    return bessel_grad(g, "iv", v, z)
+
+
+@vjp(special.ive, nondiff=("v",), broadcasts=True)
+def ive(g, ans, v, z):
+    return bessel_grad(g, "ive", v, z)
+
+
+# --- incomplete gamma and beta functions (in x only, as autograd and JAX) ---
+
+
+@vjp(special.gammainc, nondiff=("a",), broadcasts=True)
+def gammainc(g, ans, a, x):
+    return incomplete_grad(g, "gammainc", a, None, x)
+
+
+@vjp(special.gammaincc, nondiff=("a",), broadcasts=True)
+def gammaincc(g, ans, a, x):
+    return incomplete_grad(g, "gammaincc", a, None, x)
+
+
+@vjp(special.betainc, nondiff=("a", "b"), broadcasts=True)
+def betainc(g, ans, a, b, x):
+    return incomplete_grad(g, "betainc", a, b, x)
+
+
+nondifferentiable(special.gammasgn)
 
 
 # --- reductions: logsumexp, softmax ---

@@ -1,8 +1,10 @@
 """Rules for ``scipy.stats`` distributions (registered only when SciPy imports).
 
 ``norm``, ``t``, ``gamma``, ``beta`` (``logpdf``, ``pdf``, ``cdf``,
-``logcdf``), ``poisson`` (``logpmf``, ``pmf``, ``cdf``, ``logcdf``),
-``dirichlet`` and ``multivariate_normal`` (``logpdf``, ``pdf``), keyed by
+``logcdf``; ``norm`` also ``sf``, ``logsf``), ``chi2`` (``logpdf``, ``pdf``,
+``cdf``), ``poisson`` (``logpmf``, ``pmf``, ``cdf``, ``logcdf``),
+``dirichlet`` and ``multivariate_normal`` (``logpdf``, ``pdf``; and the
+latter's ``entropy``), keyed by
 the frozen methods of SciPy's distribution objects (``scipy.stats.norm.logpdf``).
 Before/after::
 
@@ -31,7 +33,7 @@ Conventions:
 from scipy import stats
 
 from pullback.rules.scipy_common import vjp_diff
-from pullback.runtime import dirichlet_grad, mvn_grad, stats_grad
+from pullback.runtime import dirichlet_grad, mvn_entropy_grad, mvn_grad, stats_grad
 
 # --- norm ---
 
@@ -62,6 +64,46 @@ def norm_logcdf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "logcdf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logcdf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logcdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.norm.sf, diff=("x", "loc", "scale"))
+def norm_sf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "norm", "sf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "norm", "sf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "norm", "sf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.norm.logsf, diff=("x", "loc", "scale"))
+def norm_logsf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "norm", "logsf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "norm", "logsf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "norm", "logsf", "scale", x, None, None, loc, scale))
+
+
+# --- chi2 (gamma with a = df / 2 and twice the scale) ---
+
+
+@vjp_diff(stats.chi2.logpdf, diff=("x", "df", "loc", "scale"))
+def chi2_logpdf(g, ans, x, df, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "chi2", "logpdf", "x", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "logpdf", "p1", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "logpdf", "loc", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "logpdf", "scale", x, df, None, loc, scale))
+
+
+@vjp_diff(stats.chi2.pdf, diff=("x", "df", "loc", "scale"))
+def chi2_pdf(g, ans, x, df, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "chi2", "pdf", "x", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "pdf", "p1", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "pdf", "loc", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "pdf", "scale", x, df, None, loc, scale))
+
+
+@vjp_diff(stats.chi2.cdf, diff=("x", "loc", "scale"))
+def chi2_cdf(g, ans, x, df, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "chi2", "cdf", "x", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "cdf", "loc", x, df, None, loc, scale),
+            stats_grad(g, ans, "chi2", "cdf", "scale", x, df, None, loc, scale))
 
 
 # --- t ---
@@ -215,3 +257,9 @@ def mvn_pdf(g, ans, x, mean=None, cov=1, allow_singular=False):
     return (mvn_grad(g, ans, "pdf", "x", x, mean, cov),
             mvn_grad(g, ans, "pdf", "mean", x, mean, cov),
             mvn_grad(g, ans, "pdf", "cov", x, mean, cov))
+
+
+@vjp_diff(stats.multivariate_normal.entropy, diff=("mean", "cov"))
+def mvn_entropy(g, ans, mean=None, cov=1):
+    # the entropy does not depend on the mean: its cotangent is zero
+    return mvn_entropy_grad(g, mean, cov, "mean"), mvn_entropy_grad(g, mean, cov, "cov")

@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
-from .core import unbroadcast
+from .core import unbroadcast, zeros_like
 from .linalg_support import cholesky_grad, hermitian_grad
 
 __all__ = ["sp_digamma", "sp_polygamma", "sp_special", "multigammaln_grad", "bessel_grad",
+           "incomplete_grad", "mvn_entropy_grad", "sylvester_grad",
            "logsumexp_grad", "xlogy_grad", "stats_grad", "mvn_grad", "dirichlet_grad",
            "solve_triangular_grad", "cho_factor_grad", "cho_solve_grad", "sqrtm_grad",
            "expm_grad", "scipy_solve_grad", "signal_conv_grad", "odeint_grad",
@@ -62,15 +63,23 @@ def multigammaln_grad(g, a, d):
 
 
 def bessel_grad(g, name, v, x):
-    """Cotangent of ``x`` in ``jv``/``yv``/``jn``/``yn``/``i0``/``i1``/``i0e``/``i1e``.
+    """Cotangent of ``x`` in ``jv``/``yv``/``jn``/``yn``/``j0``/``j1``/``y0``/``y1``/
+    ``iv``/``ive``/``i0``/``i1``/``i0e``/``i1e``.
 
-    ``J'_v = (J_{v-1} - J_{v+1}) / 2`` (the same recurrence for ``Y``);
+    ``J'_v = (J_{v-1} - J_{v+1}) / 2`` (the same recurrence for ``Y``),
+    ``I'_v = (I_{v-1} + I_{v+1}) / 2``;
     ``i0' = i1``, ``i1' = i0 - i1 / x`` (``1/2`` at 0), and the exponentially
     scaled ``i0e = exp(-|x|) i0``, ``i1e = exp(-|x|) i1`` by the product rule."""
     sp = _special()
     x = np.asarray(x) if not isinstance(x, float) else x
-    if name in ("jv", "jn"):
+    if name in ("jv", "jn", "j0", "j1"):
         d = 0.5 * (sp.jv(v - 1, x) - sp.jv(v + 1, x))
+    elif name in ("y0", "y1"):
+        d = 0.5 * (sp.yv(v - 1, x) - sp.yv(v + 1, x))
+    elif name == "iv":
+        d = 0.5 * (sp.iv(v - 1, x) + sp.iv(v + 1, x))
+    elif name == "ive":        # ive = exp(-|x|) iv
+        d = 0.5 * (sp.ive(v - 1, x) + sp.ive(v + 1, x)) - np.sign(x) * sp.ive(v, x)
     elif name in ("yv", "yn"):
         d = 0.5 * (sp.yv(v - 1, x) - sp.yv(v + 1, x))
     elif name == "i0":
@@ -85,6 +94,18 @@ def bessel_grad(g, name, v, x):
         else:       # i1e
             d = sp.i0e(x) - ratio - np.sign(x) * sp.i1e(x)
     return _like(g * d, x)
+
+
+def incomplete_grad(g, name, a, b, x):
+    """Cotangent of ``x`` in ``gammainc(a, x)``, ``gammaincc(a, x)`` (``b`` unused)
+    or ``betainc(a, b, x)``: the integrand over the complete function,
+    ``exp(-x) x^(a-1) / Gamma(a)`` and ``x^(a-1) (1-x)^(b-1) / B(a, b)``."""
+    sp = _special()
+    if name == "betainc":
+        d = np.exp(sp.xlogy(a - 1.0, x) + sp.xlog1py(b - 1.0, -x) - sp.betaln(a, b))
+        return _like(g * d, x)
+    d = np.exp(-x + sp.xlogy(a - 1.0, x) - sp.gammaln(a))
+    return _like(g * d if name == "gammainc" else -g * d, x)
 
 
 def _expand(v, axis, ndim, keepdims):
@@ -162,6 +183,17 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
             pmf = np.exp(sp.xlogy(k, mu) - mu - sp.gammaln(k + 1.0)) * (k >= 0)
             out = -g * pmf if fn == "cdf" else -g * pmf / np.exp(ans)
         return _like(unbroadcast(out, arg), arg)
+    if dist == "chi2":
+        # chi2(df, loc, scale) is gamma(df / 2, loc, 2 scale)
+        out = stats_grad(g, ans, "gamma", fn, wrt, x, 0.5 * p1, None, loc, 2.0 * scale)
+        if wrt == "p1":
+            return _like(unbroadcast(0.5 * out, p1), p1)
+        return _like(unbroadcast(2.0 * out if wrt == "scale" else out, arg), arg)
+    if fn in ("sf", "logsf"):
+        # sf = 1 - cdf: the cdf's derivatives negated; logsf's are the density over
+        # sf, which is logcdf's formula with logsf's value in place of logcdf's
+        return -stats_grad(g, ans, dist, "cdf" if fn == "sf" else "logcdf", wrt, x, p1, p2,
+                           loc, scale)
     z = _std(x, loc, scale)
     density = fn in ("logpdf", "pdf")
     if density:
@@ -271,6 +303,22 @@ def mvn_grad(g, ans, fn, wrt, x, mean=None, cov=1):
     return _like(out, cov) if not isinstance(cov, (int, float)) else float(out)
 
 
+def mvn_entropy_grad(g, mean, cov, wrt):
+    """Cotangent of ``mean`` (zero) or ``cov`` in ``multivariate_normal.entropy(mean,
+    cov)`` (``log det(2 pi e cov) / 2``): ``g inv(cov) / 2`` on the lower
+    triangle SciPy reads (a 1-d ``cov``'s diagonal, a number's trace)."""
+    if wrt == "mean":
+        return None if mean is None else zeros_like(mean)
+    dim, _, _, full = _mvn_parts(np.zeros(()), mean, cov)
+    gcov = 0.5 * g * np.linalg.inv(full)
+    cov_arr = np.asarray(cov)
+    if cov_arr.ndim == 0:
+        out = np.trace(gcov)
+        return float(out) if isinstance(cov, (int, float)) else _like(out, cov)
+    out = np.diagonal(gcov).copy() if cov_arr.ndim == 1 else hermitian_grad(gcov, lower=True)
+    return _like(out, cov)
+
+
 def dirichlet_grad(g, ans, fn, wrt, x, alpha):
     """Cotangent of ``x`` or ``alpha`` in ``dirichlet.logpdf(x, alpha)`` (``pdf``:
     times ``ans``); ``x``'s components along its first axis, as SciPy reads
@@ -363,6 +411,19 @@ def cho_solve_grad(g, ans, c_and_lower, b, wrt):
     else:
         gc = np.triu(np.matmul(np.triu(c), sym))
     return (_like(gc, c), None)
+
+
+def sylvester_grad(g, ans, a, b, wrt):
+    """Cotangent of ``a``, ``b`` or ``q`` in ``X = solve_sylvester(a, b, q)``
+    (``a X + X b = q``): ``gq`` solves ``a^T gq + gq b^T = g``, then
+    ``ga = -gq X^T`` and ``gb = -X^T gq`` (holomorphic: plain transposes)."""
+    from scipy.linalg import solve_sylvester
+    gq = solve_sylvester(_T(a), _T(b), g)
+    if wrt == "q":
+        return gq
+    if wrt == "a":
+        return -np.matmul(gq, _T(ans))
+    return -np.matmul(_T(ans), gq)
 
 
 def sqrtm_grad(g, ans):
