@@ -75,7 +75,10 @@ class Derivative:
         from .pipeline import transform
         param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
         with kernels.sizing(args):
-            return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
+            # an index past the named parameters (a *args function, which the
+            # transform refuses with the line) names nothing
+            return transform(self.fun, param_kinds,
+                             [self.params[i] for i in wrt if i < len(self.params)], has_aux,
                              inplace=inplace)
 
     def bind(self, args, kwargs):
