@@ -16,7 +16,6 @@ import pytest
 import pullback as pb
 
 scipy = pytest.importorskip("scipy")
-import scipy.integrate  # noqa: E402
 import scipy.linalg as linalg  # noqa: E402
 import scipy.signal as signal  # noqa: E402
 import scipy.special as special  # noqa: E402
@@ -76,7 +75,8 @@ def distributions(x, a, b, mu):
     return (np.sum(stats.gamma.logpdf(a, b, 0.1, mu)) + np.sum(stats.beta.logpdf(p, a, b))
             + np.sum(stats.poisson.logpmf(np.array([0, 2, 5]), a * mu))
             + np.sum(stats.norm.cdf(x, mu, b)) + np.sum(stats.gamma.pdf(b, a))
-            + np.sum(stats.beta.cdf(p, 2.0, 3.0)) + np.sum(stats.poisson.cdf(np.array([1, 3, 4]), a))
+            + np.sum(stats.beta.cdf(p, 2.0, 3.0))
+            + np.sum(stats.poisson.cdf(np.array([1, 3, 4]), a))
             + np.sum(stats.norm.logcdf(x, mu)) + np.sum(stats.t.pdf(x, a + 1.0)))
 
 

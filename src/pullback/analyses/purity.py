@@ -7,9 +7,10 @@ each element of its (broadcast) operands to the element of its result
 in the same place: NumPy's ufuncs and Python's arithmetic on arrays,
 comparisons, ``np.where`` and ``np.clip``, the ``math`` module's functions
 (as their NumPy twins), ufuncs declared elementwise with their rule
-(``registry.declare_elementwise``: SciPy's special functions), builtin ``abs``, ``pow``, ``max``/``min`` of two
-values, and user scalar functions whose bodies are made of these.  Anything
-else is impure or not elementwise: the answer is "no" unless proven yes.
+(``registry.declare_elementwise``: SciPy's special functions), builtin
+``abs``, ``pow``, ``max``/``min`` of two values, and user scalar functions
+whose bodies are made of these.  Anything else is impure or not
+elementwise: the answer is "no" unless proven yes.
 
 ``elementwise(op)`` gives the NumPy-side primitive an operation computes on
 arrays (``math.sin`` -> ``np.sin``), or None.  ``scalar_function(fn)`` parses

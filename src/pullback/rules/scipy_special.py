@@ -37,11 +37,10 @@ import math
 import numpy as np
 import scipy.special as special
 
-from pullback.rules.registry import declare_elementwise, vjp
+from pullback.rules.registry import declare_elementwise, nondifferentiable, vjp
 from pullback.rules.scipy_common import vjp_diff
-from pullback.rules.registry import nondifferentiable
-from pullback.runtime import (bessel_grad, incomplete_grad, logsumexp_grad, multigammaln_grad, sp_digamma,
-                              sp_polygamma, xlogy_grad)
+from pullback.runtime import (bessel_grad, incomplete_grad, logsumexp_grad, multigammaln_grad,
+                              sp_digamma, sp_polygamma, xlogy_grad)
 
 # --- gamma and beta functions ---
 

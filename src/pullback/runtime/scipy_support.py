@@ -15,7 +15,7 @@ import numpy as np
 from .core import unbroadcast, zeros_like
 from .linalg_support import cholesky_grad, hermitian_grad
 
-__all__ = ["sp_digamma", "sp_polygamma", "sp_special", "multigammaln_grad", "bessel_grad",
+__all__ = ["sp_digamma", "sp_polygamma", "multigammaln_grad", "bessel_grad",
            "incomplete_grad", "mvn_entropy_grad", "sylvester_grad",
            "logsumexp_grad", "xlogy_grad", "stats_grad", "mvn_grad", "dirichlet_grad",
            "solve_triangular_grad", "cho_factor_grad", "cho_solve_grad", "sqrtm_grad",
@@ -48,12 +48,6 @@ def sp_digamma(x):
 def sp_polygamma(n, x):
     """``scipy.special.polygamma(n, x)`` in ``x``'s dtype."""
     return _like(_special().polygamma(n, x), x)
-
-
-def sp_special(name, *args):
-    """``scipy.special.<name>(*args)`` (a rule body names SciPy only through
-    this), cast to float32 when the float arguments are."""
-    return _like(getattr(_special(), name)(*args), *args)
 
 
 def multigammaln_grad(g, a, d):
