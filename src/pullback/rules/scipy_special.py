@@ -2,7 +2,7 @@
 
 The elementwise functions are NumPy ufuncs and their rules read like the
 derivative (``gammaln``: ``g * digamma(x)``); SciPy itself is reached only
-through ``runtime.scipy_support`` (``sp_digamma``, ``sp_special``), so
+through ``runtime.scipy_support`` (``sp_digamma``, ``bessel_grad``...), so
 rule bodies stay inlinable.  Before/after::
 
     y = scipy.special.gammaln(x)          x_bar = y_bar * sp_digamma(x)
