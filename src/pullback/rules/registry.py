@@ -142,8 +142,10 @@ def load_lazy():
     import sys
     loaded = False
     for package in [p for p in _LAZY if p in sys.modules]:
-        _LAZY.pop(package)()
-        loaded = True
+        load = _LAZY.pop(package, None)       # once, even with threads racing here
+        if load is not None:
+            load()
+            loaded = True
     return loaded
 
 

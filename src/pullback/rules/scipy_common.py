@@ -41,8 +41,14 @@ def load_scipy_rules():
         import scipy  # noqa: F401
     except ImportError:
         return False
-    from pullback.rules import (scipy_integrate, scipy_linalg, scipy_signal,  # noqa: F401
-                                scipy_special, scipy_stats)
+    try:
+        from pullback.rules import (scipy_integrate, scipy_linalg,  # noqa: F401
+                                    scipy_signal, scipy_special, scipy_stats)
+    except (ImportError, AttributeError) as err:     # a SciPy without some function
+        import warnings
+        warnings.warn(f"pullback: the SciPy rules could not be registered ({err!r}); "
+                      "SciPy functions will be refused.", RuntimeWarning, stacklevel=2)
+        return False
     return True
 
 

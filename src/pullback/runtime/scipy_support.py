@@ -542,7 +542,8 @@ def odeint_grad(g, ans, func, y0, t, args, rtol, atol, mxstep, tfirst, full_outp
 def _odeint_adjoint(g, ans, func, y0, t, args, rtol, atol, mxstep, tfirst):
     from scipy.integrate import odeint
     if not _ODEINT_VJP:
-        raise RuntimeError("the odeint adjoint needs pullback.rules.scipy_integrate")
+        raise RuntimeError("the adjoint of odeint differentiates the vector field with "
+                           "pullback itself: import pullback before running this code")
     vjp = _ODEINT_VJP[0]
     if np.iscomplexobj(ans) or np.iscomplexobj(g) or np.iscomplexobj(y0):
         from ..errors import NonDifferentiableError
