@@ -434,3 +434,18 @@ def test_undeclared_special_functions_stay_numpy_calls():
     assert any("special.digamma(" in line for line in code)
     for k in (0, 1):
         close(g[k], central_differences(unfusable_special, (x, w), k))
+
+
+def keyword_calls(x, mu, s, w):
+    return (np.sum(stats.norm.logpdf(x, loc=mu, scale=s)) + logsumexp(x, b=w, axis=0)
+            + np.sum(stats.t.logpdf(x, df=s + 2.0, scale=s))
+            + np.sum(special.softmax(x, axis=0) * w)
+            + np.sum(stats.multivariate_normal.logpdf(x, mean=w, cov=s * np.eye(3))))
+
+
+def test_keyword_arguments():
+    args = (np.array([0.3, -1.2, 0.8]), 0.1, 1.3, np.array([0.5, 1.0, 2.0]))
+    grads = pb.grad(keyword_calls, argnums=(0, 1, 2, 3))(*args)
+    for k, g in enumerate(grads):
+        close(g, central_differences(keyword_calls, args, k))
+    assert isinstance(grads[1], float) and isinstance(grads[2], float)
