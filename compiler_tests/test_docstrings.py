@@ -13,6 +13,8 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(pullback.__path__, "pullb
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
+    if name.startswith("pullback.rules.scipy_") and name != "pullback.rules.scipy_common":
+        pytest.importorskip("scipy")       # the optional SciPy rules
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -478,3 +478,35 @@ def test_name_an_inner_loop_defines_read_after_the_outer_loop():
     np.testing.assert_allclose(pb.grad(f)(x), 2 * 1.5 ** 4 * x[-1] ** 2 * x
                                + np.array([0, 0, 2 * 1.5 ** 4 * x[-1] * np.sum(x * x)]),
                                rtol=1e-12)
+
+
+def _gathering(fun):
+    def inner(*args, **kwargs):
+        args = list(args)
+        return fun(*args, **kwargs)
+    return inner
+
+
+_GATHERED = _gathering(np.multiply)
+
+
+def _through_star_args(x, y):
+    return np.sum(_GATHERED(x, y))
+
+
+def test_star_args_callee_is_refused_not_zero():
+    """A user function whose *args gathers a value being differentiated was bound
+    with no operand and its gradient silently came back as zeros (autograd's
+    test_mvn_pdf through symmetrize_matrix_arg): now a clear refusal."""
+    with pytest.raises(pb.PullbackError, match=r"\*args or \*\*kwargs"):
+        pb.grad(_through_star_args)(np.arange(3.0), np.ones(3))
+
+
+def _star_args_only(*args):
+    return np.sum(args[0] * args[1], axis=0)
+
+
+def test_vjp_of_a_star_args_function_is_refused_not_a_crash():
+    """pb.vjp of a function of *args indexed its (empty) parameter list: IndexError."""
+    with pytest.raises(pb.PullbackError, match=r"\*args"):
+        pb.vjp(_star_args_only, np.ones((2, 3)), np.ones((2, 3)))

@@ -277,6 +277,14 @@ class _Resolver:
                                          "Pass the arguments its definition names.") from None
         operands = tuple((p, a.id) for p, a in bound.arguments.items()
                          if isinstance(a, gast.Name))
+        packed = [a.id for v in bound.arguments.values() if isinstance(v, (tuple, dict))
+                  for a in (v.values() if isinstance(v, dict) else v)
+                  if isinstance(a, gast.Name) and a.id in self.locals]
+        if packed:
+            # values gathered by *args / **kwargs: no parameter of the callee
+            # names them, so they would silently get no gradient
+            return Op("opaque", label=label, primitive=obj, node=node,
+                      operands=tuple((None, n) for n in packed))
         return Op(kind, label=label, primitive=obj, bound=dict(bound.arguments),
                   operands=operands, node=node)
 

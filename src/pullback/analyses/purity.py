@@ -6,9 +6,11 @@ operation writes nothing, prints nothing, calls nothing impure, and maps
 each element of its (broadcast) operands to the element of its result
 in the same place: NumPy's ufuncs and Python's arithmetic on arrays,
 comparisons, ``np.where`` and ``np.clip``, the ``math`` module's functions
-(as their NumPy twins), builtin ``abs``, ``pow``, ``max``/``min`` of two
-values, and user scalar functions whose bodies are made of these.  Anything
-else is impure or not elementwise: the answer is "no" unless proven yes.
+(as their NumPy twins), ufuncs declared elementwise with their rule
+(``registry.declare_elementwise``: SciPy's special functions), builtin
+``abs``, ``pow``, ``max``/``min`` of two values, and user scalar functions
+whose bodies are made of these.  Anything else is impure or not
+elementwise: the answer is "no" unless proven yes.
 
 ``elementwise(op)`` gives the NumPy-side primitive an operation computes on
 arrays (``math.sin`` -> ``np.sin``), or None.  ``scalar_function(fn)`` parses
@@ -40,6 +42,8 @@ import weakref
 
 import gast
 import numpy as np
+
+from ..rules.registry import declared_elementwise
 
 __all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
            "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
@@ -101,7 +105,8 @@ def elementwise(op, node=None):
     if prim in _OPERATORS:
         return prim
     if isinstance(prim, np.ufunc):
-        if prim.__name__ not in _UFUNC_NAMES or prim.nout != 1:
+        if prim.nout != 1 or (prim.__name__ not in _UFUNC_NAMES
+                              and declared_elementwise(prim) is None):
             return None
         if op.kind == "rule":
             return prim if len(op.bound) == prim.nin else None
@@ -139,7 +144,8 @@ def numpy_twin(fn):
         return None
     if twin is not None:
         return twin
-    if isinstance(fn, np.ufunc) and fn.__name__ in _UFUNC_NAMES and fn.nout == 1:
+    if isinstance(fn, np.ufunc) and fn.nout == 1 and (
+            fn.__name__ in _UFUNC_NAMES or declared_elementwise(fn) is not None):
         return fn
     return None
 

@@ -18,6 +18,7 @@ import threading
 from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
+from ..runtime import set_odeint_vjp
 
 __all__ = ["specialize", "transform", "obtain"]
 
@@ -70,7 +71,10 @@ def transform(handle, args, wrt, has_aux=False, inplace=True):
     from ..lowering import kernels
     param_kinds = {p: kinds_.of_value(a) for p, a in zip(handle.params, args)}
     with kernels.sizing(args):
-        return pipeline.transform(handle.fun, param_kinds, [handle.params[i] for i in wrt],
+        # an index past the named parameters (a *args function, which the
+        # transform refuses with the line) names nothing
+        return pipeline.transform(handle.fun, param_kinds,
+                                  [handle.params[i] for i in wrt if i < len(handle.params)],
                                   has_aux, inplace=inplace)
 
 
@@ -107,4 +111,19 @@ def obtain(fn, sig_key, wrt, has_aux, make, options=None):
     return loaded
 
 
+def _field_vjp(func, y, t, args, ct, tfirst):
+    """``func(y, t, *args)`` (``func(t, y, *args)`` with ``tfirst``) and the
+    cotangents of ``y``, ``t`` and each of ``args`` for the output cotangent
+    ``ct``, from pullback's own derivative of ``func`` (the dispatcher that
+    differentiates calls of function values).  Installed by the driver (imported
+    with pullback), so that a cached or ahead-of-time adjoint finds it."""
+    from . import dispatch      # late: importing pullback does not load the compiler
+    call = (t, y) + tuple(args) if tfirst else (y, t) + tuple(args)
+    out, res = dispatch.dynamic_call(func, tuple(range(len(call))), False, *call)
+    grads = dispatch.dynamic_adjoint(res, ct)
+    yb, tb = (grads[1], grads[0]) if tfirst else (grads[0], grads[1])
+    return out, yb, tb, tuple(grads[2:])
+
+
 Derivative.driver = sys.modules[__name__]       # see Derivative.driver
+set_odeint_vjp(_field_vjp)                      # scipy.integrate.odeint's adjoint

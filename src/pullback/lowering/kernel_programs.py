@@ -15,6 +15,7 @@ It renders as text in three forms, each readable (``kernel.source``,
 """
 from __future__ import annotations
 
+import importlib
 import itertools
 import operator
 
@@ -199,6 +200,10 @@ def _atom_text(node):
 
 def _callee_text(prim, flavour):
     """How generated code of ``flavour`` ("numpy" or "jax") calls ``prim``."""
+    from ..rules.registry import declared_elementwise
+    declared = declared_elementwise(prim)
+    if declared is not None:            # scipy.special.gammaln, jax.scipy.special.gammaln
+        return declared.jax if flavour == "jax" else declared.numpy
     name = prim.__name__ if isinstance(prim, np.ufunc) else {
         np.where: "where", np.clip: "clip"}[prim]
     return f"{'jnp' if flavour == 'jax' else 'np'}.{name}"
@@ -223,13 +228,20 @@ def _step_text(step, flavour):
 
 
 def _namespace(flavour):
+    from ..rules.registry import ELEMENTWISE
+    tops = {}
+    for declared in ELEMENTWISE.values():     # the packages declared ufuncs come from
+        text = declared.jax if flavour == "jax" else declared.numpy
+        importlib.import_module(text.rsplit(".", 1)[0])
+        top = text.split(".", 1)[0]
+        tops[top] = importlib.import_module(top)
     if flavour == "jax":
         jx = load_jax()
 
         def strong(v):
             return v.astype(v.dtype) if getattr(v, "weak_type", False) else v
-        return {"jnp": jx.numpy, "np": np, "strong": strong}
-    return {"np": np}
+        return {**tops, "jnp": jx.numpy, "np": np, "strong": strong}
+    return {**tops, "np": np}
 
 
 def _render_values(program, flavour, name, summed=None):

@@ -99,6 +99,7 @@ from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
 from .kernels import Kernel
+from ..rules.registry import declared_elementwise
 
 __all__ = ["start"]
 
@@ -255,7 +256,9 @@ class _Lowering:
             elif isinstance(a, gast.Constant):
                 if not isinstance(a.value, (bool, int, float)) and a.value is not None:
                     return None
-        if cplx and (prim in purity.HOLOMORPHIC_EXCEPTIONS or any(
+        declared = declared_elementwise(prim)
+        if cplx and (prim in purity.HOLOMORPHIC_EXCEPTIONS or (
+                declared is not None and not declared.holomorphic) or any(
                 self.kinds.get(a.id, Kind("unknown", None)).complex is True
                 for a in atoms if isinstance(a, gast.Name))):
             return None

@@ -30,13 +30,14 @@ of place.
 from __future__ import annotations
 
 import operator
+import types
 
 import gast
 import numpy as np
 
 from ..driver import dispatch
 from .. import runtime
-from ..analyses.ops import all_statements, dotted
+from ..analyses.ops import all_statements, dotted, is_library
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
@@ -347,6 +348,13 @@ class Adjoints:
     def adjoint_opaque(self, block, stmt, op, t, g):
         what = op.label or "this operation"
         node = op.node if op.node is not None else stmt
+        if isinstance(op.primitive, types.FunctionType) and not is_library(op.primitive):
+            # a user function whose *args / **kwargs gathered a value being differentiated
+            raise UnsupportedSyntaxError(
+                f"pullback cannot yet differentiate {what} through its *args or **kwargs "
+                "parameter.", self.parsed.location(node),
+                "Give the function named parameters (def f(x, y, ...)) for the values "
+                "being differentiated.")
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
                     "which have rules.")

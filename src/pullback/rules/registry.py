@@ -37,7 +37,8 @@ import inspect
 from typing import Callable
 
 __all__ = ["Rule", "vjp", "nondifferentiable", "lookup", "is_nondifferentiable",
-           "RULES", "NONDIFF"]
+           "RULES", "NONDIFF", "register_lazily", "load_lazy", "Elementwise",
+           "declare_elementwise", "declared_elementwise", "ELEMENTWISE"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,16 +103,74 @@ def nondifferentiable(*primitives):
         NONDIFF.add(p)
 
 
+@dataclasses.dataclass(frozen=True)
+class Elementwise:
+    """How fused kernels spell a ufunc outside NumPy (``scipy.special.gammaln``):
+    ``numpy`` is its dotted name for the NumPy path, ``jax`` the function JAX
+    computes the same with; ``holomorphic`` whether a complex region may fuse it."""
+
+    numpy: str
+    jax: str
+    holomorphic: bool = False
+
+
+# ufuncs from other packages that fused kernels may hold: a ufunc with a rule
+# declared here is elementwise (``analyses.purity``) and rendered by these names
+ELEMENTWISE: dict = {}
+
+
+def declare_elementwise(ufunc, numpy, jax, holomorphic=False):
+    """Declare ``ufunc`` (with a rule, one output) pure and elementwise, spelled
+    ``numpy`` and ``jax`` in fused kernels' NumPy and JAX code."""
+    ELEMENTWISE[ufunc] = Elementwise(numpy, jax, holomorphic)
+
+
+def declared_elementwise(prim):
+    """The ``Elementwise`` declared for ``prim``, or None."""
+    try:
+        return ELEMENTWISE.get(prim)
+    except TypeError:
+        return None
+
+
+# optional packages (SciPy) whose rules are registered the first time a lookup
+# misses while the package is imported: `import pullback` does not pay for them
+_LAZY: dict = {}
+
+
+def register_lazily(package, load):
+    """Call ``load()`` (which registers rules) once, the first time a lookup
+    misses while ``package`` is imported."""
+    _LAZY[package] = load
+
+
+def load_lazy():
+    """Register the rules of every lazily registered package now imported."""
+    import sys
+    loaded = False
+    for package in [p for p in _LAZY if p in sys.modules]:
+        load = _LAZY.pop(package, None)       # once, even with threads racing here
+        if load is not None:
+            load()
+            loaded = True
+    return loaded
+
+
 def lookup(primitive):
     """The rule registered for ``primitive``, or None."""
     try:
-        return RULES.get(primitive)
+        rule = RULES.get(primitive)
     except TypeError:  # unhashable callables have no rule
         return None
+    if rule is None and _LAZY and load_lazy():
+        rule = RULES.get(primitive)
+    return rule
 
 
 def is_nondifferentiable(primitive):
     try:
-        return primitive in NONDIFF
+        if primitive in NONDIFF:
+            return True
     except TypeError:
         return False
+    return bool(_LAZY) and load_lazy() and primitive in NONDIFF

@@ -8,7 +8,8 @@ adjoints call them on hot paths.
 - ``core``: projection onto the primal (shape, realness, dtype, type), zeros,
   structures (tuples, dicts, namedtuples, dataclasses);
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
-- ``accumulation``: owned buffers, indexed adds, writes into arrays.
+- ``accumulation``: owned buffers, indexed adds, writes into arrays;
+- ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs).
 """
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
@@ -22,6 +23,8 @@ from .linalg_support import *  # noqa: F401,F403
 from .linalg_support import __all__ as _linalg_support
 from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
+from .scipy_support import *  # noqa: F401,F403
+from .scipy_support import __all__ as _scipy_support
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support)
+           + _layout_support + _fft_support + _scipy_support)

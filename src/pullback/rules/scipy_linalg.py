@@ -1,0 +1,89 @@
+"""Rules for ``scipy.linalg`` (registered only when SciPy imports).
+
+``solve_triangular``, ``cho_factor``/``cho_solve``, ``cholesky``, ``sqrtm``,
+``expm``, ``solve_sylvester``, and the twins of ``np.linalg``'s ``inv``, ``det``, ``solve``.
+Formulas live in ``runtime.scipy_support`` (and ``linalg_support`` for the
+twins).  Before/after::
+
+    x = solve_triangular(a, b, lower=True)
+                               b_bar = solve_triangular(a, x_bar, trans=1, lower=True)
+                               a_bar = tril(-b_bar @ x.T)
+
+Conventions (the project's ``np.linalg`` ones, JAX's where they agree):
+
+- A function that reads one triangle of ``a`` gives a cotangent in that
+  triangle: ``solve_triangular`` (strictly below or above the diagonal with
+  ``unit_diagonal=True``), ``cholesky`` (the upper one by default, as SciPy),
+  ``cho_factor``, ``solve(assume_a='sym'/'pos')``.  ``cho_factor``'s ``c``
+  holds a copy of ``a``'s other triangle: that part's cotangent passes
+  through unchanged.  For a matrix symmetric by construction this equals
+  JAX's (which symmetrizes).
+- ``cho_solve`` is differentiated for real matrices; the cotangent of
+  ``(c, lower)`` is ``(c_bar, None)`` on the factor's triangle.
+- ``sqrtm``: the principal root, through the Sylvester equation
+  ``X^T G + G X^T = X_bar``; ``expm``: the Frechet derivative at ``A^T``.
+- ``inv(assume_a=...)`` and ``solve(assume_a='her')`` and the banded or
+  diagonal kinds are refused.
+"""
+import scipy.linalg as linalg
+
+from pullback.rules.registry import vjp
+from pullback.runtime import (cho_factor_grad, cho_solve_grad, cholesky_grad, det_grad,
+                              expm_grad, scipy_inv_grad, scipy_solve_grad, solve_triangular_grad,
+                              sqrtm_grad, sylvester_grad)
+
+
+@vjp(linalg.solve_triangular)
+def solve_triangular(g, ans, a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):
+    return (solve_triangular_grad(g, ans, a, b, trans, lower, unit_diagonal, "a"),
+            solve_triangular_grad(g, ans, a, b, trans, lower, unit_diagonal, "b"))
+
+
+@vjp(linalg.cholesky)
+def cholesky(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    return cholesky_grad(g, ans, a, not lower)
+
+
+@vjp(linalg.cho_factor)
+def cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    return cho_factor_grad(g, ans, a, lower)
+
+
+@vjp(linalg.cho_solve)
+def cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
+    return (cho_solve_grad(g, ans, c_and_lower, b, "c"),
+            cho_solve_grad(g, ans, c_and_lower, b, "b"))
+
+
+@vjp(linalg.sqrtm)
+def sqrtm(g, ans, A, disp=None, blocksize=None):
+    return sqrtm_grad(g, ans)
+
+
+@vjp(linalg.solve_sylvester)
+def solve_sylvester(g, ans, a, b, q):
+    return (sylvester_grad(g, ans, a, b, "a"), sylvester_grad(g, ans, a, b, "b"),
+            sylvester_grad(g, ans, a, b, "q"))
+
+
+@vjp(linalg.expm)
+def expm(g, ans, A):
+    return expm_grad(g, A)
+
+
+@vjp(linalg.inv)
+def inv(g, ans, a, overwrite_a=False, check_finite=True, assume_a=None, lower=False):
+    return scipy_inv_grad(g, ans, assume_a)
+
+
+@vjp(linalg.det)
+def det(g, ans, a, overwrite_a=False, check_finite=True):
+    return det_grad(g, ans, a)
+
+
+@vjp(linalg.solve)
+def solve(g, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a=None, transposed=False):
+    return (scipy_solve_grad(g, ans, a, b, assume_a, lower, transposed, "a"),
+            scipy_solve_grad(g, ans, a, b, assume_a, lower, transposed, "b"))
