@@ -34,12 +34,18 @@ class Derivative:
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
         self._masked = {}
         self._locks = {}
+        # *args, **kwargs or keyword-only parameters: each call is flattened to
+        # one positional argument per value (frontend.Layout), and the function
+        # is transformed once per layout
+        self.variadic = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+                            for p in self.signature.parameters.values())
 
     def specialize(self, args, wrt, has_aux=False, inplace=None):
         from . import kernels     # late: kernels builds on this module's CustomVJP
         inplace = _inplace_default() if inplace is None else bool(inplace)
         large = kernels.size_class(args)     # large arrays: elementwise work is fused
-        key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
+        layout = self.layout_of(args)
+        key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
         entry = self.cache.get(key)
         if entry is not None and entry[1].current():
             return entry[0]
@@ -57,6 +63,8 @@ class Derivative:
                 options["inplace"] = False
             if large:
                 options["large"] = True
+            if layout is not None:
+                options["layout"] = [layout.nvar, list(layout.kwnames)]
             loaded = disk.obtain(self.fun, key[0], wrt, has_aux,
                                  lambda: self.transform(args, wrt, has_aux, inplace),
                                  options or None)
@@ -73,35 +81,60 @@ class Derivative:
     def transform(self, args, wrt, has_aux=False, inplace=True):
         from . import kernels
         from .pipeline import transform
-        param_kinds = {p: kinds_.of_value(a) for p, a in zip(self.params, args)}
+        layout = self.layout_of(args)
+        params = self.params if layout is None else layout.params
+        param_kinds = {p: kinds_.of_value(a) for p, a in zip(params, args)}
         with kernels.sizing(args):
-            return transform(self.fun, param_kinds, [self.params[i] for i in wrt], has_aux,
-                             inplace=inplace)
+            return transform(self.fun, param_kinds, [params[i] for i in wrt], has_aux,
+                             inplace=inplace, layout=layout)
+
+    def layout_of(self, args):
+        """The layout of flattened ``args`` (None for a function whose
+        parameters are all positional)."""
+        if not self.variadic:
+            return None
+        layout = getattr(args, "layout", None)
+        if layout is None:
+            raise TypeError(f"{self.fun.__qualname__} takes *args, **kwargs or keyword-only "
+                            "parameters: its arguments must be bound first.")
+        return layout
+
+    def param_name(self, i, args=None):
+        layout = getattr(args, "layout", None)
+        params = self.params if layout is None else layout.params
+        return params[i] if 0 <= i < len(params) else str(i)
 
     def bind(self, args, kwargs):
-        if not kwargs and len(args) == len(self.params):
+        if not self.variadic:
+            if not kwargs and len(args) == len(self.params):
+                return args
+            b = self.signature.bind(*args, **kwargs)
+            b.apply_defaults()
+            return tuple(b.arguments.values())
+        if isinstance(args, Flat) and not kwargs:
             return args
-        b = self.signature.bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
+        from .frontend import flatten_call
+        return flatten_call(self.fun, self.signature, args, kwargs)
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        if self.variadic and not isinstance(args, Flat):
+            args = self.bind(args, {})
         loaded = self.specialize(args, wrt, has_aux, inplace)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
             loaded.annotate(err)
             raise
-        return out, (loaded, res, wrt)
+        return out, (loaded, res, wrt, len(args))
 
     def call_adjoint(self, res, ct):
-        loaded, r, wrt = res
+        loaded, r, wrt, n = res
         try:
             grads = loaded.adjoint(r, ct)
         except Exception as err:
             loaded.annotate(err)
             raise
-        full = [None] * len(self.params)
+        full = [None] * n
         for i, g in zip(wrt, grads):
             full[i] = g
         return tuple(full)
@@ -118,6 +151,16 @@ class Derivative:
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
             pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
+
+
+class Flat(tuple):
+    """The arguments of one call of a function with ``*args``, ``**kwargs`` or
+    keyword-only parameters, one per value, and their ``layout``."""
+
+    def __new__(cls, values, layout):
+        self = super().__new__(cls, values)
+        self.layout = layout
+        return self
 
 
 class CustomVJP:

@@ -86,7 +86,9 @@ class _Lifter:
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         body = _InnerCalls(self).block(body)
-        local = params + [n.id for s in body for n in gast.walk(s)
+        local = params + [k.id for k in node.args.kwonlyargs] + [
+            v.id for v in (node.args.vararg, node.args.kwarg) if v is not None] + [
+            n.id for s in body for n in gast.walk(s)
                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
         captured = sorted({n.id for s in body for n in gast.walk(s)
                            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
@@ -97,14 +99,24 @@ class _Lifter:
         if nonlocals:
             body = _ReturnState(nonlocals).block(body)
             body.append(gast.Return(value=_state(gast.Constant(None, None), nonlocals)))
-        args = gast.arguments(
-            args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
-                  for p in params + captured],
-            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=[])
-        if node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
-            raise self.parsed.unsupported(node, "a nested function with *args or **kwargs",
-                                          "Give it plain positional parameters.")
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs:
+            # *args / **kwargs: what it captures follows as keyword-only parameters
+            for d in a.kw_defaults:
+                if d is not None and not isinstance(d, gast.Constant):
+                    raise self.parsed.unsupported(
+                        d, "a keyword-only default computed in a nested function",
+                        "Use a constant default, or compute the value inside the function.")
+            args = gast.arguments(
+                args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
+                vararg=a.vararg, kwarg=a.kwarg,
+                kwonlyargs=list(a.kwonlyargs) + [_name(c, gast.Param()) for c in captured],
+                kw_defaults=list(a.kw_defaults) + [None] * len(captured), defaults=[])
+        else:
+            args = gast.arguments(
+                args=[_name(p, gast.Param()) for p in params + captured],
+                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                defaults=[])
         at_def, defaults = [], []
         for p, d in zip(params[len(params) - len(node.args.defaults):], node.args.defaults):
             if isinstance(d, gast.Constant):
@@ -139,6 +151,9 @@ class _Lifter:
         inner = next(c for c in make.co_consts if isinstance(c, types.CodeType))
         cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
         fn = types.FunctionType(inner, self.parsed.globals, tree.name, None, cells)
+        kwdefaults = {a.id: d.value for a, d in zip(tree.args.kwonlyargs,
+                                                    tree.args.kw_defaults) if d is not None}
+        fn.__kwdefaults__ = kwdefaults or None
         fn.__pullback_lifted_source__ = source
         return fn
 

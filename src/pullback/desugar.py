@@ -43,6 +43,7 @@ import types
 import gast
 
 from .grammar import assigned_names
+from .rules.registry import nondifferentiable
 
 __all__ = ["desugar"]
 
@@ -133,6 +134,24 @@ class _Desugar:
             seq = self.sequence(inner, pre, node)
             head.append(_assign(target.elts[1], _item(seq, index), node))
             return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+        if isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") \
+                and len(it.args) == 1 and isinstance(it.args[0], gast.Starred) \
+                and not it.keywords:
+            # zip(*rows): the k-th item is the tuple of every row's k-th element
+            rows = self.sequence(it.args[0].value, pre, node)
+            index = self.namer.fresh("zip_index")
+            row = self.namer.fresh("row_index")
+            column = gast.ListComp(elt=gast.Subscript(value=_item(rows, row),
+                                                      slice=_name(index), ctx=gast.Load()),
+                                   generators=[gast.comprehension(
+                                       target=_name(row, gast.Store()),
+                                       iter=_range(_len(rows)), ifs=[], is_async=0)])
+            gast.copy_location(column, node)
+            head = self.block([_assign(target, gast.Call(func=_name("tuple"), args=[column],
+                                                         keywords=[]), node)])
+            n = gast.Call(func=_name(self.helper("zip_length", zip_length)),
+                          args=[_name(rows)], keywords=[])
+            return pre + [self.for_range(index, _range(n), head + body, orelse, node)]
         if self.is_zip(it):
             index = self.namer.fresh("zip_index")
             return pre + [self.zip_loop(it, index, target, [], body, orelse, pre, node)]
@@ -201,6 +220,13 @@ class _Desugar:
             name = self.runtime_names[fn_name] = self.namer.fresh(fn_name)
             self.parsed.closure[name] = types.CellType(getattr(runtime, fn_name))
         return name
+
+    def helper(self, name, fn):
+        """A name the function's code can call ``fn`` by."""
+        if name not in self.runtime_names:
+            self.runtime_names[name] = self.namer.fresh(name)
+            self.parsed.closure[self.runtime_names[name]] = types.CellType(fn)
+        return self.runtime_names[name]
 
     def for_range(self, index, rng, body, orelse, origin):
         loop = gast.For(target=_name(index, gast.Store()), iter=rng, body=body,
@@ -324,6 +350,14 @@ class _Hoist(gast.NodeTransformer):
     def visit_GeneratorExp(self, node):
         node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
+
+
+def zip_length(rows):
+    """How many items ``zip(*rows)`` gives."""
+    return min((len(r) for r in rows), default=0)
+
+
+nondifferentiable(zip_length)
 
 
 def _dict_literal(d, node):

@@ -49,9 +49,111 @@ class Parsed:
                                       self.location(node), hint)
 
 
-def parse(fn):
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How one call fills a function's ``*args``, ``**kwargs`` and keyword-only
+    parameters: ``nvar`` values in ``*args``, and the keys of ``**kwargs``.
+    The function is transformed for one layout at a time, with one positional
+    parameter per value (``params``): the named positional parameters, then
+    ``args_0, args_1...``, the keyword-only ones, then ``kwargs_<key>``; its
+    body starts by packing ``args = (args_0, args_1)`` and
+    ``kwargs = {"key": kwargs_key}``."""
+
+    nvar: int
+    kwnames: tuple
+    params: tuple
+    packs: tuple        # ("tuple", vararg, its parameters), ("dict", kwarg, ((key, param)...))
+
+
+def layout_for(fn, signature, nvar, kwnames):
+    P = inspect.Parameter
+    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) \
+        | set(fn.__code__.co_freevars) | set(fn.__code__.co_cellvars)
+
+    def fresh(base):
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    params, packs = [], []
+    for p in signature.parameters.values():
+        if p.kind == P.VAR_POSITIONAL:
+            names = tuple(fresh(f"{p.name}_{i}") for i in range(nvar))
+            params.extend(names)
+            packs.append(("tuple", p.name, names))
+        elif p.kind == P.VAR_KEYWORD:
+            for k in kwnames:
+                if not (isinstance(k, str) and k.isidentifier()):
+                    raise TypeError(f"pullback differentiates calls whose keyword arguments "
+                                    f"are identifiers; {k!r} is not one.")
+            names = tuple((k, fresh(f"{p.name}_{k}")) for k in kwnames)
+            params.extend(n for _, n in names)
+            packs.append(("dict", p.name, names))
+        else:
+            params.append(p.name)
+    return Layout(nvar, tuple(kwnames), tuple(params), tuple(packs))
+
+
+_layouts = {}
+
+
+def flatten_call(fn, signature, args, kwargs):
+    """``fn(*args, **kwargs)`` bound to ``fn``'s parameters and flattened to one
+    value per positional parameter of its ``Layout`` (an ``api.Flat``)."""
+    from .api import Flat
+    P = inspect.Parameter
+    b = signature.bind(*args, **kwargs)
+    b.apply_defaults()
+    flat, nvar, kwnames = [], 0, ()
+    for p in signature.parameters.values():
+        v = b.arguments[p.name]
+        if p.kind == P.VAR_POSITIONAL:
+            flat.extend(v)
+            nvar = len(v)
+        elif p.kind == P.VAR_KEYWORD:
+            kwnames = tuple(v)
+            flat.extend(v.values())
+        else:
+            flat.append(v)
+    key = (fn, nvar, kwnames)
+    layout = _layouts.get(key)
+    if layout is None:
+        if len(_layouts) > 4096:
+            _layouts.clear()
+        layout = _layouts[key] = layout_for(fn, signature, nvar, kwnames)
+    return Flat(flat, layout)
+
+
+def _apply_layout(tree, layout):
+    """Give ``tree`` (a FunctionDef) one positional parameter per value of
+    ``layout`` and start its body by packing ``*args`` and ``**kwargs``."""
+    def name(n, ctx):
+        return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
+
+    packs = []
+    for kind, target, names in layout.packs:
+        if kind == "dict":
+            value = gast.Dict(keys=[gast.Constant(k, None) for k, _ in names],
+                              values=[name(n, gast.Load()) for _, n in names])
+        else:
+            value = gast.Tuple(elts=[name(n, gast.Load()) for n in names], ctx=gast.Load())
+        stmt = gast.Assign(targets=[name(target, gast.Store())], value=value,
+                           type_comment=None)
+        gast.copy_location(stmt, tree)
+        gast.copy_location(value, tree)
+        packs.append(stmt)
+    tree.args = gast.arguments(
+        args=[name(p, gast.Param()) for p in layout.params], posonlyargs=[], vararg=None,
+        kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    tree.body = packs + tree.body
+
+
+def parse(fn, layout=None):
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
-    source cannot be found."""
+    source cannot be found.  With a ``layout``, its ``*args``, ``**kwargs``
+    and keyword-only parameters become positional ones (``Layout``)."""
     if not isinstance(fn, types.FunctionType):
         from .rules.registry import lookup
         name = getattr(fn, "__name__", None)
@@ -95,6 +197,8 @@ def parse(fn):
             if getattr(node, "end_col_offset", None) is not None:
                 node.end_col_offset += indent
     tree = _find_function(module, fn, filename)
+    if layout is not None:
+        _apply_layout(tree, layout)
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
     return Parsed(fn, tree, filename, fn.__globals__, closure)
 

@@ -162,8 +162,8 @@ class _Normalizer(Expressions):
             self.bind(target.id, value, origin)
         elif isinstance(target, (gast.Tuple, gast.List)):
             if any(isinstance(e, gast.Starred) for e in target.elts):
-                raise self.parsed.unsupported(target, "starred unpacking",
-                                              "Unpack into a fixed number of names.")
+                self.starred_unpack(target, value, origin)
+                return
             parts = []
             for elt in target.elts:
                 if isinstance(elt, gast.Name):
@@ -188,6 +188,39 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 target, f"assignment to {type(target).__name__.lower()}",
                 "Assign to a plain local name.")
+
+    def starred_unpack(self, target, value, origin):
+        """``a, *rest, z = xs``: ``a = xs[0]``, ``z = xs[-1]``, and
+        ``rest = list(xs[1:-1])`` (a list, as in Python), after checking that
+        ``xs`` has enough items."""
+        elts = target.elts
+        k = next(i for i, e in enumerate(elts) if isinstance(e, gast.Starred))
+        if sum(isinstance(e, gast.Starred) for e in elts) > 1:
+            raise self.parsed.unsupported(target, "two starred names in one assignment",
+                                          "Use one starred name.")
+        m = len(elts) - k - 1
+        if not isinstance(value, gast.Name):
+            value = self.atom_of(value, "unpacked")
+        size = self.atom_of(gast.Call(func=_name("len"), args=[_name(value.id)], keywords=[]),
+                            "size")
+        enough = self.atom_of(gast.Compare(left=size, ops=[gast.GtE()],
+                                           comparators=[gast.Constant(len(elts) - 1, None)]),
+                              "enough")
+        self.emit(gast.Assert(test=enough, msg=gast.Constant(
+            f"not enough values to unpack (expected at least {len(elts) - 1})", None)), origin)
+        for i, e in enumerate(elts):
+            if i == k:
+                continue
+            index = gast.Constant(i if i < k else i - len(elts), None)
+            item = self.atom_of(gast.Subscript(value=_name(value.id), slice=index,
+                                               ctx=gast.Load()),
+                                "item")
+            self.assign_target(e, item, origin)
+        part = self.atom_of(gast.Subscript(value=_name(value.id), slice=gast.Slice(
+            gast.Constant(k, None), gast.Constant(-m, None) if m else None, None),
+            ctx=gast.Load()), "rest")
+        self.assign_target(elts[k].value, gast.Call(func=_name("list"), args=[part],
+                                                    keywords=[]), origin)
 
     def write_target(self, target):
         """``y[index]`` as the target of a write: ``y`` keeps its name (the

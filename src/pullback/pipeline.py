@@ -19,10 +19,10 @@ from .errors import PullbackError
 from .naming import Namer
 
 
-def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
+def transform(fn, param_kinds, wrt, has_aux=False, inplace=True, layout=None):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
-    parsed, normal, ops = _front(fn)
+    parsed, normal, ops = _front(fn, layout)
     kind_of = kinds.infer(normal.tree, {**kinds.of_globals(normal, parsed), **param_kinds}, ops,
                           _returns_of(fn))
     output = _output(normal, ops, has_aux, parsed)
@@ -39,9 +39,9 @@ def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
     return loader.load(derived, parsed)
 
 
-def _front(fn):
+def _front(fn, layout=None):
     """``fn`` parsed, brought to normal form, and its operations resolved."""
-    parsed = frontend.parse(fn)
+    parsed = frontend.parse(fn, layout)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
     closures.lift_closures(parsed.tree, namer, parsed)

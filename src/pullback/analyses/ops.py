@@ -220,6 +220,9 @@ class _Resolver:
             # a method of an object known only when the call runs
             return self.dynamic(node, kwargs, f".{func.attr}()", receiver=func.value)
         label = dotted(func)
+        if isinstance(func, gast.Name) and func.id not in self.locals \
+                and _is_star_call(self.lookup_static(func)):
+            return self.star(node)
         if isinstance(func, gast.Name) and func.id in self.locals:
             return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
@@ -236,12 +239,42 @@ class _Resolver:
             return self.primitive_op(obj, node.args, kwargs, node, label)
         if isinstance(obj, types.FunctionType) and not is_library(obj) \
                 and not _is_wrapper(obj):
+            if is_variadic(obj):       # *args, **kwargs: flattened per call, at run time
+                return self.dynamic(node, kwargs, label, static=obj)
             return self.bind_python(obj, "user", obj, node, label)
         if _dispatches(obj):
             return self.dynamic(node, kwargs, label, static=obj)
         return Op("opaque", label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
                                  if isinstance(a, gast.Name)))
+
+    def star(self, node):
+        """``star_call(how, method, f, a, xs, k=v)``: a call with starred
+        arguments (normalize's ``star_call``), spread when it runs; a dynamic
+        call whose operands are keyed by position among ``star_call``'s own
+        arguments (2: the object a method is called on)."""
+        how, method, callee = (node.args[0].value, node.args[1].value, node.args[2])
+        items = node.args[3:]
+        label = (dotted(callee) + (f".{method}" if method else "")) + "(*...)"
+        static = None
+        if method is None and self.is_static(callee):
+            static = self.lookup_static(callee)
+            if is_mutating_function(static):
+                raise UnsupportedSyntaxError(
+                    f"pullback cannot differentiate {dotted(callee)}, which changes its "
+                    "argument in place.", self.parsed.location(node),
+                    "Build the new array with indexing writes into an array the function "
+                    "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
+            if is_nondifferentiable(static):
+                return Op("nondiff", label=label, primitive=static, node=node)
+        operands = [(i + 3, a.id) for i, a in enumerate(items) if isinstance(a, gast.Name)]
+        operands += [(k.arg, k.value.id) for k in node.keywords
+                     if isinstance(k.value, gast.Name)]
+        if method is not None and isinstance(callee, gast.Name) and callee.id in self.locals:
+            operands.append((2, callee.id))
+        return Op("dynamic", label=label, primitive=static, node=node,
+                  bound={"callee": callee if method is None else node.func, "receiver": None},
+                  operands=tuple(operands))
 
     def primitive_op(self, prim, args, kwargs, node, label):
         if is_nondifferentiable(prim):
@@ -344,6 +377,22 @@ def static_value(node, parsed, undefined=None):
 _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
                      "setflags", "byteswap", "reverse", "extend", "insert", "pop",
                      "remove", "clear", "update", "setdefault", "popitem"}
+
+
+def is_variadic(fn):
+    """A function with ``*args``, ``**kwargs`` or keyword-only parameters
+    (differentiated once per layout of its calls, through the dispatcher)."""
+    try:
+        sig = inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in sig.parameters.values())
+
+
+def _is_star_call(obj):
+    from ..dispatch import star_call      # late: dispatch imports this module
+    return obj is star_call
 
 
 def is_mutating_function(obj):

@@ -1,0 +1,252 @@
+"""The Python that real programs are written in (issue 13): ``*args`` and
+``**kwargs`` parameters, starred calls, keyword calls, starred assignment,
+``zip(*rows)``, functions returning functions, nested functions as values,
+recursive nested functions, tuple and list ``+``.
+
+Every gradient is checked against exact values worked out by hand, central
+finite differences, or jax.grad (x64) where jax is installed.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+
+def central(f, args, i, eps=1e-6):
+    """Central finite differences of scalar ``f`` in argument ``i`` (an array
+    or a float)."""
+    args = list(args)
+    x = np.array(args[i], dtype=float)
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[k] += eps
+        down[k] -= eps
+        a_up, a_down = list(args), list(args)
+        a_up[i] = up if x.ndim else float(up)
+        a_down[i] = down if x.ndim else float(down)
+        g[k] = (f(*a_up) - f(*a_down)) / (2 * eps)
+    return g if x.ndim else float(g)
+
+
+def check_fd(f, *args, argnums=0):
+    nums = argnums if isinstance(argnums, tuple) else (argnums,)
+    got = pb.grad(f, argnums=argnums)(*args)
+    got = got if isinstance(argnums, tuple) else (got,)
+    for i, g in zip(nums, got):
+        np.testing.assert_allclose(g, central(f, args, i), rtol=1e-6, atol=1e-8)
+    return got
+
+
+W = np.array([0.3, -1.2, 0.7])
+X = np.array([[1.0, 0.5, -0.2], [0.3, -0.1, 2.0]])
+
+
+# -- *args and **kwargs parameters ------------------------------------------------
+
+def varargs(x, *args, scale=2.0, **kw):
+    t = x * scale
+    for a in args:
+        t = t + a * a
+    return t + kw["c"] * x
+
+
+def test_varargs_keyword_only_and_kwargs_parameters():
+    assert pb.grad(varargs, argnums=(0, 1, 2))(1.0, 2.0, 3.0, c=5.0) == (7.0, 4.0, 6.0)
+    assert pb.value_and_grad(varargs)(1.0, scale=3.0, c=5.0) == (8.0, 8.0)
+    # one transform per layout: 1, 2 and 3 extra arguments
+    for n in range(1, 4):
+        extra = [float(k + 1) for k in range(n)]
+        g = pb.grad(varargs, argnums=tuple(range(n + 1)))(1.0, *extra, c=0.5)
+        assert g == (2.5,) + tuple(2 * e for e in extra)
+
+
+def only_args(*args):
+    return np.sum(args[0] * args[1] ** 2)
+
+
+def test_only_varargs_and_vjp():
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    ga, gb = pb.grad(only_args, argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(ga, b ** 2)
+    np.testing.assert_array_equal(gb, 2 * a * b)
+    out, back = pb.vjp(lambda *v: v[0] * v[1], a, b)
+    np.testing.assert_array_equal(back(np.ones(2)), (b, a))
+
+
+def test_lambda_with_varargs():
+    g = lambda *a: a[0] * a[1] ** 2  # noqa: E731
+    assert pb.grad(g, argnums=(0, 1))(3.0, 2.0) == (4.0, 12.0)
+
+
+def kw_user(w, x, *, bias=0.0, **extra):
+    return np.sum((x @ w + bias) ** 2) * extra.get("weight", 1.0)
+
+
+def test_kwargs_gradient_reaches_keyword_values():
+    f = lambda w, b, s: kw_user(w, X, bias=b, weight=s)  # noqa: E731
+    check_fd(f, W, 0.4, 1.5, argnums=(0, 1, 2))
+
+
+# -- calls: keywords, *xs, **d ------------------------------------------------------
+
+def three(a, b, c=1.0):
+    return a * b + c * c
+
+
+def star_tuple(x):
+    xs = (x, 2.0 * x)
+    return three(*xs)
+
+
+def star_dict(x, y):
+    d = {"b": y, "c": x}
+    return three(x, **d)
+
+
+def keywords(x, y):
+    return three(b=y, a=x, c=y * x)
+
+
+def mixed(x, y):
+    rest = [y]
+    return three(x, *rest, **{"c": x * y})
+
+
+def calls_variadic(x, y):
+    return varargs(x, y, c=3.0) + varargs(*[x, x], scale=y, c=1.0)
+
+
+@pytest.mark.parametrize("f, args, expected", [
+    (star_tuple, (3.0,), 12.0),
+    (star_dict, (3.0, 2.0), (8.0, 3.0)),
+    (keywords, (3.0, 2.0), (2.0 + 2 * 36.0 / 3.0, 3.0 + 2 * 36.0 / 2.0)),
+    (mixed, (3.0, 2.0), (2.0 + 2 * 36.0 / 3.0, 3.0 + 2 * 36.0 / 2.0)),
+    # varargs(x, y, c=3): 2x + y^2 + 3x;  varargs(x, x, scale=y, c=1): xy + x^2 + x
+    (calls_variadic, (1.5, 2.0), (2.0 + 3.0 + 2.0 + 2 * 1.5 + 1.0, 2 * 2.0 + 1.5)),
+])
+def test_starred_and_keyword_calls(f, args, expected):
+    argnums = tuple(range(len(args))) if len(args) > 1 else 0
+    got = pb.grad(f, argnums=argnums)(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    check_fd(f, *args, argnums=argnums)
+
+
+def star_of_array_rows(x):
+    return three(*x)            # an array spread into its rows
+
+
+def test_star_of_an_array_and_of_a_function_value():
+    np.testing.assert_array_equal(pb.grad(star_of_array_rows)(np.array([2.0, 3.0, 4.0])),
+                                  [3.0, 2.0, 8.0])
+
+    def apply(fn, *args):
+        return fn(*args)
+    f = lambda x, y: apply(three, x, y)  # noqa: E731
+    assert pb.grad(f, argnums=(0, 1))(2.0, 5.0) == (5.0, 2.0)
+
+
+def test_rule_and_method_calls_with_starred_arguments():
+    def f(x, y):
+        pair = (x, y)
+        return np.maximum(*pair).sum()
+    gx, gy = pb.grad(f, argnums=(0, 1))(np.array([1.0, 5.0]), np.array([2.0, 3.0]))
+    np.testing.assert_array_equal(gx, [0.0, 1.0])
+    np.testing.assert_array_equal(gy, [1.0, 0.0])
+
+    def h(x):
+        args = (x, x)
+        return np.sum(np.add(*args))
+    np.testing.assert_array_equal(pb.grad(h)(np.ones(3)), [2.0, 2.0, 2.0])
+
+    def g(x):
+        shape = (2, 3)
+        return np.sum(x.reshape(*shape) * np.arange(6.0).reshape(*shape))
+    np.testing.assert_array_equal(pb.grad(g)(np.ones(6)), np.arange(6.0))
+
+
+def test_random_draw_with_starred_shape():
+    def f(x):
+        rs = np.random.RandomState(1)
+        return np.sum(x * rs.randn(*x.shape))
+    np.testing.assert_array_equal(pb.grad(f)(np.ones(3)), np.random.RandomState(1).randn(3))
+
+
+def test_starred_generator_expression():
+    def f(x):
+        return three(*(v for v in (x, x)))
+    # a generator expression is built as a list first, so its items get gradients
+    assert pb.grad(f)(3.0) == 6.0
+
+
+# -- functools.wraps decorators with *args, **kwargs ------------------------------
+
+def doubled(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return 2 * fn(*args, **kwargs)
+    return wrapper
+
+
+@doubled
+def decorated_loss(w, x):
+    return np.sum((x @ w) ** 2)
+
+
+def test_wraps_wrapper_with_varargs_is_differentiated_as_the_wrapper():
+    np.testing.assert_allclose(pb.grad(decorated_loss)(W, X), 4 * X.T @ (X @ W), rtol=1e-13)
+    check_fd(decorated_loss, W, X, argnums=(0, 1))
+    # and called from another differentiated function
+    outer = lambda w: decorated_loss(w, X) + decorated_loss(x=X, w=w)  # noqa: E731
+    np.testing.assert_allclose(pb.grad(outer)(W), 8 * X.T @ (X @ W), rtol=1e-13)
+
+
+# -- nested functions with *args -----------------------------------------------------
+
+def test_nested_function_with_varargs_and_captured_value():
+    def f(x, y):
+        def h(*a, k=2.0):
+            return a[0] * a[1] * k + y
+        return h(x, x) + h(x, y, k=3.0)
+    check_fd(f, 1.5, 0.5, argnums=(0, 1))
+    assert pb.grad(f, argnums=(0, 1))(1.5, 0.5) == (2 * 2 * 1.5 + 3 * 0.5, 2.0 + 3 * 1.5)
+
+
+# -- starred assignment and zip(*rows) -------------------------------------------------
+
+def test_starred_assignment():
+    def f(xs):
+        a, *rest = xs
+        return a * sum(rest)
+    assert pb.grad(f)([1.0, 2.0, 3.0]) == [5.0, 1.0, 1.0]
+    np.testing.assert_array_equal(pb.grad(f)(np.array([1.0, 2.0, 3.0])), [5.0, 1.0, 1.0])
+
+    def g(xs):
+        a, *mid, z = xs
+        t = 0.0
+        for m in mid:
+            t = t + m * a
+        return t * z
+    assert pb.grad(g)((1.0, 2.0, 3.0, 4.0)) == (20.0, 4.0, 4.0, 5.0)
+    with pytest.raises(AssertionError, match="not enough values"):
+        pb.grad(g)((1.0,))
+
+
+def test_zip_of_starred_rows():
+    def f(x):
+        rows = [[x, 2 * x], [3 * x, x * x]]
+        t = 0.0
+        for a, b in zip(*rows):
+            t = t + a * b
+        return t                  # 3x^2 + 2x^3
+    assert pb.grad(f)(2.0) == 6 * 2.0 + 6 * 4.0
+
+    def g(m):
+        t = 0.0
+        for col in zip(*m):
+            t = t + col[0] * col[1]
+        return t
+    m = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(pb.grad(g)(m), m[::-1])
