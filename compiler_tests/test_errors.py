@@ -30,7 +30,7 @@ def apply(fn, v):
 
 def f_closure_as_value(x):
     def g(v):
-        return v * 2.0
+        return v * x
     return apply(g, x)
 
 
@@ -95,8 +95,8 @@ def f_no_rule(x):
 CASES = [
     (f_try, "try:", pb.UnsupportedSyntaxError, ["`try`", "outside"]),
     (f_with, "with np.errstate", pb.UnsupportedSyntaxError, ["`with`"]),
-    (f_closure_as_value, "return apply(g, x)", pb.UnsupportedSyntaxError,
-     ["used as a value", "module level"]),
+    (f_closure_as_value, "return apply(g, x)", pb.NonDifferentiableError,
+     ["used as a value", "as an argument"]),
     (f_yield, "yield x", pb.UnsupportedSyntaxError, ["`yield`"]),
     (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
     (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),

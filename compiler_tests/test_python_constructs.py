@@ -250,3 +250,88 @@ def test_zip_of_starred_rows():
         return t
     m = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     np.testing.assert_array_equal(pb.grad(g)(m), m[::-1])
+
+
+# -- functions returning functions, nested functions as values, recursion -----------
+
+D = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+def make_loss(data):
+    def loss(params):
+        return np.sum((data @ params) ** 2)
+    return loss
+
+
+def test_factory_returning_a_loss():
+    w = np.array([0.5, -1.0])
+    np.testing.assert_allclose(pb.grad(make_loss(D))(w), 2 * D.T @ (D @ w), rtol=1e-13)
+
+    def outer(w):
+        f = make_loss(D)          # built inside, from constants
+        return f(w)
+    np.testing.assert_allclose(pb.grad(outer)(w), 2 * D.T @ (D @ w), rtol=1e-13)
+
+
+def test_factory_of_values_being_differentiated_is_refused():
+    def scaled_by(s):
+        return lambda z: z * s
+
+    def f(x):
+        g = scaled_by(x)
+        return g(2.0)
+    with pytest.raises(pb.NonDifferentiableError, match="function value"):
+        pb.grad(f)(1.0)
+
+
+def apply(fn, x):
+    return fn(x)
+
+
+def test_nested_functions_as_values():
+    def f(x):
+        def sq(z):
+            return z * z
+        fs = [sq, np.sin]         # stored in a list
+        return apply(sq, x) + sum(g(x) for g in fs)
+    assert pb.grad(f)(0.5) == pytest.approx(2.0 + np.cos(0.5), rel=1e-15)
+
+    def g(x):
+        return apply(lambda z: z ** 3, x)        # a lambda passed on
+    assert pb.grad(g)(2.0) == 12.0
+
+    def h(x):
+        c = D[0] * 2.0            # captured, not differentiated
+        def scaled(z):
+            return z * c
+        return np.sum(apply(scaled, x))
+    np.testing.assert_array_equal(pb.grad(h)(np.ones(2)), D[0] * 2.0)
+
+
+def test_nested_function_value_capturing_a_differentiated_value_is_refused():
+    def f(x):
+        def scaled(z):
+            return z * x
+        return np.sum(apply(scaled, x))
+    with pytest.raises(pb.NonDifferentiableError, match="used as a value") as info:
+        pb.grad(f)(np.ones(2))
+    assert "return np.sum(apply(scaled, x))" in str(info.value)
+
+
+def test_recursive_nested_functions():
+    def power(x, n):
+        def build(k):
+            if k == 0:
+                return x
+            return x * build(k - 1)
+        return build(n)
+    assert pb.grad(power)(2.0, 3) == 32.0          # d/dx x^4
+
+    def fact(x):
+        def go(k, acc):
+            if k <= 1:
+                return acc
+            return go(k - 1, acc * x)
+        return go(4, 1.0)
+    assert pb.grad(fact)(2.0) == 12.0              # d/dx x^3
+    check_fd(fact, 1.3)

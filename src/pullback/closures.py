@@ -50,6 +50,7 @@ class _Lifter:
             and isinstance(n.ctx, gast.Store)}
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
+        self.value_helper = None
 
     # -- finding nested functions ---------------------------------------------
 
@@ -85,7 +86,12 @@ class _Lifter:
                   if isinstance(n, gast.Name) and n.id in self.nested}
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
-        body = _InnerCalls(self).block(body)
+        previous = self.nested.pop(name, None)    # a call inside is to this new def
+        try:
+            body = _InnerCalls(self).block(body)
+        finally:
+            if previous is not None:
+                self.nested[name] = previous
         local = params + [k.id for k in node.args.kwonlyargs] + [
             v.id for v in (node.args.vararg, node.args.kwarg) if v is not None] + [
             n.id for s in body for n in gast.walk(s)
@@ -126,13 +132,48 @@ class _Lifter:
             at_def.append(gast.copy_location(gast.Assign(
                 targets=[_name(value, gast.Store())], value=d, type_comment=None), d))
             defaults.append((p, value))
+        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
+        cell = self.parsed.closure[lifted_name] = types.CellType()
+        if any(isinstance(n, gast.Name) and n.id == name for s in body for n in gast.walk(s)):
+            # a recursive nested function: its calls of itself pass on what it captures
+            if at_def:
+                raise self.parsed.unsupported(
+                    node, f"a recursive nested function (`{name}`) with a default computed "
+                          "where it is defined", "Use a constant default, or pass the value "
+                          "explicitly.")
+            body = _InnerCalls(self).block(body)
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
-        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
         self.lifted.append((lifted_name, new))
-        self.parsed.closure[lifted_name] = types.CellType(self.compile(new))
+        cell.cell_contents = self.compile(new)
         return at_def
+
+    def as_value(self, name, node):
+        """The nested function ``name`` used as a value (passed on, stored):
+        its lifted function, or ``nested_value(lifted, y=y)`` holding what it
+        captures (``pullback.dispatch.nested_value``, a partial that pullback
+        refuses to send a gradient through)."""
+        nested = self.nested[name]
+        if nested.nonlocals:
+            raise self.parsed.unsupported(
+                node, f"the nested function `{name}`, which changes `nonlocal` state, used "
+                      "as a value", f"Call `{name}` directly, or return the new state from it.")
+        if nested.defaults:
+            raise self.parsed.unsupported(
+                node, f"the nested function `{name}`, which has default arguments, used as a "
+                      "value", f"Call `{name}` directly, or give it no defaults.")
+        value = _name(nested.lifted)
+        if not nested.captured:
+            return gast.copy_location(value, node)
+        if self.value_helper is None:
+            from . import dispatch
+            self.value_helper = self.namer.fresh("nested_value")
+            self.parsed.closure[self.value_helper] = types.CellType(dispatch.nested_value)
+        call = gast.Call(func=_name(self.value_helper), args=[value],
+                         keywords=[gast.keyword(arg=c, value=_name(c))
+                                   for c in nested.captured])
+        return gast.copy_location(call, node)
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -175,9 +216,9 @@ class _Calls(gast.NodeTransformer):
         self.lifter, self.pre = lifter, pre
 
     def visit_Lambda(self, node):
-        raise self.lifter.parsed.unsupported(
-            node, "a lambda used as a value", "Give it a name (g = lambda ...) and call it, "
-            "or define it with def.")
+        name = self.lifter.namer.fresh("lambda")
+        self.pre.extend(self.lifter.lift(name, _as_def(name, node)))
+        return self.lifter.as_value(name, node)
 
     def visit_Call(self, node):
         if isinstance(node.func, gast.Lambda):
@@ -210,9 +251,7 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.lifter.nested:
-            raise self.lifter.parsed.unsupported(
-                node, f"the nested function `{node.id}` used as a value",
-                f"Call `{node.id}` directly, or define it at module level and pass it in.")
+            return self.lifter.as_value(node.id, node)
         return node
 
 

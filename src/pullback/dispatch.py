@@ -46,7 +46,8 @@ from .analyses.ops import is_library, is_mutating_function
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from .rules.registry import is_nondifferentiable, lookup
 
-__all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal", "star_call"]
+__all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal", "star_call",
+           "nested_value"]
 
 _RECEIVER = -1
 _plans = {}
@@ -195,8 +196,20 @@ def dynamic_adjoint(res, ct):
     return plan.adjoint(r, ct)
 
 
+def nested_value(lifted, **captured):
+    """A nested function used as a value (closures.py): its lifted function
+    with the values it captures bound by keyword."""
+    return functools.partial(lifted, **captured)
+
+
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
+    if fn is nested_value:
+        return ("This nested function is used as a value and reads a value being "
+                "differentiated from the enclosing function; pullback cannot send a gradient "
+                "through a function value.",
+                "Pass that value to the nested function as an argument instead, or call the "
+                "nested function directly.")
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
             and (fn.__module__ or "").split(".")[0] == "pullback"
