@@ -335,3 +335,78 @@ def test_recursive_nested_functions():
         return go(4, 1.0)
     assert pb.grad(fact)(2.0) == 12.0              # d/dx x^3
     check_fd(fact, 1.3)
+
+
+# -- tuple and list `+`, `+=` and `*` ----------------------------------------------------
+
+def test_tuple_shape_built_with_plus_equals():
+    def f(x):
+        new_shape = ()
+        for k in x.shape:
+            new_shape += (k,)
+        new_shape += (1,)
+        return np.sum(x.reshape(new_shape) ** 2)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(pb.grad(f)(x), 2 * x)
+
+
+def test_tuples_and_lists_joined_and_repeated():
+    def joined(x):
+        t = (x, 2 * x)
+        t = t + (x * x,)
+        return t[0] + t[1] * t[2]            # x + 2x^3
+    assert pb.grad(joined)(1.5) == 1.0 + 6 * 1.5 ** 2
+
+    def appended(x):
+        items = [x]
+        items += [2 * x]
+        items += [x * x]
+        return items[0] * items[1] * items[2]   # 2x^4
+    assert pb.grad(appended)(1.5) == 8 * 1.5 ** 3
+
+    def repeated(x):
+        items = [x] * 3
+        t = (x, 2 * x) * 2
+        return items[0] * items[2] + t[1] * t[2]  # x^2 + 2x^2
+    assert pb.grad(repeated)(1.5) == 6 * 1.5
+
+    def from_calls(x, h):
+        u = h(x) + h(x)                          # joined tuples of unknown kind
+        return u[0] * u[3]                       # 2x^2
+    assert pb.grad(from_calls)(1.5, lambda v: (v, 2 * v)) == 4 * 1.5
+
+    def to_argument(x, items):
+        u = items + [x]
+        return u[0] * u[1]
+    assert pb.grad(to_argument, argnums=(0, 1))(1.5, [2.0]) == (2.0, [1.5])
+
+
+def test_plus_equals_on_a_shared_list_is_refused():
+    def f(x, items):
+        items += [x]                 # changes the caller's list
+        return sum(items)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="in-place update of a list") as info:
+        pb.grad(f)(1.5, [1.0])
+    assert "items = items + ..." in str(info.value) and "new list" in str(info.value)
+
+
+# -- messages ------------------------------------------------------------------------
+
+def test_every_unsupported_construct_in_one_error():
+    def f(x):
+        global COUNTER
+        z = {1, 2}
+        return x * len(z)
+    with pytest.raises(pb.UnsupportedSyntaxError) as info:
+        pb.grad(f)(1.0)
+    msg = str(info.value)
+    assert info.value.lineno == f.__code__.co_firstlineno + 1
+    assert "`global`" in msg and "1 more construct to change" in msg and "set literal" in msg
+    assert "z = {1, 2}" in msg
+
+
+def test_caret_never_wider_than_the_quoted_line():
+    from pullback.errors import Location
+    loc = Location("f.py", 3, 8, 40, "        for k in range(3):\n", end_lineno=4)
+    caret = loc.render().splitlines()[-1]
+    assert caret.strip() == "^" * len("for k in range(3):")

@@ -134,12 +134,14 @@ class Adjoints:
             return
         if op.primitive is operator.getitem and self.indexed_in_place(block, op, t, g):
             return
-        if op.primitive in (operator.add, operator.mul) and any(
-                self.kind(n).shape == "container" for _, n in op.operands):
-            raise UnsupportedSyntaxError(
-                "pullback cannot differentiate joining or repeating lists and tuples with "
-                "`+` or `*`.", self.parsed.location(op.node),
-                "Join arrays with np.concatenate or np.stack instead.")
+        if op.primitive in (operator.add, operator.mul) and isinstance(op.node, gast.BinOp) \
+                and not any(self.kind(n).is_number for _, n in op.operands) and not any(
+                    isinstance(c, gast.Constant) and isinstance(c.value, (float, complex))
+                    for c in (op.node.left, op.node.right)):
+            # lists or tuples joined (`shape + (k,)`) or repeated, or numbers: told apart
+            # when the adjoint runs
+            self.adjoint_join(block, op, g)
+            return
         subst = {"g": g, "ans": _name(t)}
         for p in rule.params:
             if p in op.bound:
@@ -263,6 +265,19 @@ class Adjoints:
                                       slice=gast.Constant(params.index(p), None),
                                       ctx=gast.Load())
                 self.grads.add(block, name, item, fresh=fresh)
+
+    def adjoint_join(self, block, op, g):
+        """``x + y`` or ``x * y`` where ``x`` or ``y`` may be a list or a tuple."""
+        node = op.node
+        helper = "join_grads" if op.primitive is operator.add else "repeat_grads"
+        grads = self.namer.fresh(helper.replace("_grads", "") + "_parts")
+        block.append(_assign(grads, _call(self.runtime(helper), g, clone(node.left),
+                                          clone(node.right))))
+        for i, side in enumerate((node.left, node.right)):
+            if isinstance(side, gast.Name) and side.id in self.active:
+                item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
+                                      ctx=gast.Load())
+                self.grads.add(block, side.id, item, fresh=False)
 
     def adjoint_custom(self, block, stmt, op, t, g):
         # a user's bwd may hand back what it was given; fused kernels say they don't

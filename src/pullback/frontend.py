@@ -41,8 +41,9 @@ class Parsed:
     def location(self, node):
         lineno = getattr(node, "lineno", None) or self.tree.lineno
         line = linecache.getline(self.filename, lineno)
+        end_lineno = getattr(node, "end_lineno", None) if getattr(node, "lineno", None) else None
         return Location(self.filename, lineno, getattr(node, "col_offset", 0),
-                        getattr(node, "end_col_offset", None), line)
+                        getattr(node, "end_col_offset", None), line, end_lineno)
 
     def unsupported(self, node, what, hint):
         return UnsupportedSyntaxError(f"pullback cannot differentiate {what}.",

@@ -32,6 +32,7 @@ import dataclasses
 import gast
 
 from .grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
+from .errors import UnsupportedSyntaxError
 from .naming import Namer
 from .normal_expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
 
@@ -84,7 +85,15 @@ class _Normalizer(Expressions):
     def run(self):
         fn = self.parsed.tree
         body = fn.body
-        self.statements(body)
+        self.errors = []
+        try:
+            self.statements(body)
+        except Exception:
+            if not self.errors:
+                raise
+            # a consequence of what could not be normalized: report that
+        if self.errors:
+            raise _all_of(self.errors)
         if self.returned is None:
             self.returned = gast.Constant(value=None, kind=None)
             self.emit(gast.Return(value=self.returned))
@@ -128,10 +137,22 @@ class _Normalizer(Expressions):
     def stmt(self, node):
         kind = type(node).__name__
         handler = getattr(self, f"stmt_{kind}", None)
-        if handler is None:
-            raise self.parsed.unsupported(node, _DESCRIBE.get(kind, f"a `{kind}` statement"),
-                                          _HINTS.get(kind, _HINT_DEFAULT))
-        handler(node)
+        try:
+            if handler is None:
+                raise self.parsed.unsupported(node, _DESCRIBE.get(kind, f"a `{kind}` statement"),
+                                              _HINTS.get(kind, _HINT_DEFAULT))
+            handler(node)
+        except UnsupportedSyntaxError as err:
+            # go on to find the function's other unsupported constructs, so that one
+            # error lists them all; what the statement assigns counts as assigned
+            if getattr(self, "errors", None) is None:
+                raise
+            if not any(e.lineno == err.lineno and e.message == err.message
+                       for e in self.errors):
+                self.errors.append(err)
+            for name in assigned_names([node]):
+                self.env.setdefault(name, name)
+                self.locals.add(name)
 
     def stmt_Assign(self, node):
         targets = node.targets
@@ -417,6 +438,21 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 fn, "a function with *args, **kwargs, keyword-only or positional-only "
                     "parameters", "Give the function plain positional parameters.")
+
+
+def _all_of(errors):
+    """One error for every unsupported construct of a function: the first
+    one's, with the others listed after its hint."""
+    first = errors[0]
+    if len(errors) == 1:
+        return first
+    more = [f"The function has {len(errors) - 1} more construct"
+            f"{'s' if len(errors) > 2 else ''} to change:"]
+    for err in errors[1:]:
+        where = err.location.render() if err.location is not None else ""
+        more.append(f"- {err.message}\n{where}\n  {err.hint or ''}".rstrip())
+    hint = (first.hint + "\n" if first.hint else "") + "\n".join(more)
+    return type(first)(first.message, first.location, hint)
 
 
 def _name(id_, ctx=None):

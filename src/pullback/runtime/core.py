@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys"]
+           "FieldGrads", "indexable", "mapping_keys", "join_grads", "repeat_grads"]
 
 
 def indexable(seq):
@@ -25,6 +25,30 @@ def indexable(seq):
             + ("Loop over d.items(), d.keys() or d.values() instead."
                if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
     return seq
+
+
+def join_grads(g, x, y):
+    """Cotangents of ``x`` and ``y`` for ``x + y``: two lists or tuples joined
+    (``shape + (k,)``) take their slices of ``g``; numbers, ``g`` unbroadcast."""
+    if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+        parts = list(g) if g is not None else [None] * (len(x) + len(y))
+        return pack_like(x, parts[:len(x)]), pack_like(y, parts[len(x):])
+    return unbroadcast(g, x), unbroadcast(g, y)
+
+
+def repeat_grads(g, x, y):
+    """Cotangents of ``x`` and ``y`` for ``x * y``: a list or tuple repeated
+    ``n`` times (``[v] * n``) gets the sum of its copies' cotangents."""
+    for seq, n, first in ((x, y, True), (y, x, False)):
+        if isinstance(seq, (tuple, list)) and isinstance(n, numbers.Integral):
+            parts = list(g) if g is not None else []
+            m = len(seq)
+            total = [None] * m
+            for k, p in enumerate(parts):
+                total[k % m] = add_cotangents(total[k % m], p)
+            ct = pack_like(seq, total) if m else seq
+            return (ct, 0.0) if first else (0.0, ct)
+    return unbroadcast(g * y, x), unbroadcast(g * x, y)
 
 
 def mapping_keys(d):
