@@ -35,7 +35,8 @@ def f_closure_as_value(x):
 
 
 def f_yield(x):
-    yield x
+    y = yield x
+    yield y
 
 
 def f_global(x):
@@ -97,7 +98,7 @@ CASES = [
     (f_with, "with np.errstate", pb.UnsupportedSyntaxError, ["`with`"]),
     (f_closure_as_value, "return apply(g, x)", pb.NonDifferentiableError,
      ["used as a value", "as an argument"]),
-    (f_yield, "yield x", pb.UnsupportedSyntaxError, ["`yield`"]),
+    (f_yield, "y = yield x", pb.UnsupportedSyntaxError, ["`yield` used as a value"]),
     (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
     (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),
     (f_class, "class Box:", pb.UnsupportedSyntaxError, ["class definition", "module level"]),

@@ -410,3 +410,97 @@ def test_caret_never_wider_than_the_quoted_line():
     loc = Location("f.py", 3, 8, 40, "        for k in range(3):\n", end_lineno=4)
     caret = loc.render().splitlines()[-1]
     assert caret.strip() == "^" * len("for k in range(3):")
+
+
+# -- raise in a branch, generators ---------------------------------------------------
+
+def checked(x):
+    if x[0] > 10.0:
+        raise ValueError(f"too large: {x[0]}")
+    y = np.sum(x ** 2)
+    if y < 0:
+        raise ValueError("negative") from None
+    return y
+
+
+def test_raise_in_a_branch():
+    np.testing.assert_array_equal(pb.grad(checked)(np.array([1.0, 2.0])), [2.0, 4.0])
+    with pytest.raises(ValueError, match="too large: 11.0"):
+        pb.grad(checked)(np.array([11.0, 2.0]))
+
+    def loop(x, n):
+        t = 0.0
+        for i in range(n):
+            if i > 5:
+                raise RuntimeError("too many")
+            t = t + x * i
+        return t
+    assert pb.grad(loop)(2.0, 3) == 3.0
+    with pytest.raises(RuntimeError, match="too many"):
+        pb.grad(loop)(2.0, 8)
+
+
+def powers(x, n):
+    for k in range(n):
+        yield x ** k
+
+
+def positive_squares(xs):
+    for v in xs:
+        if v > 0:
+            yield v * v
+    yield from [xs[0], xs[1]]
+
+
+def test_generators_consumed_by_sum_list_and_for():
+    assert pb.grad(lambda x: sum(powers(x, 4)))(2.0) == 1 + 2 * 2.0 + 3 * 2.0 ** 2
+    np.testing.assert_array_equal(
+        pb.grad(lambda xs: sum(list(positive_squares(xs))))(np.array([1.0, -2.0, 3.0])),
+        [3.0, 1.0, 6.0])
+
+    def loop(x):
+        t = 0.0
+        for v in powers(x, 3):
+            t = t + v * v
+        return t                                 # 1 + x^2 + x^4
+    assert pb.grad(loop)(2.0) == 2 * 2.0 + 4 * 2.0 ** 3
+
+    def constant_generator(x):
+        t = 0.0
+        for k, v in enumerate(powers(2.0, 3)):  # not differentiated: the generator runs
+            t = t + v * x * k
+        return t
+    assert pb.grad(constant_generator)(5.0) == 2.0 + 2 * 4.0
+
+    def nested(x):
+        def scaled(n):
+            for k in range(n):
+                yield x * k
+        return sum(scaled(3))
+    assert pb.grad(nested)(2.0) == 3.0
+
+
+def test_unbounded_generator_is_refused():
+    def forever(x):
+        while True:
+            yield x
+
+    def f(x):
+        t = 0.0
+        for v in forever(x):
+            t = t + v
+            if t > 3.0:
+                break
+        return t
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may run forever"):
+        pb.grad(f)(1.0)
+
+    def g(x):
+        t = x
+        for v in forever(2.0):           # not differentiated, still read to its end
+            t = t + v
+            if t > 3.0:
+                break
+        return t
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may run forever"):
+        pb.grad(g)(1.0)

@@ -35,7 +35,7 @@ import gast
 import numpy as np
 
 from . import dispatch, runtime
-from .analyses.ops import all_statements, dotted
+from .analyses.ops import all_statements, dotted, is_library
 from .astbuild import assign as _assign, call as _call, name as _name
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from .inline import clone, instantiate
@@ -361,6 +361,15 @@ class Adjoints:
     def adjoint_opaque(self, block, stmt, op, t, g):
         what = op.label or "this operation"
         node = op.node if op.node is not None else stmt
+        if isinstance(op.primitive, type) and not is_library(op.primitive):
+            name = op.primitive.__name__
+            raise NonDifferentiableError(
+                f"pullback cannot yet send gradients through an instance of your class "
+                f"{name} created inside the function from values being differentiated.",
+                self.parsed.location(node),
+                f"Create the {name} outside and pass it in as an argument (a dataclass or a "
+                f"namedtuple: the gradient has its fields), or pass those values to its "
+                f"methods as arguments.")
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
                     "which have rules.")

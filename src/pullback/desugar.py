@@ -38,6 +38,7 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 
 import gast
@@ -51,6 +52,17 @@ __all__ = ["desugar"]
 def desugar(fn, namer, parsed):
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     d = _Desugar(namer, parsed)
+    d.generators = {n.name for n in gast.walk(fn) if isinstance(n, gast.FunctionDef)
+                    and n is not fn and any(isinstance(y, (gast.Yield, gast.YieldFrom))
+                                            for y in gast.walk(n))}
+    for n in gast.walk(fn):
+        if isinstance(n, gast.FunctionDef) and n.name in d.generators:
+            for loop in gast.walk(n):
+                if isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant) \
+                        and loop.test.value:
+                    raise parsed.unsupported(
+                        loop, "a generator that may run forever (`while True`)",
+                        "Give the loop a condition, or yield from a finite loop.")
     fn.body = d.block(fn.body)
     return fn
 
@@ -196,6 +208,10 @@ class _Desugar:
                     and len(expr.args) == 1 and not expr.keywords:
                 expr = gast.Subscript(value=expr.args[0], slice=gast.Slice(
                     None, None, gast.Constant(-1, None)), ctx=gast.Load())
+            if self.is_generator_call(expr):
+                # a generator's items, read once into a list (a loop reads them by index)
+                expr = gast.copy_location(gast.Call(func=_name("list"), args=[expr],
+                                                    keywords=[]), expr)
             name = self.namer.fresh("seq")
             pre.append(_assign(_name(name, gast.Store()), expr, origin))
         if check:
@@ -203,6 +219,22 @@ class _Desugar:
                 func=_name(self.runtime_name("indexable")), args=[_name(name)],
                 keywords=[])), origin))
         return name
+
+    def is_generator_call(self, expr):
+        """``expr`` calls a generator function: one of the module or the
+        closure, or a nested ``def`` of this function that yields."""
+        if not (isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name)):
+            return False
+        from .analyses.ops import static_value
+        name = expr.func.id
+        if name in self.generators:
+            return True
+        fn = static_value(expr.func, self.parsed)
+        if not inspect.isgeneratorfunction(fn):
+            return False
+        from .frontend import parse
+        parse(fn)           # refuses a generator read to its end that may not have one
+        return True
 
     def mapping_view(self, it):
         """``(d, "items")`` for ``d.items()`` (or keys, values), else None."""

@@ -289,6 +289,15 @@ class _Normalizer(Expressions):
     def stmt_Pass(self, node):
         pass
 
+    def stmt_Raise(self, node):
+        """``raise E(...)``: the primal raises it; no adjoint runs after a raise."""
+        if node.exc is None:
+            raise self.parsed.unsupported(node, "a bare `raise` (outside an `except`)",
+                                          "Raise an exception: `raise ValueError(...)`.")
+        self.emit(gast.Raise(exc=self.atom(node.exc),
+                             cause=None if node.cause is None else self.atom(node.cause)),
+                  node)
+
     def stmt_Assert(self, node):
         self.emit(gast.Assert(test=self.atom(node.test),
                               msg=None if node.msg is None else self.atom(node.msg)), node)
