@@ -134,12 +134,15 @@ class Adjoints:
             return
         if op.primitive is operator.getitem and self.indexed_in_place(block, op, t, g):
             return
-        if op.primitive in (operator.add, operator.mul) and isinstance(op.node, gast.BinOp) \
-                and not any(self.kind(n).is_number for _, n in op.operands) and not any(
+        kinds = [self.kind(n) for _, n in op.operands]
+        if isinstance(op.node, gast.BinOp) and not any(k.is_number for k in kinds) and (
+                (op.primitive is operator.add and not any(
                     isinstance(c, gast.Constant) and isinstance(c.value, (float, complex))
-                    for c in (op.node.left, op.node.right)):
-            # lists or tuples joined (`shape + (k,)`) or repeated, or numbers: told apart
-            # when the adjoint runs
+                    for c in (op.node.left, op.node.right)))
+                or (op.primitive is operator.mul
+                    and any(k.shape == "container" for k in kinds))):
+            # lists or tuples joined (`shape + (k,)`) or repeated (`[v] * n`), or numbers
+            # of unknown kind: told apart when the adjoint runs
             self.adjoint_join(block, op, g)
             return
         subst = {"g": g, "ans": _name(t)}
