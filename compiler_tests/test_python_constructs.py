@@ -504,3 +504,33 @@ def test_unbounded_generator_is_refused():
         return t
     with pytest.raises(pb.UnsupportedSyntaxError, match="may run forever"):
         pb.grad(g)(1.0)
+
+
+# -- with np.errstate ----------------------------------------------------------------
+
+def test_with_errstate_is_entered_and_always_left():
+    def f(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.log(x)
+            z = np.where(np.isfinite(y), y, 0.0)
+        return np.sum(z * x)
+    before = np.geterr()
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(f)(x), np.log(x) + 1.0, rtol=1e-15)
+    with np.errstate(all="raise"):
+        # log(0) inside the block and its adjoint run silenced, as the user asked
+        g = pb.grad(f)(np.array([1.0, 0.0]))
+        assert g[0] == 1.0
+    assert np.geterr() == before
+
+    def early(x):
+        with np.errstate(all="raise"):
+            if x[0] > 1:
+                return np.sum(x)          # leaves the block by return
+            y = np.log(x - 5.0)           # raises inside the block
+        return np.sum(y)
+    np.testing.assert_array_equal(pb.grad(early)(np.array([2.0, 3.0])), [1.0, 1.0])
+    assert np.geterr() == before
+    with pytest.raises(FloatingPointError):
+        pb.grad(early)(np.array([0.5, 3.0]))
+    assert np.geterr() == before

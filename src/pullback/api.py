@@ -13,6 +13,7 @@ import numpy as np
 
 from . import runtime
 from .bindings import Bindings
+from .dispatch import close_contexts, entered_count, open_contexts, take_entered
 from .errors import NonDifferentiableError
 from .analyses import kinds as kinds_
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
@@ -120,17 +121,29 @@ class Derivative:
         if self.variadic and not isinstance(args, Flat):
             args = self.bind(args, {})
         loaded = self.specialize(args, wrt, has_aux, inplace)
+        depth, mark = open_contexts(), entered_count()
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
+            if open_contexts() > depth:      # `with np.errstate` left by the exception
+                close_contexts(depth, err)
+            if entered_count() > mark:
+                take_entered(mark)
             loaded.annotate(err)
             raise
-        return out, (loaded, res, wrt, len(args))
+        if open_contexts() > depth:          # ... or by a `return` inside it
+            close_contexts(depth)
+        errstate = take_entered(mark) if entered_count() > mark else None
+        return out, (loaded, res, wrt, len(args), errstate)
 
     def call_adjoint(self, res, ct):
-        loaded, r, wrt, n = res
+        loaded, r, wrt, n, errstate = res
         try:
-            grads = loaded.adjoint(r, ct)
+            if errstate:
+                with np.errstate(**errstate):
+                    grads = loaded.adjoint(r, ct)
+            else:
+                grads = loaded.adjoint(r, ct)
         except Exception as err:
             loaded.annotate(err)
             raise

@@ -84,6 +84,9 @@ class _Desugar:
             pre = []
             stmt = _Hoist(self, pre).visit_statement(stmt)
             out.extend(pre)
+            if isinstance(stmt, gast.With) and self.errstate(stmt):
+                out.extend(self.block(self.with_block(stmt)))
+                continue
             if isinstance(stmt, gast.For):
                 out.extend(self.loop(stmt))
             else:
@@ -219,6 +222,33 @@ class _Desugar:
                 func=_name(self.runtime_name("indexable")), args=[_name(name)],
                 keywords=[])), origin))
         return name
+
+    def errstate(self, stmt):
+        """Whether every context of the ``with`` is ``np.errstate(...)``."""
+        from .analyses.ops import static_value
+        import numpy as np
+        return all(isinstance(item.context_expr, gast.Call)
+                   and static_value(item.context_expr.func, self.parsed) is np.errstate
+                   for item in stmt.items)
+
+    def with_block(self, stmt):
+        """``with np.errstate(...) as e: body`` -> ``cm = np.errstate(...)``,
+        ``e = context_enter(cm)``, ``body``, ``context_exit(cm)``; a context a
+        ``return`` or an exception skips is left when the function ends
+        (``pullback.dispatch.close_contexts``)."""
+        from . import dispatch
+        head, tail = [], []
+        for item in stmt.items:
+            cm = self.namer.fresh("context")
+            head.append(_assign(_name(cm, gast.Store()), item.context_expr, stmt))
+            enter = gast.Call(func=_name(self.helper("context_enter", dispatch.context_enter)),
+                              args=[_name(cm)], keywords=[])
+            head.append(_assign(item.optional_vars, enter, stmt) if item.optional_vars
+                        is not None else gast.copy_location(gast.Expr(value=enter), stmt))
+            tail.insert(0, gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(self.helper("context_exit", dispatch.context_exit)),
+                args=[_name(cm)], keywords=[])), stmt))
+        return head + stmt.body + tail
 
     def is_generator_call(self, expr):
         """``expr`` calls a generator function: one of the module or the

@@ -37,6 +37,7 @@ import builtins
 import functools
 import inspect
 import itertools
+import threading
 import types
 
 import numpy as np
@@ -44,10 +45,11 @@ import numpy as np
 from . import codegen, runtime
 from .analyses.ops import is_library, is_mutating_function
 from .errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from .rules.registry import is_nondifferentiable, lookup
+from .rules.registry import is_nondifferentiable, lookup, nondifferentiable
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal", "star_call",
-           "nested_value"]
+           "nested_value", "context_enter", "context_exit", "open_contexts", "close_contexts",
+           "entered_count", "take_entered"]
 
 _RECEIVER = -1
 _plans = {}
@@ -194,6 +196,71 @@ def dynamic_adjoint(res, ct):
     """One cotangent per entry of the call's ``mask``."""
     plan, r = res
     return plan.adjoint(r, ct)
+
+
+_open = threading.local()
+
+
+def context_enter(cm):
+    """``with cm:`` as desugar writes it (``np.errstate`` only): enter ``cm``
+    and remember it, so that it is left however the function ends."""
+    stack = getattr(_open, "stack", None)
+    if stack is None:
+        stack = _open.stack = []
+    value = cm.__enter__()
+    stack.append(cm)
+    entered = getattr(_open, "entered", None)
+    if entered is None:
+        entered = _open.entered = []
+    entered.append(np.geterr())       # the adjoint runs under the same settings
+    return value
+
+
+def context_exit(cm):
+    """The end of a ``with cm:`` block."""
+    stack = _open.stack
+    if stack and stack[-1] is cm:
+        stack.pop()
+        cm.__exit__(None, None, None)
+
+
+def open_contexts():
+    """How many contexts are open (``api`` closes those a primal left open)."""
+    stack = getattr(_open, "stack", None)
+    return len(stack) if stack else 0
+
+
+def entered_count():
+    entered = getattr(_open, "entered", None)
+    return len(entered) if entered else 0
+
+
+def take_entered(mark):
+    """The NumPy error settings of the ``with np.errstate`` blocks entered
+    since ``mark``, merged (per category, the most lenient), or None: the
+    adjoint of a function that silenced a warning runs silenced too."""
+    entered = _open.entered
+    states = entered[mark:]
+    del entered[mark:]
+    order = ["ignore", "warn", "print", "log", "call", "raise"]
+    merged = {}
+    for state in states:
+        for k, v in state.items():
+            if k not in merged or order.index(v) < order.index(merged[k]):
+                merged[k] = v
+    return merged
+
+
+def close_contexts(depth, err=None):
+    """Leave the contexts entered after ``depth`` was taken, innermost first:
+    those a ``return`` or an exception inside a ``with`` block skipped."""
+    stack = _open.stack
+    while len(stack) > depth:
+        cm = stack.pop()
+        if err is None:
+            cm.__exit__(None, None, None)
+        else:
+            cm.__exit__(type(err), err, err.__traceback__)
 
 
 def nested_value(lifted, **captured):
@@ -384,3 +451,6 @@ def _rule_wrapper(fn, nargs, kwnames, method=False):
     wrapper = _wrappers[key] = namespace[name or "callee"]
     wrapper.__pullback_rule_wrapper__ = True
     return wrapper
+
+
+nondifferentiable(context_enter, context_exit)
