@@ -534,3 +534,25 @@ def test_with_errstate_is_entered_and_always_left():
     with pytest.raises(FloatingPointError):
         pb.grad(early)(np.array([0.5, 3.0]))
     assert np.geterr() == before
+
+
+class Scaled:
+    def __init__(self, s):
+        self.s = s
+
+    def loss(self, *xs):
+        return sum(x * self.s for x in xs)
+
+
+def test_bound_method_partial_and_source_of_variadic_functions():
+    assert pb.grad(Scaled(3.0).loss, argnums=(0, 1))(1.0, 2.0) == (3.0, 3.0)
+
+    def v(a, *xs):
+        return a * sum(xs)
+    assert pb.grad(functools.partial(v, 2.0), argnums=(0, 1))(1.0, 2.0) == (2.0, 2.0)
+    text = pb.source(v, 1.0, 2.0, 3.0)
+    assert "def v_primal(a, xs_0, xs_1):" in text and "xs = (xs_0, xs_1)" in text
+    with pytest.raises(TypeError, match="pass example arguments"):
+        pb.source(v)
+    with pytest.raises(TypeError, match="integer"):
+        pb.grad(only_args, argnums=1)(np.ones(2), 3)

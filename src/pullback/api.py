@@ -256,20 +256,35 @@ class Bound:
         self.inner = derivative_of(fn)
         self.signature = inspect.signature(obj, follow_wrapped=False)
         self.params = list(self.signature.parameters)
-        self.where = [self.inner.params.index(p) for p in self.params]
+        self.variadic = getattr(self.inner, "variadic", False)
+        if not self.variadic:
+            self.where = [self.inner.params.index(p) for p in self.params]
 
     def bind(self, args, kwargs):
+        if self.variadic:
+            # the function underneath flattens the call; the object's own
+            # arguments are those after what it holds
+            flat = self.inner.bind(self.lead + tuple(args), {**self.keywords, **kwargs})
+            return Flat(flat[len(self.lead):], flat.layout)
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()
         return tuple(b.arguments.values())
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        if self.variadic:
+            if not isinstance(args, Flat):
+                args = self.bind(args, {})
+            n = len(self.lead)
+            return self.inner.call_primal(Flat(self.lead + tuple(args), args.layout),
+                                          tuple(n + i for i in wrt), has_aux, inplace)
         inner = self.inner.bind(self.lead, {**self.keywords, **dict(zip(self.params, args))})
         return self.inner.call_primal(inner, tuple(sorted(self.where[i] for i in wrt)),
                                       has_aux, inplace)
 
     def call_adjoint(self, res, ct):
         full = self.inner.call_adjoint(res, ct)
+        if self.variadic:
+            return tuple(full[len(self.lead):])
         return tuple(full[j] for j in self.where)
 
 
@@ -460,10 +475,17 @@ def source(fun, *example_args, argnums=None):
     if isinstance(handle, CustomVJP):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
                         "source to show.")
-    n = len(handle.params)
+    if getattr(handle, "variadic", False) and not example_args:
+        raise TypeError(f"{getattr(fun, '__name__', fun)} takes *args, **kwargs or keyword-"
+                        "only parameters, so its transform depends on the call: pass example "
+                        "arguments, pb.source(f, *args).")
+    if getattr(handle, "variadic", False):
+        example_args = handle.bind(tuple(example_args), {})
+    n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
     if example_args:
-        return handle.specialize(tuple(example_args), tuple(sorted(set(wrt)))).source
+        return handle.specialize(example_args if getattr(handle, "variadic", False)
+                                 else tuple(example_args), tuple(sorted(set(wrt)))).source
     from .pipeline import transform
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
