@@ -307,6 +307,12 @@ def test_nested_functions_as_values():
         return np.sum(apply(scaled, x))
     np.testing.assert_array_equal(pb.grad(h)(np.ones(2)), D[0] * 2.0)
 
+    def leaky(x):
+        def act(z, alpha=0.5):            # a default, passed on by keyword
+            return np.maximum(z, alpha * z)
+        return np.sum(apply(act, x))
+    np.testing.assert_array_equal(pb.grad(leaky)(np.array([-1.0, 2.0])), [0.5, 1.0])
+
 
 def test_nested_function_value_capturing_a_differentiated_value_is_refused():
     def f(x):

@@ -159,20 +159,20 @@ class _Lifter:
             raise self.parsed.unsupported(
                 node, f"the nested function `{name}`, which changes `nonlocal` state, used "
                       "as a value", f"Call `{name}` directly, or return the new state from it.")
-        if nested.defaults:
-            raise self.parsed.unsupported(
-                node, f"the nested function `{name}`, which has default arguments, used as a "
-                      "value", f"Call `{name}` directly, or give it no defaults.")
         value = _name(nested.lifted)
-        if not nested.captured:
+        if not nested.captured and not nested.defaults:
             return gast.copy_location(value, node)
         if self.value_helper is None:
             from . import dispatch
             self.value_helper = self.namer.fresh("nested_value")
             self.parsed.closure[self.value_helper] = types.CellType(dispatch.nested_value)
+        # defaults go in by keyword too (the lifted function has none of its own)
+        defaults = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
+                                 if isinstance(v, gast.Constant) else _name(v))
+                    for p, v in nested.defaults]
         call = gast.Call(func=_name(self.value_helper), args=[value],
-                         keywords=[gast.keyword(arg=c, value=_name(c))
-                                   for c in nested.captured])
+                         keywords=defaults + [gast.keyword(arg=c, value=_name(c))
+                                              for c in nested.captured])
         return gast.copy_location(call, node)
 
     def compile(self, tree):
