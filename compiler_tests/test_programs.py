@@ -243,8 +243,6 @@ def check_refusal(name):
 # Programs that fail today because of the patterns issue 12 names. Strict: the
 # moment the fix lands, the test passes, the xfail fails; remove the entry then.
 XFAIL = {
-    "kalman_filter": "issue 13 (mutation): `total += ll`, a float from a helper's returned tuple, "
-                     "refused as an in-place update of an array other names may share",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -562,3 +562,28 @@ def test_bound_method_partial_and_source_of_variadic_functions():
         pb.source(v)
     with pytest.raises(TypeError, match="integer"):
         pb.grad(only_args, argnums=1)(np.ones(2), 3)
+
+
+def pair(x):
+    return x * 2.0, np.sum(x ** 2)
+
+
+def test_plus_equals_on_a_number_from_a_helpers_tuple():
+    def f(x):
+        total = 0.0
+        for k in range(3):
+            y, ll = pair(x * k)
+            total += ll
+        return total                  # sum_k k^2 |x|^2 = 5 |x|^2
+    x = np.array([1.0, -2.0])
+    np.testing.assert_array_equal(pb.grad(f)(x), 10.0 * x)
+
+    def shared(x):
+        total = 0.0
+        kept = []
+        for k in range(3):
+            total += x * k
+            kept.append(total)        # the same array, changed by the next +=
+        return np.sum(kept[1])
+    with pytest.raises(pb.UnsupportedSyntaxError, match="may share"):
+        pb.grad(shared)(np.ones(2))

@@ -394,7 +394,9 @@ def check_updates(normal, kind_of, chains, ops, parsed):
             op = ops[id(definer)]
             allocated = op.kind == "rule" or (op.kind == "nondiff"
                                               and _hashable_in(op.primitive, ALLOCATING)) or (
-                op.kind == "pack" and isinstance(definer.value, gast.List))   # a new list
+                op.kind == "pack" and isinstance(definer.value, gast.List)) or (  # a new list
+                isinstance(definer, gast.Assign) and isinstance(definer.value, gast.Constant))
+            # (a number is immutable: `total = 0.0; total += ll` rebinds it)
             if not allocated or _is_view_op(op, kind_of):
                 shared = True
         if shared:
