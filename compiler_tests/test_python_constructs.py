@@ -587,3 +587,20 @@ def test_plus_equals_on_a_number_from_a_helpers_tuple():
         return np.sum(kept[1])
     with pytest.raises(pb.UnsupportedSyntaxError, match="may share"):
         pb.grad(shared)(np.ones(2))
+
+
+def test_keys_from_sorted_dict_used_as_indices():
+    def f(d):
+        t = 0.0
+        for i, k in enumerate(sorted(d)):
+            t = t + np.sum(np.sin(d[k])) * (i + 1.0)
+        return t
+    d = {"b": np.array([0.5, 1.0]), "a": np.array([2.0])}
+    g = pb.grad(f)(d)
+    np.testing.assert_allclose(g["a"], np.cos(d["a"]), rtol=1e-15)
+    np.testing.assert_allclose(g["b"], 2 * np.cos(d["b"]), rtol=1e-15)
+
+    def by_argmax(x):
+        k = np.argmax(x)               # an index computed from x carries no gradient
+        return x[k] * 2.0
+    np.testing.assert_array_equal(pb.grad(by_argmax)(np.array([1.0, 3.0, 2.0])), [0, 2.0, 0])

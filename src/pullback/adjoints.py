@@ -244,6 +244,8 @@ class Adjoints:
         for p in op.rule.params:
             if p in op.rule.diff or p not in op.bound:
                 continue
+            if op.primitive is operator.getitem:
+                continue     # an index (an int, a key, a mask) carries no gradient
             for v in op.static_names(p):
                 if v in self.varied:
                     raise NonDifferentiableError(
