@@ -95,7 +95,8 @@ def f_no_rule(x):
 
 
 CASES = [
-    (f_try, "try:", pb.UnsupportedSyntaxError, ["`try`", "outside"]),
+    (f_try, "except ValueError:", pb.UnsupportedSyntaxError,
+     ["`except` handler that lets the function go on", "End the handler with `raise`"]),
     (f_with, "with warnings.catch_warnings", pb.UnsupportedSyntaxError, ["`with`"]),
     (f_closure_as_value, "return apply(g, x)", pb.NonDifferentiableError,
      ["used as a value", "as an argument"]),

@@ -604,3 +604,72 @@ def test_keys_from_sorted_dict_used_as_indices():
         k = np.argmax(x)               # an index computed from x carries no gradient
         return x[k] * 2.0
     np.testing.assert_array_equal(pb.grad(by_argmax)(np.array([1.0, 3.0, 2.0])), [0, 2.0, 0])
+
+
+# -- try / except whose handlers raise ---------------------------------------------------
+
+def chol_norm(K, y):
+    try:
+        L = np.linalg.cholesky(K)
+    except np.linalg.LinAlgError as err:
+        raise ValueError("K is not positive definite") from err
+    else:
+        z = np.linalg.solve(L, y)
+    return np.sum(z ** 2)
+
+
+def big_key(x):
+    if x > 5:
+        raise KeyError("big")
+    return x * x
+
+
+def reraises(x):
+    try:
+        y = big_key(x)
+    except KeyError:
+        raise
+    return y
+
+
+def test_try_except_whose_handlers_raise():
+    K = np.array([[2.0, 0.5], [0.5, 1.0]])
+    y = np.array([1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(chol_norm, argnums=1)(K, y), 2 * np.linalg.solve(K, y),
+                               rtol=1e-13)
+    check_fd(chol_norm, K, y, argnums=(0, 1))
+    with pytest.raises(ValueError, match="not positive definite") as info:
+        pb.grad(chol_norm, argnums=1)(-K, y)
+    assert isinstance(info.value.__cause__, np.linalg.LinAlgError)
+    assert pb.grad(reraises)(2.0) == 4.0
+    with pytest.raises(KeyError, match="big"):
+        pb.grad(reraises)(6.0)          # raised in a callee, caught and raised again
+    # the handlers of a try the exception left are forgotten: a later call is clean
+    assert pb.grad(reraises)(3.0) == 6.0
+
+
+def test_try_whose_handler_goes_on_or_reads_locals_is_refused():
+    def fallback(x):
+        try:
+            y = np.log(x)
+        except ValueError:
+            y = x
+        return y
+
+    def reads(x):
+        try:
+            y = np.log(x)
+        except ValueError:
+            raise ValueError(f"bad {x}")
+        return y
+
+    def cleanup(x):
+        try:
+            y = np.log(x)
+        finally:
+            print("done")
+        return y
+    for f, words in ((fallback, "lets the function go on"), (reads, "reads `x`"),
+                     (cleanup, "`finally`")):
+        with pytest.raises(pb.UnsupportedSyntaxError, match=words):
+            pb.grad(f)(1.0)

@@ -13,7 +13,8 @@ import numpy as np
 
 from . import runtime
 from .bindings import Bindings
-from .dispatch import close_contexts, entered_count, open_contexts, take_entered
+from .dispatch import (close_contexts, drop_handlers, entered_count, handle_exception,
+                       open_contexts, open_handlers, take_entered)
 from .errors import NonDifferentiableError
 from .analyses import kinds as kinds_
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
@@ -121,7 +122,7 @@ class Derivative:
         if self.variadic and not isinstance(args, Flat):
             args = self.bind(args, {})
         loaded = self.specialize(args, wrt, has_aux, inplace)
-        depth, mark = open_contexts(), entered_count()
+        depth, mark, tries = open_contexts(), entered_count(), open_handlers()
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
@@ -130,9 +131,15 @@ class Derivative:
             if entered_count() > mark:
                 take_entered(mark)
             loaded.annotate(err)
+            if open_handlers() > tries:      # a `try` body it left: its handlers run
+                new = handle_exception(tries, err)
+                if new is not err:
+                    raise new
             raise
         if open_contexts() > depth:          # ... or by a `return` inside it
             close_contexts(depth)
+        if open_handlers() > tries:
+            drop_handlers(tries)
         errstate = take_entered(mark) if entered_count() > mark else None
         return out, (loaded, res, wrt, len(args), errstate)
 

@@ -49,7 +49,8 @@ from .rules.registry import is_nondifferentiable, lookup, nondifferentiable
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal", "star_call",
            "nested_value", "context_enter", "context_exit", "open_contexts", "close_contexts",
-           "entered_count", "take_entered"]
+           "entered_count", "take_entered", "try_enter", "try_exit", "open_handlers",
+           "handle_exception", "drop_handlers"]
 
 _RECEIVER = -1
 _plans = {}
@@ -263,6 +264,60 @@ def close_contexts(depth, err=None):
             cm.__exit__(type(err), err, err.__traceback__)
 
 
+class _Handlers:
+    """The ``except`` clauses of one ``try`` (desugar.try_block): each a
+    function giving the exception types it catches and one running its body
+    (which always raises)."""
+
+    def __init__(self, clauses):
+        self.clauses = clauses        # ((types_fn, handler_fn), ...)
+
+
+def try_enter(handlers):
+    """The start of a ``try`` body: its handlers run if an exception leaves it."""
+    stack = getattr(_open, "handlers", None)
+    if stack is None:
+        stack = _open.handlers = []
+    stack.append(handlers)
+
+
+def try_exit(handlers):
+    """The end of a ``try`` body, reached without an exception."""
+    stack = _open.handlers
+    if stack and stack[-1] is handlers:
+        stack.pop()
+
+
+def open_handlers():
+    stack = getattr(_open, "handlers", None)
+    return len(stack) if stack else 0
+
+
+def handle_exception(mark, err):
+    """Run, innermost first, the ``except`` clauses of the ``try`` bodies that
+    ``err`` left (those entered after ``mark``); return the exception that
+    leaves the function (the one a handler raised, or ``err``)."""
+    stack = _open.handlers
+    while len(stack) > mark:
+        handlers = stack.pop()
+        for types_of, handler in handlers.clauses:
+            if isinstance(err, types_of()):
+                try:
+                    handler(err)
+                except BaseException as new:     # a handler always raises
+                    if new is not err and new.__context__ is None:
+                        new.__context__ = err
+                    err = new
+                break
+    return err
+
+
+def drop_handlers(mark):
+    """Forget the handlers of ``try`` bodies a ``return`` left."""
+    stack = _open.handlers
+    del stack[mark:]
+
+
 def nested_value(lifted, **captured):
     """A nested function used as a value (closures.py): its lifted function
     with the values it captures bound by keyword."""
@@ -453,4 +508,4 @@ def _rule_wrapper(fn, nargs, kwnames, method=False):
     return wrapper
 
 
-nondifferentiable(context_enter, context_exit)
+nondifferentiable(context_enter, context_exit, try_enter, try_exit)
