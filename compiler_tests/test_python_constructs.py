@@ -673,3 +673,52 @@ def test_try_whose_handler_goes_on_or_reads_locals_is_refused():
                      (cleanup, "`finally`")):
         with pytest.raises(pb.UnsupportedSyntaxError, match=words):
             pb.grad(f)(1.0)
+
+
+# -- user classes built inside the function --------------------------------------------
+
+import collections      # noqa: E402
+import dataclasses      # noqa: E402
+
+
+@dataclasses.dataclass
+class Layer:
+    w: np.ndarray
+    b: float = 0.0
+
+    def forward(self, x):
+        return np.tanh(x @ self.w + self.b)
+
+
+Pair = collections.namedtuple("Pair", "w b")
+
+
+class Plain:
+    def __init__(self, w):
+        self.w = w * 1.0
+
+
+def test_dataclass_and_namedtuple_built_from_differentiated_values():
+    def f(w, b, x):
+        layer = Layer(w, b=b)
+        p = Pair(w, b)
+        return np.sum(layer.forward(x)) + np.sum(p.w * p[1]) + layer.b ** 2
+    w, x = np.array([0.5, -1.0]), np.array([[1.0, 2.0], [0.3, -0.4]])
+    check_fd(f, w, 0.3, x, argnums=(0, 1, 2))
+
+    def loop(w, x):
+        layers = [Layer(w * k) for k in range(1, 3)]
+        t = 0.0
+        for layer in layers:
+            t = t + np.sum(layer.forward(x))
+        return t
+    check_fd(loop, w, x, argnums=(0, 1))
+
+
+def test_user_class_with_its_own_init_is_refused_naming_it():
+    def f(w):
+        obj = Plain(w)
+        return np.sum(obj.w)
+    with pytest.raises(pb.NonDifferentiableError, match="your class Plain") as info:
+        pb.grad(f)(np.ones(2))
+    assert "obj = Plain(w)" in str(info.value) and "dataclass" in str(info.value)

@@ -59,6 +59,14 @@ class Adjoints:
                 item = gast.Subscript(value=g, slice=key, ctx=gast.Load())
                 self.grads.add(block, name, item, fresh=False)
 
+    def adjoint_construct(self, block, stmt, op, t, g):
+        """``p = P(w, b)`` for a namedtuple or dataclass: each field's value
+        gets the cotangent of that field."""
+        for field, name in op.operands:
+            if name in self.active:
+                item = _call(self.runtime("field_cotangent"), g, gast.Constant(field, None))
+                self.grads.add(block, name, item, fresh=False)
+
     def adjoint_unpack(self, block, stmt, names, src):
         """``a, b = t``: the gradient of ``t`` is built from its parts'."""
         parts = gast.Tuple(elts=[_name(self.grads.var(n)) if self.grads.bound(n)

@@ -131,8 +131,8 @@ def check(normal, ops, parsed, kinds=None):
             continue        # `np.stack([y, b])`: the list lives only to be copied
         if op.kind == "copy" and not _written_while_read(normal, ops, group, s, targets[0]):
             continue        # `seq = b` after the last write into b (a loop's sequence)
-        if op.kind in ("copy", "pack", "append", "user", "custom", "dynamic", "opaque",
-                       "unpack"):
+        if op.kind in ("copy", "pack", "construct", "append", "user", "custom", "dynamic",
+                       "opaque", "unpack"):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
                 "so pullback could not follow the writes.", parsed.location(s),

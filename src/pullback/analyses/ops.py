@@ -49,7 +49,7 @@ _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 
 @dataclasses.dataclass
 class Op:
-    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | unpack | opaque
+    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | construct | unpack | opaque
     label: str = ""
     rule: object = None
     primitive: object = None
@@ -235,6 +235,9 @@ class _Resolver:
         from ..api import CustomVJP  # late: api imports the pipeline
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, "custom", obj, node, label)
+        fields = _structure_fields(obj)
+        if fields is not None:
+            return self.construct(obj, fields, node, kwargs, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
         if isinstance(obj, types.FunctionType) and not is_library(obj) \
@@ -275,6 +278,20 @@ class _Resolver:
         return Op("dynamic", label=label, primitive=static, node=node,
                   bound={"callee": callee if method is None else node.func, "receiver": None},
                   operands=tuple(operands))
+
+    def construct(self, cls, fields, node, kwargs, label):
+        """``P(w, b=b)`` for a namedtuple or a dataclass whose ``__init__`` only
+        stores its fields: packs the values, keyed by field name."""
+        try:
+            bound = inspect.signature(cls).bind(*node.args, **kwargs)
+        except TypeError as err:
+            raise UnsupportedSyntaxError(f"The call to {label} does not match its "
+                                         f"signature: {err}.", self.parsed.location(node),
+                                         "Pass the fields its definition names.") from None
+        op = Op("construct", label=label, primitive=cls, node=node,
+                operands=tuple((f, a.id) for f, a in bound.arguments.items()
+                               if isinstance(a, gast.Name) and a.id in self.locals))
+        return op
 
     def primitive_op(self, prim, args, kwargs, node, label):
         if is_nondifferentiable(prim):
@@ -377,6 +394,28 @@ def static_value(node, parsed, undefined=None):
 _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
                      "setflags", "byteswap", "reverse", "extend", "insert", "pop",
                      "remove", "clear", "update", "setdefault", "popitem"}
+
+
+def _structure_fields(obj):
+    """The field names of a namedtuple class, or of a dataclass whose
+    ``__init__`` dataclasses wrote (no ``__post_init__``, no ``InitVar``),
+    else None: constructing one only stores its arguments."""
+    import dataclasses
+    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") \
+            and obj.__new__.__module__ != "builtins" and type(obj.__new__).__name__ == "function":
+        return tuple(obj._fields)
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj):
+        params = getattr(obj, "__dataclass_params__", None)
+        if params is None or not params.init or hasattr(obj, "__post_init__"):
+            return None
+        code = getattr(obj.__init__, "__code__", None)
+        if code is None or code.co_filename != "<string>":
+            return None      # an __init__ of the user's own
+        fields = dataclasses.fields(obj)
+        if any(f.init is False for f in fields):
+            return None
+        return tuple(f.name for f in fields)
+    return None
 
 
 def is_variadic(fn):

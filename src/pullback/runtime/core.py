@@ -9,7 +9,8 @@ import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys", "join_grads", "repeat_grads"]
+           "FieldGrads", "indexable", "mapping_keys", "join_grads", "repeat_grads",
+           "field_cotangent"]
 
 
 def indexable(seq):
@@ -271,6 +272,14 @@ def rebuild_like(x, values):
     for k, v in values.items():
         object.__setattr__(new, k, v)
     return new
+
+
+def field_cotangent(g, name):
+    """The cotangent of field ``name`` in ``g``, the cotangent of a namedtuple
+    or a dataclass (a dict of fields while the adjoint builds it, or the
+    structure itself); zero where nothing reached it."""
+    v = _entry(g, name)
+    return 0.0 if v is None else v
 
 
 def _entry(g, key):
