@@ -8,8 +8,11 @@ adjoints call them on hot paths.
 - ``core``: projection onto the primal (shape, realness, dtype, type), zeros,
   structures (tuples, dicts, namedtuples, dataclasses);
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
-- ``accumulation``: owned buffers, indexed adds, writes into arrays.
+- ``accumulation``: owned buffers, indexed adds, writes into arrays;
+- ``control`` (not re-exported here): ``with np.errstate`` blocks, ``try``
+  bodies and calls with starred arguments, as the front end writes them.
 """
+from . import control  # noqa: F401
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
 from .core import *  # noqa: F401,F403
