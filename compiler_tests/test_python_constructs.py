@@ -722,3 +722,15 @@ def test_user_class_with_its_own_init_is_refused_naming_it():
     with pytest.raises(pb.NonDifferentiableError, match="your class Plain") as info:
         pb.grad(f)(np.ones(2))
     assert "obj = Plain(w)" in str(info.value) and "dataclass" in str(info.value)
+
+
+class Doubled(collections.namedtuple("Doubled", "w")):
+    def __new__(cls, w):
+        return super().__new__(cls, w * 2.0)
+
+
+def test_namedtuple_with_its_own_new_is_not_taken_for_a_plain_one():
+    def f(w):
+        return np.sum(Doubled(w).w)
+    with pytest.raises(pb.NonDifferentiableError, match="your class Doubled"):
+        pb.grad(f)(np.ones(2))
