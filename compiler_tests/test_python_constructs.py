@@ -722,3 +722,39 @@ def test_user_class_with_its_own_init_is_refused_naming_it():
     with pytest.raises(pb.NonDifferentiableError, match="your class Plain") as info:
         pb.grad(f)(np.ones(2))
     assert "obj = Plain(w)" in str(info.value) and "dataclass" in str(info.value)
+
+
+class Doubled(collections.namedtuple("Doubled", "w")):
+    def __new__(cls, w):
+        return super().__new__(cls, w * 2.0)
+
+
+def test_namedtuple_with_its_own_new_is_not_taken_for_a_plain_one():
+    def f(w):
+        return np.sum(Doubled(w).w)
+    with pytest.raises(pb.NonDifferentiableError, match="your class Doubled"):
+        pb.grad(f)(np.ones(2))
+
+
+def test_sorted_items_keys_and_values_are_differentiated():
+    import operator
+
+    def f(d):
+        a = 0.0
+        for i, (k, v) in enumerate(sorted(d.items(), key=operator.itemgetter(0))):
+            a = a + np.sum(np.sin(v)) * (i + 1.0)
+        for k in sorted(d.keys()):
+            a = a + np.sum(np.cos(d[k]))
+        return a
+    d = {"b": np.array([0.5, 1.0]), "a": np.array([2.0])}
+    g = pb.grad(f)(d)
+    np.testing.assert_allclose(g["a"], np.cos(2.0) - np.sin(2.0), rtol=1e-15)
+    np.testing.assert_allclose(g["b"], 2 * np.cos(d["b"]) - np.sin(d["b"]), rtol=1e-15)
+
+    def by_value(x):
+        ys = sorted([x[0], 2 * x[1], x[2] ** 2], reverse=True)
+        return ys[0] * 10 + ys[1] * 3 + ys[2]   # 10 x2^2 + 3 x0 + 2 x1 here
+    np.testing.assert_array_equal(pb.grad(by_value)(np.array([1.0, 0.25, 1.5])),
+                                  [3.0, 2.0, 30.0])
+    check_fd(lambda x: np.sum(sorted(x)[0] * 3.0 + sorted(x)[-1]),
+             np.array([2.0, -1.0, 5.0]))

@@ -401,8 +401,11 @@ def _structure_fields(obj):
     ``__init__`` dataclasses wrote (no ``__post_init__``, no ``InitVar``),
     else None: constructing one only stores its arguments."""
     import dataclasses
-    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") \
-            and obj.__new__.__module__ != "builtins" and type(obj.__new__).__name__ == "function":
+    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+        new = obj.__new__
+        if not (isinstance(new, types.FunctionType) and new.__code__.co_filename == "<string>"
+                and str(new.__globals__.get("__name__", "")).startswith("namedtuple_")):
+            return None      # a __new__ of the user's own
         return tuple(obj._fields)
     if isinstance(obj, type) and dataclasses.is_dataclass(obj):
         params = getattr(obj, "__dataclass_params__", None)

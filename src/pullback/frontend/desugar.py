@@ -467,6 +467,9 @@ class _Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "map") and len(node.args) >= 2 and not node.keywords:
             node = _map_as_comprehension(node, d.namer)
             return self.visit(node)
+        if d.is_builtin(node.func, "sorted") and len(node.args) == 1 \
+                and all(k.arg in ("key", "reverse") for k in node.keywords):
+            return self.visit(self.sorted_items(node))
         literal = _dict_literal(d, node)
         if literal is not None:            # dict(a=x), dict([("a", x)])
             return self.visit(literal)
@@ -487,6 +490,52 @@ class _Hoist(gast.NodeTransformer):
                 gast.IfExp(test=test, body=found, orelse=default), node))
         return self.generic_visit(node)
 
+    def sorted_items(self, node):
+        """``sorted(xs, key=k, reverse=r)`` -> ``[seq[i] for i in order]``, with
+        ``seq`` the items read once and ``order`` the permutation ``sorted``
+        makes (``sort_order``, no gradient): each item's gradient flows back
+        through indexing.  ``d.items()``, ``d.keys()`` and ``d.values()`` of a
+        dict are read by key."""
+        d = self.d
+        it = node.args[0]
+        view = d.mapping_view(it)
+        seq = d.namer.fresh("sorted_items")
+        if view is not None:
+            mapping, method = view
+            keys = gast.Call(func=_name(d.runtime_name("mapping_keys")), args=[mapping],
+                             keywords=[])
+            key = d.namer.fresh("key")
+            value = gast.Subscript(value=clone_name(mapping), slice=_name(key),
+                                   ctx=gast.Load())
+            elt = {"keys": _name(key), "values": value,
+                   "items": gast.Tuple(elts=[_name(key), value], ctx=gast.Load())}[method]
+            if not isinstance(mapping, gast.Name):
+                held = d.namer.fresh("mapping")
+                self.pre.append(_assign(_name(held, gast.Store()), self.visit(mapping), node))
+                mapping = _name(held)
+                keys.args = [mapping]
+                value.value = _name(held)
+            it = gast.ListComp(elt=elt, generators=[gast.comprehension(
+                target=_name(key, gast.Store()), iter=keys, ifs=[], is_async=0)])
+            gast.copy_location(it, node)
+        elif not isinstance(it, (gast.ListComp, gast.GeneratorExp, gast.List)):
+            # what sorted reads: a list of the items (a dict's keys, an array's rows)
+            it = gast.copy_location(gast.Call(func=_name("list"), args=[it], keywords=[]),
+                                    node)
+        self.pre.append(_assign(_name(seq, gast.Store()), self.visit(it), node))
+        opts = {k.arg: k.value for k in node.keywords}
+        order = gast.Call(func=_name(d.helper("sort_order", sort_order)),
+                          args=[_name(seq), opts.get("key", gast.Constant(None, None)),
+                                opts.get("reverse", gast.Constant(False, None))],
+                          keywords=[])
+        index = d.namer.fresh("sorted_index")
+        comp = gast.ListComp(elt=gast.Subscript(value=_name(seq), slice=_name(index),
+                                                ctx=gast.Load()),
+                             generators=[gast.comprehension(
+                                 target=_name(index, gast.Store()), iter=order, ifs=[],
+                                 is_async=0)])
+        return gast.copy_location(comp, node)
+
     def visit_ListComp(self, node):
         node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
@@ -496,13 +545,22 @@ class _Hoist(gast.NodeTransformer):
         return _name(self.d.comprehension(node, self.pre))
 
 
+def sort_order(items, key=None, reverse=False):
+    """The order ``sorted(items, key=key, reverse=reverse)`` puts ``items`` in:
+    their positions (the same stable sort, on the same keys)."""
+    items = list(items)
+    if key is None:
+        return sorted(range(len(items)), key=items.__getitem__, reverse=reverse)
+    return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
+
+
 def zip_length(rows):
     """How many items ``zip(*rows)`` gives."""
     return min((len(r) for r in rows), default=0)
 
 
-nondifferentiable(zip_length, control.context_enter, control.context_exit, control.try_enter,
-                  control.try_exit)
+nondifferentiable(zip_length, sort_order, control.context_enter, control.context_exit,
+                  control.try_enter, control.try_exit)
 
 
 def _dict_literal(d, node):
@@ -547,6 +605,10 @@ class _Rename(gast.NodeTransformer):
         if node.id in self.renames:
             node.id = self.renames[node.id]
         return node
+
+
+def clone_name(node):
+    return _name(node.id) if isinstance(node, gast.Name) else node
 
 
 def _name(id_, ctx=None):
