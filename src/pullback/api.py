@@ -13,6 +13,7 @@ import numpy as np
 
 from . import runtime
 from .bindings import Bindings
+from . import dispatch as _dispatch
 from .dispatch import (close_contexts, drop_handlers, entered_count, handle_exception,
                        open_contexts, open_handlers, take_entered)
 from .errors import NonDifferentiableError
@@ -122,25 +123,32 @@ class Derivative:
         if self.variadic and not isinstance(args, Flat):
             args = self.bind(args, {})
         loaded = self.specialize(args, wrt, has_aux, inplace)
-        depth, mark, tries = open_contexts(), entered_count(), open_handlers()
+        # `with np.errstate` and `try` blocks are followed only once one exists
+        # (a flag their helpers and desugar set): none open before it was set
+        tracked = _dispatch.blocks_used
+        depth, mark, tries = (open_contexts(), entered_count(), open_handlers()) if tracked \
+            else (0, 0, 0)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
-            if open_contexts() > depth:      # `with np.errstate` left by the exception
-                close_contexts(depth, err)
-            if entered_count() > mark:
-                take_entered(mark)
+            if tracked or _dispatch.blocks_used:
+                if open_contexts() > depth:      # `with np.errstate` left by the exception
+                    close_contexts(depth, err)
+                if entered_count() > mark:
+                    take_entered(mark)
             loaded.annotate(err)
-            if open_handlers() > tries:      # a `try` body it left: its handlers run
-                new = handle_exception(tries, err)
+            if (tracked or _dispatch.blocks_used) and open_handlers() > tries:
+                new = handle_exception(tries, err)   # a `try` body it left: handlers run
                 if new is not err:
                     raise new
             raise
-        if open_contexts() > depth:          # ... or by a `return` inside it
-            close_contexts(depth)
-        if open_handlers() > tries:
-            drop_handlers(tries)
-        errstate = take_entered(mark) if entered_count() > mark else None
+        errstate = None
+        if tracked or _dispatch.blocks_used:
+            if open_contexts() > depth:          # ... or by a `return` inside it
+                close_contexts(depth)
+            if open_handlers() > tries:
+                drop_handlers(tries)
+            errstate = take_entered(mark) if entered_count() > mark else None
         return out, (loaded, res, wrt, len(args), errstate)
 
     def call_adjoint(self, res, ct):

@@ -238,6 +238,7 @@ class _Desugar:
         go on, or reads its local variables, is refused: pullback would have
         to differentiate a body that ran only in part."""
         from . import dispatch
+        dispatch.blocks_used = True           # api.call_primal keeps track from now on
         if stmt.finalbody:
             raise self.parsed.unsupported(
                 stmt.finalbody[0], "a `finally` clause",
@@ -320,6 +321,7 @@ class _Desugar:
         ``return`` or an exception skips is left when the function ends
         (``pullback.dispatch.close_contexts``)."""
         from . import dispatch
+        dispatch.blocks_used = True           # api.call_primal keeps track from now on
         head, tail = [], []
         for item in stmt.items:
             cm = self.namer.fresh("context")
