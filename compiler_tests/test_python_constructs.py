@@ -758,3 +758,21 @@ def test_sorted_items_keys_and_values_are_differentiated():
                                   [3.0, 2.0, 30.0])
     check_fd(lambda x: np.sum(sorted(x)[0] * 3.0 + sorted(x)[-1]),
              np.array([2.0, -1.0, 5.0]))
+
+
+def test_errstate_left_when_the_transform_came_from_a_cache():
+    # a transform loaded from the disk cache skips desugar: the helpers
+    # themselves switch the tracking on, and the first call is still cleaned up
+    from pullback.runtime import control
+
+    def early(x):
+        with np.errstate(all="raise"):
+            if x[0] > 1:
+                return np.sum(x)
+        return np.sum(x * 2.0)
+    before = np.geterr()
+    pb.grad(early)(np.array([2.0, 3.0]))
+    control.blocks_used = False         # as in a process that never ran desugar
+    np.testing.assert_array_equal(pb.grad(early)(np.array([2.0, 3.0])), [1.0, 1.0])
+    assert np.geterr() == before and control.open_contexts() == 0
+    assert control.blocks_used

@@ -33,6 +33,7 @@ import numpy as np
 
 from . import runtime
 from .checks import sums_onto
+from .runtime import control
 from .runtime.control import (close_contexts, drop_handlers, entered_count, handle_exception,
                               open_contexts, open_handlers, take_entered)
 from .errors import NonDifferentiableError
@@ -103,25 +104,32 @@ class Derivative:
         # the `with np.errstate` blocks and `try` bodies the primal enters
         # (runtime.control): those it leaves open are closed here, and an
         # exception leaving a `try` body runs that body's handlers
-        depth, mark, tries = open_contexts(), entered_count(), open_handlers()
+        # they are followed only once one exists (a flag their helpers and
+        # desugar set): none is open before it was set
+        tracked = control.blocks_used
+        depth, mark, tries = (open_contexts(), entered_count(), open_handlers()) if tracked \
+            else (0, 0, 0)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
-            if open_contexts() > depth:      # `with np.errstate` left by the exception
-                close_contexts(depth, err)
-            if entered_count() > mark:
-                take_entered(mark)
+            if tracked or control.blocks_used:
+                if open_contexts() > depth:      # `with np.errstate` left by the exception
+                    close_contexts(depth, err)
+                if entered_count() > mark:
+                    take_entered(mark)
             loaded.annotate(err)
-            if open_handlers() > tries:      # a `try` body it left: its handlers run
-                new = handle_exception(tries, err)
+            if (tracked or control.blocks_used) and open_handlers() > tries:
+                new = handle_exception(tries, err)   # a `try` body it left: handlers run
                 if new is not err:
                     raise new
             raise
-        if open_contexts() > depth:          # ... or by a `return` inside it
-            close_contexts(depth)
-        if open_handlers() > tries:
-            drop_handlers(tries)
-        errstate = take_entered(mark) if entered_count() > mark else None
+        errstate = None
+        if tracked or control.blocks_used:
+            if open_contexts() > depth:          # ... or by a `return` inside it
+                close_contexts(depth)
+            if open_handlers() > tries:
+                drop_handlers(tries)
+            errstate = take_entered(mark) if entered_count() > mark else None
         return out, (loaded, res, wrt, len(args), errstate)
 
     def call_adjoint(self, res, ct):

@@ -238,6 +238,7 @@ class _Desugar:
         returns), raising what they raise.  A handler that lets the function
         go on, or reads its local variables, is refused: pullback would have
         to differentiate a body that ran only in part."""
+        control.blocks_used = True      # callees' call_primal keeps track from now on
         if stmt.finalbody:
             raise self.parsed.unsupported(
                 stmt.finalbody[0], "a `finally` clause",
@@ -319,6 +320,7 @@ class _Desugar:
         ``e = context_enter(cm)``, ``body``, ``context_exit(cm)``; a context a
         ``return`` or an exception skips is left when the function ends
         (``runtime.control.close_contexts``)."""
+        control.blocks_used = True      # callees' call_primal keeps track from now on
         head, tail = [], []
         for item in stmt.items:
             cm = self.namer.fresh("context")

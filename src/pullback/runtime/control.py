@@ -37,11 +37,14 @@ __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "nested_value"]
 
 _open = threading.local()
+blocks_used = False     # set when a `with` or `try` block is first transformed (desugar)
 
 
 def context_enter(cm):
     """``with cm:`` as desugar writes it (``np.errstate`` only): enter ``cm``
     and remember it, so that it is left however the function ends."""
+    global blocks_used
+    blocks_used = True
     stack = getattr(_open, "stack", None)
     if stack is None:
         stack = _open.stack = []
@@ -112,6 +115,8 @@ class Handlers:
 
 def try_enter(handlers):
     """The start of a ``try`` body: its handlers run if an exception leaves it."""
+    global blocks_used
+    blocks_used = True
     stack = getattr(_open, "handlers", None)
     if stack is None:
         stack = _open.handlers = []
