@@ -276,3 +276,40 @@ def test_parse_spec():
     for bad in ("loss", "loss(float64[:], floot)", "loss(float64[1])"):
         with pytest.raises(ValueError, match="cannot read|not a NumPy dtype"):
             parse_spec(bad)
+
+
+CONTROL_MODULE = '''
+import numpy as np
+import pullback as pb
+
+
+@pb.differentiable
+def loss(x, y):
+    with np.errstate(divide="ignore"):
+        z = np.log(x) * y
+    parts = (x, y)
+    return np.sum(z * z) + helper(*parts, scale=0.5)
+
+
+def helper(*args, scale=1.0):
+    return scale * np.sum(args[0] * args[1])
+'''
+
+
+def test_errstate_and_star_calls_compile_ahead_of_time(tmp_path):
+    # the helpers desugar and normalize write (runtime.control) are named in
+    # the artifact by module path, so it imports them without the compiler
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "ctl.py").write_text(CONTROL_MODULE)
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "ctl.py")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    text = (proj / "__pullback__" / "ctl_pullback.py").read_text()
+    assert "pullback.runtime.control" in text and "star_call" in text
+    args = "[np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25, 2.0])]"
+    stats, got = grads_in_fresh_process(proj, "ctl", "loss", args, (0, 1), tmp_path / "a.npz")
+    assert stats["artifact_hits"] >= 1, stats
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25, 2.0])
+    np.testing.assert_allclose(got[1], 2 * np.log(x) * y ** 2 / x + 0.5 * y, rtol=1e-12)
+    np.testing.assert_allclose(got[2], 2 * np.log(x) ** 2 * y + 0.5 * x, rtol=1e-12)

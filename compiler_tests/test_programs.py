@@ -243,11 +243,6 @@ def check_refusal(name):
 # Programs that fail today because of the patterns issue 12 names. Strict: the
 # moment the fix lands, the test passes, the xfail fails; remove the entry then.
 XFAIL = {
-    "decorated_loss": "issue 13 (*args): the functools.wraps wrapper `def wrapper(params, *args, "
-                      "**kwargs)` is refused (UnsupportedSyntaxError: *args, **kwargs); the "
-                      "wrapper is what runs and must be differentiated",
-    "optimiser_loop": "issue 13 (*args): `def momentum_descent(grad_fn, w, lr, n_steps, *args, "
-                      "momentum=0.9)` refused: *args and keyword-only parameters unsupported",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -171,10 +171,17 @@ def source(fun, *example_args, argnums=None):
     if isinstance(handle, CustomVJP):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
                         "source to show.")
-    n = len(handle.params)
+    if getattr(handle, "variadic", False) and not example_args:
+        raise TypeError(f"{getattr(fun, '__name__', fun)} takes *args, **kwargs or keyword-"
+                        "only parameters, so its transform depends on the call: pass example "
+                        "arguments, pb.source(f, *args).")
+    if getattr(handle, "variadic", False):
+        example_args = handle.bind(tuple(example_args), {})
+    n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
     if example_args:
-        return handle.specialize(tuple(example_args), tuple(sorted(set(wrt)))).source
+        return handle.specialize(example_args if getattr(handle, "variadic", False)
+                                 else tuple(example_args), tuple(sorted(set(wrt)))).source
     from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return pipeline.transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source

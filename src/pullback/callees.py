@@ -9,6 +9,13 @@ the function underneath).  Every handle has the same protocol:
 ct)`` one cotangent per parameter, and ``for_callers(mask)`` the pair that
 generated code calls for a call site.
 
+A function with ``*args``, ``**kwargs`` or keyword-only parameters is
+called with its arguments flattened (``flatten_call``): a ``Flat`` tuple, one
+value per parameter of its ``Layout``, and is transformed once per layout.
+``Derivative.call_primal`` also closes the ``with np.errstate`` blocks and
+runs the ``except`` handlers of the ``try`` bodies a primal left
+(``runtime.control``).
+
 Generated code, the reverse pass and the runtime dispatcher hold handles, so
 this module sits low in the tree: it imports no pass.  A ``Derivative``
 transforms itself through the just-in-time driver (``driver.jit``), which
@@ -16,6 +23,7 @@ installs itself as ``Derivative.driver``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -25,6 +33,9 @@ import numpy as np
 
 from . import runtime
 from .checks import sums_onto
+from .runtime import control
+from .runtime.control import (close_contexts, drop_handlers, entered_count, handle_exception,
+                              open_contexts, open_handlers, take_entered)
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
@@ -45,6 +56,11 @@ class Derivative:
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
         self._masked = {}
         self._locks = {}
+        # *args, **kwargs or keyword-only parameters: each call is flattened to
+        # one positional argument per value (``Layout``), and the
+        # function is transformed once per layout
+        self.variadic = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+                            for p in self.signature.parameters.values())
 
     def specialize(self, args, wrt, has_aux=False, inplace=None):
         """The ``Loaded`` transform for ``args`` (``driver.jit.specialize``)."""
@@ -54,30 +70,80 @@ class Derivative:
         """A new transform for ``args`` (``driver.jit.transform``)."""
         return self.driver.transform(self, args, wrt, has_aux, inplace)
 
+    def layout_of(self, args):
+        """The layout of flattened ``args`` (None for a function whose
+        parameters are all positional)."""
+        if not self.variadic:
+            return None
+        layout = getattr(args, "layout", None)
+        if layout is None:
+            raise TypeError(f"{self.fun.__qualname__} takes *args, **kwargs or keyword-only "
+                            "parameters: its arguments must be bound first.")
+        return layout
+
+    def param_name(self, i, args=None):
+        layout = getattr(args, "layout", None)
+        params = self.params if layout is None else layout.params
+        return params[i] if 0 <= i < len(params) else str(i)
+
     def bind(self, args, kwargs):
-        if not kwargs and len(args) == len(self.params):
+        if not self.variadic:
+            if not kwargs and len(args) == len(self.params):
+                return args
+            b = self.signature.bind(*args, **kwargs)
+            b.apply_defaults()
+            return tuple(b.arguments.values())
+        if isinstance(args, Flat) and not kwargs:
             return args
-        b = self.signature.bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
+        return flatten_call(self.fun, self.signature, args, kwargs)
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        if self.variadic and not isinstance(args, Flat):
+            args = self.bind(args, {})
         loaded = self.specialize(args, wrt, has_aux, inplace)
+        # the `with np.errstate` blocks and `try` bodies the primal enters
+        # (runtime.control): those it leaves open are closed here, and an
+        # exception leaving a `try` body runs that body's handlers
+        # they are followed only once one exists (a flag their helpers and
+        # desugar set): none is open before it was set
+        tracked = control.blocks_used
+        depth, mark, tries = (open_contexts(), entered_count(), open_handlers()) if tracked \
+            else (0, 0, 0)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
+            if tracked or control.blocks_used:
+                if open_contexts() > depth:      # `with np.errstate` left by the exception
+                    close_contexts(depth, err)
+                if entered_count() > mark:
+                    take_entered(mark)
             loaded.annotate(err)
+            if (tracked or control.blocks_used) and open_handlers() > tries:
+                new = handle_exception(tries, err)   # a `try` body it left: handlers run
+                if new is not err:
+                    raise new
             raise
-        return out, (loaded, res, wrt)
+        errstate = None
+        if tracked or control.blocks_used:
+            if open_contexts() > depth:          # ... or by a `return` inside it
+                close_contexts(depth)
+            if open_handlers() > tries:
+                drop_handlers(tries)
+            errstate = take_entered(mark) if entered_count() > mark else None
+        return out, (loaded, res, wrt, len(args), errstate)
 
     def call_adjoint(self, res, ct):
-        loaded, r, wrt = res
+        loaded, r, wrt, n, errstate = res
         try:
-            grads = loaded.adjoint(r, ct)
+            if errstate:
+                with np.errstate(**errstate):
+                    grads = loaded.adjoint(r, ct)
+            else:
+                grads = loaded.adjoint(r, ct)
         except Exception as err:
             loaded.annotate(err)
             raise
-        full = [None] * len(self.params)
+        full = [None] * n
         for i, g in zip(wrt, grads):
             full[i] = g
         return tuple(full)
@@ -175,20 +241,35 @@ class Bound:
         self.inner = derivative_of(fn)
         self.signature = inspect.signature(obj, follow_wrapped=False)
         self.params = list(self.signature.parameters)
-        self.where = [self.inner.params.index(p) for p in self.params]
+        self.variadic = getattr(self.inner, "variadic", False)
+        if not self.variadic:
+            self.where = [self.inner.params.index(p) for p in self.params]
 
     def bind(self, args, kwargs):
+        if self.variadic:
+            # the function underneath flattens the call; the object's own
+            # arguments are those after what it holds
+            flat = self.inner.bind(self.lead + tuple(args), {**self.keywords, **kwargs})
+            return Flat(flat[len(self.lead):], flat.layout)
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()
         return tuple(b.arguments.values())
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        if self.variadic:
+            if not isinstance(args, Flat):
+                args = self.bind(args, {})
+            n = len(self.lead)
+            return self.inner.call_primal(Flat(self.lead + tuple(args), args.layout),
+                                          tuple(n + i for i in wrt), has_aux, inplace)
         inner = self.inner.bind(self.lead, {**self.keywords, **dict(zip(self.params, args))})
         return self.inner.call_primal(inner, tuple(sorted(self.where[i] for i in wrt)),
                                       has_aux, inplace)
 
     def call_adjoint(self, res, ct):
         full = self.inner.call_adjoint(res, ct)
+        if self.variadic:
+            return tuple(full[len(self.lead):])
         return tuple(full[j] for j in self.where)
 
 
@@ -282,3 +363,91 @@ def _is_callable_instance(obj):
         return False
     return not isinstance(obj, CustomVJP) and isinstance(
         getattr(type(obj), "__call__", None), types.FunctionType)
+
+
+# -- calls of functions with *args, **kwargs or keyword-only parameters -----------
+
+class Flat(tuple):
+    """The arguments of one call of a function with ``*args``, ``**kwargs`` or
+    keyword-only parameters, one per value, and their ``layout``."""
+
+    def __new__(cls, values, layout):
+        self = super().__new__(cls, values)
+        self.layout = layout
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How one call fills a function's ``*args``, ``**kwargs`` and keyword-only
+    parameters: ``nvar`` values in ``*args``, and the keys of ``**kwargs``.
+    The function is transformed for one layout at a time, with one positional
+    parameter per value (``params``): the named positional parameters, then
+    ``args_0, args_1...``, the keyword-only ones, then ``kwargs_<key>``; its
+    body starts by packing ``args = (args_0, args_1)`` and
+    ``kwargs = {"key": kwargs_key}``."""
+
+    nvar: int
+    kwnames: tuple
+    params: tuple
+    packs: tuple        # ("tuple", vararg, its parameters), ("dict", kwarg, ((key, param)...))
+
+
+def layout_for(fn, signature, nvar, kwnames):
+    P = inspect.Parameter
+    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) \
+        | set(fn.__code__.co_freevars) | set(fn.__code__.co_cellvars)
+
+    def fresh(base):
+        name = base
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    params, packs = [], []
+    for p in signature.parameters.values():
+        if p.kind == P.VAR_POSITIONAL:
+            names = tuple(fresh(f"{p.name}_{i}") for i in range(nvar))
+            params.extend(names)
+            packs.append(("tuple", p.name, names))
+        elif p.kind == P.VAR_KEYWORD:
+            for k in kwnames:
+                if not (isinstance(k, str) and k.isidentifier()):
+                    raise TypeError(f"pullback differentiates calls whose keyword arguments "
+                                    f"are identifiers; {k!r} is not one.")
+            names = tuple((k, fresh(f"{p.name}_{k}")) for k in kwnames)
+            params.extend(n for _, n in names)
+            packs.append(("dict", p.name, names))
+        else:
+            params.append(p.name)
+    return Layout(nvar, tuple(kwnames), tuple(params), tuple(packs))
+
+
+_layouts = {}
+
+
+def flatten_call(fn, signature, args, kwargs):
+    """``fn(*args, **kwargs)`` bound to ``fn``'s parameters and flattened to one
+    value per positional parameter of its ``Layout`` (a ``Flat``)."""
+    P = inspect.Parameter
+    b = signature.bind(*args, **kwargs)
+    b.apply_defaults()
+    flat, nvar, kwnames = [], 0, ()
+    for p in signature.parameters.values():
+        v = b.arguments[p.name]
+        if p.kind == P.VAR_POSITIONAL:
+            flat.extend(v)
+            nvar = len(v)
+        elif p.kind == P.VAR_KEYWORD:
+            kwnames = tuple(v)
+            flat.extend(v.values())
+        else:
+            flat.append(v)
+    key = (fn, nvar, kwnames)
+    layout = _layouts.get(key)
+    if layout is None:
+        if len(_layouts) > 4096:
+            _layouts.clear()
+        layout = _layouts[key] = layout_for(fn, signature, nvar, kwnames)
+    return Flat(flat, layout)

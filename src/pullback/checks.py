@@ -89,7 +89,9 @@ def check_argnum_range(fun, argnums, n):
 def check_differentiable_input(fun, handle, i, x):
     if is_inexact(x):
         return
-    name = handle.params[i] if hasattr(handle, "params") else str(i)
+    params = getattr(handle, "params", ())
+    name = params[i] if -len(params) <= i < len(params) and not getattr(
+        handle, "variadic", False) else str(i)
     what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
         else f"an array of {x.dtype}"
     if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):

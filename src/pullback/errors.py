@@ -8,20 +8,26 @@ __all__ = ["PullbackError", "UnsupportedSyntaxError", "NoRuleError",
 class Location:
     """Where a construct sits in the user's source."""
 
-    def __init__(self, filename, lineno, col_offset=0, end_col_offset=None, line=""):
+    def __init__(self, filename, lineno, col_offset=0, end_col_offset=None, line="",
+                 end_lineno=None):
         self.filename = filename
         self.lineno = lineno
         self.col_offset = col_offset or 0
         self.end_col_offset = end_col_offset
         self.line = line
+        self.end_lineno = end_lineno
 
     def render(self):
         text = self.line.rstrip("\n")
         stripped = text.lstrip()
         indent = len(text) - len(stripped)
         width = 1
-        if self.end_col_offset is not None and self.end_col_offset > self.col_offset:
-            width = self.end_col_offset - self.col_offset
+        end = self.end_col_offset
+        if self.end_lineno is not None and self.end_lineno != self.lineno:
+            end = len(text)      # a construct over several lines: underline this one
+        if end is not None and end > self.col_offset:
+            # never wider than the quoted line
+            width = max(min(end, len(text)) - self.col_offset, 1)
         caret = " " * (4 + max(self.col_offset - indent, 0)) + "^" * width
         return f'  File "{self.filename}", line {self.lineno}\n    {stripped}\n{caret}'
 

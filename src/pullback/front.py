@@ -42,13 +42,15 @@ class Transform:
     """What the steps have made so far for one function: each step reads
     the fields earlier steps set and sets its own."""
 
-    def __init__(self, fn, param_kinds=None, wrt=(), has_aux=False, inplace=True):
+    def __init__(self, fn, param_kinds=None, wrt=(), has_aux=False, inplace=True,
+                 layout=None):
         self.fn, self.param_kinds, self.wrt = fn, param_kinds or {}, list(wrt)
         self.has_aux, self.inplace = has_aux, inplace
+        self.layout = layout        # *args/**kwargs: how this call fills them (callees.Layout)
 
 
 def parse(t):
-    t.parsed = frontend.parse(t.fn)
+    t.parsed = frontend.parse(t.fn, t.layout)
     t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
 
 

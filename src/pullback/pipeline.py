@@ -138,10 +138,10 @@ STEPS = [
 assert STEPS[:len(FRONT)] == FRONT
 
 
-def transform(fn, param_kinds, wrt, has_aux=False, inplace=True):
+def transform(fn, param_kinds, wrt, has_aux=False, inplace=True, layout=None):
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
-    t = Transform(fn, param_kinds, wrt, has_aux, inplace)
+    t = Transform(fn, param_kinds, wrt, has_aux, inplace, layout)
     for step in STEPS:
         step(t)
     return t.loaded

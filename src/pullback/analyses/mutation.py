@@ -131,8 +131,8 @@ def check(normal, ops, parsed, kinds=None):
             continue        # `np.stack([y, b])`: the list lives only to be copied
         if op.kind == "copy" and not _written_while_read(normal, ops, group, s, targets[0]):
             continue        # `seq = b` after the last write into b (a loop's sequence)
-        if op.kind in ("copy", "pack", "append", "user", "custom", "dynamic", "opaque",
-                       "unpack"):
+        if op.kind in ("copy", "pack", "construct", "append", "user", "custom", "dynamic",
+                       "opaque", "unpack"):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
                 "so pullback could not follow the writes.", parsed.location(s),
@@ -368,6 +368,8 @@ def check_updates(normal, kind_of, chains, ops, parsed):
         kind = kind_of.get(old)
         if kind is not None and kind.shape == "scalar":
             continue
+        if _tuple_valued(old, normal, chains, ops, set()):
+            continue        # `shape += (k,)`: a tuple is never changed, only rebound
         # a write into the array (`y[i] = v`), a non-differentiable use
         # (`y.shape`), a view used up before the update and anything that can
         # run only after it share nothing; a new array from np.zeros and the
@@ -392,7 +394,10 @@ def check_updates(normal, kind_of, chains, ops, parsed):
         for definer in definers:
             op = ops[id(definer)]
             allocated = op.kind == "rule" or (op.kind == "nondiff"
-                                              and _hashable_in(op.primitive, ALLOCATING))
+                                              and _hashable_in(op.primitive, ALLOCATING)) or (
+                op.kind == "pack" and isinstance(definer.value, gast.List)) or (  # a new list
+                isinstance(definer, gast.Assign) and isinstance(definer.value, gast.Constant))
+            # (a number is immutable: `total = 0.0; total += ll` rebinds it)
             if not allocated or _is_view_op(op, kind_of):
                 shared = True
         if shared and (kind is None or kind.shape in ("unknown", "number")):
@@ -400,11 +405,13 @@ def check_updates(normal, kind_of, chains, ops, parsed):
             # (numbers are never changed in place, so the update only rebinds)
             guards.append((stmt, old, origin))
         elif shared:
+            what = "a list" if kind is not None and kind.shape == "container" else "an array"
             raise UnsupportedSyntaxError(
-                "pullback cannot follow an in-place update of an array that other names "
+                f"pullback cannot follow an in-place update of {what} that other names "
                 "may share.", parsed.location(origin),
                 f"Write `{origin.target.id} = {origin.target.id} "
-                f"{_symbol(origin.op)} ...` to make a new array, if that is what you mean.")
+                f"{_symbol(origin.op)} ...` to make a new {what.split()[-1]}, if that is "
+                "what you mean.")
     _check_numbers(normal, ops, parsed, guards)
 
 
@@ -433,6 +440,37 @@ def _check_numbers(normal, ops, parsed, guards):
         block.insert(next(i for i, t in enumerate(block) if t is stmt), check)
         ops[id(check)] = Op("nondiff", label="number_to_update",
                             primitive=runtime.number_to_update, node=call)
+
+
+def _tuple_valued(name, normal, chains, ops, seen):
+    """Whether ``name`` certainly holds a tuple: every definition (through
+    normalize's copies) is a tuple literal, ``.shape``, ``tuple(...)``, or a
+    tuple joined with ``+``."""
+    if name in seen:
+        return True             # a loop's carried value: its other definitions decide
+    seen.add(name)
+    copies = copy_ids(normal)
+    sources = _carried_into({name}, _renames(normal))
+    if sources & set(normal.params):
+        return False
+    defs = [d for v in sources for d in chains.defs.get(v, ())
+            if id(d) not in copies and not _placeholder(d)]
+    if not defs:
+        return False
+    for d in defs:
+        value = d.value if isinstance(d, gast.Assign) else None
+        if isinstance(value, gast.Tuple) or (isinstance(value, gast.Attribute)
+                                             and value.attr == "shape"):
+            continue
+        if isinstance(value, gast.Call) and ops[id(d)].primitive is tuple:
+            continue
+        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and any(
+                isinstance(side, gast.Name) and _tuple_valued(side.id, normal, chains, ops,
+                                                              seen)
+                for side in (value.left, value.right)):
+            continue
+        return False
+    return True
 
 
 def _placeholder(stmt):

@@ -49,7 +49,7 @@ _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 
 @dataclasses.dataclass
 class Op:
-    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | unpack | opaque
+    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | construct | unpack | opaque
     label: str = ""
     rule: object = None
     primitive: object = None
@@ -220,6 +220,9 @@ class _Resolver:
             # a method of an object known only when the call runs
             return self.dynamic(node, kwargs, f".{func.attr}()", receiver=func.value)
         label = dotted(func)
+        if isinstance(func, gast.Name) and func.id not in self.locals \
+                and _is_star_call(self.lookup_static(func)):
+            return self.star(node)
         if isinstance(func, gast.Name) and func.id in self.locals:
             return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
@@ -232,16 +235,63 @@ class _Resolver:
         from ..callees import CustomVJP
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, "custom", obj, node, label)
+        fields = _structure_fields(obj)
+        if fields is not None:
+            return self.construct(obj, fields, node, kwargs, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
         if isinstance(obj, types.FunctionType) and not is_library(obj) \
                 and not _is_wrapper(obj):
+            if is_variadic(obj):       # *args, **kwargs: flattened per call, at run time
+                return self.dynamic(node, kwargs, label, static=obj)
             return self.bind_python(obj, "user", obj, node, label)
         if _dispatches(obj):
             return self.dynamic(node, kwargs, label, static=obj)
         return Op("opaque", label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
                                  if isinstance(a, gast.Name)))
+
+    def star(self, node):
+        """``star_call(how, method, f, a, xs, k=v)``: a call with starred
+        arguments (normalize's ``star_call``), spread when it runs; a dynamic
+        call whose operands are keyed by position among ``star_call``'s own
+        arguments (2: the object a method is called on)."""
+        method, callee = node.args[1].value, node.args[2]
+        items = node.args[3:]
+        label = (dotted(callee) + (f".{method}" if method else "")) + "(*...)"
+        static = None
+        if method is None and self.is_static(callee):
+            static = self.lookup_static(callee)
+            if is_mutating_function(static):
+                raise UnsupportedSyntaxError(
+                    f"pullback cannot differentiate {dotted(callee)}, which changes its "
+                    "argument in place.", self.parsed.location(node),
+                    "Build the new array with indexing writes into an array the function "
+                    "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
+            if is_nondifferentiable(static):
+                return Op("nondiff", label=label, primitive=static, node=node)
+        operands = [(i + 3, a.id) for i, a in enumerate(items) if isinstance(a, gast.Name)]
+        operands += [(k.arg, k.value.id) for k in node.keywords
+                     if isinstance(k.value, gast.Name)]
+        if method is not None and isinstance(callee, gast.Name) and callee.id in self.locals:
+            operands.append((2, callee.id))
+        return Op("dynamic", label=label, primitive=static, node=node,
+                  bound={"callee": callee if method is None else node.func, "receiver": None},
+                  operands=tuple(operands))
+
+    def construct(self, cls, fields, node, kwargs, label):
+        """``P(w, b=b)`` for a namedtuple or a dataclass whose ``__init__`` only
+        stores its fields: packs the values, keyed by field name."""
+        try:
+            bound = inspect.signature(cls).bind(*node.args, **kwargs)
+        except TypeError as err:
+            raise UnsupportedSyntaxError(f"The call to {label} does not match its "
+                                         f"signature: {err}.", self.parsed.location(node),
+                                         "Pass the fields its definition names.") from None
+        op = Op("construct", label=label, primitive=cls, node=node,
+                operands=tuple((f, a.id) for f, a in bound.arguments.items()
+                               if isinstance(a, gast.Name) and a.id in self.locals))
+        return op
 
     def primitive_op(self, prim, args, kwargs, node, label):
         if is_nondifferentiable(prim):
@@ -352,6 +402,46 @@ def static_value(node, parsed, undefined=None):
 _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
                      "setflags", "byteswap", "reverse", "extend", "insert", "pop",
                      "remove", "clear", "update", "setdefault", "popitem"}
+
+
+def _structure_fields(obj):
+    """The field names of a namedtuple class, or of a dataclass whose
+    ``__init__`` dataclasses wrote (no ``__post_init__``, no ``InitVar``),
+    else None: constructing one only stores its arguments."""
+    import dataclasses
+    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+        new = obj.__new__
+        if not (isinstance(new, types.FunctionType) and new.__code__.co_filename == "<string>"
+                and str(new.__globals__.get("__name__", "")).startswith("namedtuple_")):
+            return None      # a __new__ of the user's own
+        return tuple(obj._fields)
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj):
+        params = getattr(obj, "__dataclass_params__", None)
+        if params is None or not params.init or hasattr(obj, "__post_init__"):
+            return None
+        code = getattr(obj.__init__, "__code__", None)
+        if code is None or code.co_filename != "<string>":
+            return None      # an __init__ of the user's own
+        fields = dataclasses.fields(obj)
+        if any(f.init is False for f in fields):
+            return None
+        return tuple(f.name for f in fields)
+    return None
+
+
+def is_variadic(fn):
+    """A function with ``*args``, ``**kwargs`` or keyword-only parameters
+    (differentiated once per layout of its calls, through the dispatcher)."""
+    try:
+        sig = inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in sig.parameters.values())
+
+
+def _is_star_call(obj):
+    return obj is runtime.control.star_call
 
 
 def is_mutating_function(obj):

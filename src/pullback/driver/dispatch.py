@@ -38,12 +38,15 @@ import inspect
 import itertools
 import types
 
+import numpy as np
+
 from ..backend import codegen
 from ..callees import _RECEIVER, _unwrap
 from .. import runtime
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
+from ..runtime.control import nested_value, spread, star_call
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal"]
 
@@ -52,8 +55,89 @@ _PLANS_KEPT = 2048
 _counter = itertools.count()
 
 
+class _Spread:
+    """The residual of a call with starred arguments: regroups the callee's
+    cotangents by the call's items (a tuple for ``*xs``, a dict for ``**d``)."""
+
+    def __init__(self, groups):
+        self.groups = groups      # per mask entry: ("one", i) | ("*", seq, [i...]) | ("d", d, {k: i})
+
+    def adjoint(self, r, ct):
+        inner, res = r
+        grads = dynamic_adjoint(res, ct)
+        out = []
+        for g in self.groups:
+            if g[0] == "one":
+                out.append(grads[g[1]])
+            elif g[0] == "*":
+                out.append(runtime.pack_like(g[1], [grads[i] for i in g[2]]))
+            else:
+                out.append({k: grads[i] for k, i in g[2].items()})
+        return tuple(out)
+
+
+def _star_call(mask, inplace, spec, callee, items, kwargs):
+    """``dynamic_call`` of ``star_call``: ``mask`` holds positions of
+    ``star_call``'s own arguments (2: the object a method is called on, 3...:
+    the items) and keyword names."""
+    how, method = spec
+    materialized = []
+    for i, (h, v) in enumerate(zip(how, items)):
+        if h == "*" and not isinstance(v, (tuple, list, np.ndarray)):
+            if i + 3 in mask:
+                raise NonDifferentiableError(
+                    f"pullback can send gradients through `*xs` when xs is a tuple, a list "
+                    f"or an array, and here it is a {type(v).__name__}.",
+                    hint="Make it a tuple first: `f(*tuple(xs))`.")
+            v = tuple(v)
+        materialized.append(v)
+    items = tuple(materialized)
+    fn, args, all_kwargs = spread(spec, callee, items, kwargs)
+    inner_mask, groups, position = [], [], 0
+    where = {}
+    for i, (h, v) in enumerate(zip(how, items)):
+        if h == "p":
+            where[i + 3] = ("one", position)
+            position += 1
+        elif h == "*":
+            where[i + 3] = ("*", v, list(range(position, position + len(v))))
+            position += len(v)
+        else:
+            where[i + 3] = ("d", v, list(v.keys()))
+    for k in mask:
+        if k == 2:
+            groups.append(("one", len(inner_mask)))
+            inner_mask.append(_RECEIVER)
+        elif isinstance(k, str):
+            groups.append(("one", len(inner_mask)))
+            inner_mask.append(k)
+        else:
+            w = where[k]
+            if w[0] == "one":
+                groups.append(("one", len(inner_mask)))
+                inner_mask.append(w[1])
+            elif w[0] == "*":
+                groups.append(("*", w[1], list(range(len(inner_mask),
+                                                     len(inner_mask) + len(w[2])))))
+                inner_mask.extend(w[2])
+            else:
+                keys = {}
+                for key in w[2]:
+                    keys[key] = len(inner_mask)
+                    inner_mask.append(key)
+                groups.append(("d", w[1], keys))
+    if method is not None:
+        out, res = dynamic_method_call(callee, method, tuple(inner_mask), inplace, *args,
+                                       **all_kwargs)
+    else:
+        out, res = dynamic_call(fn, tuple(inner_mask), inplace, *args, **all_kwargs)
+    return out, (_Spread(groups), (None, res))
+
+
 def dynamic_call(callee, mask, inplace, *args, **kwargs):
     """``callee(*args, **kwargs)`` and the residual its adjoint needs."""
+    if callee is star_call:
+        return _star_call(mask, inplace, args[:2], args[2], args[3:], kwargs)
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, mask)
     plan = _plan(fn, len(args), tuple(kwargs), mask, inplace)
     return plan.primal(args, kwargs)
@@ -62,6 +146,12 @@ def dynamic_call(callee, mask, inplace, *args, **kwargs):
 def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``-1`` in ``mask``: ``obj`` carries a gradient."""
     method = getattr(obj, name)
+    if isinstance(obj, (np.ndarray, np.generic)) and lookup(f"ndarray.{name}") is not None:
+        # an array method with a rule (``x.reshape(*shape)``): a wrapper calling it
+        wrapper = _rule_wrapper(name, len(args) + 1, tuple(kwargs), method=True)
+        mask = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
+                     for k in mask)
+        return dynamic_call(wrapper, mask, inplace, obj, *args, **kwargs)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
                                   and method.__self__ is obj):
         raise NonDifferentiableError(
@@ -79,9 +169,16 @@ def dynamic_adjoint(res, ct):
 
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
+    if fn is nested_value:
+        return ("This nested function is used as a value and reads a value being "
+                "differentiated from the enclosing function; pullback cannot send a gradient "
+                "through a function value.",
+                "Pass that value to the nested function as an argument instead, or call the "
+                "nested function directly.")
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
-            and (fn.__module__ or "").split(".")[0] == "pullback"):
+            and (fn.__module__ or "").split(".")[0] == "pullback"
+            and not getattr(fn, "__pullback_rule_wrapper__", False)):
         return ("Derivatives of derivatives are not supported yet: this calls a function "
                 f"made by pullback ({getattr(fn, '__pullback_api__', None) or fn.__name__}) "
                 "inside a function being differentiated.",
@@ -114,18 +211,24 @@ class _Differentiated:
     """A callee with a primal/adjoint pair (a handle's ``for_callers``)."""
 
     def __init__(self, handle, fn, nargs, kwnames, mask, inplace):
-        sig = inspect.signature(fn, follow_wrapped=False)
-        params = list(sig.parameters)
-        markers = sig.bind(*range(nargs), **{k: k for k in kwnames}).arguments
-        where = {}
-        for p, m in markers.items():
-            if isinstance(m, (tuple, dict)):
-                continue       # *args / **kwargs: the transform refuses them
-            where[m] = params.index(p)
+        if getattr(handle, "variadic", False):
+            # *args / **kwargs: the handle flattens each call, one value per parameter
+            flat = handle.bind(tuple(_Marker(i) for i in range(nargs)),
+                               {k: _Marker(k) for k in kwnames})
+            where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
+        else:
+            sig = inspect.signature(fn, follow_wrapped=False)
+            params = list(sig.parameters)
+            markers = sig.bind(*range(nargs), **{k: k for k in kwnames}).arguments
+            where = {}
+            for p, m in markers.items():
+                if isinstance(m, (tuple, dict)):
+                    continue       # *args / **kwargs of a custom_vjp: refused below
+                where[m] = params.index(p)
         missing = [k for k in mask if k not in where]
         if missing:
             raise UnsupportedSyntaxError(
-                f"pullback cannot yet differentiate {getattr(fn, '__qualname__', fn)} "
+                f"pullback cannot differentiate {getattr(fn, '__qualname__', fn)} "
                 "through its *args or **kwargs parameter.",
                 hint="Give the function named parameters.")
         self.positions = tuple(where[k] for k in mask)
@@ -139,6 +242,14 @@ class _Differentiated:
     def adjoint(self, res, ct):
         full = self.pair[1](res, ct)
         return tuple(full[i] for i in self.positions)
+
+
+class _Marker:
+    """Stands for the call's argument ``key`` (a position or a keyword) while
+    its place among the flattened parameters is found."""
+
+    def __init__(self, key):
+        self.key = key
 
 
 def _plan(fn, nargs, kwnames, mask, inplace):
@@ -181,21 +292,29 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
 _wrappers = {}
 
 
-def _rule_wrapper(fn, nargs, kwnames):
+def _rule_wrapper(fn, nargs, kwnames, method=False):
     """``def sin(_a0): return _callee(_a0)``: a Python function calling ``fn``,
-    so that a rule-bearing callee is differentiated by its rule."""
-    key = (fn, nargs, kwnames)
+    so that a rule-bearing callee is differentiated by its rule; with
+    ``method``, ``fn`` names an array method: ``return _a0.reshape(_a1)``."""
+    key = (fn, nargs, kwnames, method)
     wrapper = _wrappers.get(key)
     if wrapper is not None:
         return wrapper
-    name = "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "callee"))
+    name = "".join(c if c.isalnum() else "_" for c in (
+        fn if method else getattr(fn, "__name__", "callee")))
     positional = [f"_a{i}" for i in range(nargs)]
     params = ", ".join(positional + list(kwnames))
-    call = ", ".join(positional + [f"{k}={k}" for k in kwnames])
-    text = f"def {name or 'callee'}({params}):\n    return _callee({call})\n"
+    if method:
+        call = ", ".join(positional[1:] + [f"{k}={k}" for k in kwnames])
+        text = f"def {name or 'callee'}({params}):\n    return _a0.{fn}({call})\n"
+    else:
+        call = ", ".join(positional + [f"{k}={k}" for k in kwnames])
+        text = f"def {name or 'callee'}({params}):\n    return _callee({call})\n"
     filename = f"<pullback dispatch {name} #{next(_counter)}>"
     codegen.register_source(filename, text)
     namespace = {"_callee": fn, "__builtins__": builtins, "__name__": __name__}
     exec(compile(text, filename, "exec"), namespace)
     wrapper = _wrappers[key] = namespace[name or "callee"]
+    wrapper.__pullback_rule_wrapper__ = True
     return wrapper
+

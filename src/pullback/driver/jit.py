@@ -32,7 +32,8 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     from ..lowering import kernels      # late: importing pullback does not load the compiler
     inplace = _inplace_default() if inplace is None else bool(inplace)
     large = kernels.size_class(args)     # large arrays: elementwise work is fused
-    key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large)
+    layout = handle.layout_of(args)      # *args/**kwargs: one transform per call layout
+    key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
     entry = handle.cache.get(key)
     if entry is not None and entry[1].current():
         return entry[0]
@@ -49,6 +50,8 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
             options["inplace"] = False
         if large:
             options["large"] = True
+        if layout is not None:
+            options["layout"] = [layout.nvar, list(layout.kwnames)]
         loaded = obtain(handle.fun, key[0], wrt, has_aux,
                         lambda: transform(handle, args, wrt, has_aux, inplace),
                         options or None)
@@ -69,13 +72,12 @@ def transform(handle, args, wrt, has_aux=False, inplace=True):
     from .. import pipeline
     from ..analyses import kinds as kinds_
     from ..lowering import kernels
-    param_kinds = {p: kinds_.of_value(a) for p, a in zip(handle.params, args)}
+    layout = handle.layout_of(args)
+    params = handle.params if layout is None else layout.params
+    param_kinds = {p: kinds_.of_value(a) for p, a in zip(params, args)}
     with kernels.sizing(args):
-        # an index past the named parameters (a *args function, which the
-        # transform refuses with the line) names nothing
-        return pipeline.transform(handle.fun, param_kinds,
-                                  [handle.params[i] for i in wrt if i < len(handle.params)],
-                                  has_aux, inplace=inplace)
+        return pipeline.transform(handle.fun, param_kinds, [params[i] for i in wrt],
+                                  has_aux, inplace=inplace, layout=layout)
 
 
 def _inplace_default():

@@ -50,6 +50,7 @@ class _Lifter:
             and isinstance(n.ctx, gast.Store)}
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
+        self.value_helper = None
 
     # -- finding nested functions ---------------------------------------------
 
@@ -85,8 +86,15 @@ class _Lifter:
                   if isinstance(n, gast.Name) and n.id in self.nested}
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
-        body = _InnerCalls(self).block(body)
-        local = params + [n.id for s in body for n in gast.walk(s)
+        previous = self.nested.pop(name, None)    # a call inside is to this new def
+        try:
+            body = _InnerCalls(self).block(body)
+        finally:
+            if previous is not None:
+                self.nested[name] = previous
+        local = params + [k.id for k in node.args.kwonlyargs] + [
+            v.id for v in (node.args.vararg, node.args.kwarg) if v is not None] + [
+            n.id for s in body for n in gast.walk(s)
                           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)]
         captured = sorted({n.id for s in body for n in gast.walk(s)
                            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
@@ -97,14 +105,24 @@ class _Lifter:
         if nonlocals:
             body = _ReturnState(nonlocals).block(body)
             body.append(gast.Return(value=_state(gast.Constant(None, None), nonlocals)))
-        args = gast.arguments(
-            args=[gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
-                  for p in params + captured],
-            posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-            defaults=[])
-        if node.args.vararg or node.args.kwarg or node.args.kwonlyargs:
-            raise self.parsed.unsupported(node, "a nested function with *args or **kwargs",
-                                          "Give it plain positional parameters.")
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs:
+            # *args / **kwargs: what it captures follows as keyword-only parameters
+            for d in a.kw_defaults:
+                if d is not None and not isinstance(d, gast.Constant):
+                    raise self.parsed.unsupported(
+                        d, "a keyword-only default computed in a nested function",
+                        "Use a constant default, or compute the value inside the function.")
+            args = gast.arguments(
+                args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
+                vararg=a.vararg, kwarg=a.kwarg,
+                kwonlyargs=list(a.kwonlyargs) + [_name(c, gast.Param()) for c in captured],
+                kw_defaults=list(a.kw_defaults) + [None] * len(captured), defaults=[])
+        else:
+            args = gast.arguments(
+                args=[_name(p, gast.Param()) for p in params + captured],
+                posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                defaults=[])
         at_def, defaults = [], []
         for p, d in zip(params[len(params) - len(node.args.defaults):], node.args.defaults):
             if isinstance(d, gast.Constant):
@@ -114,13 +132,48 @@ class _Lifter:
             at_def.append(gast.copy_location(gast.Assign(
                 targets=[_name(value, gast.Store())], value=d, type_comment=None), d))
             defaults.append((p, value))
+        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
+        cell = self.parsed.closure[lifted_name] = types.CellType()
+        if any(isinstance(n, gast.Name) and n.id == name for s in body for n in gast.walk(s)):
+            # a recursive nested function: its calls of itself pass on what it captures
+            if at_def:
+                raise self.parsed.unsupported(
+                    node, f"a recursive nested function (`{name}`) with a default computed "
+                          "where it is defined", "Use a constant default, or pass the value "
+                          "explicitly.")
+            body = _InnerCalls(self).block(body)
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
-        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
         self.lifted.append((lifted_name, new))
-        self.parsed.closure[lifted_name] = types.CellType(self.compile(new))
+        cell.cell_contents = self.compile(new)
         return at_def
+
+    def as_value(self, name, node):
+        """The nested function ``name`` used as a value (passed on, stored):
+        its lifted function, or ``nested_value(lifted, y=y)`` holding what it
+        captures (``runtime.control.nested_value``, a partial that pullback
+        refuses to send a gradient through)."""
+        nested = self.nested[name]
+        if nested.nonlocals:
+            raise self.parsed.unsupported(
+                node, f"the nested function `{name}`, which changes `nonlocal` state, used "
+                      "as a value", f"Call `{name}` directly, or return the new state from it.")
+        value = _name(nested.lifted)
+        if not nested.captured and not nested.defaults:
+            return gast.copy_location(value, node)
+        if self.value_helper is None:
+            from ..runtime import control
+            self.value_helper = self.namer.fresh("nested_value")
+            self.parsed.closure[self.value_helper] = types.CellType(control.nested_value)
+        # defaults go in by keyword too (the lifted function has none of its own)
+        defaults = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
+                                 if isinstance(v, gast.Constant) else _name(v))
+                    for p, v in nested.defaults]
+        call = gast.Call(func=_name(self.value_helper), args=[value],
+                         keywords=defaults + [gast.keyword(arg=c, value=_name(c))
+                                              for c in nested.captured])
+        return gast.copy_location(call, node)
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -139,6 +192,9 @@ class _Lifter:
         inner = next(c for c in make.co_consts if isinstance(c, types.CodeType))
         cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
         fn = types.FunctionType(inner, self.parsed.globals, tree.name, None, cells)
+        kwdefaults = {a.id: d.value for a, d in zip(tree.args.kwonlyargs,
+                                                    tree.args.kw_defaults) if d is not None}
+        fn.__kwdefaults__ = kwdefaults or None
         fn.__pullback_lifted_source__ = source
         return fn
 
@@ -160,9 +216,9 @@ class _Calls(gast.NodeTransformer):
         self.lifter, self.pre = lifter, pre
 
     def visit_Lambda(self, node):
-        raise self.lifter.parsed.unsupported(
-            node, "a lambda used as a value", "Give it a name (g = lambda ...) and call it, "
-            "or define it with def.")
+        name = self.lifter.namer.fresh("lambda")
+        self.pre.extend(self.lifter.lift(name, _as_def(name, node)))
+        return self.lifter.as_value(name, node)
 
     def visit_Call(self, node):
         if isinstance(node.func, gast.Lambda):
@@ -195,9 +251,7 @@ class _Calls(gast.NodeTransformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.lifter.nested:
-            raise self.lifter.parsed.unsupported(
-                node, f"the nested function `{node.id}` used as a value",
-                f"Call `{node.id}` directly, or define it at module level and pass it in.")
+            return self.lifter.as_value(node.id, node)
         return node
 
 

@@ -38,11 +38,14 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 
 import gast
 
 from ..ir.grammar import assigned_names
+from ..rules.registry import nondifferentiable
+from ..runtime import control
 
 __all__ = ["desugar"]
 
@@ -50,6 +53,20 @@ __all__ = ["desugar"]
 def desugar(fn, namer, parsed):
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     d = _Desugar(namer, parsed)
+    d.locals = {a.id for a in fn.args.args} | {
+        n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+        and isinstance(n.ctx, (gast.Store, gast.Del))}
+    d.generators = {n.name for n in gast.walk(fn) if isinstance(n, gast.FunctionDef)
+                    and n is not fn and any(isinstance(y, (gast.Yield, gast.YieldFrom))
+                                            for y in gast.walk(n))}
+    for n in gast.walk(fn):
+        if isinstance(n, gast.FunctionDef) and n.name in d.generators:
+            for loop in gast.walk(n):
+                if isinstance(loop, gast.While) and isinstance(loop.test, gast.Constant) \
+                        and loop.test.value:
+                    raise parsed.unsupported(
+                        loop, "a generator that may run forever (`while True`)",
+                        "Give the loop a condition, or yield from a finite loop.")
     fn.body = d.block(fn.body)
     return fn
 
@@ -71,6 +88,12 @@ class _Desugar:
             pre = []
             stmt = _Hoist(self, pre).visit_statement(stmt)
             out.extend(pre)
+            if isinstance(stmt, gast.Try):
+                out.extend(self.block(self.try_block(stmt)))
+                continue
+            if isinstance(stmt, gast.With) and self.errstate(stmt):
+                out.extend(self.block(self.with_block(stmt)))
+                continue
             if isinstance(stmt, gast.For):
                 out.extend(self.loop(stmt))
             else:
@@ -133,6 +156,24 @@ class _Desugar:
             seq = self.sequence(inner, pre, node)
             head.append(_assign(target.elts[1], _item(seq, index), node))
             return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+        if isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") \
+                and len(it.args) == 1 and isinstance(it.args[0], gast.Starred) \
+                and not it.keywords:
+            # zip(*rows): the k-th item is the tuple of every row's k-th element
+            rows = self.sequence(it.args[0].value, pre, node)
+            index = self.namer.fresh("zip_index")
+            row = self.namer.fresh("row_index")
+            column = gast.ListComp(elt=gast.Subscript(value=_item(rows, row),
+                                                      slice=_name(index), ctx=gast.Load()),
+                                   generators=[gast.comprehension(
+                                       target=_name(row, gast.Store()),
+                                       iter=_range(_len(rows)), ifs=[], is_async=0)])
+            gast.copy_location(column, node)
+            head = self.block([_assign(target, gast.Call(func=_name("tuple"), args=[column],
+                                                         keywords=[]), node)])
+            n = gast.Call(func=_name(self.helper("zip_length", zip_length)),
+                          args=[_name(rows)], keywords=[])
+            return pre + [self.for_range(index, _range(n), head + body, orelse, node)]
         if self.is_zip(it):
             index = self.namer.fresh("zip_index")
             return pre + [self.zip_loop(it, index, target, [], body, orelse, pre, node)]
@@ -177,6 +218,10 @@ class _Desugar:
                     and len(expr.args) == 1 and not expr.keywords:
                 expr = gast.Subscript(value=expr.args[0], slice=gast.Slice(
                     None, None, gast.Constant(-1, None)), ctx=gast.Load())
+            if self.is_generator_call(expr):
+                # a generator's items, read once into a list (a loop reads them by index)
+                expr = gast.copy_location(gast.Call(func=_name("list"), args=[expr],
+                                                    keywords=[]), expr)
             name = self.namer.fresh("seq")
             pre.append(_assign(_name(name, gast.Store()), expr, origin))
         if check:
@@ -184,6 +229,126 @@ class _Desugar:
                 func=_name(self.runtime_name("indexable")), args=[_name(name)],
                 keywords=[])), origin))
         return name
+
+    def try_block(self, stmt):
+        """``try: body except E as e: handler else: rest`` whose handlers end by
+        raising: ``try_enter(h)``, ``body``, ``try_exit(h)``, ``rest``.  If an
+        exception leaves the body, the function stops there, and its
+        handlers run (``runtime.control.handle_exception``, as the primal
+        returns), raising what they raise.  A handler that lets the function
+        go on, or reads its local variables, is refused: pullback would have
+        to differentiate a body that ran only in part."""
+        control.blocks_used = True      # callees' call_primal keeps track from now on
+        if stmt.finalbody:
+            raise self.parsed.unsupported(
+                stmt.finalbody[0], "a `finally` clause",
+                "Do the cleanup after the `try` statement, or outside the function.")
+        clauses = [self.handler(h) for h in stmt.handlers]
+        name = self.namer.fresh("handlers")
+        self.parsed.closure[name] = types.CellType(control.Handlers(tuple(clauses)))
+        enter = self.helper("try_enter", control.try_enter)
+        leave = self.helper("try_exit", control.try_exit)
+
+        def call(fn):
+            return gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(fn), args=[_name(name)], keywords=[])), stmt)
+        return [call(enter)] + stmt.body + [call(leave)] + stmt.orelse
+
+    def handler(self, h):
+        """``(types, run)`` for one ``except`` clause: Python functions, in the
+        user's module, giving the exception types and running the body."""
+        import ast
+        ename = (h.name.id if isinstance(h.name, gast.Name) else h.name) or "exc"
+        body = h.body
+        if not body or not isinstance(body[-1], gast.Raise):
+            raise self.parsed.unsupported(
+                h, "an `except` handler that lets the function go on",
+                "End the handler with `raise`; compute the fallback outside the "
+                "differentiated function, or test for the condition before it happens.")
+        for n in gast.walk(gast.Module(body=[h.type] if h.type is not None else [],
+                                       type_ignores=[])) if h.type is not None else ():
+            self.handler_reads(n, ename)
+        for s in body:
+            for n in gast.walk(s):
+                if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+                    raise self.parsed.unsupported(
+                        n, "a function defined in an `except` handler",
+                        "Define it at module level.")
+                if isinstance(n, gast.Raise) and n.exc is None:
+                    n.exc = _name(ename)            # a bare `raise`: the exception caught
+                self.handler_reads(n, ename)
+        types_expr = h.type if h.type is not None else _name("BaseException")
+        types_fn = gast.FunctionDef(
+            name="_pullback_except_types", args=gast.arguments(
+                args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                kwarg=None, defaults=[]),
+            body=[gast.copy_location(gast.Return(value=types_expr), h)], decorator_list=[],
+            returns=None, type_comment=None, type_params=[])
+        run_fn = gast.FunctionDef(
+            name="_pullback_except", args=gast.arguments(
+                args=[_name(ename, gast.Param())], posonlyargs=[], vararg=None,
+                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+            body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
+        fns = []
+        for fn in (types_fn, run_fn):
+            gast.copy_location(fn, h)
+            module = ast.fix_missing_locations(gast.gast_to_ast(
+                gast.Module(body=[fn], type_ignores=[])))
+            code = compile(module, self.parsed.filename, "exec")
+            inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+            fns.append(types.FunctionType(inner, self.parsed.globals, fn.name))
+        return tuple(fns)
+
+    def handler_reads(self, n, ename):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id != ename \
+                and (n.id in self.locals or n.id in self.parsed.closure):
+            raise self.parsed.unsupported(
+                n, f"an `except` handler that reads `{n.id}`",
+                "A handler runs when the exception has left the function: it may use the "
+                "exception and module-level names only.")
+
+    def errstate(self, stmt):
+        """Whether every context of the ``with`` is ``np.errstate(...)``."""
+        from ..analyses.ops import static_value
+        import numpy as np
+        return all(isinstance(item.context_expr, gast.Call)
+                   and static_value(item.context_expr.func, self.parsed) is np.errstate
+                   for item in stmt.items)
+
+    def with_block(self, stmt):
+        """``with np.errstate(...) as e: body`` -> ``cm = np.errstate(...)``,
+        ``e = context_enter(cm)``, ``body``, ``context_exit(cm)``; a context a
+        ``return`` or an exception skips is left when the function ends
+        (``runtime.control.close_contexts``)."""
+        control.blocks_used = True      # callees' call_primal keeps track from now on
+        head, tail = [], []
+        for item in stmt.items:
+            cm = self.namer.fresh("context")
+            head.append(_assign(_name(cm, gast.Store()), item.context_expr, stmt))
+            enter = gast.Call(func=_name(self.helper("context_enter", control.context_enter)),
+                              args=[_name(cm)], keywords=[])
+            head.append(_assign(item.optional_vars, enter, stmt) if item.optional_vars
+                        is not None else gast.copy_location(gast.Expr(value=enter), stmt))
+            tail.insert(0, gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(self.helper("context_exit", control.context_exit)),
+                args=[_name(cm)], keywords=[])), stmt))
+        return head + stmt.body + tail
+
+    def is_generator_call(self, expr):
+        """``expr`` calls a generator function: one of the module or the
+        closure, or a nested ``def`` of this function that yields."""
+        if not (isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name)):
+            return False
+        from ..analyses.ops import static_value
+        name = expr.func.id
+        if name in self.generators:
+            return True
+        fn = static_value(expr.func, self.parsed)
+        if not inspect.isgeneratorfunction(fn):
+            return False
+        from .parse import parse
+        parse(fn)           # refuses a generator read to its end that may not have one
+        return True
 
     def mapping_view(self, it):
         """``(d, "items")`` for ``d.items()`` (or keys, values), else None."""
@@ -201,6 +366,13 @@ class _Desugar:
             name = self.runtime_names[fn_name] = self.namer.fresh(fn_name)
             self.parsed.closure[name] = types.CellType(getattr(runtime, fn_name))
         return name
+
+    def helper(self, name, fn):
+        """A name the function's code can call ``fn`` by."""
+        if name not in self.runtime_names:
+            self.runtime_names[name] = self.namer.fresh(name)
+            self.parsed.closure[self.runtime_names[name]] = types.CellType(fn)
+        return self.runtime_names[name]
 
     def for_range(self, index, rng, body, orelse, origin):
         loop = gast.For(target=_name(index, gast.Store()), iter=rng, body=body,
@@ -297,6 +469,9 @@ class _Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "map") and len(node.args) >= 2 and not node.keywords:
             node = _map_as_comprehension(node, d.namer)
             return self.visit(node)
+        if d.is_builtin(node.func, "sorted") and len(node.args) == 1 \
+                and all(k.arg in ("key", "reverse") for k in node.keywords):
+            return self.visit(self.sorted_items(node))
         literal = _dict_literal(d, node)
         if literal is not None:            # dict(a=x), dict([("a", x)])
             return self.visit(literal)
@@ -317,6 +492,52 @@ class _Hoist(gast.NodeTransformer):
                 gast.IfExp(test=test, body=found, orelse=default), node))
         return self.generic_visit(node)
 
+    def sorted_items(self, node):
+        """``sorted(xs, key=k, reverse=r)`` -> ``[seq[i] for i in order]``, with
+        ``seq`` the items read once and ``order`` the permutation ``sorted``
+        makes (``sort_order``, no gradient): each item's gradient flows back
+        through indexing.  ``d.items()``, ``d.keys()`` and ``d.values()`` of a
+        dict are read by key."""
+        d = self.d
+        it = node.args[0]
+        view = d.mapping_view(it)
+        seq = d.namer.fresh("sorted_items")
+        if view is not None:
+            mapping, method = view
+            keys = gast.Call(func=_name(d.runtime_name("mapping_keys")), args=[mapping],
+                             keywords=[])
+            key = d.namer.fresh("key")
+            value = gast.Subscript(value=clone_name(mapping), slice=_name(key),
+                                   ctx=gast.Load())
+            elt = {"keys": _name(key), "values": value,
+                   "items": gast.Tuple(elts=[_name(key), value], ctx=gast.Load())}[method]
+            if not isinstance(mapping, gast.Name):
+                held = d.namer.fresh("mapping")
+                self.pre.append(_assign(_name(held, gast.Store()), self.visit(mapping), node))
+                mapping = _name(held)
+                keys.args = [mapping]
+                value.value = _name(held)
+            it = gast.ListComp(elt=elt, generators=[gast.comprehension(
+                target=_name(key, gast.Store()), iter=keys, ifs=[], is_async=0)])
+            gast.copy_location(it, node)
+        elif not isinstance(it, (gast.ListComp, gast.GeneratorExp, gast.List)):
+            # what sorted reads: a list of the items (a dict's keys, an array's rows)
+            it = gast.copy_location(gast.Call(func=_name("list"), args=[it], keywords=[]),
+                                    node)
+        self.pre.append(_assign(_name(seq, gast.Store()), self.visit(it), node))
+        opts = {k.arg: k.value for k in node.keywords}
+        order = gast.Call(func=_name(d.helper("sort_order", sort_order)),
+                          args=[_name(seq), opts.get("key", gast.Constant(None, None)),
+                                opts.get("reverse", gast.Constant(False, None))],
+                          keywords=[])
+        index = d.namer.fresh("sorted_index")
+        comp = gast.ListComp(elt=gast.Subscript(value=_name(seq), slice=_name(index),
+                                                ctx=gast.Load()),
+                             generators=[gast.comprehension(
+                                 target=_name(index, gast.Store()), iter=order, ifs=[],
+                                 is_async=0)])
+        return gast.copy_location(comp, node)
+
     def visit_ListComp(self, node):
         node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
@@ -324,6 +545,24 @@ class _Hoist(gast.NodeTransformer):
     def visit_GeneratorExp(self, node):
         node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
+
+
+def sort_order(items, key=None, reverse=False):
+    """The order ``sorted(items, key=key, reverse=reverse)`` puts ``items`` in:
+    their positions (the same stable sort, on the same keys)."""
+    items = list(items)
+    if key is None:
+        return sorted(range(len(items)), key=items.__getitem__, reverse=reverse)
+    return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
+
+
+def zip_length(rows):
+    """How many items ``zip(*rows)`` gives."""
+    return min((len(r) for r in rows), default=0)
+
+
+nondifferentiable(zip_length, sort_order, control.context_enter, control.context_exit,
+                  control.try_enter, control.try_exit)
 
 
 def _dict_literal(d, node):
@@ -368,6 +607,10 @@ class _Rename(gast.NodeTransformer):
         if node.id in self.renames:
             node.id = self.renames[node.id]
         return node
+
+
+def clone_name(node):
+    return _name(node.id) if isinstance(node, gast.Name) else node
 
 
 def _name(id_, ctx=None):

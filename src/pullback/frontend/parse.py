@@ -41,17 +41,43 @@ class Parsed:
     def location(self, node):
         lineno = getattr(node, "lineno", None) or self.tree.lineno
         line = linecache.getline(self.filename, lineno)
+        end_lineno = getattr(node, "end_lineno", None) if getattr(node, "lineno", None) else None
         return Location(self.filename, lineno, getattr(node, "col_offset", 0),
-                        getattr(node, "end_col_offset", None), line)
+                        getattr(node, "end_col_offset", None), line, end_lineno)
 
     def unsupported(self, node, what, hint):
         return UnsupportedSyntaxError(f"pullback cannot differentiate {what}.",
                                       self.location(node), hint)
 
 
-def parse(fn):
+def _apply_layout(tree, layout):
+    """Give ``tree`` (a FunctionDef) one positional parameter per value of
+    ``layout`` and start its body by packing ``*args`` and ``**kwargs``."""
+    def name(n, ctx):
+        return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
+
+    packs = []
+    for kind, target, names in layout.packs:
+        if kind == "dict":
+            value = gast.Dict(keys=[gast.Constant(k, None) for k, _ in names],
+                              values=[name(n, gast.Load()) for _, n in names])
+        else:
+            value = gast.Tuple(elts=[name(n, gast.Load()) for n in names], ctx=gast.Load())
+        stmt = gast.Assign(targets=[name(target, gast.Store())], value=value,
+                           type_comment=None)
+        gast.copy_location(stmt, tree)
+        gast.copy_location(value, tree)
+        packs.append(stmt)
+    tree.args = gast.arguments(
+        args=[name(p, gast.Param()) for p in layout.params], posonlyargs=[], vararg=None,
+        kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    tree.body = packs + tree.body
+
+
+def parse(fn, layout=None):
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
-    source cannot be found."""
+    source cannot be found.  With a ``layout``, its ``*args``, ``**kwargs``
+    and keyword-only parameters become positional ones (``Layout``)."""
     if not isinstance(fn, types.FunctionType):
         from ..rules.registry import lookup
         name = getattr(fn, "__name__", None)
@@ -95,8 +121,98 @@ def parse(fn):
             if getattr(node, "end_col_offset", None) is not None:
                 node.end_col_offset += indent
     tree = _find_function(module, fn, filename)
+    if code.co_flags & inspect.CO_GENERATOR:
+        _generator_as_list(tree, fn, filename)
+    if layout is not None:
+        _apply_layout(tree, layout)
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
     return Parsed(fn, tree, filename, fn.__globals__, closure)
+
+
+def _generator_as_list(tree, fn, filename):
+    """A generator function differentiated as the function that returns the
+    list of what it yields (``yield v`` -> ``items.append(v)``), which is what
+    ``sum``, ``list`` and a ``for`` loop read from it."""
+    def refuse(node, what, hint):
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate {what}.",
+            Location(filename, node.lineno, node.col_offset, getattr(node, "end_col_offset",
+                                                                     None),
+                     linecache.getline(filename, node.lineno)), hint)
+
+    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names)
+    items = "yielded"
+    while items in taken:
+        items += "_"
+
+    def name(ctx):
+        return gast.Name(id=items, ctx=ctx, annotation=None, type_comment=None)
+
+    def append(value, origin):
+        call = gast.Call(func=gast.Attribute(value=name(gast.Load()), attr="append",
+                                             ctx=gast.Load()), args=[value], keywords=[])
+        return gast.copy_location(gast.Expr(value=gast.copy_location(call, origin)), origin)
+
+    def block(stmts):
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Yield):
+                value = stmt.value.value or gast.Constant(None, None)
+                out.append(append(value, stmt))
+                continue
+            if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.YieldFrom):
+                var = items + "_item"
+                loop = gast.For(target=gast.Name(id=var, ctx=gast.Store(), annotation=None,
+                                                 type_comment=None),
+                                iter=stmt.value.value, body=[append(gast.Name(
+                                    id=var, ctx=gast.Load(), annotation=None,
+                                    type_comment=None), stmt)], orelse=[], type_comment=None)
+                out.append(gast.copy_location(loop, stmt))
+                continue
+            if isinstance(stmt, gast.Return):
+                if stmt.value is not None:
+                    refuse(stmt, "a generator that returns a value",
+                           "End the generator with a plain `return`.")
+                stmt.value = name(gast.Load())
+            if isinstance(stmt, gast.While) and isinstance(stmt.test, gast.Constant) \
+                    and stmt.test.value:
+                refuse(stmt, "a generator that may run forever (`while True`)",
+                       "Give the loop a condition, or yield from a finite loop.")
+            if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                out.append(stmt)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(stmt, field, None):
+                    setattr(stmt, field, block(getattr(stmt, field)))
+            for node in _shallow_walk(stmt):
+                if isinstance(node, (gast.Yield, gast.YieldFrom)):
+                    refuse(node, "`yield` used as a value", "Write `yield v` as a statement.")
+            out.append(stmt)
+        return out
+
+    init = gast.Assign(targets=[name(gast.Store())], value=gast.List(elts=[], ctx=gast.Load()),
+                       type_comment=None)
+    ret = gast.Return(value=name(gast.Load()))
+    body = block(tree.body)
+    gast.copy_location(init, tree)
+    gast.copy_location(ret, tree.body[-1])
+    tree.body = [init] + body + [ret]
+
+
+def _shallow_walk(stmt):
+    """The expressions of ``stmt`` itself, not those of its nested blocks or
+    nested functions."""
+    stack = [v for f, v in gast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody",
+                                                                 "handlers")]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, gast.AST):
+            if isinstance(v, (gast.Lambda, gast.FunctionDef)):
+                continue
+            yield v
+            stack.extend(x for _, x in gast.iter_fields(v))
 
 
 def _indent_of(line):

@@ -96,6 +96,9 @@ def _check_block(stmts, atom, counts, top, in_loop):
             _check_rhs(stmt.value, atom)
         elif isinstance(stmt, gast.Assert):
             assert atom(stmt.test)
+        elif isinstance(stmt, gast.Raise):
+            assert stmt.exc is None or atom(stmt.exc)
+            assert stmt.cause is None or atom(stmt.cause)
         elif isinstance(stmt, gast.If):
             assert atom(stmt.test)
             if stmt.body and isinstance(stmt.body[0], gast.Break):

@@ -136,19 +136,46 @@ class Expressions:
                                     ctx=gast.Load())
         else:
             callee = self.atom(func)
-        args = []
+        if any(isinstance(a, gast.Starred) for a in node.args) \
+                or any(k.arg is None for k in node.keywords):
+            return self.star_call(node, func, callee)
+        args = [self.atom(a) for a in node.args]
+        keywords = [gast.keyword(arg=k.arg, value=self.atom(k.value)) for k in node.keywords]
+        return gast.Call(func=callee, args=args, keywords=keywords)
+
+    def star_call(self, node, func, callee):
+        """``f(a, *xs, k=v, **d)`` -> ``star_call("p*d", None, f, a, xs, d, k=v)``
+        (``runtime.control.star_call``): every argument an atom, spread when
+        the call runs; a method call ``obj.m(*xs)`` passes ``obj`` and ``"m"``."""
+        how, items = [], []
         for a in node.args:
             if isinstance(a, gast.Starred):
-                raise self.parsed.unsupported(a, "a starred argument `*args`",
-                                              "Pass the arguments one by one.")
-            args.append(self.atom(a))
+                how.append("*")
+                items.append(self.atom(a.value))
+            else:
+                how.append("p")
+                items.append(self.atom(a))
         keywords = []
         for k in node.keywords:
             if k.arg is None:
-                raise self.parsed.unsupported(k.value, "a `**kwargs` argument",
-                                              "Pass keyword arguments by name.")
-            keywords.append(gast.keyword(arg=k.arg, value=self.atom(k.value)))
-        return gast.Call(func=callee, args=args, keywords=keywords)
+                how.append("d")
+                items.append(self.atom(k.value))
+            else:
+                keywords.append(gast.keyword(arg=k.arg, value=self.atom(k.value)))
+        method = None
+        if isinstance(callee, gast.Attribute) and not is_static(func, self.locals):
+            method, callee = callee.attr, callee.value
+        elif not is_atom(callee, self.locals):
+            callee = self.atom(callee)
+        helper = getattr(self, "_star_call_name", None)
+        if helper is None:
+            import types
+            from ..runtime import control
+            helper = self._star_call_name = self.fresh("star_call")
+            self.parsed.closure[helper] = types.CellType(control.star_call)
+        return gast.Call(func=_name(helper), args=[gast.Constant("".join(how), None),
+                                                    gast.Constant(method, None), callee] + items,
+                         keywords=keywords)
 
     def expr_Subscript(self, node):
         return gast.Subscript(value=self.atom(node.value), slice=self.index(node.slice),

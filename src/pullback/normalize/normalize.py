@@ -32,6 +32,7 @@ import dataclasses
 import gast
 
 from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
+from ..errors import UnsupportedSyntaxError
 from ..ir.naming import Namer
 from .expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
 
@@ -84,7 +85,15 @@ class _Normalizer(Expressions):
     def run(self):
         fn = self.parsed.tree
         body = fn.body
-        self.statements(body)
+        self.errors = []
+        try:
+            self.statements(body)
+        except Exception:
+            if not self.errors:
+                raise
+            # a consequence of what could not be normalized: report that
+        if self.errors:
+            raise _all_of(self.errors)
         if self.returned is None:
             self.returned = gast.Constant(value=None, kind=None)
             self.emit(gast.Return(value=self.returned))
@@ -128,10 +137,22 @@ class _Normalizer(Expressions):
     def stmt(self, node):
         kind = type(node).__name__
         handler = getattr(self, f"stmt_{kind}", None)
-        if handler is None:
-            raise self.parsed.unsupported(node, _DESCRIBE.get(kind, f"a `{kind}` statement"),
-                                          _HINTS.get(kind, _HINT_DEFAULT))
-        handler(node)
+        try:
+            if handler is None:
+                raise self.parsed.unsupported(node, _DESCRIBE.get(kind, f"a `{kind}` statement"),
+                                              _HINTS.get(kind, _HINT_DEFAULT))
+            handler(node)
+        except UnsupportedSyntaxError as err:
+            # go on to find the function's other unsupported constructs, so that one
+            # error lists them all; what the statement assigns counts as assigned
+            if getattr(self, "errors", None) is None:
+                raise
+            if not any(e.lineno == err.lineno and e.message == err.message
+                       for e in self.errors):
+                self.errors.append(err)
+            for name in assigned_names([node]):
+                self.env.setdefault(name, name)
+                self.locals.add(name)
 
     def stmt_Assign(self, node):
         targets = node.targets
@@ -162,8 +183,8 @@ class _Normalizer(Expressions):
             self.bind(target.id, value, origin)
         elif isinstance(target, (gast.Tuple, gast.List)):
             if any(isinstance(e, gast.Starred) for e in target.elts):
-                raise self.parsed.unsupported(target, "starred unpacking",
-                                              "Unpack into a fixed number of names.")
+                self.starred_unpack(target, value, origin)
+                return
             parts = []
             for elt in target.elts:
                 if isinstance(elt, gast.Name):
@@ -188,6 +209,39 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 target, f"assignment to {type(target).__name__.lower()}",
                 "Assign to a plain local name.")
+
+    def starred_unpack(self, target, value, origin):
+        """``a, *rest, z = xs``: ``a = xs[0]``, ``z = xs[-1]``, and
+        ``rest = list(xs[1:-1])`` (a list, as in Python), after checking that
+        ``xs`` has enough items."""
+        elts = target.elts
+        k = next(i for i, e in enumerate(elts) if isinstance(e, gast.Starred))
+        if sum(isinstance(e, gast.Starred) for e in elts) > 1:
+            raise self.parsed.unsupported(target, "two starred names in one assignment",
+                                          "Use one starred name.")
+        m = len(elts) - k - 1
+        if not isinstance(value, gast.Name):
+            value = self.atom_of(value, "unpacked")
+        size = self.atom_of(gast.Call(func=_name("len"), args=[_name(value.id)], keywords=[]),
+                            "size")
+        enough = self.atom_of(gast.Compare(left=size, ops=[gast.GtE()],
+                                           comparators=[gast.Constant(len(elts) - 1, None)]),
+                              "enough")
+        self.emit(gast.Assert(test=enough, msg=gast.Constant(
+            f"not enough values to unpack (expected at least {len(elts) - 1})", None)), origin)
+        for i, e in enumerate(elts):
+            if i == k:
+                continue
+            index = gast.Constant(i if i < k else i - len(elts), None)
+            item = self.atom_of(gast.Subscript(value=_name(value.id), slice=index,
+                                               ctx=gast.Load()),
+                                "item")
+            self.assign_target(e, item, origin)
+        part = self.atom_of(gast.Subscript(value=_name(value.id), slice=gast.Slice(
+            gast.Constant(k, None), gast.Constant(-m, None) if m else None, None),
+            ctx=gast.Load()), "rest")
+        self.assign_target(elts[k].value, gast.Call(func=_name("list"), args=[part],
+                                                    keywords=[]), origin)
 
     def write_target(self, target):
         """``y[index]`` as the target of a write: ``y`` keeps its name (the
@@ -234,6 +288,15 @@ class _Normalizer(Expressions):
 
     def stmt_Pass(self, node):
         pass
+
+    def stmt_Raise(self, node):
+        """``raise E(...)``: the primal raises it; no adjoint runs after a raise."""
+        if node.exc is None:
+            raise self.parsed.unsupported(node, "a bare `raise` (outside an `except`)",
+                                          "Raise an exception: `raise ValueError(...)`.")
+        self.emit(gast.Raise(exc=self.atom(node.exc),
+                             cause=None if node.cause is None else self.atom(node.cause)),
+                  node)
 
     def stmt_Assert(self, node):
         self.emit(gast.Assert(test=self.atom(node.test),
@@ -384,6 +447,21 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 fn, "a function with *args, **kwargs, keyword-only or positional-only "
                     "parameters", "Give the function plain positional parameters.")
+
+
+def _all_of(errors):
+    """One error for every unsupported construct of a function: the first
+    one's, with the others listed after its hint."""
+    first = errors[0]
+    if len(errors) == 1:
+        return first
+    more = [f"The function has {len(errors) - 1} more construct"
+            f"{'s' if len(errors) > 2 else ''} to change:"]
+    for err in errors[1:]:
+        where = err.location.render() if err.location is not None else ""
+        more.append(f"- {err.message}\n{where}\n  {err.hint or ''}".rstrip())
+    hint = (first.hint + "\n" if first.hint else "") + "\n".join(more)
+    return type(first)(first.message, first.location, hint)
 
 
 def _name(id_, ctx=None):

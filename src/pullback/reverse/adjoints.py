@@ -61,6 +61,14 @@ class Adjoints:
                 item = gast.Subscript(value=g, slice=key, ctx=gast.Load())
                 self.grads.add(block, name, item, fresh=False)
 
+    def adjoint_construct(self, block, stmt, op, t, g):
+        """``p = P(w, b)`` for a namedtuple or dataclass: each field's value
+        gets the cotangent of that field."""
+        for field, name in op.operands:
+            if name in self.active:
+                item = _call(self.runtime("field_cotangent"), g, gast.Constant(field, None))
+                self.grads.add(block, name, item, fresh=False)
+
     def adjoint_unpack(self, block, stmt, names, src):
         """``a, b = t``: the gradient of ``t`` is built from its parts'."""
         parts = gast.Tuple(elts=[_name(self.grads.var(n)) if self.grads.bound(n)
@@ -136,12 +144,17 @@ class Adjoints:
             return
         if op.primitive is operator.getitem and self.indexed_in_place(block, op, t, g):
             return
-        if op.primitive in (operator.add, operator.mul) and any(
-                self.kind(n).shape == "container" for _, n in op.operands):
-            raise UnsupportedSyntaxError(
-                "pullback cannot differentiate joining or repeating lists and tuples with "
-                "`+` or `*`.", self.parsed.location(op.node),
-                "Join arrays with np.concatenate or np.stack instead.")
+        kinds = [self.kind(n) for _, n in op.operands]
+        if isinstance(op.node, gast.BinOp) and not any(k.is_number for k in kinds) and (
+                (op.primitive is operator.add and not any(
+                    isinstance(c, gast.Constant) and isinstance(c.value, (float, complex))
+                    for c in (op.node.left, op.node.right)))
+                or (op.primitive is operator.mul
+                    and any(k.shape == "container" for k in kinds))):
+            # lists or tuples joined (`shape + (k,)`) or repeated (`[v] * n`), or numbers
+            # of unknown kind: told apart when the adjoint runs
+            self.adjoint_join(block, op, g)
+            return
         subst = {"g": g, "ans": _name(t)}
         for p in rule.params:
             if p in op.bound:
@@ -266,6 +279,19 @@ class Adjoints:
                                       ctx=gast.Load())
                 self.grads.add(block, name, item, fresh=fresh)
 
+    def adjoint_join(self, block, op, g):
+        """``x + y`` or ``x * y`` where ``x`` or ``y`` may be a list or a tuple."""
+        node = op.node
+        helper = "join_grads" if op.primitive is operator.add else "repeat_grads"
+        grads = self.namer.fresh(helper.replace("_grads", "") + "_parts")
+        block.append(_assign(grads, _call(self.runtime(helper), g, clone(node.left),
+                                          clone(node.right))))
+        for i, side in enumerate((node.left, node.right)):
+            if isinstance(side, gast.Name) and side.id in self.active:
+                item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
+                                      ctx=gast.Load())
+                self.grads.add(block, side.id, item, fresh=False)
+
     def adjoint_custom(self, block, stmt, op, t, g):
         # a user's bwd may hand back what it was given; fused kernels say they don't
         self.adjoint_user(block, stmt, op, t, g,
@@ -355,6 +381,15 @@ class Adjoints:
                 "parameter.", self.parsed.location(node),
                 "Give the function named parameters (def f(x, y, ...)) for the values "
                 "being differentiated.")
+        if isinstance(op.primitive, type) and not is_library(op.primitive):
+            name = op.primitive.__name__
+            raise NonDifferentiableError(
+                f"pullback cannot yet send gradients through an instance of your class "
+                f"{name} created inside the function from values being differentiated.",
+                self.parsed.location(node),
+                f"Create the {name} outside and pass it in as an argument (a dataclass or a "
+                f"namedtuple: the gradient has its fields), or pass those values to its "
+                f"methods as arguments.")
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
                     "which have rules.")

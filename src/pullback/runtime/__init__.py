@@ -10,7 +10,10 @@ adjoints call them on hot paths.
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
 - ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs).
+- ``control`` (not re-exported here): ``with np.errstate`` blocks, ``try``
+  bodies and calls with starred arguments, as the front end writes them.
 """
+from . import control  # noqa: F401
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
 from .core import *  # noqa: F401,F403

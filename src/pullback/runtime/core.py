@@ -9,7 +9,8 @@ import numpy as np
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys", "number_to_update"]
+           "FieldGrads", "indexable", "mapping_keys", "number_to_update", "join_grads",
+           "repeat_grads", "field_cotangent"]
 
 
 def indexable(seq):
@@ -43,6 +44,30 @@ def number_to_update(y, name):
         f"share: here `{name}` holds a value of type {type(y).__name__}, not a number.",
         hint=f"Write `{name} = {name} + ...` (or -, *) to make a new array, if that is what "
              "you mean.")
+
+
+def join_grads(g, x, y):
+    """Cotangents of ``x`` and ``y`` for ``x + y``: two lists or tuples joined
+    (``shape + (k,)``) take their slices of ``g``; numbers, ``g`` unbroadcast."""
+    if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+        parts = list(g) if g is not None else [None] * (len(x) + len(y))
+        return pack_like(x, parts[:len(x)]), pack_like(y, parts[len(x):])
+    return unbroadcast(g, x), unbroadcast(g, y)
+
+
+def repeat_grads(g, x, y):
+    """Cotangents of ``x`` and ``y`` for ``x * y``: a list or tuple repeated
+    ``n`` times (``[v] * n``) gets the sum of its copies' cotangents."""
+    for seq, n, first in ((x, y, True), (y, x, False)):
+        if isinstance(seq, (tuple, list)) and isinstance(n, numbers.Integral):
+            parts = list(g) if g is not None else []
+            m = len(seq)
+            total = [None] * m
+            for k, p in enumerate(parts):
+                total[k % m] = add_cotangents(total[k % m], p)
+            ct = pack_like(seq, total) if m else seq
+            return (ct, 0.0) if first else (0.0, ct)
+    return unbroadcast(g * y, x), unbroadcast(g * x, y)
 
 
 def mapping_keys(d):
@@ -265,6 +290,14 @@ def rebuild_like(x, values):
     for k, v in values.items():
         object.__setattr__(new, k, v)
     return new
+
+
+def field_cotangent(g, name):
+    """The cotangent of field ``name`` in ``g``, the cotangent of a namedtuple
+    or a dataclass (a dict of fields while the adjoint builds it, or the
+    structure itself); zero where nothing reached it."""
+    v = _entry(g, name)
+    return 0.0 if v is None else v
 
 
 def _entry(g, key):

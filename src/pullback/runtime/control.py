@@ -1,0 +1,197 @@
+"""Helpers for the control constructs and calls the front end writes.
+
+The state of ``with np.errstate`` blocks and ``try`` bodies while a primal
+runs: what ``frontend.desugar`` writes for them calls these helpers, and
+``callees.Derivative.call_primal`` closes what the primal left open and runs
+the handlers of a ``try`` body an exception left.  Per thread.  And
+``star_call`` (a call with ``*xs`` or ``**d``, as normalize writes it; the
+dispatcher, ``driver.dispatch``, differentiates it) and ``nested_value`` (a
+nested function used as a value, ``frontend.closures``).
+
+Before and after desugar::
+
+    with np.errstate(divide="ignore"):      context = np.errstate(divide="ignore")
+        y = np.log(x)                       context_enter(context)
+                                            y = np.log(x)
+                                            context_exit(context)
+
+    try:                                    try_enter(handlers)
+        y = f(x)                            y = f(x)
+    except ValueError as e:                 try_exit(handlers)
+        raise RuntimeError("bad") from e    (handlers: the except clause, compiled
+                                             in the user's module)
+
+Generated code and ``callees`` import this module; it imports nothing of
+the compiler.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+
+__all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
+           "entered_count", "take_entered", "Handlers", "try_enter", "try_exit",
+           "open_handlers", "handle_exception", "drop_handlers", "star_call", "spread",
+           "nested_value"]
+
+_open = threading.local()
+blocks_used = False     # set when a `with` or `try` block is first transformed (desugar)
+
+
+def context_enter(cm):
+    """``with cm:`` as desugar writes it (``np.errstate`` only): enter ``cm``
+    and remember it, so that it is left however the function ends."""
+    global blocks_used
+    blocks_used = True
+    stack = getattr(_open, "stack", None)
+    if stack is None:
+        stack = _open.stack = []
+    value = cm.__enter__()
+    stack.append(cm)
+    entered = getattr(_open, "entered", None)
+    if entered is None:
+        entered = _open.entered = []
+    entered.append(np.geterr())       # the adjoint runs under the same settings
+    return value
+
+
+def context_exit(cm):
+    """The end of a ``with cm:`` block."""
+    stack = _open.stack
+    if stack and stack[-1] is cm:
+        stack.pop()
+        cm.__exit__(None, None, None)
+
+
+def open_contexts():
+    """How many contexts are open (``callees`` closes those a primal left open)."""
+    stack = getattr(_open, "stack", None)
+    return len(stack) if stack else 0
+
+
+def entered_count():
+    entered = getattr(_open, "entered", None)
+    return len(entered) if entered else 0
+
+
+def take_entered(mark):
+    """The NumPy error settings of the ``with np.errstate`` blocks entered
+    since ``mark``, merged (per category, the most lenient), or None: the
+    adjoint of a function that silenced a warning runs silenced too."""
+    entered = _open.entered
+    states = entered[mark:]
+    del entered[mark:]
+    order = ["ignore", "warn", "print", "log", "call", "raise"]
+    merged = {}
+    for state in states:
+        for k, v in state.items():
+            if k not in merged or order.index(v) < order.index(merged[k]):
+                merged[k] = v
+    return merged
+
+
+def close_contexts(depth, err=None):
+    """Leave the contexts entered after ``depth`` was taken, innermost first:
+    those a ``return`` or an exception inside a ``with`` block skipped."""
+    stack = _open.stack
+    while len(stack) > depth:
+        cm = stack.pop()
+        if err is None:
+            cm.__exit__(None, None, None)
+        else:
+            cm.__exit__(type(err), err, err.__traceback__)
+
+
+class Handlers:
+    """The ``except`` clauses of one ``try`` (``frontend.desugar.try_block``): each a
+    function giving the exception types it catches and one running its body
+    (which always raises)."""
+
+    def __init__(self, clauses):
+        self.clauses = clauses        # ((types_fn, handler_fn), ...)
+
+
+def try_enter(handlers):
+    """The start of a ``try`` body: its handlers run if an exception leaves it."""
+    global blocks_used
+    blocks_used = True
+    stack = getattr(_open, "handlers", None)
+    if stack is None:
+        stack = _open.handlers = []
+    stack.append(handlers)
+
+
+def try_exit(handlers):
+    """The end of a ``try`` body, reached without an exception."""
+    stack = _open.handlers
+    if stack and stack[-1] is handlers:
+        stack.pop()
+
+
+def open_handlers():
+    stack = getattr(_open, "handlers", None)
+    return len(stack) if stack else 0
+
+
+def handle_exception(mark, err):
+    """Run, innermost first, the ``except`` clauses of the ``try`` bodies that
+    ``err`` left (those entered after ``mark``); return the exception that
+    leaves the function (the one a handler raised, or ``err``)."""
+    stack = _open.handlers
+    while len(stack) > mark:
+        handlers = stack.pop()
+        for types_of, handler in handlers.clauses:
+            if isinstance(err, types_of()):
+                try:
+                    handler(err)
+                except BaseException as new:     # a handler always raises
+                    if new is not err and new.__context__ is None:
+                        new.__context__ = err
+                    err = new
+                break
+    return err
+
+
+def drop_handlers(mark):
+    """Forget the handlers of ``try`` bodies a ``return`` left."""
+    stack = _open.handlers
+    del stack[mark:]
+
+
+# -- calls the front end writes ----------------------------------------------------
+
+def star_call(how, method, callee, *items, **kwargs):
+    """``callee(a, *xs, k=v, **d)``, as normalize writes a call with starred
+    arguments: ``star_call("p*d", None, callee, a, xs, d, k=v)``.  ``how``
+    says, for each item, whether it is passed as is (``p``), spread (``*``)
+    or spread by keyword (``d``); with a ``method`` name, ``callee`` is the
+    object whose method is called."""
+    fn, args, kwargs = spread((how, method), callee, items, kwargs)
+    return fn(*args, **kwargs)
+
+
+def spread(spec, callee, items, kwargs):
+    how, method = spec
+    fn = getattr(callee, method) if method is not None else callee
+    args = []
+    for h, v in zip(how, items):
+        if h == "p":
+            args.append(v)
+        elif h == "*":
+            args.extend(v)
+        else:
+            if not hasattr(v, "keys"):
+                raise TypeError(f"argument after ** must be a mapping, not {type(v).__name__}")
+            for k in v.keys():
+                if k in kwargs:
+                    raise TypeError(f"got multiple values for keyword argument '{k}'")
+            kwargs = {**kwargs, **v}
+    return fn, tuple(args), kwargs
+
+
+def nested_value(lifted, **captured):
+    """A nested function used as a value (``frontend.closures``): its lifted function
+    with the values it captures bound by keyword."""
+    return functools.partial(lifted, **captured)
