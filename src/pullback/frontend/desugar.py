@@ -77,10 +77,19 @@ class _Desugar:
         self.runtime_names = {}
 
     def is_builtin(self, node, name):
-        """``node`` names the builtin ``name`` (not shadowed by the module)."""
-        return isinstance(node, gast.Name) and node.id == name \
-            and node.id not in self.parsed.globals and node.id not in self.parsed.closure \
-            and getattr(builtins, name, None) is not None
+        """``node`` names the builtin ``name``: by its own name, not shadowed by
+        the module, or by a module-level alias of the very object
+        (``from autograd import dict as ag_dict`` where that is ``dict``; the
+        transform's bindings are checked on every call, so a rebinding
+        transforms again)."""
+        if not isinstance(node, gast.Name):
+            return False
+        target = getattr(builtins, name, None)
+        if target is None or node.id in self.parsed.closure:
+            return False
+        if node.id in self.parsed.globals:
+            return self.parsed.globals[node.id] is target
+        return node.id == name
 
     def block(self, stmts):
         out = []
@@ -566,12 +575,15 @@ nondifferentiable(zip_length, sort_order, control.context_enter, control.context
 
 
 def _dict_literal(d, node):
-    """``{"a": x, "b": y}`` for ``dict(a=x, b=y)`` or ``dict([("a", x), ("b", y)])``
-    (the builtin ``dict``), else None."""
+    """``{"a": x, "b": y}`` for ``dict(a=x, b=y)``, ``dict([("a", x), ("b", y)])``
+    or ``dict({"a": x}, b=y)`` (the builtin ``dict``), else None."""
     if not d.is_builtin(node.func, "dict") or any(k.arg is None for k in node.keywords):
         return None
     keys, values = [], []
-    if node.args:
+    if len(node.args) == 1 and isinstance(node.args[0], gast.Dict) \
+            and None not in node.args[0].keys:              # dict({"a": x}, b=y)
+        keys, values = list(node.args[0].keys), list(node.args[0].values)
+    elif node.args:
         pairs = node.args[0]
         if len(node.args) != 1 or not isinstance(pairs, (gast.List, gast.Tuple)) or not all(
                 isinstance(p, (gast.Tuple, gast.List)) and len(p.elts) == 2
