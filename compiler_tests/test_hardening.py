@@ -531,3 +531,22 @@ def test_a_parameter_named_np_does_not_shadow_numpy_in_the_adjoint():
     x = np.array([1.0, 2.0, 4.0])
     expected = 2.0 * (x - x.mean()) / (x.size * x.std())
     np.testing.assert_allclose(pb.grad(g)(x, 2.0), expected, rtol=1e-12)
+
+
+def test_a_rule_whose_file_changed_after_import_is_refused(tmp_path, monkeypatch):
+    # rules are inlined from their source, read when first used: a module
+    # edited on disk since it was imported would give another function's body
+    # (an np.abs adjoint came out with arctanh's rule): refused instead
+    import importlib
+    from pullback.rules import inline
+    path = tmp_path / "edited_rules.py"
+    path.write_text("def one(g, ans, x):\n    return g * 2.0\n\n\n"
+                    "def two(g, ans, x):\n    return g / (1.0 - x * x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("edited_rules")
+    path.write_text("def two(g, ans, x):\n    return g / (1.0 - x * x)\n\n\n"
+                    "def one(g, ans, x):\n    return g * 2.0\n")
+    import linecache
+    linecache.checkcache(str(path))
+    with pytest.raises(RuntimeError, match="no longer matches"):
+        inline._template(mod.one)

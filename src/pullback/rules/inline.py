@@ -39,6 +39,15 @@ __all__ = ["instantiate"]
 def _template(fn):
     src = textwrap.dedent(inspect.getsource(fn))
     tree = gast.parse(src).body[0]
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    if not isinstance(tree, gast.FunctionDef) or tree.name != fn.__name__ or [
+            a.id for a in tree.args.args + tree.args.kwonlyargs] != params:
+        # inspect reads the file as it is now: a rule module edited on disk
+        # since it was imported would give another function's body
+        raise RuntimeError(
+            f"The source of rule {fn.__qualname__} in {code.co_filename} no longer matches "
+            "the loaded rule (the file changed after it was imported); restart Python.")
     body = tree.body
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
         body = body[1:]
