@@ -28,7 +28,8 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
-from .ops import all_statements
+from .kinds import Shape
+from .ops import OpKind, all_statements
 from .order import may_run_between, runs_only_after
 
 __all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
@@ -50,7 +51,7 @@ def mutated_arrays(normal, ops):
     copies (loop-carried and merged) carry to one written into: a name a
     merge only reads from a written one is a later binding, which a write
     that came before cannot reach (`b[0] = v` then, in a branch, `b = m[2]`)."""
-    written = {op.mutates for op in ops.values() if op.kind == "setitem"}
+    written = {op.mutates for op in ops.values() if op.kind is OpKind.SETITEM}
     return _carried_into(written, _renames(normal))
 
 
@@ -122,17 +123,17 @@ def check(normal, ops, parsed, kinds=None):
                 f"and `{targets[0]}` may share memory with another array.",
                 parsed.location(s), "Make a new array to write into (np.zeros(n), "
                 "np.empty_like(x), or x.copy()).")
-        if op.kind in ("setitem", "nondiff"):
+        if op.kind in (OpKind.SETITEM, OpKind.NONDIFF):
             continue
         shared = [n for _, n in op.operands if n in group]
         if not shared:
             continue
-        if op.kind == "pack" and _only_copied(s, targets, normal, ops):
+        if op.kind is OpKind.PACK and _only_copied(s, targets, normal, ops):
             continue        # `np.stack([y, b])`: the list lives only to be copied
-        if op.kind == "copy" and not _written_while_read(normal, ops, group, s, targets[0]):
+        if op.kind is OpKind.COPY and not _written_while_read(normal, ops, group, s, targets[0]):
             continue        # `seq = b` after the last write into b (a loop's sequence)
-        if op.kind in ("copy", "pack", "append", "user", "custom", "dynamic", "opaque",
-                       "unpack"):
+        if op.kind in (OpKind.COPY, OpKind.PACK, OpKind.APPEND, OpKind.USER, OpKind.CUSTOM,
+                       OpKind.DYNAMIC, OpKind.OPAQUE, OpKind.UNPACK):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
                 "so pullback could not follow the writes.", parsed.location(s),
@@ -185,7 +186,7 @@ def packed_to_be_copied(normal, ops, stmt):
     """Whether ``stmt`` packs a list or tuple that the next statement copies
     into a new array and nothing else reads (``np.stack([y, b])``): the
     list holds the arrays for no longer than that."""
-    return ops[id(stmt)].kind == "pack" and _only_copied(stmt, _targets(stmt), normal, ops)
+    return ops[id(stmt)].kind is OpKind.PACK and _only_copied(stmt, _targets(stmt), normal, ops)
 
 
 def _written_while_read(normal, ops, group, stmt, name):
@@ -209,7 +210,7 @@ def _only_copied(stmt, targets, normal, ops):
     if len(readers) != 1:
         return False
     op = ops.get(id(readers[0]))
-    if op is None or op.kind != "rule" or not _hashable_in(op.primitive, ALLOCATING):
+    if op is None or op.kind is not OpKind.RULE or not _hashable_in(op.primitive, ALLOCATING):
         return False
     return any(a is stmt and b is readers[0]
                for block in _blocks(normal.tree.body) for a, b in zip(block, block[1:]))
@@ -233,7 +234,7 @@ def _hashable_in(prim, group):
 def _first_write(normal, ops, group):
     for s in all_statements(normal.tree.body):
         op = ops.get(id(s))
-        if op is not None and op.kind == "setitem" and op.mutates in group:
+        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group:
             return s
     return normal.tree
 
@@ -253,7 +254,7 @@ def _targets(stmt):
 def _allocates(op, stmt):
     if isinstance(stmt.value, (gast.BinOp, gast.UnaryOp)):
         return True
-    if op.kind not in ("rule", "nondiff"):
+    if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return False
     prim = op.primitive
     return isinstance(prim, np.ufunc) or prim in ALLOCATING
@@ -263,7 +264,7 @@ def _is_view(op, stmt, kinds=None):
     """Whether ``stmt`` makes a view: a reshape, a transpose, a basic slice,
     or integers that leave axes (``m[0]`` of a matrix is its first row).  An
     index of integers whose array's rank is not known counts as a view."""
-    if op.kind != "rule":
+    if op.kind is not OpKind.RULE:
         return False
     if op.primitive in VIEWS:
         return True
@@ -279,11 +280,11 @@ def _is_view(op, stmt, kinds=None):
             return False
         for i in items:
             k = kinds.get(i.id) if isinstance(i, gast.Name) else None
-            if k is not None and k.shape == "array":
+            if k is not None and k.shape is Shape.ARRAY:
                 return False        # an integer array or a mask: NumPy copies
         base = op.bound.get("a")
         k = kinds.get(base.id) if isinstance(base, gast.Name) else None
-        rank = k.ndim if k is not None and k.shape == "array" else None
+        rank = k.ndim if k is not None and k.shape is Shape.ARRAY else None
         return rank is None or rank > len(items)
     return False
 
@@ -313,7 +314,7 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
                       and any(may_run_between(root, w, s, t) for w in writers)
                       for t in _simple(root))
         span = later[:last + 1]
-        if span and getattr(ops.get(id(span[-1])), "kind", None) == "setitem":
+        if span and getattr(ops.get(id(span[-1])), "kind", None) is OpKind.SETITEM:
             span = span[:-1]    # `y[1:] = v`: a write reads its value before it writes
         writes = [j for j, t in enumerate(span) if _writes(t, ops, group)]
         if writes or escapes:
@@ -346,7 +347,7 @@ def _reads(stmt, names, copies):
 def _writes(stmt, ops, group):
     for s in all_statements([stmt]):
         op = ops.get(id(s))
-        if op is not None and op.kind == "setitem" and op.mutates in group:
+        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group:
             return True
     return False
 
@@ -365,7 +366,7 @@ def check_updates(normal, kind_of, chains, ops, parsed):
     `y = y + v` would not."""
     for stmt, old, origin in normal.augmented:
         kind = kind_of.get(old)
-        if kind is not None and kind.shape == "scalar":
+        if kind is not None and kind.shape is Shape.SCALAR:
             continue
         # a write into the array (`y[i] = v`), a non-differentiable use
         # (`y.shape`), a view used up before the update and anything that can
@@ -382,7 +383,7 @@ def check_updates(normal, kind_of, chains, ops, parsed):
         # into it (a later rebinding, `y = m[0]` after the update, is not one)
         sources = _carried_into({old}, _renames(normal))
         shared = bool(sources & set(normal.params)) or any(
-            (ops[id(s)].kind not in ("rule", "nondiff", "setitem")
+            (ops[id(s)].kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM)
              and not packed_to_be_copied(normal, ops, s)) or (
                 _is_view_op(ops[id(s)], kind_of) and not used_up_before(normal, s, stmt))
             for s in readers)
@@ -390,7 +391,7 @@ def check_updates(normal, kind_of, chains, ops, parsed):
                     if id(d) not in copies and not _placeholder(d)]
         for definer in definers:
             op = ops[id(definer)]
-            allocated = op.kind == "rule" or (op.kind == "nondiff"
+            allocated = op.kind is OpKind.RULE or (op.kind is OpKind.NONDIFF
                                               and _hashable_in(op.primitive, ALLOCATING))
             if not allocated or _is_view_op(op, kind_of):
                 shared = True

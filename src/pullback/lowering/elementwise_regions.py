@@ -21,7 +21,7 @@ import gast
 import numpy as np
 
 from ..analyses import purity
-from ..analyses.ops import dotted, static_value
+from ..analyses.ops import OpKind, dotted, static_value
 from ..errors import UnsupportedSyntaxError
 from .kernel_programs import BINARY, UNARY, Cast, Program, Step
 
@@ -209,7 +209,7 @@ class ProgramBuilder:
             op = ops[id(stmt)]
             if isinstance(rhs, gast.Constant):
                 self.steps.append(Step(local, None, [], expr=rhs))
-            elif op.kind == "user":
+            elif op.kind is OpKind.USER:
                 inner = purity.scalar_function(op.primitive)
                 call_args = [self.g_atom(a, env, parsed) for a in _arguments(op, rhs)]
                 self.inline(inner, call_args, local, depth + 1)
@@ -266,14 +266,14 @@ def _getter(a, parsed):
 
 def _arguments(op, rhs):
     """An elementwise operation's data arguments, in its rule's order."""
-    if op.kind == "rule" and isinstance(rhs, gast.Call):
+    if op.kind is OpKind.RULE and isinstance(rhs, gast.Call):
         out = []
         for p in op.rule.params:
             if p in op.bound:
                 v = op.bound[p]
                 out.extend(v if isinstance(v, tuple) else (v,))
         return out
-    if op.kind == "user":
+    if op.kind is OpKind.USER:
         return list(op.bound.values())       # bound in the callee's parameter order
     return operands_of(rhs)
 

@@ -93,8 +93,8 @@ import numpy as np
 
 from . import kernels
 from ..analyses import activity, defuse, purity
-from ..analyses.kinds import Kind
-from ..analyses.ops import Op
+from ..analyses.kinds import Kind, Shape
+from ..analyses.ops import Op, OpKind
 from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
@@ -102,10 +102,11 @@ from .kernels import Kernel
 
 __all__ = ["start"]
 
-_NUMBER_SHAPES = ("scalar", "array", "number")
+_NUMBER_SHAPES = (Shape.SCALAR, Shape.ARRAY, Shape.NUMBER)
 _SUMS = (np.sum, "ndarray.sum")
 # operations that write nothing (a user function or a custom rule may)
-_PURE_KINDS = ("rule", "nondiff", "copy", "pack", "unpack", "mapped")
+_PURE_KINDS = (OpKind.RULE, OpKind.NONDIFF, OpKind.COPY, OpKind.PACK, OpKind.UNPACK,
+               OpKind.MAPPED)
 
 
 def start(normal, parsed, ops, kinds, act, wrt, output):
@@ -197,7 +198,7 @@ class _Lowering:
         i = readers[0]
         stmt, op = block[i], self.ops.get(id(block[i]))
         if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name) \
-                or op is None or op.kind != "rule" or op.primitive not in _SUMS \
+                or op is None or op.kind is not OpKind.RULE or op.primitive not in _SUMS \
                 or set(op.bound) != {"a"} or stores[stmt.targets[0].id] != 1:
             return None
         if any(self.barrier(block[j], stores) for j in range(root + 1, i)):
@@ -256,10 +257,10 @@ class _Lowering:
                 if not isinstance(a.value, (bool, int, float)) and a.value is not None:
                     return None
         if cplx and (prim in purity.HOLOMORPHIC_EXCEPTIONS or any(
-                self.kinds.get(a.id, Kind("unknown", None)).complex is True
+                self.kinds.get(a.id, Kind(Shape.UNKNOWN, None)).complex is True
                 for a in atoms if isinstance(a, gast.Name))):
             return None
-        if op.kind == "rule" and self.varied_static(op):
+        if op.kind is OpKind.RULE and self.varied_static(op):
             return None
         return prim
 
@@ -277,7 +278,7 @@ class _Lowering:
     def is_root(self, stmt):
         target = stmt.targets[0].id
         kind = self.kinds.get(target)
-        return target in self.act.active and (kind is None or kind.shape != "scalar" or
+        return target in self.act.active and (kind is None or kind.shape is not Shape.SCALAR or
                                               id(stmt) in self.mapped)
 
     def kernel_statement(self, stmts, summed=False):
@@ -290,7 +291,7 @@ class _Lowering:
         target = root.targets[0].id
         name = self.normal.namer.fresh(f"fused_{builder.title()}")
         readers_ok = summed or target not in self.mutated() and all(
-            self.ops[id(s)].kind in ("rule", "nondiff", "custom")
+            self.ops[id(s)].kind in (OpKind.RULE, OpKind.NONDIFF, OpKind.CUSTOM)
             and not isinstance(s, gast.Return)
             for s in readers_of(self.normal.tree.body, target))
         doc = "fused from line" + ("s " if len({s.lineno for s in stmts}) > 1 else " ") + \
@@ -309,7 +310,7 @@ class _Lowering:
         reach = program.differentiable_inputs()
         operands = tuple((p, a.id) for p, a in bound.items()
                          if isinstance(a, gast.Name) and p in reach)
-        self.ops[id(new)] = Op("custom", label=name, primitive=kernel, bound=bound,
+        self.ops[id(new)] = Op(OpKind.CUSTOM, label=name, primitive=kernel, bound=bound,
                                operands=operands, node=root.value)
         for s in stmts[:-1]:
             self.kinds.pop(s.targets[0].id, None)

@@ -54,7 +54,9 @@ from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from ..analyses import kinds as kinds_
-from .adjoints import Adjoints
+from ..analyses.kinds import Shape
+from ..analyses.ops import OpKind
+from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
 from .residuals import Residuals, is_break_check
 from ..ir.grammar import assigned_names
 from ..rules.inline import clone
@@ -113,7 +115,7 @@ class _Reverse(Adjoints, Residuals):
         self.written = written            # arrays the primal writes into
         # every input float64 (or a Python float): contributions need no rounding
         self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
-                           if p in kinds and kinds[p].shape in ("scalar", "array"))
+                           if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
         self.bound_up_front = set()       # names the primal reads before any assignment
@@ -301,7 +303,7 @@ class _Reverse(Adjoints, Residuals):
                          ] + body
             return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind in ("user", "custom") and isinstance(stmt, gast.Assign) \
+        if op is not None and op.kind in (OpKind.USER, OpKind.CUSTOM) and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
@@ -310,7 +312,7 @@ class _Reverse(Adjoints, Residuals):
             stmt.value.func = _name(self.callee(op, "primal"))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
-        elif op is not None and op.kind == "dynamic" and isinstance(stmt, gast.Assign) \
+        elif op is not None and op.kind is OpKind.DYNAMIC and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
@@ -355,9 +357,9 @@ class _Reverse(Adjoints, Residuals):
         if isinstance(stmt, (gast.For, gast.While)):
             return self.adjoint_loop(stmt, block)
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind in ("append", "setitem"):
+        if op is not None and op.kind in EFFECT_ADJOINT_OF:
             out = []
-            getattr(self, f"adjoint_{op.kind}")(out, stmt, op)
+            EFFECT_ADJOINT_OF[op.kind](self, out, stmt, op)
             for s in out:
                 s.lineno = stmt.lineno
             self.parts.append((stmt, out, block))
@@ -365,7 +367,7 @@ class _Reverse(Adjoints, Residuals):
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
         target = stmt.targets[0]
-        if op.kind in ("user", "custom", "dynamic") and isinstance(target, gast.Tuple):
+        if op.kind in (OpKind.USER, OpKind.CUSTOM, OpKind.DYNAMIC) and isinstance(target, gast.Tuple):
             target = target.elts[0]      # `z, z_res = g_primal(...)`
         out = []
         if isinstance(target, gast.Tuple):
@@ -378,7 +380,7 @@ class _Reverse(Adjoints, Residuals):
             t = target.id
             if t in self.active and self.grads.bound(t):
                 g = _name(self.grads.var(t))
-                getattr(self, f"adjoint_{op.kind}")(out, stmt, op, t, g)
+                ADJOINT_OF[op.kind](self, out, stmt, op, t, g)
             self.grads.consume(t)
         for s in out:
             s.lineno = stmt.lineno
@@ -521,7 +523,7 @@ class _Reverse(Adjoints, Residuals):
         """A ``for`` loop over a ``range`` held in a name."""
         return isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Name) \
             and self.kinds.get(stmt.iter.id) is not None \
-            and self.kinds[stmt.iter.id].shape == "range"
+            and self.kinds[stmt.iter.id].shape is Shape.RANGE
 
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
