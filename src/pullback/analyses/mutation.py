@@ -28,6 +28,7 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
+from ..ir.walk import own_nodes
 from .kinds import Shape
 from .ops import OpKind, all_statements
 from .order import may_run_between, runs_only_after
@@ -336,10 +337,8 @@ def _reads(stmt, names, copies):
     for s in all_statements([stmt]):
         if id(s) in copies:
             continue
-        nodes = [s.test] if isinstance(s, (gast.If, gast.While)) else \
-            [s.iter] if isinstance(s, gast.For) else [s]
         if any(isinstance(n, gast.Name) and n.id in names and isinstance(n.ctx, gast.Load)
-               for node in nodes for n in gast.walk(node)):
+               for n in own_nodes(s)):
             return True
     return False
 

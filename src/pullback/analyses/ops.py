@@ -35,6 +35,7 @@ import numpy as np
 from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
 from ..errors import NoRuleError, UnsupportedSyntaxError
+from ..ir.walk import all_statements
 from ..rules.registry import is_nondifferentiable, lookup
 
 __all__ = ["Op", "OpKind", "resolve", "all_statements"]
@@ -110,14 +111,6 @@ def resolve(normal, parsed):
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = _Resolver(parsed, locals_)
     return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
-
-
-def all_statements(stmts):
-    """Every statement of a block, nested blocks included, in program order."""
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from all_statements(getattr(s, field, None) or [])
 
 
 class _Resolver:

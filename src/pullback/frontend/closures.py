@@ -29,6 +29,7 @@ import types
 import gast
 
 from ..backend import codegen
+from ..ir.build import name as _name
 
 __all__ = ["lift_closures"]
 
@@ -255,8 +256,3 @@ def _as_def(name, lam):
     fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return gast.copy_location(fn, lam)
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-

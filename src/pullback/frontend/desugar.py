@@ -42,6 +42,7 @@ import types
 
 import gast
 
+from ..ir.build import name as _name
 from ..ir.grammar import assigned_names
 
 __all__ = ["desugar"]
@@ -368,10 +369,6 @@ class _Rename(gast.NodeTransformer):
         if node.id in self.renames:
             node.id = self.renames[node.id]
         return node
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign(target, value, origin):

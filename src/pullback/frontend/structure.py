@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import gast
 
+from ..ir.build import name as _name
+
 __all__ = ["structure"]
 
 
@@ -214,10 +216,6 @@ def _always_returns(stmts, retval=None):
 def _may_exit(stmts):
     return any(isinstance(n, (gast.Return, gast.Break, gast.Continue))
                for s in stmts for n in gast.walk(s))
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign(name, value, origin):

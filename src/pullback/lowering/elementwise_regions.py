@@ -23,6 +23,7 @@ import numpy as np
 from ..analyses import purity
 from ..analyses.ops import OpKind, dotted, static_value
 from ..errors import UnsupportedSyntaxError
+from ..ir.walk import own_nodes
 from .kernel_programs import BINARY, UNARY, Cast, Program, Step
 
 __all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
@@ -54,10 +55,8 @@ def name_counts(body, ctx):
 def readers_of(body, name):
     for block in blocks(body):
         for stmt in block:
-            own = [stmt.test] if isinstance(stmt, (gast.If, gast.While)) else \
-                [stmt.iter] if isinstance(stmt, gast.For) else [stmt]
             if any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id == name
-                   for o in own for n in gast.walk(o)):
+                   for n in own_nodes(stmt)):
                 yield stmt
 
 

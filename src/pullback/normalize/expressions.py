@@ -11,6 +11,7 @@ import re
 
 import gast
 
+from ..ir.build import name as _name
 from ..ir.grammar import is_atom, is_static
 from ..ir.naming import _clean, describe
 
@@ -201,10 +202,6 @@ class Expressions:
         self.stmt_If(gast.copy_location(stmt, node))
         return _name(self.env.pop(tmp))   # a temporary: later merges need not carry it
 
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign_user(name, value, origin):

@@ -31,6 +31,7 @@ import dataclasses
 
 import gast
 
+from ..ir.build import name as _name
 from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
 from ..ir.naming import Namer
 from .expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
@@ -384,10 +385,6 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 fn, "a function with *args, **kwargs, keyword-only or positional-only "
                     "parameters", "Give the function plain positional parameters.")
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _insert_before_break(body, stmts):

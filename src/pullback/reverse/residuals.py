@@ -44,7 +44,7 @@ import numpy as np
 from .. import runtime
 from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
-from ..ir.build import all_statements as _all_statements
+from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
 
 __all__ = ["Residuals"]
