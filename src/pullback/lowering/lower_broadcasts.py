@@ -94,6 +94,7 @@ import numpy as np
 from . import kernels
 from ..analyses import activity, defuse, purity
 from ..analyses.kinds import Kind, Shape
+from ..analyses.mutation import mutated_arrays
 from ..analyses.ops import Op, OpKind
 from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
@@ -209,12 +210,7 @@ class _Lowering:
         """Names of arrays the function writes into (a kernel's value is a
         read-only view of JAX's buffer: such a value is copied)."""
         if self._mutated is None:
-            try:
-                from ..analyses.mutation import mutated_arrays
-                self._mutated = set(mutated_arrays(self.normal, self.ops))
-            except ImportError:
-                self._mutated = {op.mutates for op in self.ops.values()
-                                 if getattr(op, "mutates", None)}
+            self._mutated = set(mutated_arrays(self.normal, self.ops))
         return self._mutated
 
     def barrier(self, stmt, stores):

@@ -348,11 +348,6 @@ class _Normalizer(Expressions):
         for v, name in carried.items():
             self.env[v] = name
 
-    def bind_carried(self, name, value, origin):
-        self.env[name] = name
-        self.namer.reserve(name)
-        self.emit(self.copy_value(name, value), origin)
-
     def copy(self, target, source):
         return self.copy_value(target, _name(source))
 
