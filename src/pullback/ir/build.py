@@ -1,4 +1,10 @@
-"""Small constructors for the gast nodes the compiler generates."""
+"""Small constructors for the gast nodes the compiler generates.
+
+>>> import gast
+>>> from pullback.backend.codegen import unparse
+>>> print(unparse(assign("y", call("f", name("x"), gast.Constant(2.0, None)))))
+y = f(x, 2.0)
+"""
 from __future__ import annotations
 
 import gast

@@ -11,6 +11,29 @@ functions of fused maps inlined, into a ``kernel_programs.Program`` over
 the region's inputs; a value an inlined function reads from its globals or
 cells becomes an extra input, read at each call (``resolve`` finds the
 object a name of the user's function stands for).
+
+Before and after: ``np.max`` is not elementwise, so it splits the function
+into two regions, each one kernel (its program: ``kernel_programs``):
+
+>>> import pullback as pb, re
+>>> from pullback.lowering import kernels
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     z = np.exp(x) * x + 1.0
+...     m = np.max(z)
+...     return np.sum(np.tanh(z - m) * z)
+... ''')
+>>> with kernels.options(lower=True):
+...     text = pb.source(f)
+>>> print(re.sub(r" *#.*\\n", "", text).split("def f_adjoint")[0])
+def f_primal(x):
+    z, z_res = fused_exp_primal(x)
+    m = np.max(z)
+    out, out_res = fused_tanh_sum_primal(z, m)
+    return (out, (out_res, z, m, z_res, x))
+<BLANKLINE>
+<BLANKLINE>
 """
 from __future__ import annotations
 

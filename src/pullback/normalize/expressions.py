@@ -3,6 +3,22 @@ a constant, or a static dotted path), computed by a statement of its own and
 named after what it holds.  Conditional expressions and ``and``/``or`` whose
 operands compute something become branches, so Python's short circuit (and
 which operand's gradient flows) is kept.
+
+>>> from pullback.normalize.normalize import show
+>>> print(show('''
+... def f(x, c):
+...     y = np.sin(x * 2.0) if c > 0 else x
+...     return y
+... '''))
+def f(x, c):
+    cond = c > 0
+    if cond:
+        x_2 = x * 2.0
+        choice = np.sin(x_2)
+    else:
+        choice = x
+    y = choice
+    return y
 """
 from __future__ import annotations
 
