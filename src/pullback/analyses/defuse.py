@@ -49,7 +49,7 @@ class _QuietChains(beniget.DefUseChains):
         pass
 
 
-def chains(fn):
+def chains(fn: gast.FunctionDef) -> Chains:
     """Def-use chains of the normal-form function ``fn`` (a gast FunctionDef)."""
     module = gast.Module(body=[fn], type_ignores=[])
     du = _QuietChains()

@@ -24,11 +24,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gast
 import numpy as np
 
-from .ops import OpKind, all_statements
+from .ops import Op, OpKind, all_statements
+
+if TYPE_CHECKING:     # (not loaded by `import pullback`)
+    from ..frontend.parse import Parsed
+    from ..normalize.normalize import Normal
 
 __all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "Shape", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
 
@@ -83,7 +89,7 @@ def of_value(x):
     return UNKNOWN
 
 
-def of_globals(normal, parsed):
+def of_globals(normal: Normal, parsed: Parsed) -> dict[str, Kind]:
     """Kinds of the module constants and closure values the function reads
     (``DT = 0.01``): numbers and arrays only, as they are now."""
     from ..ir.grammar import assigned_names
@@ -110,7 +116,8 @@ _REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot
                "ndarray.min", "ndarray.var", "ndarray.std"}
 
 
-def infer(fn, params, ops, returns=None):
+def infer(fn: gast.FunctionDef, params: dict[str, Kind], ops: dict[int, Op],
+          returns: Callable[[object, dict[str, Kind]], Kind] | None = None) -> dict[str, Kind]:
     """Map every name of the normal-form ``fn`` to its ``Kind``; ``params``
     gives the parameters' kinds.  ``returns(callee, arg_kinds)``, if given,
     is the kind of what a call of the user function ``callee`` returns for

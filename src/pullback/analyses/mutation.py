@@ -29,8 +29,11 @@ import numpy as np
 
 from ..errors import UnsupportedSyntaxError
 from ..ir.walk import own_nodes
-from .kinds import Shape
-from .ops import OpKind, all_statements
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
+from .defuse import Chains
+from .kinds import Kind, Shape
+from .ops import Op, OpKind, all_statements
 from .order import may_run_between, runs_only_after
 
 __all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
@@ -97,7 +100,8 @@ def _closure(names, pairs):
     return group
 
 
-def check(normal, ops, parsed, kinds=None):
+def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
+          kinds: dict[str, Kind] | None = None) -> set[str]:
     """Raise ``UnsupportedSyntaxError`` for a write pullback cannot follow
     (``kinds``: the names' kinds, which tell a row of a matrix from a number)."""
     group = mutated_arrays(normal, ops)
@@ -359,7 +363,8 @@ def _simple(stmts):
 
 # -- in-place updates: `y += v` -----------------------------------------------------
 
-def check_updates(normal, kind_of, chains, ops, parsed):
+def check_updates(normal: Normal, kind_of: dict[str, Kind], chains: Chains, ops: dict[int, Op],
+                  parsed: Parsed) -> None:
     """Refuse `y += v` (``normal.augmented``) on an array another name may
     share: NumPy would mutate the shared array, and the desugared
     `y = y + v` would not."""

@@ -28,6 +28,7 @@ import functools
 import inspect
 import operator
 import types
+from typing import TYPE_CHECKING
 
 import gast
 import numpy as np
@@ -36,7 +37,11 @@ from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
 from ..errors import NoRuleError, UnsupportedSyntaxError
 from ..ir.walk import all_statements
-from ..rules.registry import is_nondifferentiable, lookup
+from ..rules.registry import Rule, is_nondifferentiable, lookup
+
+if TYPE_CHECKING:     # (not loaded by `import pullback`)
+    from ..frontend.parse import Parsed
+    from ..normalize.normalize import Normal
 
 __all__ = ["Op", "OpKind", "resolve", "all_statements"]
 
@@ -73,12 +78,12 @@ class OpKind(str, enum.Enum):
 class Op:
     kind: OpKind
     label: str = ""
-    rule: object = None
+    rule: Rule | None = None
     primitive: object = None
-    bound: dict = dataclasses.field(default_factory=dict)   # param -> atom
-    operands: tuple = ()      # (param, name) pairs that carry a gradient
-    node: object = None       # the right-hand side, for error messages
-    mutates: str = None       # the local list an `append` adds to
+    bound: dict[str, object] = dataclasses.field(default_factory=dict)   # param -> atom
+    operands: tuple[tuple[object, str], ...] = ()   # (param, name) pairs that carry a gradient
+    node: gast.AST | None = None    # the right-hand side, for error messages
+    mutates: str | None = None      # the local list an `append` adds to
 
     def __post_init__(self):
         self.kind = OpKind(self.kind)    # (a string names the same kind)
@@ -104,7 +109,7 @@ class Op:
                 if isinstance(a, gast.Name)]
 
 
-def resolve(normal, parsed):
+def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
     """Map ``id(stmt)`` to its ``Op`` for every statement of ``normal.tree``."""
     locals_ = set(normal.params) | {
         n.id for n in gast.walk(normal.tree)

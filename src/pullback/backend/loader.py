@@ -32,6 +32,8 @@ import types
 
 from .codegen import check_nesting, register_source, render_function, source_lines
 from ..errors import Location, PullbackError
+from ..frontend.parse import Parsed
+from ..reverse.reverse import Derived
 
 __all__ = ["Loaded", "load", "rebuild"]
 
@@ -87,7 +89,7 @@ class Loaded:
                      f"\n    {text}")
 
 
-def load(derived, parsed):
+def load(derived: Derived, parsed: Parsed) -> Loaded:
     fn = parsed.fn
     user_free = list(parsed.closure)
     helpers = derived.helpers

@@ -30,11 +30,14 @@ import gast
 
 from ..backend import codegen
 from ..ir.build import name as _name
+from ..ir.naming import Namer
+from .parse import Parsed
 
 __all__ = ["lift_closures"]
 
 
-def lift_closures(fn, namer, parsed):
+def lift_closures(fn: gast.FunctionDef, namer: Namer,
+                  parsed: Parsed) -> list[tuple[str, gast.FunctionDef]]:
     """Lift the nested functions of ``fn`` (a gast FunctionDef, changed in
     place); each lifted function is bound in ``parsed.closure``.  Returns the
     list of lifted (name, gast FunctionDef)."""

@@ -44,11 +44,13 @@ import gast
 
 from ..ir.build import name as _name
 from ..ir.grammar import assigned_names
+from ..ir.naming import Namer
+from .parse import Parsed
 
 __all__ = ["desugar"]
 
 
-def desugar(fn, namer, parsed):
+def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     d = _Desugar(namer, parsed)
     fn.body = d.block(fn.body)

@@ -49,7 +49,7 @@ class Parsed:
                                       self.location(node), hint)
 
 
-def parse(fn):
+def parse(fn: object) -> Parsed:
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
     source cannot be found."""
     if not isinstance(fn, types.FunctionType):

@@ -39,11 +39,13 @@ from __future__ import annotations
 import gast
 
 from ..ir.build import name as _name
+from ..ir.naming import Namer
+from .parse import Parsed
 
 __all__ = ["structure"]
 
 
-def structure(fn, namer, parsed):
+def structure(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
     """Rewrite ``fn`` (a gast FunctionDef, changed in place and returned)."""
     s = _Structurer(namer, parsed)
     body = fn.body

@@ -96,6 +96,8 @@ from ..analyses import activity, defuse, purity
 from ..analyses.kinds import Kind, Shape
 from ..analyses.mutation import mutated_arrays
 from ..analyses.ops import Op, OpKind
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
 from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
@@ -110,7 +112,8 @@ _PURE_KINDS = (OpKind.RULE, OpKind.NONDIFF, OpKind.COPY, OpKind.PACK, OpKind.UNP
                OpKind.MAPPED)
 
 
-def start(normal, parsed, ops, kinds, act, wrt, output):
+def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, Kind],
+          act: activity.Activity, wrt: list[str], output: gast.expr) -> _Lowering:
     """The lowering of ``normal``'s pure elementwise regions, before its first
     step; ``pipeline.py`` runs its four steps in order (``inline`` ...
     ``lower``), the last of which returns the new ``(normal, ops, kinds,

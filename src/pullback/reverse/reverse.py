@@ -54,8 +54,11 @@ from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from ..analyses import kinds as kinds_
-from ..analyses.kinds import Shape
-from ..analyses.ops import OpKind
+from ..analyses.activity import Activity
+from ..analyses.kinds import Kind, Shape
+from ..analyses.ops import Op, OpKind
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
 from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
 from .residuals import Residuals, is_break_check
 from ..ir.grammar import assigned_names
@@ -68,12 +71,13 @@ __all__ = ["Derived", "start"]
 class Derived:
     primal: gast.FunctionDef
     adjoint: gast.FunctionDef
-    helpers: dict            # name used in the generated code -> value
-    wrt: tuple               # parameters whose gradients the adjoint returns
+    helpers: dict[str, object]   # name used in the generated code -> value
+    wrt: tuple[str, ...]         # parameters whose gradients the adjoint returns
 
 
-def start(normal, parsed, ops, kinds, activity, wrt, output, inplace=True,
-          written=frozenset()):
+def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, Kind],
+          activity: Activity, wrt: list[str], output: gast.expr, inplace: bool = True,
+          written: frozenset[str] = frozenset()) -> _Reverse:
     """The reverse pass over ``normal``, before its first step; ``pipeline.py``
     runs its eight steps in order (``primal`` ... ``assemble``), the last of
     which returns the ``Derived`` primal and adjoint.

@@ -46,11 +46,11 @@ class Rule:
 
     fn: Callable
     name: str
-    diff: tuple          # names of differentiable parameters, in return order
-    params: tuple        # every parameter after (g, ans), in order
+    diff: tuple[str, ...]      # names of differentiable parameters, in return order
+    params: tuple[str, ...]    # every parameter after (g, ans), in order
     broadcasts: bool
     signature: inspect.Signature
-    discrete: tuple = ()  # static parameters whose values are discrete (indices, keys)
+    discrete: tuple[str, ...] = ()  # static parameters whose values are discrete (indices, keys)
 
     def bind(self, args, kwargs):
         """Bind a call's arguments to the rule's parameters (after g, ans).
