@@ -247,3 +247,6 @@ def _is_callable_instance(obj):
         return False
     return not isinstance(obj, CustomVJP) and isinstance(
         getattr(type(obj), "__call__", None), types.FunctionType)
+
+
+runtime.calls.install(derivative_of=derivative_of)   # an artifact's callee handles

@@ -41,6 +41,7 @@ import types
 from ..backend import codegen
 from ..callees import _RECEIVER, _unwrap
 from .. import runtime
+from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
@@ -69,12 +70,6 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
             "pullback cannot send a gradient to the object it is called on.",
             hint="Pass the values the call depends on as arguments.")
     return dynamic_call(method, mask, inplace, *args, **kwargs)
-
-
-def dynamic_adjoint(res, ct):
-    """One cotangent per entry of the call's ``mask``."""
-    plan, r = res
-    return plan.adjoint(r, ct)
 
 
 def refusal(fn):

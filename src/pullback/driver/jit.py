@@ -18,6 +18,7 @@ import threading
 from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
+from ..runtime import calls as runtime_calls
 
 __all__ = ["specialize", "transform", "obtain"]
 
@@ -108,3 +109,11 @@ def obtain(fn, sig_key, wrt, has_aux, make, options=None):
 
 
 Derivative.driver = sys.modules[__name__]       # see Derivative.driver
+
+
+def _dispatcher():
+    from . import dispatch      # late: importing pullback does not load the compiler
+    return dispatch
+
+
+runtime_calls.install(dispatcher=_dispatcher)   # generated code's dynamic_call comes here

@@ -288,7 +288,7 @@ class Adjoints:
             self.check_function_value(callee.id, where)
         grads = self.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
         block.append(_assign(grads, _call(self.helper("dynamic_adjoint",
-                                                      dispatch.dynamic_adjoint),
+                                                      runtime.dynamic_adjoint),
                                           _name(self.residual_of[id(stmt)]), g)))
         names = dict(op.operands)
         for i, k in enumerate(self.dynamic_mask(op)):

@@ -49,7 +49,6 @@ import dataclasses
 
 import gast
 
-from ..driver import dispatch
 from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
@@ -335,10 +334,10 @@ class _Reverse(Adjoints, Residuals):
         receiver = op.bound["receiver"]
         if receiver is not None:
             head = [_name(receiver.id), gast.Constant(call.func.attr, None)]
-            func = self.helper("dynamic_method_call", dispatch.dynamic_method_call)
+            func = self.helper("dynamic_method_call", runtime.dynamic_method_call)
         else:
             head = [call.func]
-            func = self.helper("dynamic_call", dispatch.dynamic_call)
+            func = self.helper("dynamic_call", runtime.dynamic_call)
         return gast.Call(func=_name(func), args=head + flags + call.args,
                          keywords=call.keywords)
 

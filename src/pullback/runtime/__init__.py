@@ -8,10 +8,14 @@ adjoints call them on hot paths.
 - ``core``: projection onto the primal (shape, realness, dtype, type), zeros,
   structures (tuples, dicts, namedtuples, dataclasses);
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
-- ``accumulation``: owned buffers, indexed adds, writes into arrays.
+- ``accumulation``: owned buffers, indexed adds, writes into arrays;
+- ``calls``: calls into pullback itself (a callee known only at run time,
+  a callee's handle), through hooks the driver installs.
 """
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
+from .calls import *  # noqa: F401,F403
+from .calls import __all__ as _calls
 from .core import *  # noqa: F401,F403
 from .core import __all__ as _core
 from .fft_support import *  # noqa: F401,F403
@@ -24,4 +28,4 @@ from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support)
+           + _layout_support + _fft_support + _calls)
