@@ -5,7 +5,8 @@ default argument, a container element, a ``functools.partial``, a bound
 method or a callable instance cannot be resolved when the function is
 transformed.  Such a call is never taken for a constant: the generated
 primal hands the callee to ``dynamic_call`` (``dynamic_method_call`` for
-``obj.method(...)``), which unwraps it and picks its derivative:
+``obj.method(...)``; generated code calls ``runtime.calls``'s, which forward
+here), which unwraps it and picks its derivative:
 
 - a user function: its own primal/adjoint pair, transformed once per
   signature and cached like any other callee;
