@@ -36,7 +36,8 @@ if TYPE_CHECKING:     # (not loaded by `import pullback`)
     from ..frontend.parse import Parsed
     from ..normalize.normalize import Normal
 
-__all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "Shape", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
+__all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "Shape", "SCALAR",
+           "ARRAY", "NUMBER", "UNKNOWN"]
 
 
 class Shape(str, enum.Enum):

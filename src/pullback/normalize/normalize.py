@@ -47,9 +47,9 @@ class Normal:
     tree: gast.FunctionDef
     params: list[str]       # parameter names, in order
     returned: gast.expr     # the atom the function returns
-    augmented: list[tuple[gast.stmt, str, gast.AST]]   # (stmt, old name, source node) of each `y op= v`
+    augmented: list[tuple[gast.stmt, str, gast.AST]]   # (stmt, old name, node) of each `y op= v`
     namer: Namer
-    carried: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # id(loop) -> carried names
+    carried: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # id(loop) -> names
     renames: set[int] = dataclasses.field(default_factory=set)    # id(copy) normalize added
 
     @property

@@ -306,7 +306,8 @@ class _Reverse(Adjoints, Residuals):
                          ] + body
             return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind in (OpKind.USER, OpKind.CUSTOM) and isinstance(stmt, gast.Assign) \
+        if op is not None and op.kind in (OpKind.USER, OpKind.CUSTOM) \
+                and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
@@ -370,7 +371,8 @@ class _Reverse(Adjoints, Residuals):
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
         target = stmt.targets[0]
-        if op.kind in (OpKind.USER, OpKind.CUSTOM, OpKind.DYNAMIC) and isinstance(target, gast.Tuple):
+        if op.kind in (OpKind.USER, OpKind.CUSTOM, OpKind.DYNAMIC) \
+                and isinstance(target, gast.Tuple):
             target = target.elts[0]      # `z, z_res = g_primal(...)`
         out = []
         if isinstance(target, gast.Tuple):
