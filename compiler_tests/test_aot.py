@@ -251,7 +251,7 @@ def test_signatures_custom_callees_and_closures(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "skipped make.<locals>.scaled" in p.stderr and "enclosing function" in p.stderr
     text = (proj / "__pullback__" / "spec_pullback.py").read_text()
-    assert "def _make_energy_1(" in text and "_pullback_api.derivative_of(_spec.cube)" in text
+    assert "def _make_energy_1(" in text and "_runtime.derivative_of(_spec.cube)" in text
     z = "[np.array([1.0 + 2.0j, -0.5 + 0.25j, 3.0 - 1.0j])]"
     x = "[np.array([1.0, -0.5, 3.0])]"
     for args in (z, x):
@@ -298,7 +298,7 @@ def helper(*args, scale=1.0):
 
 def test_errstate_and_star_calls_compile_ahead_of_time(tmp_path):
     # the helpers desugar and normalize write (runtime.control) are named in
-    # the artifact by module path, so it imports them without the compiler
+    # the artifact through pullback.runtime, so it imports them without the compiler
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "ctl.py").write_text(CONTROL_MODULE)
@@ -306,10 +306,61 @@ def test_errstate_and_star_calls_compile_ahead_of_time(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     text = (proj / "__pullback__" / "ctl_pullback.py").read_text()
-    assert "pullback.runtime.control" in text and "star_call" in text
+    assert "_runtime.control.star_call" in text and "_runtime.control.context_enter" in text
+    assert _pullback_imports(text) == {"pullback.runtime"}
     args = "[np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25, 2.0])]"
     stats, got = grads_in_fresh_process(proj, "ctl", "loss", args, (0, 1), tmp_path / "a.npz")
     assert stats["artifact_hits"] >= 1, stats
     x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.25, 2.0])
     np.testing.assert_allclose(got[1], 2 * np.log(x) * y ** 2 / x + 0.5 * y, rtol=1e-12)
     np.testing.assert_allclose(got[2], 2 * np.log(x) ** 2 * y + 0.5 * x, rtol=1e-12)
+
+
+DYNAMIC = """
+import numpy as np
+import pullback as pb
+
+
+def apply(fn, x):
+    return fn(x)
+
+
+def cube(x):
+    return x ** 3
+
+
+@pb.differentiable
+def energy(x):
+    return np.sum(apply(np.sin, x)) + np.sum(cube(x))
+"""
+
+
+def test_artifact_with_dynamic_calls_imports_only_the_runtime(tmp_path):
+    # generated code reaches the dispatcher and callee handles through
+    # pullback.runtime (runtime/calls.py), never through a compiler module
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "dyn.py").write_text(DYNAMIC)
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "dyn.py"),
+                        "--signature", "energy(float64[:])"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    text = (proj / "__pullback__" / "dyn_pullback.py").read_text()
+    assert "_runtime.dynamic_call" in text and "_runtime.dynamic_adjoint" in text
+    assert "_runtime.derivative_of(_dyn.apply)" in text
+    assert _pullback_imports(text) == {"pullback.runtime"}
+    call = (proj, "dyn", "energy", "[np.array([1.0, -0.5, 3.0])]", 0)
+    stats, got = grads_in_fresh_process(*call, tmp_path / "a.npz")
+    assert stats["artifact_hits"] >= 1, stats
+    xs = np.array([1.0, -0.5, 3.0])
+    np.testing.assert_allclose(got[1], np.cos(xs) + 3 * xs ** 2, rtol=1e-12)
+
+
+def _pullback_imports(text):
+    """The pullback modules an artifact's source imports."""
+    modules = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules.update(f"{node.module}.{a.name}" for a in node.names)
+    return {m for m in modules if m.startswith("pullback")}

@@ -21,3 +21,20 @@ def test_docstring_examples(name):
     for test in finder.find(module, name, globs={"__name__": name, **vars(module)}):
         runner.run(test)
     assert runner.failures == 0, f"{runner.failures} docstring example(s) failed in {name}"
+
+
+# the stages of the compiler: each of their modules is a pass (or the toolkit
+# the passes share) and shows a small before and after
+PASS_PACKAGES = ("frontend", "normalize", "analyses", "reverse", "lowering", "backend", "ir")
+NOT_PASSES = {"pullback.lowering.jax_bridge"}     # moving arrays to JAX and back
+
+
+def test_every_pass_module_shows_an_example():
+    missing = []
+    for name in MODULES:
+        parts = name.split(".")
+        if len(parts) == 3 and parts[1] in PASS_PACKAGES and name not in NOT_PASSES:
+            doc = importlib.import_module(name).__doc__ or ""
+            if ">>>" not in doc:
+                missing.append(name)
+    assert not missing, f"pass modules whose docstring has no example: {missing}"

@@ -107,3 +107,16 @@ def test_ravel_and_reshape_to_a_written_shape_have_a_rank():
     np.testing.assert_array_equal(gx, [1.0, 1.0, 0.0, 1.0])
     np.testing.assert_array_equal(gm, [[2.0, 1.0, 1.0, 1.0], [0.0] * 4, [0.0] * 4])
     assert gs == 1.0
+
+
+def test_every_op_kind_has_an_adjoint():
+    # each kind of op is differentiated by its entry in one of the adjoint tables,
+    # or (two kinds) by the reverse pass itself; a kind added without one would
+    # reach reverse's assertion, never a skipped gradient
+    from pullback.analyses.ops import OpKind
+    from pullback.reverse.adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF
+    elsewhere = {OpKind.UNPACK,     # `a, b = t`: reverse's tuple targets (adjoint_unpack)
+                 OpKind.MAPPED}     # a fused np.vectorize call: its kernel's region
+    assert not set(ADJOINT_OF) & set(EFFECT_ADJOINT_OF)
+    assert set(OpKind) == set(ADJOINT_OF) | set(EFFECT_ADJOINT_OF) | elsewhere
+    assert OpKind.CONSTRUCT in ADJOINT_OF        # issue 13's namedtuple/dataclass calls

@@ -451,3 +451,6 @@ def flatten_call(fn, signature, args, kwargs):
             _layouts.clear()
         layout = _layouts[key] = layout_for(fn, signature, nvar, kwnames)
     return Flat(flat, layout)
+
+
+runtime.calls.install(derivative_of=derivative_of)   # an artifact's callee handles

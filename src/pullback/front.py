@@ -30,6 +30,8 @@ def f(x, n):
 """
 from __future__ import annotations
 
+import types
+
 from .analyses import ops as ops_
 from .frontend import closures, desugar as desugar_, parse as frontend, structure as structure_
 from .ir.naming import Namer
@@ -49,35 +51,35 @@ class Transform:
         self.layout = layout        # *args/**kwargs: how this call fills them (callees.Layout)
 
 
-def parse(t):
+def parse(t: Transform) -> None:
     t.parsed = frontend.parse(t.fn, t.layout)
     t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
 
 
-def desugar(t):
+def desugar(t: Transform) -> None:
     desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
 
 
-def lift_closures(t):
+def lift_closures(t: Transform) -> None:
     closures.lift_closures(t.parsed.tree, t.namer, t.parsed)
 
 
-def structure(t):
+def structure(t: Transform) -> None:
     structure_.structure(t.parsed.tree, t.namer, t.parsed)
 
 
-def normalize(t):
+def normalize(t: Transform) -> None:
     t.normal = normalize_.normalize(t.parsed, t.namer)
 
 
-def resolve_ops(t):
+def resolve_ops(t: Transform) -> None:
     t.ops = ops_.resolve(t.normal, t.parsed)
 
 
 FRONT = [parse, desugar, lift_closures, structure, normalize, resolve_ops]
 
 
-def front(fn):
+def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:
     """``(parsed, normal, ops)``: ``fn`` parsed, brought to normal form, and
     its operations resolved."""
     t = Transform(fn)

@@ -30,96 +30,96 @@ from .reverse import propagate_copies as propagate_copies_, reverse
 
 # -- analyses -------------------------------------------------------------------
 
-def infer_kinds(t):
+def infer_kinds(t: Transform) -> None:
     t.kinds = kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
                                           **t.param_kinds}, t.ops, _returns_of(t.fn))
 
 
-def find_output(t):
+def find_output(t: Transform) -> None:
     t.output = _output(t.normal, t.ops, t.has_aux, t.parsed)
 
 
-def def_use(t):
+def def_use(t: Transform) -> None:
     t.chains = defuse.chains(t.normal.tree)
 
 
-def activity(t):
+def activity(t: Transform) -> None:
     ops = t.ops
     t.act = activity_.analyze(t.normal.tree, t.chains, t.wrt, t.output,
                               lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
 
 
-def check_updates(t):
+def check_updates(t: Transform) -> None:
     mutation.check_updates(t.normal, t.kinds, t.chains, t.ops, t.parsed)
 
 
-def check_mutation(t):
+def check_mutation(t: Transform) -> None:
     t.written = frozenset(mutation.check(t.normal, t.ops, t.parsed, t.kinds))
 
 
 # -- lowering for large arrays (lower_broadcasts' four steps) ---------------------
 
-def inline_closures(t):
+def inline_closures(t: Transform) -> None:
     t.lowering = lower_broadcasts.start(t.normal, t.parsed, t.ops, t.kinds, t.act, t.wrt,
                                         t.output)
     t.lowering.inline()
 
 
-def vectorize_calls(t):
+def vectorize_calls(t: Transform) -> None:
     t.lowering.vectorize()
 
 
-def refresh_activity(t):
+def refresh_activity(t: Transform) -> None:
     t.lowering.refresh()
 
 
-def lower_regions(t):
+def lower_regions(t: Transform) -> None:
     t.normal, t.ops, t.kinds, t.act = t.lowering.lower()
 
 
 # -- the reverse pass (reverse's eight steps) -----------------------------------------
 
-def primal(t):
+def primal(t: Transform) -> None:
     t.reverse = reverse.start(t.normal, t.parsed, t.ops, t.kinds, t.act, t.wrt, t.output,
                               inplace=t.inplace, written=t.written)
     t.reverse.primal()
 
 
-def adjoint(t):
+def adjoint(t: Transform) -> None:
     t.reverse.adjoint()
 
 
-def adjoint_return(t):
+def adjoint_return(t: Transform) -> None:
     t.reverse.returns()
 
 
-def snapshots(t):
+def snapshots(t: Transform) -> None:
     t.reverse.snapshots()
 
 
-def saves(t):
+def saves(t: Transform) -> None:
     t.reverse.saves()
 
 
-def tapes(t):
+def tapes(t: Transform) -> None:
     t.reverse.tapes()
 
 
-def residuals(t):
+def residuals(t: Transform) -> None:
     t.reverse.residual_list()
 
 
-def assemble(t):
+def assemble(t: Transform) -> None:
     t.derived = t.reverse.assemble()
 
 
 # -- the back end -----------------------------------------------------------------
 
-def propagate_copies(t):
+def propagate_copies(t: Transform) -> None:
     propagate_copies_.propagate_copies(t.derived.adjoint)
 
 
-def load(t):
+def load(t: Transform) -> None:
     t.loaded = loader.load(t.derived, t.parsed)
 
 
@@ -138,7 +138,8 @@ STEPS = [
 assert STEPS[:len(FRONT)] == FRONT
 
 
-def transform(fn, param_kinds, wrt, has_aux=False, inplace=True, layout=None):
+def transform(fn: types.FunctionType, param_kinds: dict[str, kinds.Kind], wrt: list[str],
+              has_aux: bool = False, inplace: bool = True, layout: object = None) -> loader.Loaded:
     """Differentiate ``fn`` for arguments of ``param_kinds`` (name -> Kind)
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
     t = Transform(fn, param_kinds, wrt, has_aux, inplace, layout)

@@ -20,7 +20,7 @@ from .frontend import parse as frontend
 from .normalize import normalize as normalize_
 from .analyses import activity, defuse, kinds as kinds_, ops as ops_
 
-__all__ = ["function_from_source", "normal_form", "analyses"]
+__all__ = ["function_from_source", "normal_form", "analyses", "adjoint_source"]
 
 _counter = itertools.count()
 
@@ -92,3 +92,12 @@ def lifted(fn):
     extra = closures.lift_closures(parsed.tree, namer, parsed)
     return "\n\n".join([codegen.unparse(parsed.tree)] +
                        [codegen.unparse(tree) for _, tree in extra])
+
+
+def adjoint_source(fn, *args):
+    """The adjoint ``pb.source`` generates for ``fn`` at ``args``, without its
+    ``# line`` comments (for the rule modules' examples)."""
+    import re
+    from .api import source
+    text = source(fn, *args)
+    return "def " + re.sub(r" *#.*\n", "", text).split("def ", 2)[2].rstrip("\n")

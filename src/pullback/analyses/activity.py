@@ -20,8 +20,11 @@ whose operands is active leaves no trace in the adjoint.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 
 import gast
+
+from .defuse import Chains
 
 __all__ = ["Activity", "analyze"]
 
@@ -36,7 +39,9 @@ class Activity:
         return self.varied & self.useful
 
 
-def analyze(fn, chains, wrt, returned, differentiable_operands, mutated=lambda s: None):
+def analyze(fn: gast.FunctionDef, chains: Chains, wrt: Iterable[str], returned: gast.expr,
+            differentiable_operands: Callable[[gast.stmt], set[str]],
+            mutated: Callable[[gast.stmt], str | None] = lambda s: None) -> Activity:
     """Which names are varied, useful and active.
 
     ``mutated(stmt)`` names the list a statement appends to (which it

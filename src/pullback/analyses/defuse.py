@@ -23,6 +23,8 @@ from __future__ import annotations
 import beniget
 import gast
 
+from ..ir.walk import all_statements as _all_statements, own_nodes as _own_nodes
+
 __all__ = ["Chains", "chains"]
 
 
@@ -47,7 +49,7 @@ class _QuietChains(beniget.DefUseChains):
         pass
 
 
-def chains(fn):
+def chains(fn: gast.FunctionDef) -> Chains:
     """Def-use chains of the normal-form function ``fn`` (a gast FunctionDef)."""
     module = gast.Module(body=[fn], type_ignores=[])
     du = _QuietChains()
@@ -73,19 +75,3 @@ def chains(fn):
     return Chains(defs, users, list(_all_statements(fn.body)))
 
 
-def _all_statements(stmts):
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from _all_statements(getattr(s, field, None) or [])
-
-
-def _own_nodes(stmt):
-    """The nodes of a statement, not those of its nested blocks."""
-    if isinstance(stmt, gast.If):
-        return gast.walk(stmt.test)
-    if isinstance(stmt, gast.For):
-        return list(gast.walk(stmt.target)) + list(gast.walk(stmt.iter))
-    if isinstance(stmt, gast.While):
-        return gast.walk(stmt.test)
-    return gast.walk(stmt)

@@ -22,51 +22,75 @@ the function can be complex, and ``+`` only where values are numbers.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import gast
 import numpy as np
 
-from .ops import all_statements
+from .ops import Op, OpKind, all_statements
 
-__all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "SCALAR", "ARRAY", "NUMBER", "UNKNOWN"]
+if TYPE_CHECKING:     # (not loaded by `import pullback`)
+    from ..frontend.parse import Parsed
+    from ..normalize.normalize import Normal
+
+__all__ = ["Kind", "of_value", "int_names", "of_globals", "of_atom", "infer", "Shape", "SCALAR",
+           "ARRAY", "NUMBER", "UNKNOWN"]
+
+
+class Shape(str, enum.Enum):
+    """The sort of value a name holds.  A ``str`` whose value is the shape's
+    name, so that ``kind.shape == "scalar"`` still holds."""
+    SCALAR = "scalar"          # a Python or NumPy scalar, or a 0-d array
+    ARRAY = "array"            # an array of rank 1 or more
+    NUMBER = "number"          # a scalar or an array, not known which
+    CONTAINER = "container"    # a tuple, list or dict
+    UNKNOWN = "unknown"
+    RANGE = "range"            # a ``range`` object
+
+    __str__, __repr__ = str.__str__, str.__repr__     # prints as its string, as before
 
 
 @dataclasses.dataclass(frozen=True)
 class Kind:
-    shape: str             # scalar | array | number | container | unknown
+    shape: Shape
     complex: object        # True, False, or None for "may be"
     ndim: object = None    # the rank when known (0 for a scalar)
     dtype: object = None   # e.g. "float64", when known
     length: object = None  # a tuple or list literal's length (a shape: np.zeros((3, 4)))
 
+    def __post_init__(self):
+        object.__setattr__(self, "shape", Shape(self.shape))   # (a string names the same)
+
     @property
     def is_number(self):
-        return self.shape in ("scalar", "array", "number")
+        return self.shape in (Shape.SCALAR, Shape.ARRAY, Shape.NUMBER)
 
 
-SCALAR = Kind("scalar", False, 0)
-ARRAY = Kind("array", False)
-NUMBER = Kind("number", False)      # scalar or array: the generic transform's inputs
-UNKNOWN = Kind("unknown", None)
-RANGE = Kind("range", False)
+SCALAR = Kind(Shape.SCALAR, False, 0)
+ARRAY = Kind(Shape.ARRAY, False)
+NUMBER = Kind(Shape.NUMBER, False)      # scalar or array: the generic transform's inputs
+UNKNOWN = Kind(Shape.UNKNOWN, None)
+RANGE = Kind(Shape.RANGE, False)
 
 
 def of_value(x):
     """The kind of a concrete argument (part of the specialisation key)."""
     if isinstance(x, (bool, int, float, complex, np.generic)):
-        return Kind("scalar", bool(np.iscomplexobj(x)), 0, np.result_type(x).name)
+        return Kind(Shape.SCALAR, bool(np.iscomplexobj(x)), 0, np.result_type(x).name)
     if isinstance(x, np.ndarray):
-        return Kind("scalar" if x.ndim == 0 else "array", bool(np.iscomplexobj(x)), x.ndim,
+        return Kind(Shape.SCALAR if x.ndim == 0 else Shape.ARRAY, bool(np.iscomplexobj(x)), x.ndim,
                     x.dtype.name)
     if isinstance(x, (tuple, list)):
-        return Kind("container", None)
+        return Kind(Shape.CONTAINER, None)
     if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
-        return Kind("number", None)
+        return Kind(Shape.NUMBER, None)
     return UNKNOWN
 
 
-def of_globals(normal, parsed):
+def of_globals(normal: Normal, parsed: Parsed) -> dict[str, Kind]:
     """Kinds of the module constants and closure values the function reads
     (``DT = 0.01``): numbers and arrays only, as they are now."""
     from ..ir.grammar import assigned_names
@@ -93,7 +117,8 @@ _REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot
                "ndarray.min", "ndarray.var", "ndarray.std"}
 
 
-def infer(fn, params, ops, returns=None):
+def infer(fn: gast.FunctionDef, params: dict[str, Kind], ops: dict[int, Op],
+          returns: Callable[[object, dict[str, Kind]], Kind] | None = None) -> dict[str, Kind]:
     """Map every name of the normal-form ``fn`` to its ``Kind``; ``params``
     gives the parameters' kinds.  ``returns(callee, arg_kinds)``, if given,
     is the kind of what a call of the user function ``callee`` returns for
@@ -117,7 +142,7 @@ def _block(stmts, ops, kinds, returns):
         elif isinstance(stmt, (gast.For, gast.While)):
             if isinstance(stmt, gast.For):
                 over_range = _atom(stmt.iter, kinds) == RANGE
-                kinds[stmt.target.id] = Kind("scalar", False, 0) if over_range else UNKNOWN
+                kinds[stmt.target.id] = Kind(Shape.SCALAR, False, 0) if over_range else UNKNOWN
             for _ in range(3):      # loop-carried names: until their kinds settle
                 before = dict(kinds)
                 _block(stmt.body, ops, kinds, returns)
@@ -144,8 +169,8 @@ def _join(a, b):
     if a.shape == b.shape:
         return Kind(a.shape, cplx, a.ndim if a.ndim == b.ndim else None)
     if a.is_number and b.is_number:
-        return Kind("number", cplx)
-    return Kind("unknown", cplx)
+        return Kind(Shape.NUMBER, cplx)
+    return Kind(Shape.UNKNOWN, cplx)
 
 
 def _atom(node, kinds):
@@ -154,7 +179,7 @@ def _atom(node, kinds):
     if isinstance(node, gast.Constant):
         v = node.value
         if isinstance(v, (int, float, complex)):
-            return Kind("scalar", isinstance(v, complex), 0)
+            return Kind(Shape.SCALAR, isinstance(v, complex), 0)
         return UNKNOWN
     return UNKNOWN
 
@@ -165,22 +190,22 @@ def _broadcast(ks):
     cplx = _any_complex(ks)
     ndims = [k.ndim for k in ks]
     ndim = max(ndims) if ks and None not in ndims else None
-    if all(k.shape == "scalar" for k in ks):
-        return Kind("scalar", cplx, 0)
-    if any(k.shape == "array" for k in ks):
-        return Kind("array", cplx, ndim)
-    return Kind("number", cplx)
+    if all(k.shape is Shape.SCALAR for k in ks):
+        return Kind(Shape.SCALAR, cplx, 0)
+    if any(k.shape is Shape.ARRAY for k in ks):
+        return Kind(Shape.ARRAY, cplx, ndim)
+    return Kind(Shape.NUMBER, cplx)
 
 
 def _compared(ks):
     """The kind of a comparison of values of kinds ``ks``: a bool, or an
     array of them where one side is an array; unknown where a side is."""
-    if all(k.shape == "scalar" for k in ks):
-        return Kind("scalar", False, 0)
-    if any(k.shape == "array" for k in ks) and all(k.is_number for k in ks):
+    if all(k.shape is Shape.SCALAR for k in ks):
+        return Kind(Shape.SCALAR, False, 0)
+    if any(k.shape is Shape.ARRAY for k in ks) and all(k.is_number for k in ks):
         ndims = [k.ndim for k in ks]
-        return Kind("array", False, max(ndims) if None not in ndims else None, "bool")
-    return Kind("number", False) if all(k.is_number for k in ks) else UNKNOWN
+        return Kind(Shape.ARRAY, False, max(ndims) if None not in ndims else None, "bool")
+    return Kind(Shape.NUMBER, False) if all(k.is_number for k in ks) else UNKNOWN
 
 
 def _any_complex(ks):
@@ -197,13 +222,13 @@ REAL_OUTPUT = {np.real, np.imag, np.abs, np.absolute, np.angle, abs, "ndarray.re
 
 
 def _rhs(node, op, kinds, returns=None):
-    if op.kind == "copy" or isinstance(node, gast.Constant):
+    if op.kind is OpKind.COPY or isinstance(node, gast.Constant):
         return _atom(node, kinds)
-    if op.kind == "pack":
+    if op.kind is OpKind.PACK:
         elts = node.values if isinstance(node, gast.Dict) else node.elts
-        return Kind("container", _any_complex([_atom(e, kinds) for e in elts]),
+        return Kind(Shape.CONTAINER, _any_complex([_atom(e, kinds) for e in elts]),
                     length=None if isinstance(node, gast.Dict) else len(elts))
-    if op.kind == "nondiff":
+    if op.kind is OpKind.NONDIFF:
         if op.primitive is range:
             return RANGE
         if op.primitive in _NEW_ARRAYS and isinstance(node, gast.Call) and node.args:
@@ -212,18 +237,18 @@ def _rhs(node, op, kinds, returns=None):
             # elementwise: `x > 0.5` of an array is an array of booleans
             return _compared([_atom(a, kinds) for a in [node.left] + node.comparators])
         if op.primitive in (len, int) or isinstance(node, gast.BoolOp):
-            return Kind("scalar", False, 0)
+            return Kind(Shape.SCALAR, False, 0)
         if op.primitive is np.arange:
-            return Kind("array", False, 1)
+            return Kind(Shape.ARRAY, False, 1)
         return UNKNOWN
-    if op.kind == "user" and returns is not None:
+    if op.kind is OpKind.USER and returns is not None:
         return returns(op.primitive, {p: _atom(a, kinds) for p, a in op.bound.items()
                                        if isinstance(a, (gast.Name, gast.Constant))})
-    if op.kind != "rule":
+    if op.kind is not OpKind.RULE:
         return UNKNOWN     # fields of structures, opaque calls, ...
     prim = op.primitive
     if prim in (tuple, list):
-        return Kind("container", None)
+        return Kind(Shape.CONTAINER, None)
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)
     return _rhs_number(node, op, kinds)
@@ -239,20 +264,20 @@ def _rhs_number(node, op, kinds):
     if isinstance(prim, np.ufunc) or prim in _OPERATORS:
         return dataclasses.replace(_broadcast(data or ks), complex=cplx)
     if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
-        return Kind("scalar", _any_complex(data), 0) if all(
-            k.shape == "scalar" for k in data) else _broadcast(data)
+        return Kind(Shape.SCALAR, _any_complex(data), 0) if all(
+            k.shape is Shape.SCALAR for k in data) else _broadcast(data)
     if prim in (max, min):
         # max(a, b, ...) of scalars is a scalar; max(iterable) is an element
         items = [_atom(a, kinds) for a in op.bound.get("args", ())]
-        if len(items) >= 2 and all(k.shape == "scalar" for k in items):
-            return Kind("scalar", _any_complex(items), 0)
+        if len(items) >= 2 and all(k.shape is Shape.SCALAR for k in items):
+            return Kind(Shape.SCALAR, _any_complex(items), 0)
     if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
-        return Kind("scalar", _any_complex(data), 0)
+        return Kind(Shape.SCALAR, _any_complex(data), 0)
     if prim is operator.getitem:
         return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
     if prim in (np.array, np.asarray) and isinstance(node, gast.Call) and node.args \
-            and _atom(node.args[0], kinds).shape == "container":
-        return Kind("array", cplx)         # of a list or tuple: at least one axis
+            and _atom(node.args[0], kinds).shape is Shape.CONTAINER:
+        return Kind(Shape.ARRAY, cplx)         # of a list or tuple: at least one axis
     if prim in _SAME_KIND and data:
         return data[0]                     # a copy or a clip keeps shape and dtype
     if (prim in _FLAT or prim in _RESHAPES) and data:
@@ -260,8 +285,8 @@ def _rhs_number(node, op, kinds):
         if reshaped is not None:
             return reshaped
     if any(not k.is_number for k in data) and not _returns_array(prim):
-        return Kind("unknown", cplx)
-    return Kind("number", cplx)
+        return Kind(Shape.UNKNOWN, cplx)
+    return Kind(Shape.NUMBER, cplx)
 
 
 def _returns_array(prim):
@@ -297,12 +322,12 @@ def _reshaped(prim, op, base, kinds):
                 and _atom(shape, kinds).length is not None:
             ndim = _atom(shape, kinds).length
         elif isinstance(shape, (gast.Name, gast.Constant)) \
-                and _atom(shape, kinds).shape == "scalar" \
+                and _atom(shape, kinds).shape is Shape.SCALAR \
                 and _atom(shape, kinds).complex is False:
             ndim = 1                            # an int (a float would fail in NumPy)
         else:
             return None
-    return Kind("scalar" if ndim == 0 else "array", base.complex, ndim, base.dtype)
+    return Kind(Shape.SCALAR if ndim == 0 else Shape.ARRAY, base.complex, ndim, base.dtype)
 
 _NEW_ARRAYS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
                np.empty_like, np.full_like}
@@ -320,19 +345,19 @@ def _new_array(prim, node, kinds):
         ndim = len(first.elts)
     elif _atom(first, kinds).length is not None:
         ndim = _atom(first, kinds).length        # np.zeros(shape), shape = (3, 4)
-    elif _atom(first, kinds).shape == "scalar":
+    elif _atom(first, kinds).shape is Shape.SCALAR:
         ndim = 1
     else:
-        return Kind("number", complex_)
-    return Kind("scalar" if ndim == 0 else "array", complex_, ndim,
+        return Kind(Shape.NUMBER, complex_)
+    return Kind(Shape.SCALAR if ndim == 0 else Shape.ARRAY, complex_, ndim,
                 "float64" if complex_ is False and prim is not np.full else None)
 
 
 def _indexed(kind, index, kinds):
     """The kind of ``x[index]``: each integer drops an axis, a slice keeps
     one, None adds one; anything else (arrays, masks, ...) is not followed."""
-    if kind.shape != "array" or kind.ndim is None or index is None:
-        return Kind("number", kind.complex) if kind.is_number else Kind("unknown",
+    if kind.shape is not Shape.ARRAY or kind.ndim is None or index is None:
+        return Kind(Shape.NUMBER, kind.complex) if kind.is_number else Kind(Shape.UNKNOWN,
                                                                           kind.complex)
     items = index.elts if isinstance(index, gast.Tuple) else [index]
     ndim = kind.ndim
@@ -341,13 +366,13 @@ def _indexed(kind, index, kinds):
             continue
         if isinstance(item, gast.Constant) and item.value is None:
             ndim += 1
-        elif _atom(item, kinds).shape == "scalar" and _atom(item, kinds).complex is False:
+        elif _atom(item, kinds).shape is Shape.SCALAR and _atom(item, kinds).complex is False:
             ndim -= 1          # an integer (a float index would fail in NumPy itself)
         else:
-            return Kind("number", kind.complex)
+            return Kind(Shape.NUMBER, kind.complex)
     if ndim < 0:
-        return Kind("number", kind.complex)
-    return Kind("scalar" if ndim == 0 else "array", kind.complex, ndim, kind.dtype)
+        return Kind(Shape.NUMBER, kind.complex)
+    return Kind(Shape.SCALAR if ndim == 0 else Shape.ARRAY, kind.complex, ndim, kind.dtype)
 
 
 def _is_none(node):

@@ -28,7 +28,13 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
-from .ops import all_statements
+from ..ir import build
+from ..ir.walk import own_nodes
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
+from .defuse import Chains
+from .kinds import Kind, Shape
+from .ops import Op, OpKind, all_statements
 from .order import may_run_between, runs_only_after
 
 __all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
@@ -50,7 +56,7 @@ def mutated_arrays(normal, ops):
     copies (loop-carried and merged) carry to one written into: a name a
     merge only reads from a written one is a later binding, which a write
     that came before cannot reach (`b[0] = v` then, in a branch, `b = m[2]`)."""
-    written = {op.mutates for op in ops.values() if op.kind == "setitem"}
+    written = {op.mutates for op in ops.values() if op.kind is OpKind.SETITEM}
     return _carried_into(written, _renames(normal))
 
 
@@ -95,7 +101,8 @@ def _closure(names, pairs):
     return group
 
 
-def check(normal, ops, parsed, kinds=None):
+def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
+          kinds: dict[str, Kind] | None = None) -> set[str]:
     """Raise ``UnsupportedSyntaxError`` for a write pullback cannot follow
     (``kinds``: the names' kinds, which tell a row of a matrix from a number)."""
     group = mutated_arrays(normal, ops)
@@ -122,17 +129,17 @@ def check(normal, ops, parsed, kinds=None):
                 f"and `{targets[0]}` may share memory with another array.",
                 parsed.location(s), "Make a new array to write into (np.zeros(n), "
                 "np.empty_like(x), or x.copy()).")
-        if op.kind in ("setitem", "nondiff"):
+        if op.kind in (OpKind.SETITEM, OpKind.NONDIFF):
             continue
         shared = [n for _, n in op.operands if n in group]
         if not shared:
             continue
-        if op.kind == "pack" and _only_copied(s, targets, normal, ops):
+        if op.kind is OpKind.PACK and _only_copied(s, targets, normal, ops):
             continue        # `np.stack([y, b])`: the list lives only to be copied
-        if op.kind == "copy" and not _written_while_read(normal, ops, group, s, targets[0]):
+        if op.kind is OpKind.COPY and not _written_while_read(normal, ops, group, s, targets[0]):
             continue        # `seq = b` after the last write into b (a loop's sequence)
-        if op.kind in ("copy", "pack", "construct", "append", "user", "custom", "dynamic",
-                       "opaque", "unpack"):
+        if op.kind in (OpKind.COPY, OpKind.PACK, OpKind.CONSTRUCT, OpKind.APPEND, OpKind.USER,
+                       OpKind.CUSTOM, OpKind.DYNAMIC, OpKind.OPAQUE, OpKind.UNPACK):
             raise UnsupportedSyntaxError(
                 f"`{shared[0]}` is written into, and here another name comes to share it, "
                 "so pullback could not follow the writes.", parsed.location(s),
@@ -185,7 +192,7 @@ def packed_to_be_copied(normal, ops, stmt):
     """Whether ``stmt`` packs a list or tuple that the next statement copies
     into a new array and nothing else reads (``np.stack([y, b])``): the
     list holds the arrays for no longer than that."""
-    return ops[id(stmt)].kind == "pack" and _only_copied(stmt, _targets(stmt), normal, ops)
+    return ops[id(stmt)].kind is OpKind.PACK and _only_copied(stmt, _targets(stmt), normal, ops)
 
 
 def _written_while_read(normal, ops, group, stmt, name):
@@ -209,7 +216,7 @@ def _only_copied(stmt, targets, normal, ops):
     if len(readers) != 1:
         return False
     op = ops.get(id(readers[0]))
-    if op is None or op.kind != "rule" or not _hashable_in(op.primitive, ALLOCATING):
+    if op is None or op.kind is not OpKind.RULE or not _hashable_in(op.primitive, ALLOCATING):
         return False
     return any(a is stmt and b is readers[0]
                for block in _blocks(normal.tree.body) for a, b in zip(block, block[1:]))
@@ -233,7 +240,7 @@ def _hashable_in(prim, group):
 def _first_write(normal, ops, group):
     for s in all_statements(normal.tree.body):
         op = ops.get(id(s))
-        if op is not None and op.kind == "setitem" and op.mutates in group:
+        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group:
             return s
     return normal.tree
 
@@ -253,7 +260,7 @@ def _targets(stmt):
 def _allocates(op, stmt):
     if isinstance(stmt.value, (gast.BinOp, gast.UnaryOp)):
         return True
-    if op.kind not in ("rule", "nondiff"):
+    if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return False
     prim = op.primitive
     return isinstance(prim, np.ufunc) or prim in ALLOCATING
@@ -263,7 +270,7 @@ def _is_view(op, stmt, kinds=None):
     """Whether ``stmt`` makes a view: a reshape, a transpose, a basic slice,
     or integers that leave axes (``m[0]`` of a matrix is its first row).  An
     index of integers whose array's rank is not known counts as a view."""
-    if op.kind != "rule":
+    if op.kind is not OpKind.RULE:
         return False
     if op.primitive in VIEWS:
         return True
@@ -272,7 +279,7 @@ def _is_view(op, stmt, kinds=None):
         index = op.bound.get("b")
         items = index.elts if isinstance(index, gast.Tuple) else [index]
         if kinds is not None and any(
-                isinstance(i, gast.Name) and getattr(kinds.get(i.id), "shape", None) == "array"
+                isinstance(i, gast.Name) and getattr(kinds.get(i.id), "shape", None) is Shape.ARRAY
                 for i in items):
             return False    # an integer array or a mask anywhere in the index: NumPy copies
         if any(isinstance(i, gast.Slice) or (isinstance(i, gast.Constant)
@@ -283,7 +290,7 @@ def _is_view(op, stmt, kinds=None):
             return False
         base = op.bound.get("a")
         k = kinds.get(base.id) if isinstance(base, gast.Name) else None
-        rank = k.ndim if k is not None and k.shape == "array" else None
+        rank = k.ndim if k is not None and k.shape is Shape.ARRAY else None
         return rank is None or rank > len(items)
     return False
 
@@ -313,7 +320,7 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
                       and any(may_run_between(root, w, s, t) for w in writers)
                       for t in _simple(root))
         span = later[:last + 1]
-        if span and getattr(ops.get(id(span[-1])), "kind", None) == "setitem":
+        if span and getattr(ops.get(id(span[-1])), "kind", None) is OpKind.SETITEM:
             span = span[:-1]    # `y[1:] = v`: a write reads its value before it writes
         writes = [j for j, t in enumerate(span) if _writes(t, ops, group)]
         if writes or escapes:
@@ -335,10 +342,8 @@ def _reads(stmt, names, copies):
     for s in all_statements([stmt]):
         if id(s) in copies:
             continue
-        nodes = [s.test] if isinstance(s, (gast.If, gast.While)) else \
-            [s.iter] if isinstance(s, gast.For) else [s]
         if any(isinstance(n, gast.Name) and n.id in names and isinstance(n.ctx, gast.Load)
-               for node in nodes for n in gast.walk(node)):
+               for n in own_nodes(s)):
             return True
     return False
 
@@ -346,7 +351,7 @@ def _reads(stmt, names, copies):
 def _writes(stmt, ops, group):
     for s in all_statements([stmt]):
         op = ops.get(id(s))
-        if op is not None and op.kind == "setitem" and op.mutates in group:
+        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group:
             return True
     return False
 
@@ -359,14 +364,15 @@ def _simple(stmts):
 
 # -- in-place updates: `y += v` -----------------------------------------------------
 
-def check_updates(normal, kind_of, chains, ops, parsed):
+def check_updates(normal: Normal, kind_of: dict[str, Kind], chains: Chains, ops: dict[int, Op],
+                  parsed: Parsed) -> None:
     """Refuse `y += v` (``normal.augmented``) on an array another name may
     share: NumPy would mutate the shared array, and the desugared
     `y = y + v` would not."""
     guards = []
     for stmt, old, origin in normal.augmented:
         kind = kind_of.get(old)
-        if kind is not None and kind.shape == "scalar":
+        if kind is not None and kind.shape is Shape.SCALAR:
             continue
         if _tuple_valued(old, normal, chains, ops, set()):
             continue        # `shape += (k,)`: a tuple is never changed, only rebound
@@ -385,7 +391,7 @@ def check_updates(normal, kind_of, chains, ops, parsed):
         # into it (a later rebinding, `y = m[0]` after the update, is not one)
         sources = _carried_into({old}, _renames(normal))
         shared = bool(sources & set(normal.params)) or any(
-            (ops[id(s)].kind not in ("rule", "nondiff", "setitem")
+            (ops[id(s)].kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM)
              and not packed_to_be_copied(normal, ops, s)) or (
                 _is_view_op(ops[id(s)], kind_of) and not used_up_before(normal, s, stmt))
             for s in readers)
@@ -393,19 +399,19 @@ def check_updates(normal, kind_of, chains, ops, parsed):
                     if id(d) not in copies and not _placeholder(d)]
         for definer in definers:
             op = ops[id(definer)]
-            allocated = op.kind == "rule" or (op.kind == "nondiff"
-                                              and _hashable_in(op.primitive, ALLOCATING)) or (
-                op.kind == "pack" and isinstance(definer.value, gast.List)) or (  # a new list
+            allocated = op.kind is OpKind.RULE or (op.kind is OpKind.NONDIFF
+                                                   and _hashable_in(op.primitive, ALLOCATING)) or (
+                op.kind is OpKind.PACK and isinstance(definer.value, gast.List)) or (  # a new list
                 isinstance(definer, gast.Assign) and isinstance(definer.value, gast.Constant))
             # (a number is immutable: `total = 0.0; total += ll` rebinds it)
             if not allocated or _is_view_op(op, kind_of):
                 shared = True
-        if shared and (kind is None or kind.shape in ("unknown", "number")):
+        if shared and (kind is None or kind.shape in (Shape.UNKNOWN, Shape.NUMBER)):
             # a value that may be a number: checked when the update runs
             # (numbers are never changed in place, so the update only rebinds)
             guards.append((stmt, old, origin))
         elif shared:
-            what = "a list" if kind is not None and kind.shape == "container" else "an array"
+            what = "a list" if kind is not None and kind.shape is Shape.CONTAINER else "an array"
             raise UnsupportedSyntaxError(
                 f"pullback cannot follow an in-place update of {what} that other names "
                 "may share.", parsed.location(origin),
@@ -423,22 +429,16 @@ def _check_numbers(normal, ops, parsed, guards):
         return
     import types
     from .. import runtime
-    from .ops import Op
     name = normal.namer.fresh("number_to_update")
     parsed.closure[name] = types.CellType(runtime.number_to_update)
     for stmt, old, origin in guards:
-        call = gast.Call(func=gast.Name(id=name, ctx=gast.Load(), annotation=None,
-                                        type_comment=None),
-                         args=[gast.Name(id=old, ctx=gast.Load(), annotation=None,
-                                         type_comment=None),
-                               gast.Constant(value=origin.target.id, kind=None)],
-                         keywords=[])
+        call = build.call(name, build.name(old), gast.Constant(value=origin.target.id, kind=None))
         check = gast.Expr(value=call)
         for node in (check, call, call.func, *call.args):
             gast.copy_location(node, origin)
         block = next(b for b in _blocks(normal.tree.body) if any(t is stmt for t in b))
         block.insert(next(i for i, t in enumerate(block) if t is stmt), check)
-        ops[id(check)] = Op("nondiff", label="number_to_update",
+        ops[id(check)] = Op(OpKind.NONDIFF, label="number_to_update",
                             primitive=runtime.number_to_update, node=call)
 
 

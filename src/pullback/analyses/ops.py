@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import enum
 import functools
 import inspect
 import operator
 import types
+from typing import TYPE_CHECKING
 
 import gast
 import numpy as np
@@ -34,9 +36,14 @@ import numpy as np
 from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
 from ..errors import NoRuleError, UnsupportedSyntaxError
-from ..rules.registry import is_nondifferentiable, lookup
+from ..ir.walk import all_statements
+from ..rules.registry import Rule, is_nondifferentiable, lookup
 
-__all__ = ["Op", "resolve", "all_statements"]
+if TYPE_CHECKING:     # (not loaded by `import pullback`)
+    from ..frontend.parse import Parsed
+    from ..normalize.normalize import Normal
+
+__all__ = ["Op", "OpKind", "resolve", "all_statements"]
 
 _BINOPS = {
     gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -47,22 +54,46 @@ _UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
 _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 
 
+class OpKind(str, enum.Enum):
+    """What differentiates a statement.  A ``str`` whose value is the kind's
+    name, so that ``op.kind == "rule"`` still holds."""
+    RULE = "rule"            # a registered rule
+    NONDIFF = "nondiff"      # a primitive without a derivative (``x.shape``)
+    USER = "user"            # a user function: its own primal/adjoint pair
+    CUSTOM = "custom"        # a ``custom_vjp`` function or a lowered kernel
+    DYNAMIC = "dynamic"      # a callee known only at run time
+    COPY = "copy"            # ``y = x``
+    PACK = "pack"            # ``t = (a, b)``, ``d = {"k": a}``
+    CONSTRUCT = "construct"  # ``P(w, b=b)`` of a namedtuple or a plain dataclass
+    UNPACK = "unpack"        # ``a, b = t``
+    FIELD = "field"          # ``p.w`` of a structure
+    OPAQUE = "opaque"        # nothing known: refused if a gradient reaches it
+    SETITEM = "setitem"      # ``y[i] = v``, ``y[i] += v``, ``np.add.at``
+    APPEND = "append"        # ``xs.append(v)``
+    MAPPED = "mapped"        # an ``np.vectorize`` call fused into a kernel
+
+    __str__, __repr__ = str.__str__, str.__repr__     # prints as its string, as before
+
+
 @dataclasses.dataclass
 class Op:
-    kind: str    # rule | nondiff | user | custom | dynamic | copy | pack | construct | unpack | opaque
+    kind: OpKind
     label: str = ""
-    rule: object = None
+    rule: Rule | None = None
     primitive: object = None
-    bound: dict = dataclasses.field(default_factory=dict)   # param -> atom
-    operands: tuple = ()      # (param, name) pairs that carry a gradient
-    node: object = None       # the right-hand side, for error messages
-    mutates: str = None       # the local list an `append` adds to
+    bound: dict[str, object] = dataclasses.field(default_factory=dict)   # param -> atom
+    operands: tuple[tuple[object, str], ...] = ()   # (param, name) pairs that carry a gradient
+    node: gast.AST | None = None    # the right-hand side, for error messages
+    mutates: str | None = None      # the local list an `append` adds to
+
+    def __post_init__(self):
+        self.kind = OpKind(self.kind)    # (a string names the same kind)
 
     def names(self):
         """Names a gradient could flow to, including those a rule takes as
         static (so that a varied ``axis`` or ``base`` is caught, not dropped)."""
         names = {n for _, n in self.operands}
-        callee = self.bound.get("callee") if self.kind == "dynamic" else None
+        callee = self.bound.get("callee") if self.kind is OpKind.DYNAMIC else None
         if isinstance(callee, gast.Name):
             names.add(callee.id)      # a function value derived from the inputs
         if self.rule is not None:
@@ -79,21 +110,13 @@ class Op:
                 if isinstance(a, gast.Name)]
 
 
-def resolve(normal, parsed):
+def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
     """Map ``id(stmt)`` to its ``Op`` for every statement of ``normal.tree``."""
     locals_ = set(normal.params) | {
         n.id for n in gast.walk(normal.tree)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = _Resolver(parsed, locals_)
     return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
-
-
-def all_statements(stmts):
-    """Every statement of a block, nested blocks included, in program order."""
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from all_statements(getattr(s, field, None) or [])
 
 
 class _Resolver:
@@ -114,7 +137,7 @@ class _Resolver:
             return self.write(stmt.target, stmt.value, mode, stmt)
         if isinstance(stmt, gast.Assign):
             if not isinstance(stmt.targets[0], gast.Name):
-                return self.names_op("unpack", [stmt.value], stmt.value)
+                return self.names_op(OpKind.UNPACK, [stmt.value], stmt.value)
             return self.rhs(stmt.value)
         if isinstance(stmt, gast.Expr):
             call = stmt.value
@@ -122,7 +145,7 @@ class _Resolver:
                     and call.func.attr == "append" and isinstance(call.func.value, gast.Name) \
                     and call.func.value.id in self.locals and len(call.args) == 1 \
                     and not call.keywords:
-                op = self.names_op("append", call.args, call)
+                op = self.names_op(OpKind.APPEND, call.args, call)
                 op.mutates, op.label = call.func.value.id, f"{call.func.value.id}.append"
                 return op
             if isinstance(call, gast.Call) and len(call.args) == 3 and not call.keywords \
@@ -131,12 +154,12 @@ class _Resolver:
                 target = gast.Subscript(value=call.args[0], slice=call.args[1], ctx=gast.Store())
                 return self.write(target, call.args[2], "add_at", stmt)
             return self.rhs(stmt.value)
-        return Op("nondiff", node=stmt)
+        return Op(OpKind.NONDIFF, node=stmt)
 
     def write(self, target, value, mode, stmt):
         """``y[index] = v`` (or ``+=``, ``*=``, ``np.add.at``): ``y`` changes."""
         y = target.value.id
-        op = Op("setitem", label=f"{y}[...] {_WRITE_SYMBOL[mode]}", node=stmt, mutates=y,
+        op = Op(OpKind.SETITEM, label=f"{y}[...] {_WRITE_SYMBOL[mode]}", node=stmt, mutates=y,
                 bound={"index": target.slice, "value": value, "mode": mode})
         op.operands = tuple(("value", value.id) for _ in [0]
                             if isinstance(value, gast.Name)) + (("array", y),)
@@ -144,15 +167,15 @@ class _Resolver:
 
     def rhs(self, node):
         if isinstance(node, gast.Name):
-            return self.names_op("copy", [node], node)
+            return self.names_op(OpKind.COPY, [node], node)
         if isinstance(node, gast.Constant) or (
                 isinstance(node, gast.Attribute) and node.value is not None
                 and self.is_static(node)):
-            return Op("nondiff", node=node)
+            return Op(OpKind.NONDIFF, node=node)
         if isinstance(node, (gast.Tuple, gast.List)):
-            return self.names_op("pack", node.elts, node)
+            return self.names_op(OpKind.PACK, node.elts, node)
         if isinstance(node, gast.Dict):
-            op = self.names_op("pack", node.values, node)
+            op = self.names_op(OpKind.PACK, node.values, node)
             op.operands = tuple((node.keys[i], n) for i, n in op.operands)
             return op
         if isinstance(node, gast.BinOp):
@@ -161,16 +184,16 @@ class _Resolver:
         if isinstance(node, gast.UnaryOp):
             prim = _UNARY.get(type(node.op))
             if prim is None:
-                return Op("nondiff", node=node)
+                return Op(OpKind.NONDIFF, node=node)
             return self.primitive_op(prim, [node.operand], {}, node, _op_symbol(node))
         if isinstance(node, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
-            return Op("nondiff", node=node)
+            return Op(OpKind.NONDIFF, node=node)
         if isinstance(node, gast.Attribute):
             key = f"ndarray.{node.attr}"
             if lookup(key) is None and not is_nondifferentiable(key) \
                     and isinstance(node.value, gast.Name):
                 # a field of a namedtuple or dataclass (an array has no such attribute)
-                return Op("field", label=f".{node.attr}", node=node,
+                return Op(OpKind.FIELD, label=f".{node.attr}", node=node,
                           operands=((node.attr, node.value.id),))
             return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
         if isinstance(node, gast.Subscript) and self.is_static(node.value) \
@@ -185,7 +208,7 @@ class _Resolver:
         if isinstance(node, gast.Subscript) and self.is_static(node.value) and not isinstance(
                 self.lookup_static(node.value), (np.ndarray, np.generic, list, tuple, dict)):
             # `np.r_[x, 1.0]`: an object whose indexing computes from what it is given
-            return Op("opaque", label=f"{dotted(node.value)}[...]", node=node,
+            return Op(OpKind.OPAQUE, label=f"{dotted(node.value)}[...]", node=node,
                       primitive=self.lookup_static(node.value), operands=tuple(
                           (None, n.id) for n in gast.walk(node.slice)
                           if isinstance(n, gast.Name) and n.id in self.locals))
@@ -194,7 +217,7 @@ class _Resolver:
                                      "indexing")
         if isinstance(node, gast.Call):
             return self.call(node)
-        return Op("opaque", node=node)
+        return Op(OpKind.OPAQUE, node=node)
 
     def call(self, node):
         kwargs = {k.arg: k.value for k in node.keywords}
@@ -234,7 +257,7 @@ class _Resolver:
                 "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
         from ..callees import CustomVJP
         if isinstance(obj, CustomVJP):
-            return self.bind_python(obj.fun, "custom", obj, node, label)
+            return self.bind_python(obj.fun, OpKind.CUSTOM, obj, node, label)
         fields = _structure_fields(obj)
         if fields is not None:
             return self.construct(obj, fields, node, kwargs, label)
@@ -244,10 +267,10 @@ class _Resolver:
                 and not _is_wrapper(obj):
             if is_variadic(obj):       # *args, **kwargs: flattened per call, at run time
                 return self.dynamic(node, kwargs, label, static=obj)
-            return self.bind_python(obj, "user", obj, node, label)
+            return self.bind_python(obj, OpKind.USER, obj, node, label)
         if _dispatches(obj):
             return self.dynamic(node, kwargs, label, static=obj)
-        return Op("opaque", label=label, primitive=obj, node=node,
+        return Op(OpKind.OPAQUE, label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
                                  if isinstance(a, gast.Name)))
 
@@ -269,13 +292,13 @@ class _Resolver:
                     "Build the new array with indexing writes into an array the function "
                     "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
             if is_nondifferentiable(static):
-                return Op("nondiff", label=label, primitive=static, node=node)
+                return Op(OpKind.NONDIFF, label=label, primitive=static, node=node)
         operands = [(i + 3, a.id) for i, a in enumerate(items) if isinstance(a, gast.Name)]
         operands += [(k.arg, k.value.id) for k in node.keywords
                      if isinstance(k.value, gast.Name)]
         if method is not None and isinstance(callee, gast.Name) and callee.id in self.locals:
             operands.append((2, callee.id))
-        return Op("dynamic", label=label, primitive=static, node=node,
+        return Op(OpKind.DYNAMIC, label=label, primitive=static, node=node,
                   bound={"callee": callee if method is None else node.func, "receiver": None},
                   operands=tuple(operands))
 
@@ -288,17 +311,17 @@ class _Resolver:
             raise UnsupportedSyntaxError(f"The call to {label} does not match its "
                                          f"signature: {err}.", self.parsed.location(node),
                                          "Pass the fields its definition names.") from None
-        op = Op("construct", label=label, primitive=cls, node=node,
+        op = Op(OpKind.CONSTRUCT, label=label, primitive=cls, node=node,
                 operands=tuple((f, a.id) for f, a in bound.arguments.items()
                                if isinstance(a, gast.Name) and a.id in self.locals))
         return op
 
     def primitive_op(self, prim, args, kwargs, node, label):
         if is_nondifferentiable(prim):
-            return Op("nondiff", label=label, primitive=prim, node=node)
+            return Op(OpKind.NONDIFF, label=label, primitive=prim, node=node)
         rule = lookup(prim)
         if rule is None:
-            return Op("opaque", label=label, primitive=prim, node=node,
+            return Op(OpKind.OPAQUE, label=label, primitive=prim, node=node,
                       operands=tuple((None, a.id) for a in list(args) + list(kwargs.values())
                                      if isinstance(a, gast.Name)))
         try:
@@ -314,7 +337,7 @@ class _Resolver:
             v = bound.get(p)
             vs = v if isinstance(v, tuple) else (v,)
             operands.extend((p, a.id) for a in vs if isinstance(a, gast.Name))
-        return Op("rule", label=label, rule=rule, primitive=prim, bound=bound,
+        return Op(OpKind.RULE, label=label, rule=rule, primitive=prim, bound=bound,
                   operands=tuple(operands), node=node)
 
     def bind_python(self, fn, kind, obj, node, label):
@@ -333,7 +356,7 @@ class _Resolver:
         if packed:
             # values gathered by *args / **kwargs: no parameter of the callee
             # names them, so they would silently get no gradient
-            return Op("opaque", label=label, primitive=obj, node=node,
+            return Op(OpKind.OPAQUE, label=label, primitive=obj, node=node,
                       operands=tuple((None, n) for n in packed))
         return Op(kind, label=label, primitive=obj, bound=dict(bound.arguments),
                   operands=operands, node=node)
@@ -348,7 +371,7 @@ class _Resolver:
         operands += [(k, a.id) for k, a in kwargs.items() if isinstance(a, gast.Name)]
         if receiver is not None:
             operands.append((-1, receiver.id))
-        return Op("dynamic", label=label, primitive=static, node=node,
+        return Op(OpKind.DYNAMIC, label=label, primitive=static, node=node,
                   bound={"callee": node.func, "receiver": receiver},
                   operands=tuple(operands))
 

@@ -10,6 +10,30 @@ one that cannot::
     for e in b:       # s (the loop's view of b's rows)
         t = e * 2.0
     r = e * t         # t: no write between s and t, so e shows no change
+
+Before, a normal-form function; after, the answers for some of its statements:
+
+>>> from pullback.testing import function_from_source, normal_form
+>>> normal = normal_form(function_from_source('''
+... def f(x, c):
+...     a = x * 2.0
+...     if c:
+...         b = a + 1.0
+...     else:
+...         b = a - 1.0
+...     for i in range(3):
+...         a = a * b
+...     return a
+... '''))
+>>> a, branch, rng, carry, loop, ret = normal.tree.body
+>>> then, other = branch.body[0], branch.orelse[0]        # b = a + 1.0 / b = a - 1.0
+>>> update, back = loop.body                               # a_2 = a_1 * b / a_1 = a_2
+>>> runs_only_after(normal, a, then), exclusive(normal.tree.body, then, other)
+(True, True)
+>>> runs_only_after(normal, update, back), runs_only_after(normal, back, update)
+(False, False)
+>>> may_run_between(normal.tree.body, back, update, update)   # the loop comes back
+True
 """
 from __future__ import annotations
 

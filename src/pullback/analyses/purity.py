@@ -44,6 +44,7 @@ import gast
 import numpy as np
 
 from ..rules.registry import declared_elementwise
+from .ops import OpKind
 
 __all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
            "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
@@ -93,9 +94,9 @@ def elementwise(op, node=None):
     comparison as ``operator.lt`` and friends."""
     if isinstance(node, gast.Compare) and len(node.ops) == 1:
         return _COMPARE.get(type(node.ops[0]))
-    if op.kind == "copy":
+    if op.kind is OpKind.COPY:
         return _identity
-    if op.kind not in ("rule", "nondiff"):
+    if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return None
     prim = op.primitive
     try:
@@ -108,7 +109,7 @@ def elementwise(op, node=None):
         if prim.nout != 1 or (prim.__name__ not in _UFUNC_NAMES
                               and declared_elementwise(prim) is None):
             return None
-        if op.kind == "rule":
+        if op.kind is OpKind.RULE:
             return prim if len(op.bound) == prim.nin else None
         return prim if isinstance(node, gast.Call) and not node.keywords \
             and len(node.args) == prim.nin else None
@@ -236,12 +237,12 @@ def _statement(stmt, ops, mapped, parsed):
         if varies:
             mapped.add(target)
         return ""
-    if op.kind == "user" and scalar_function(op.primitive).pure:
+    if op.kind is OpKind.USER and scalar_function(op.primitive).pure:
         if varies:
             mapped.add(target)
         return ""
     if not varies and isinstance(rhs, (gast.Subscript, gast.Attribute)) \
-            and op.kind in ("rule", "nondiff"):
+            and op.kind in (OpKind.RULE, OpKind.NONDIFF):
         return ""            # indexing a captured array: the same for every element
     return f"`{unparse(rhs)}` is not a pure elementwise operation"
 

@@ -29,9 +29,14 @@ import itertools
 import linecache
 import re
 import types
+from typing import TYPE_CHECKING
 
 from .codegen import check_nesting, register_source, render_function, source_lines
 from ..errors import Location, PullbackError
+
+if TYPE_CHECKING:     # (loading an artifact does not load the compiler)
+    from ..frontend.parse import Parsed
+    from ..reverse.reverse import Derived
 
 __all__ = ["Loaded", "load", "rebuild"]
 
@@ -87,7 +92,7 @@ class Loaded:
                      f"\n    {text}")
 
 
-def load(derived, parsed):
+def load(derived: Derived, parsed: Parsed) -> Loaded:
     fn = parsed.fn
     user_free = list(parsed.closure)
     helpers = derived.helpers

@@ -209,8 +209,8 @@ class _Writer:
                     return sub
                 self.preamble.add("_callee_adjoint")
                 return ("_callee_adjoint", sub, len(sub.params), tuple(mask))
-        self.aliases["pullback.api"] = "from pullback import api as _pullback_api"
-        handle_src = f"_pullback_api.derivative_of({self.object_expr(e, target)})"
+        handle_src = f"{self.module_alias('pullback.runtime')}.derivative_of(" \
+                     f"{self.object_expr(e, target)})"
         if which == "adjoint":
             return f"{handle_src}.call_adjoint"
         return f"{handle_src}.for_callers({tuple(mask)!r})[0]"

@@ -113,7 +113,10 @@ def path_of(obj, home_globals):
     name = getattr(obj, "__name__", None)
     tries = [(getattr(obj, "__module__", None), getattr(obj, "__qualname__", None) or name)]
     if (tries[0][0] or "").startswith("pullback.runtime."):
-        tries.insert(0, ("pullback.runtime", name))     # the package re-exports its helpers
+        # the package re-exports its helpers, and reaches the others (runtime.control)
+        # as attributes, so that an artifact imports only pullback.runtime
+        sub = tries[0][0][len("pullback.runtime."):]
+        tries[:0] = [("pullback.runtime", name), ("pullback.runtime", f"{sub}.{tries[0][1]}")]
     tries += [(m, name) for m in ("numpy", "math", "builtins", "operator")]
     for module, qualname in tries:
         if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:

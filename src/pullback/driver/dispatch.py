@@ -5,7 +5,8 @@ default argument, a container element, a ``functools.partial``, a bound
 method or a callable instance cannot be resolved when the function is
 transformed.  Such a call is never taken for a constant: the generated
 primal hands the callee to ``dynamic_call`` (``dynamic_method_call`` for
-``obj.method(...)``), which unwraps it and picks its derivative:
+``obj.method(...)``; generated code calls ``runtime.calls``'s, which forward
+here), which unwraps it and picks its derivative:
 
 - a user function: its own primal/adjoint pair, transformed once per
   signature and cached like any other callee;
@@ -43,6 +44,7 @@ import numpy as np
 from ..backend import codegen
 from ..callees import _RECEIVER, _unwrap
 from .. import runtime
+from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
@@ -159,12 +161,6 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
             "pullback cannot send a gradient to the object it is called on.",
             hint="Pass the values the call depends on as arguments.")
     return dynamic_call(method, mask, inplace, *args, **kwargs)
-
-
-def dynamic_adjoint(res, ct):
-    """One cotangent per entry of the call's ``mask``."""
-    plan, r = res
-    return plan.adjoint(r, ct)
 
 
 def refusal(fn):

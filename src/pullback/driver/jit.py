@@ -19,6 +19,7 @@ from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
 from ..runtime import set_odeint_vjp
+from ..runtime import calls as runtime_calls
 
 __all__ = ["specialize", "transform", "obtain"]
 
@@ -129,3 +130,11 @@ def _field_vjp(func, y, t, args, ct, tfirst):
 
 Derivative.driver = sys.modules[__name__]       # see Derivative.driver
 set_odeint_vjp(_field_vjp)                      # scipy.integrate.odeint's adjoint
+
+
+def _dispatcher():
+    from . import dispatch      # late: importing pullback does not load the compiler
+    return dispatch
+
+
+runtime_calls.install(dispatcher=_dispatcher)   # generated code's dynamic_call comes here

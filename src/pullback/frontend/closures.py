@@ -29,11 +29,15 @@ import types
 import gast
 
 from ..backend import codegen
+from ..ir.build import name as _name
+from ..ir.naming import Namer
+from .parse import Parsed
 
 __all__ = ["lift_closures"]
 
 
-def lift_closures(fn, namer, parsed):
+def lift_closures(fn: gast.FunctionDef, namer: Namer,
+                  parsed: Parsed) -> list[tuple[str, gast.FunctionDef]]:
     """Lift the nested functions of ``fn`` (a gast FunctionDef, changed in
     place); each lifted function is bound in ``parsed.closure``.  Returns the
     list of lifted (name, gast FunctionDef)."""
@@ -309,8 +313,3 @@ def _as_def(name, lam):
     fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return gast.copy_location(fn, lam)
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
-

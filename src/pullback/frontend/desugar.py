@@ -43,14 +43,17 @@ import types
 
 import gast
 
+from ..ir.build import name as _name
 from ..ir.grammar import assigned_names
 from ..rules.registry import nondifferentiable
 from ..runtime import control
+from ..ir.naming import Namer
+from .parse import Parsed
 
 __all__ = ["desugar"]
 
 
-def desugar(fn, namer, parsed):
+def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     d = _Desugar(namer, parsed)
     d.locals = {a.id for a in fn.args.args} | {
@@ -180,7 +183,7 @@ class _Desugar:
             gast.copy_location(column, node)
             head = self.block([_assign(target, gast.Call(func=_name("tuple"), args=[column],
                                                          keywords=[]), node)])
-            n = gast.Call(func=_name(self.helper("zip_length", zip_length)),
+            n = gast.Call(func=_name(self.helper("zip_length", control.zip_length)),
                           args=[_name(rows)], keywords=[])
             return pre + [self.for_range(index, _range(n), head + body, orelse, node)]
         if self.is_zip(it):
@@ -535,7 +538,7 @@ class _Hoist(gast.NodeTransformer):
                                     node)
         self.pre.append(_assign(_name(seq, gast.Store()), self.visit(it), node))
         opts = {k.arg: k.value for k in node.keywords}
-        order = gast.Call(func=_name(d.helper("sort_order", sort_order)),
+        order = gast.Call(func=_name(d.helper("sort_order", control.sort_order)),
                           args=[_name(seq), opts.get("key", gast.Constant(None, None)),
                                 opts.get("reverse", gast.Constant(False, None))],
                           keywords=[])
@@ -556,22 +559,8 @@ class _Hoist(gast.NodeTransformer):
         return _name(self.d.comprehension(node, self.pre))
 
 
-def sort_order(items, key=None, reverse=False):
-    """The order ``sorted(items, key=key, reverse=reverse)`` puts ``items`` in:
-    their positions (the same stable sort, on the same keys)."""
-    items = list(items)
-    if key is None:
-        return sorted(range(len(items)), key=items.__getitem__, reverse=reverse)
-    return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
-
-
-def zip_length(rows):
-    """How many items ``zip(*rows)`` gives."""
-    return min((len(r) for r in rows), default=0)
-
-
-nondifferentiable(zip_length, sort_order, control.context_enter, control.context_exit,
-                  control.try_enter, control.try_exit)
+nondifferentiable(control.zip_length, control.sort_order, control.context_enter,
+                  control.context_exit, control.try_enter, control.try_exit)
 
 
 def _dict_literal(d, node):
@@ -623,10 +612,6 @@ class _Rename(gast.NodeTransformer):
 
 def clone_name(node):
     return _name(node.id) if isinstance(node, gast.Name) else node
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign(target, value, origin):

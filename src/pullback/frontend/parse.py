@@ -26,6 +26,7 @@ import gast
 import numpy as np
 
 from ..errors import Location, SourceUnavailableError, UnsupportedSyntaxError
+from ..ir.build import name as _name
 
 
 @dataclasses.dataclass
@@ -50,31 +51,28 @@ class Parsed:
                                       self.location(node), hint)
 
 
-def _apply_layout(tree, layout):
+def _apply_layout(tree: gast.FunctionDef, layout: object) -> None:
     """Give ``tree`` (a FunctionDef) one positional parameter per value of
     ``layout`` and start its body by packing ``*args`` and ``**kwargs``."""
-    def name(n, ctx):
-        return gast.Name(id=n, ctx=ctx, annotation=None, type_comment=None)
-
     packs = []
     for kind, target, names in layout.packs:
         if kind == "dict":
             value = gast.Dict(keys=[gast.Constant(k, None) for k, _ in names],
-                              values=[name(n, gast.Load()) for _, n in names])
+                              values=[_name(n) for _, n in names])
         else:
-            value = gast.Tuple(elts=[name(n, gast.Load()) for n in names], ctx=gast.Load())
-        stmt = gast.Assign(targets=[name(target, gast.Store())], value=value,
+            value = gast.Tuple(elts=[_name(n) for n in names], ctx=gast.Load())
+        stmt = gast.Assign(targets=[_name(target, store=True)], value=value,
                            type_comment=None)
         gast.copy_location(stmt, tree)
         gast.copy_location(value, tree)
         packs.append(stmt)
     tree.args = gast.arguments(
-        args=[name(p, gast.Param()) for p in layout.params], posonlyargs=[], vararg=None,
+        args=[_name(p, gast.Param()) for p in layout.params], posonlyargs=[], vararg=None,
         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
     tree.body = packs + tree.body
 
 
-def parse(fn, layout=None):
+def parse(fn: object, layout: object = None) -> Parsed:
     """Parse ``fn`` into a ``Parsed``; raise ``SourceUnavailableError`` if its
     source cannot be found.  With a ``layout``, its ``*args``, ``**kwargs``
     and keyword-only parameters become positional ones (``Layout``)."""

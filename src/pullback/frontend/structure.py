@@ -38,10 +38,14 @@ from __future__ import annotations
 
 import gast
 
+from ..ir.build import name as _name
+from ..ir.naming import Namer
+from .parse import Parsed
+
 __all__ = ["structure"]
 
 
-def structure(fn, namer, parsed):
+def structure(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
     """Rewrite ``fn`` (a gast FunctionDef, changed in place and returned)."""
     s = _Structurer(namer, parsed)
     body = fn.body
@@ -214,10 +218,6 @@ def _always_returns(stmts, retval=None):
 def _may_exit(stmts):
     return any(isinstance(n, (gast.Return, gast.Break, gast.Continue))
                for s in stmts for n in gast.walk(s))
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign(name, value, origin):

@@ -1,14 +1,25 @@
-"""Small constructors for the gast nodes the compiler generates."""
+"""Small constructors for the gast nodes the compiler generates.
+
+>>> import gast
+>>> from pullback.backend.codegen import unparse
+>>> print(unparse(assign("y", call("f", name("x"), gast.Constant(2.0, None)))))
+y = f(x, 2.0)
+"""
 from __future__ import annotations
 
 import gast
+
+from .walk import all_statements  # noqa: F401  (re-exported)
 
 __all__ = ["name", "call", "assign", "all_statements"]
 
 
 def name(id_, store=False):
-    return gast.Name(id=id_, ctx=gast.Store() if store else gast.Load(), annotation=None,
-                     type_comment=None)
+    """The name ``id_``, loaded, or stored to if ``store`` is true; ``store``
+    may also be the context node itself (``gast.Store()``)."""
+    ctx = store if isinstance(store, gast.expr_context) else \
+        gast.Store() if store else gast.Load()
+    return gast.Name(id=id_, ctx=ctx, annotation=None, type_comment=None)
 
 
 def call(func, *args):
@@ -24,9 +35,3 @@ def assign(target, value, lineno=None):
     return stmt
 
 
-def all_statements(stmts):
-    """Every statement of a block, nested blocks included, in program order."""
-    for s in stmts:
-        yield s
-        for field in ("body", "orelse"):
-            yield from all_statements(getattr(s, field, None) or [])

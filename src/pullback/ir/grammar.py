@@ -24,6 +24,23 @@ assigned by a copy just before its loop and by copies (``v = v_2``) at the end
 of the loop's body; and a name merged after an ``if``, assigned by a copy at
 the end of each branch that defines it.  So any value the reverse pass reads
 was computed by exactly one statement per execution of its block.
+
+``check`` asserts the grammar: normalize's output passes, a nested
+expression put back does not:
+
+>>> import gast
+>>> from pullback.testing import function_from_source, normal_form
+>>> normal = normal_form(function_from_source('''
+... def f(x):
+...     y = x * 2.0 + 1.0
+...     return y
+... '''))
+>>> sorted(assigned_names(normal.tree.body)), check(normal) is normal.tree
+(['x_2', 'y'], True)
+>>> normal.tree.body[0].value = gast.parse("x * 2.0 + 1.0").body[0].value
+>>> check(normal)
+Traceback (most recent call last):
+AssertionError: binary operands are atoms
 """
 from __future__ import annotations
 

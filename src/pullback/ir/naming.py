@@ -3,6 +3,14 @@
 Temporaries are named after what they hold (``xw`` for ``x @ w``,
 ``tanh_h`` for ``np.tanh(h)``), gradients after their primal (``x_bar``),
 and a name already used anywhere in the user's function is never reused.
+
+>>> import gast
+>>> namer = Namer({"x", "xw"})
+>>> namer.fresh("xw"), namer.fresh("xw"), namer.version("x"), namer.fresh("x_bar")
+('xw_1', 'xw_2', 'x_1', 'x_bar')
+>>> e = gast.parse("np.tanh(x @ w)").body[0].value
+>>> describe(e), describe(e.args[0])
+('tanh', 'xw')
 """
 from __future__ import annotations
 

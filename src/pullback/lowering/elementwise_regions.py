@@ -11,6 +11,29 @@ functions of fused maps inlined, into a ``kernel_programs.Program`` over
 the region's inputs; a value an inlined function reads from its globals or
 cells becomes an extra input, read at each call (``resolve`` finds the
 object a name of the user's function stands for).
+
+Before and after: ``np.max`` is not elementwise, so it splits the function
+into two regions, each one kernel (its program: ``kernel_programs``):
+
+>>> import pullback as pb, re
+>>> from pullback.lowering import kernels
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     z = np.exp(x) * x + 1.0
+...     m = np.max(z)
+...     return np.sum(np.tanh(z - m) * z)
+... ''')
+>>> with kernels.options(lower=True):
+...     text = pb.source(f)
+>>> print(re.sub(r" *#.*\\n", "", text).split("def f_adjoint")[0])
+def f_primal(x):
+    z, z_res = fused_exp_primal(x)
+    m = np.max(z)
+    out, out_res = fused_tanh_sum_primal(z, m)
+    return (out, (out_res, z, m, z_res, x))
+<BLANKLINE>
+<BLANKLINE>
 """
 from __future__ import annotations
 
@@ -21,8 +44,9 @@ import gast
 import numpy as np
 
 from ..analyses import purity
-from ..analyses.ops import dotted, static_value
+from ..analyses.ops import OpKind, dotted, static_value
 from ..errors import UnsupportedSyntaxError
+from ..ir.walk import own_nodes
 from .kernel_programs import BINARY, UNARY, Cast, Program, Step
 
 __all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
@@ -54,10 +78,8 @@ def name_counts(body, ctx):
 def readers_of(body, name):
     for block in blocks(body):
         for stmt in block:
-            own = [stmt.test] if isinstance(stmt, (gast.If, gast.While)) else \
-                [stmt.iter] if isinstance(stmt, gast.For) else [stmt]
             if any(isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id == name
-                   for o in own for n in gast.walk(o)):
+                   for n in own_nodes(stmt)):
                 yield stmt
 
 
@@ -209,7 +231,7 @@ class ProgramBuilder:
             op = ops[id(stmt)]
             if isinstance(rhs, gast.Constant):
                 self.steps.append(Step(local, None, [], expr=rhs))
-            elif op.kind == "user":
+            elif op.kind is OpKind.USER:
                 inner = purity.scalar_function(op.primitive)
                 call_args = [self.g_atom(a, env, parsed) for a in _arguments(op, rhs)]
                 self.inline(inner, call_args, local, depth + 1)
@@ -266,14 +288,14 @@ def _getter(a, parsed):
 
 def _arguments(op, rhs):
     """An elementwise operation's data arguments, in its rule's order."""
-    if op.kind == "rule" and isinstance(rhs, gast.Call):
+    if op.kind is OpKind.RULE and isinstance(rhs, gast.Call):
         out = []
         for p in op.rule.params:
             if p in op.bound:
                 v = op.bound[p]
                 out.extend(v if isinstance(v, tuple) else (v,))
         return out
-    if op.kind == "user":
+    if op.kind is OpKind.USER:
         return list(op.bound.values())       # bound in the callee's parameter order
     return operands_of(rhs)
 

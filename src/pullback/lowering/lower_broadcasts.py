@@ -93,8 +93,11 @@ import numpy as np
 
 from . import kernels
 from ..analyses import activity, defuse, purity
-from ..analyses.kinds import Kind
-from ..analyses.ops import Op
+from ..analyses.kinds import Kind, Shape
+from ..analyses.mutation import mutated_arrays
+from ..analyses.ops import Op, OpKind
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
 from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
@@ -103,13 +106,15 @@ from ..rules.registry import declared_elementwise
 
 __all__ = ["start"]
 
-_NUMBER_SHAPES = ("scalar", "array", "number")
+_NUMBER_SHAPES = (Shape.SCALAR, Shape.ARRAY, Shape.NUMBER)
 _SUMS = (np.sum, "ndarray.sum")
 # operations that write nothing (a user function or a custom rule may)
-_PURE_KINDS = ("rule", "nondiff", "copy", "pack", "unpack", "mapped")
+_PURE_KINDS = (OpKind.RULE, OpKind.NONDIFF, OpKind.COPY, OpKind.PACK, OpKind.UNPACK,
+               OpKind.MAPPED)
 
 
-def start(normal, parsed, ops, kinds, act, wrt, output):
+def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, Kind],
+          act: activity.Activity, wrt: list[str], output: gast.expr) -> _Lowering:
     """The lowering of ``normal``'s pure elementwise regions, before its first
     step; ``pipeline.py`` runs its four steps in order (``inline`` ...
     ``lower``), the last of which returns the new ``(normal, ops, kinds,
@@ -198,7 +203,7 @@ class _Lowering:
         i = readers[0]
         stmt, op = block[i], self.ops.get(id(block[i]))
         if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name) \
-                or op is None or op.kind != "rule" or op.primitive not in _SUMS \
+                or op is None or op.kind is not OpKind.RULE or op.primitive not in _SUMS \
                 or set(op.bound) != {"a"} or stores[stmt.targets[0].id] != 1:
             return None
         if any(self.barrier(block[j], stores) for j in range(root + 1, i)):
@@ -209,12 +214,7 @@ class _Lowering:
         """Names of arrays the function writes into (a kernel's value is a
         read-only view of JAX's buffer: such a value is copied)."""
         if self._mutated is None:
-            try:
-                from ..analyses.mutation import mutated_arrays
-                self._mutated = set(mutated_arrays(self.normal, self.ops))
-            except ImportError:
-                self._mutated = {op.mutates for op in self.ops.values()
-                                 if getattr(op, "mutates", None)}
+            self._mutated = set(mutated_arrays(self.normal, self.ops))
         return self._mutated
 
     def barrier(self, stmt, stores):
@@ -259,10 +259,10 @@ class _Lowering:
         declared = declared_elementwise(prim)
         if cplx and (prim in purity.HOLOMORPHIC_EXCEPTIONS or (
                 declared is not None and not declared.holomorphic) or any(
-                self.kinds.get(a.id, Kind("unknown", None)).complex is True
+                self.kinds.get(a.id, Kind(Shape.UNKNOWN, None)).complex is True
                 for a in atoms if isinstance(a, gast.Name))):
             return None
-        if op.kind == "rule" and self.varied_static(op):
+        if op.kind is OpKind.RULE and self.varied_static(op):
             return None
         return prim
 
@@ -280,7 +280,7 @@ class _Lowering:
     def is_root(self, stmt):
         target = stmt.targets[0].id
         kind = self.kinds.get(target)
-        return target in self.act.active and (kind is None or kind.shape != "scalar" or
+        return target in self.act.active and (kind is None or kind.shape is not Shape.SCALAR or
                                               id(stmt) in self.mapped)
 
     def kernel_statement(self, stmts, summed=False):
@@ -293,7 +293,7 @@ class _Lowering:
         target = root.targets[0].id
         name = self.normal.namer.fresh(f"fused_{builder.title()}")
         readers_ok = summed or target not in self.mutated() and all(
-            self.ops[id(s)].kind in ("rule", "nondiff", "custom")
+            self.ops[id(s)].kind in (OpKind.RULE, OpKind.NONDIFF, OpKind.CUSTOM)
             and not isinstance(s, gast.Return)
             for s in readers_of(self.normal.tree.body, target))
         doc = "fused from line" + ("s " if len({s.lineno for s in stmts}) > 1 else " ") + \
@@ -312,7 +312,7 @@ class _Lowering:
         reach = program.differentiable_inputs()
         operands = tuple((p, a.id) for p, a in bound.items()
                          if isinstance(a, gast.Name) and p in reach)
-        self.ops[id(new)] = Op("custom", label=name, primitive=kernel, bound=bound,
+        self.ops[id(new)] = Op(OpKind.CUSTOM, label=name, primitive=kernel, bound=bound,
                                operands=operands, node=root.value)
         for s in stmts[:-1]:
             self.kinds.pop(s.targets[0].id, None)

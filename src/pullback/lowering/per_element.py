@@ -6,6 +6,40 @@ fused.
 protocol) whose primal runs ``fn``'s own primal once per element, in order,
 as NumPy would call ``fn``, and whose adjoint runs ``fn``'s adjoint per
 element and projects the gradients it collects onto each input.
+
+Before and after, for a ``g`` with an effect (it prints): ``g``'s own primal
+and adjoint run once per element, in order (the first element twice, as
+``np.vectorize`` calls it once more to learn the output's type):
+
+>>> import numpy as np, pullback as pb, re
+>>> from pullback.lowering import kernels
+>>> from pullback.testing import function_from_source
+>>> g = function_from_source('''
+... def g(v):
+...     print(v)
+...     return math.sin(v) * v
+... ''')
+>>> f = function_from_source('''
+... def f(x):
+...     return np.sum(np.vectorize(g)(x))
+... ''', {"g": g})
+>>> with kernels.options(lower=True):
+...     text = pb.source(f)
+>>> print(re.sub(r" *#.*\\n", "", text).split("def f_adjoint")[0])
+def f_primal(x):
+    vectorize_g_x, vectorize_g_x_res = g_each_primal(x)
+    out = np.sum(vectorize_g_x)
+    return (out, (meta(vectorize_g_x), vectorize_g_x_res, x))
+<BLANKLINE>
+<BLANKLINE>
+>>> x = np.array([0.0, 1.0])
+>>> with kernels.options(lower=True):
+...     grad = pb.grad(f)(x)
+0.0
+0.0
+1.0
+>>> np.allclose(grad, np.sin(x) + np.cos(x) * x)
+True
 """
 from __future__ import annotations
 

@@ -3,6 +3,22 @@ a constant, or a static dotted path), computed by a statement of its own and
 named after what it holds.  Conditional expressions and ``and``/``or`` whose
 operands compute something become branches, so Python's short circuit (and
 which operand's gradient flows) is kept.
+
+>>> from pullback.normalize.normalize import show
+>>> print(show('''
+... def f(x, c):
+...     y = np.sin(x * 2.0) if c > 0 else x
+...     return y
+... '''))
+def f(x, c):
+    cond = c > 0
+    if cond:
+        x_2 = x * 2.0
+        choice = np.sin(x_2)
+    else:
+        choice = x
+    y = choice
+    return y
 """
 from __future__ import annotations
 
@@ -11,6 +27,7 @@ import re
 
 import gast
 
+from ..ir.build import name as _name
 from ..ir.grammar import is_atom, is_static
 from ..ir.naming import _clean, describe
 
@@ -228,10 +245,6 @@ class Expressions:
         self.stmt_If(gast.copy_location(stmt, node))
         return _name(self.env.pop(tmp))   # a temporary: later merges need not carry it
 
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _assign_user(name, value, origin):

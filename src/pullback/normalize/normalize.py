@@ -31,6 +31,8 @@ import dataclasses
 
 import gast
 
+from ..frontend.parse import Parsed
+from ..ir.build import name as _name
 from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
 from ..errors import UnsupportedSyntaxError
 from ..ir.naming import Namer
@@ -44,19 +46,19 @@ class Normal:
     """A function in normal form and what normalizing it recorded."""
 
     tree: gast.FunctionDef
-    params: list            # parameter names, in order
+    params: list[str]       # parameter names, in order
     returned: gast.expr     # the atom the function returns
-    augmented: list         # (stmt, old name) of each `y op= v` desugared
+    augmented: list[tuple[gast.stmt, str, gast.AST]]   # (stmt, old name, node) of each `y op= v`
     namer: Namer
-    carried: dict = dataclasses.field(default_factory=dict)  # id(loop) -> carried names
-    renames: set = dataclasses.field(default_factory=set)    # id(copy) normalize added
+    carried: dict[int, set[str]] = dataclasses.field(default_factory=dict)  # id(loop) -> names
+    renames: set[int] = dataclasses.field(default_factory=set)    # id(copy) normalize added
 
     @property
     def carried_names(self):
         return {n for names in self.carried.values() for n in names}
 
 
-def normalize(parsed, namer=None):
+def normalize(parsed: Parsed, namer: Namer | None = None) -> Normal:
     """Bring ``parsed.tree`` to the normal form; raise on what it cannot hold."""
     namer = namer or Namer.for_tree(parsed.tree, parsed.globals.keys())
     return _Normalizer(parsed, namer).run()
@@ -410,11 +412,6 @@ class _Normalizer(Expressions):
         for v, name in carried.items():
             self.env[v] = name
 
-    def bind_carried(self, name, value, origin):
-        self.env[name] = name
-        self.namer.reserve(name)
-        self.emit(self.copy_value(name, value), origin)
-
     def copy(self, target, source):
         return self.copy_value(target, _name(source))
 
@@ -462,10 +459,6 @@ def _all_of(errors):
         more.append(f"- {err.message}\n{where}\n  {err.hint or ''}".rstrip())
     hint = (first.hint + "\n" if first.hint else "") + "\n".join(more)
     return type(first)(first.message, first.location, hint)
-
-
-def _name(id_, ctx=None):
-    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
 
 
 def _insert_before_break(body, stmts):

@@ -44,15 +44,27 @@ before the loop.  With ``inplace=False`` every addition is out of place
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 import gast
 
 from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
 
-__all__ = ["Gradients", "ZERO", "OWNED", "SHARED"]
+__all__ = ["Gradients", "GradState", "ZERO", "OWNED", "SHARED"]
 
-ZERO, OWNED, SHARED = "zero", "owned", "shared"
+
+class GradState(str, enum.Enum):
+    """The state of a gradient variable (above); a ``str`` whose value is the
+    state's name."""
+    ZERO = "zero"          # nothing accumulated: the next contribution binds it
+    OWNED = "owned"        # a buffer only this adjoint holds: added to in place
+    SHARED = "shared"      # anything else, or unknown: added to out of place
+
+    __str__, __repr__ = str.__str__, str.__repr__     # prints as its string, as before
+
+
+ZERO, OWNED, SHARED = GradState.ZERO, GradState.OWNED, GradState.SHARED
 
 
 @dataclasses.dataclass

@@ -37,12 +37,14 @@ import numpy as np
 
 from ..driver import dispatch
 from .. import runtime
-from ..analyses.ops import all_statements, dotted, is_library
+from ..analyses.kinds import Shape
+from ..analyses.ops import OpKind, all_statements, dotted, is_library
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
+from .accumulate import ZERO
 
-__all__ = ["Adjoints"]
+__all__ = ["Adjoints", "ADJOINT_OF", "EFFECT_ADJOINT_OF"]
 
 
 class Adjoints:
@@ -126,7 +128,7 @@ class Adjoints:
         """Zero ``y_bar[index]``: the values a write replaced reach nothing."""
         if not self.grads.inplace:
             zeroed = _call(self.runtime("zeroed"), _name(self.grads.var(y)), clone(index))
-            self.grads.state[y] = "zero"      # rebinds: the next line binds it owned
+            self.grads.state[y] = ZERO      # rebinds: the next line binds it owned
             self.grads.add(block, y, zeroed, fresh=True)
         else:
             block.extend(self.grads.make_owned(y, self.zero_buffer))
@@ -150,7 +152,7 @@ class Adjoints:
                     isinstance(c, gast.Constant) and isinstance(c.value, (float, complex))
                     for c in (op.node.left, op.node.right)))
                 or (op.primitive is operator.mul
-                    and any(k.shape == "container" for k in kinds))):
+                    and any(k.shape is Shape.CONTAINER for k in kinds))):
             # lists or tuples joined (`shape + (k,)`) or repeated (`[v] * n`), or numbers
             # of unknown kind: told apart when the adjoint runs
             self.adjoint_join(block, op, g)
@@ -186,11 +188,11 @@ class Adjoints:
         if not isinstance(x, gast.Name) or x.id not in self.active:
             return False
         kind = self.kind(x.id)
-        if kind.shape == "container":
+        if kind.shape is Shape.CONTAINER:
             return False
         index = self.index_value(op.bound["b"])
         simple = (kind.complex is False and self.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and kind.shape == "array"
+                  and self.basic_index(op.bound["b"]) and kind.shape is Shape.ARRAY
                   and kind.dtype == "float64" and self.float64)
         self.grads.add_indexed(block, x.id, index, g, self.zero_buffer, simple)
         self.indexed.add(x.id)
@@ -231,7 +233,7 @@ class Adjoints:
         """Whether the output of a broadcasting rule may be larger than the
         argument bound to ``param`` (no, when every other argument, the
         condition of np.where included, is a scalar, or the output is one)."""
-        if self.kind(t).shape == "scalar":
+        if self.kind(t).shape is Shape.SCALAR:
             return False
         mine = op.bound.get(param)
         for p, v in op.bound.items():
@@ -241,10 +243,10 @@ class Adjoints:
             if isinstance(v, gast.Name):
                 shape = self.kind(v.id).shape
             elif isinstance(v, gast.Constant) and isinstance(v.value, (int, float, complex)):
-                shape = "scalar"
+                shape = Shape.SCALAR
             else:
-                shape = "unknown"
-            if shape != "scalar":
+                shape = Shape.UNKNOWN
+            if shape is not Shape.SCALAR:
                 return True
         return False
 
@@ -313,7 +315,7 @@ class Adjoints:
             self.check_function_value(callee.id, where)
         grads = self.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
         block.append(_assign(grads, _call(self.helper("dynamic_adjoint",
-                                                      dispatch.dynamic_adjoint),
+                                                      runtime.dynamic_adjoint),
                                           _name(self.residual_of[id(stmt)]), g)))
         names = dict(op.operands)
         for i, k in enumerate(self.dynamic_mask(op)):
@@ -334,8 +336,8 @@ class Adjoints:
             seen.add(n)
             for s in self.definitions(n):
                 op = self.ops.get(id(s))
-                if op is None or not (op.kind in ("copy", "field", "unpack") or (
-                        op.kind == "rule" and op.primitive is operator.getitem)):
+                if op is None or not (op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK) or (
+                        op.kind is OpKind.RULE and op.primitive is operator.getitem)):
                     raise NonDifferentiableError(
                         f"The function called here, `{name}`, is built from values being "
                         "differentiated, and pullback cannot send a gradient through a "
@@ -430,3 +432,18 @@ def _is_literal(v):
     if isinstance(v, (tuple, list)):
         return all(_is_literal(e) for e in v)
     return v is None or isinstance(v, (bool, int, float, complex, str))
+
+
+# the adjoint of a statement that binds a name, by the kind of its op:
+# (reverse pass, out, stmt, op, target, its gradient)
+ADJOINT_OF = {
+    OpKind.RULE: Adjoints.adjoint_rule, OpKind.NONDIFF: Adjoints.adjoint_nondiff,
+    OpKind.USER: Adjoints.adjoint_user, OpKind.CUSTOM: Adjoints.adjoint_custom,
+    OpKind.DYNAMIC: Adjoints.adjoint_dynamic, OpKind.COPY: Adjoints.adjoint_copy,
+    OpKind.PACK: Adjoints.adjoint_pack, OpKind.CONSTRUCT: Adjoints.adjoint_construct,
+    OpKind.FIELD: Adjoints.adjoint_field,
+    OpKind.OPAQUE: Adjoints.adjoint_opaque,
+}
+# the adjoint of a statement that changes a local in place: (reverse pass, out, stmt, op)
+EFFECT_ADJOINT_OF = {OpKind.APPEND: Adjoints.adjoint_append,
+                     OpKind.SETITEM: Adjoints.adjoint_setitem}

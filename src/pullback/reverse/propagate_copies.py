@@ -29,7 +29,7 @@ import gast
 __all__ = ["propagate_copies"]
 
 
-def propagate_copies(fn):
+def propagate_copies(fn: gast.FunctionDef) -> gast.FunctionDef:
     """Rewrite the adjoint ``fn`` (a gast FunctionDef) in place; return it."""
     fn.body = _block(fn.body)
     loads = {}

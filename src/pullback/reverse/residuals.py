@@ -42,7 +42,9 @@ import gast
 import numpy as np
 
 from .. import runtime
-from ..ir.build import all_statements as _all_statements
+from ..analyses.kinds import Shape
+from ..analyses.ops import OpKind
+from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
 
 __all__ = ["Residuals"]
@@ -65,7 +67,7 @@ class Residuals:
         last_write = max(writes, default=-1)
         write_loops = set().union(*(loops.get(w_id, set()) for w_id in writes.values()))
         for stmt, adjoint, block in self.parts:
-            if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind == "setitem":
+            if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind is OpKind.SETITEM:
                 continue
             # a write after it, or one in a loop around it
             later = last_write > order[id(stmt)] or bool(loops.get(id(stmt), set()) & write_loops)
@@ -165,7 +167,7 @@ class Residuals:
         # then holds no copy of an intermediate it does not need
         values = self.value_reads(block.adjoint, _memo)
         arrays = {n for n in block.save if self.kinds.get(n) is not None
-                  and self.kinds[n].shape in ("array", "number")}
+                  and self.kinds[n].shape in (Shape.ARRAY, Shape.NUMBER)}
         shape_only = arrays - values
         saved = [_call(self.runtime("meta"), _name(n)) if n in shape_only else _name(n)
                  for n in block.save]
@@ -271,7 +273,7 @@ def _write_positions(stmts, ops, written):
             order[id(s)] = len(order)
             loops[id(s)] = around
             op = ops.get(id(s))
-            if op is not None and op.kind == "setitem" and op.mutates in written:
+            if op is not None and op.kind is OpKind.SETITEM and op.mutates in written:
                 writes[order[id(s)]] = id(s)
             inner = around | {id(s)} if isinstance(s, (gast.For, gast.While)) else around
             for field in ("body", "orelse"):

@@ -49,12 +49,16 @@ import dataclasses
 
 import gast
 
-from ..driver import dispatch
 from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .accumulate import OWNED, SHARED, ZERO, Gradients
 from ..analyses import kinds as kinds_
-from .adjoints import Adjoints
+from ..analyses.activity import Activity
+from ..analyses.kinds import Kind, Shape
+from ..analyses.ops import Op, OpKind
+from ..frontend.parse import Parsed
+from ..normalize.normalize import Normal
+from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
 from .residuals import Residuals, is_break_check
 from ..ir.grammar import assigned_names
 from ..rules.inline import clone
@@ -66,12 +70,13 @@ __all__ = ["Derived", "start"]
 class Derived:
     primal: gast.FunctionDef
     adjoint: gast.FunctionDef
-    helpers: dict            # name used in the generated code -> value
-    wrt: tuple               # parameters whose gradients the adjoint returns
+    helpers: dict[str, object]   # name used in the generated code -> value
+    wrt: tuple[str, ...]         # parameters whose gradients the adjoint returns
 
 
-def start(normal, parsed, ops, kinds, activity, wrt, output, inplace=True,
-          written=frozenset()):
+def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, Kind],
+          activity: Activity, wrt: list[str], output: gast.expr, inplace: bool = True,
+          written: frozenset[str] = frozenset()) -> _Reverse:
     """The reverse pass over ``normal``, before its first step; ``pipeline.py``
     runs its eight steps in order (``primal`` ... ``assemble``), the last of
     which returns the ``Derived`` primal and adjoint.
@@ -113,7 +118,7 @@ class _Reverse(Adjoints, Residuals):
         self.written = written            # arrays the primal writes into
         # every input float64 (or a Python float): contributions need no rounding
         self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
-                           if p in kinds and kinds[p].shape in ("scalar", "array"))
+                           if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
         self.bound_up_front = set()       # names the primal reads before any assignment
@@ -301,7 +306,8 @@ class _Reverse(Adjoints, Residuals):
                          ] + body
             return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind in ("user", "custom") and isinstance(stmt, gast.Assign) \
+        if op is not None and op.kind in (OpKind.USER, OpKind.CUSTOM) \
+                and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
@@ -310,7 +316,7 @@ class _Reverse(Adjoints, Residuals):
             stmt.value.func = _name(self.callee(op, "primal"))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
-        elif op is not None and op.kind == "dynamic" and isinstance(stmt, gast.Assign) \
+        elif op is not None and op.kind is OpKind.DYNAMIC and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.active:
             target = stmt.targets[0].id
@@ -329,10 +335,10 @@ class _Reverse(Adjoints, Residuals):
         receiver = op.bound["receiver"]
         if receiver is not None:
             head = [_name(receiver.id), gast.Constant(call.func.attr, None)]
-            func = self.helper("dynamic_method_call", dispatch.dynamic_method_call)
+            func = self.helper("dynamic_method_call", runtime.dynamic_method_call)
         else:
             head = [call.func]
-            func = self.helper("dynamic_call", dispatch.dynamic_call)
+            func = self.helper("dynamic_call", runtime.dynamic_call)
         return gast.Call(func=_name(func), args=head + flags + call.args,
                          keywords=call.keywords)
 
@@ -355,9 +361,9 @@ class _Reverse(Adjoints, Residuals):
         if isinstance(stmt, (gast.For, gast.While)):
             return self.adjoint_loop(stmt, block)
         op = self.ops.get(id(stmt))
-        if op is not None and op.kind in ("append", "setitem"):
+        if op is not None and op.kind in EFFECT_ADJOINT_OF:
             out = []
-            getattr(self, f"adjoint_{op.kind}")(out, stmt, op)
+            EFFECT_ADJOINT_OF[op.kind](self, out, stmt, op)
             for s in out:
                 s.lineno = stmt.lineno
             self.parts.append((stmt, out, block))
@@ -365,7 +371,8 @@ class _Reverse(Adjoints, Residuals):
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
         target = stmt.targets[0]
-        if op.kind in ("user", "custom", "dynamic") and isinstance(target, gast.Tuple):
+        if op.kind in (OpKind.USER, OpKind.CUSTOM, OpKind.DYNAMIC) \
+                and isinstance(target, gast.Tuple):
             target = target.elts[0]      # `z, z_res = g_primal(...)`
         out = []
         if isinstance(target, gast.Tuple):
@@ -378,7 +385,11 @@ class _Reverse(Adjoints, Residuals):
             t = target.id
             if t in self.active and self.grads.bound(t):
                 g = _name(self.grads.var(t))
-                getattr(self, f"adjoint_{op.kind}")(out, stmt, op, t, g)
+                adjoint = ADJOINT_OF.get(op.kind)
+                if adjoint is None:     # a kind added without its adjoint: never skipped
+                    raise AssertionError(f"pullback has no adjoint for an op of kind "
+                                         f"{op.kind!r} (reverse.adjoints.ADJOINT_OF)")
+                adjoint(self, out, stmt, op, t, g)
             self.grads.consume(t)
         for s in out:
             s.lineno = stmt.lineno
@@ -521,7 +532,7 @@ class _Reverse(Adjoints, Residuals):
         """A ``for`` loop over a ``range`` held in a name."""
         return isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Name) \
             and self.kinds.get(stmt.iter.id) is not None \
-            and self.kinds[stmt.iter.id].shape == "range"
+            and self.kinds[stmt.iter.id].shape is Shape.RANGE
 
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))

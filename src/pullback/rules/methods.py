@@ -10,6 +10,26 @@ its rule and are registered next to it:
 
 This module holds the methods whose calling convention differs (``*shape``,
 ``*axes``, ``min=``/``max=``) and the attributes.
+
+Before, ``ndarray`` methods; after, their rules inlined in the adjoint:
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     return np.sum(x.reshape(2, 3).T[0])
+... ''')
+>>> print(adjoint_source(f, np.arange(6.0)))
+def f_adjoint(residuals, out_bar):
+    x_reshape_T_item, x_reshape_T, x = residuals
+    x_reshape_T_item_bar = unreduce(out_bar, x_reshape_T_item)
+    x_reshape_T_bar = owned_zeros(x_reshape_T)
+    x_reshape_T_bar[0] += x_reshape_T_item_bar
+    x_reshape_bar = np.transpose(x_reshape_T_bar)
+    x_bar = np.reshape(x_reshape_bar, np.shape(x), order='C')
+    return (project(x_bar, x, copy=True),)
+>>> pb.grad(f)(np.arange(6.0))
+array([1., 0., 0., 1., 0., 0.])
 """
 import numpy as np
 

@@ -6,6 +6,25 @@ contracted with the others, unconjugated (JAX's convention); ``tensordot``
 is differentiated as the ``einsum`` it spells.  Taking a part of a matrix
 (a diagonal, a triangle) puts ``g`` back on that part, zeros elsewhere.
 The helpers are in ``runtime.layout_support``.
+
+Before, a contraction; after, its rule in the adjoint:
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(a, b):
+...     return np.sum(np.einsum('ij,jk->ik', a, b))
+... ''')
+>>> print(adjoint_source(f, np.ones((2, 3)), np.ones((3, 2))))
+def f_adjoint(residuals, out_bar):
+    einsum_a, a, b = residuals
+    einsum_a_bar = unreduce(out_bar, einsum_a)
+    a_bar = einsum_grads(einsum_a_bar, ('ij,jk->ik', a, b))[1]
+    b_bar = einsum_grads(einsum_a_bar, ('ij,jk->ik', a, b))[2]
+    return (project(a_bar, a, copy=True), project(b_bar, b, copy=True))
+>>> a, b = np.ones((2, 3)), np.ones((3, 2))
+>>> [g.tolist() for g in pb.grad(f, argnums=(0, 1))(a, b)]
+[[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]], [[2.0, 2.0], [2.0, 2.0], [2.0, 2.0]]]
 """
 import numpy as np
 

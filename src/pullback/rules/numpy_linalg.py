@@ -29,6 +29,24 @@ Conventions where the derivative is not unique, or not defined:
   cotangent at ``x == 0`` is 0 (JAX gives NaN), like ``abs`` at 0.
 - ``det`` of a singular matrix: the adjugate (through the SVD) instead of
   ``det * inv``; ``pinv`` and ``lstsq``: at constant rank.
+
+Before, a decomposition-based function; after, its rule in the adjoint (the
+gradient of ``det a`` is ``det(a) inv(a)^T``):
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(a):
+...     return np.linalg.det(a)
+... ''')
+>>> print(adjoint_source(f, np.array([[2.0, 1.0], [1.0, 3.0]])))
+def f_adjoint(residuals, out_bar):
+    out, a = residuals
+    a_bar = det_grad(out_bar, out, a)
+    return (project(a_bar, a, copy=True),)
+>>> a = np.array([[2.0, 1.0], [1.0, 3.0]])
+>>> np.allclose(pb.grad(f)(a), np.linalg.det(a) * np.linalg.inv(a).T)
+True
 """
 import numpy as np
 

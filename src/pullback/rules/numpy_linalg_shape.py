@@ -3,6 +3,23 @@
 Products are bilinear, so each factor's cotangent is ``g`` contracted with
 the other factor, unconjugated (JAX's convention).  Shape changes move
 ``g`` back to the input's layout; they return views of ``g`` where NumPy does.
+
+Before, a product; after, its rule in the adjoint:
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(a, b):
+...     return np.dot(a, b)
+... ''')
+>>> print(adjoint_source(f, np.array([1.0, 2.0]), np.array([3.0, 4.0])))
+def f_adjoint(residuals, out_bar):
+    a, b = residuals
+    a_bar = dot_lhs_grad(out_bar, a, b)
+    b_bar = dot_rhs_grad(out_bar, a, b)
+    return (project(a_bar, a), project(b_bar, b))
+>>> pb.grad(f, argnums=(0, 1))(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+(array([3., 4.]), array([1., 2.]))
 """
 import operator
 

@@ -23,6 +23,26 @@ derivative is not unique, or not defined (JAX's wherever it has one):
   for functions that do not depend on the phase (``abs(v)``, ``v v^H``, or
   real eigenvectors of a real matrix), and it divides by the gaps
   ``w_j - w_i`` (infinite at a repeated eigenvalue, as in JAX).
+
+Before, a convolution; after, its rule in the adjoint (one cotangent per
+operand):
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     return np.sum(np.convolve(x, x))
+... ''')
+>>> print(adjoint_source(f, np.array([1.0, 2.0])))
+def f_adjoint(residuals, out_bar):
+    convolve_x_x, x = residuals
+    convolve_x_x_bar = unreduce(out_bar, convolve_x_x)
+    convolve_grads = convolve_grads_1(convolve_x_x_bar, x, x)
+    x_bar = convolve_grads[0]
+    x_bar = x_bar + convolve_grads[1]
+    return (project(x_bar, x),)
+>>> pb.grad(f)(np.array([1.0, 2.0]))          # d/dx (sum x)^2 = 2 sum x
+array([6., 6.])
 """
 import numpy as np
 

@@ -13,6 +13,23 @@ Builtin ``abs`` and ``operator.abs`` live in ``math_rules``; ``operator.getitem`
 in ``numpy_linalg_shape``.  These rules assume numeric operands: list or tuple
 concatenation (``xs + ys``) and repetition (``xs * 3``) need their own
 handling in the machinery.
+
+Before, an operator; after, its rule inlined in the adjoint:
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(x, y):
+...     return x / y
+... ''')
+>>> print(adjoint_source(f, 3.0, 2.0))
+def f_adjoint(residuals, out_bar):
+    y, out, x = residuals
+    x_bar = out_bar / y
+    y_bar = -out_bar * out / y
+    return (project(x_bar, x), project(y_bar, y))
+>>> pb.grad(f, argnums=(0, 1))(3.0, 2.0)
+(0.5, -0.75)
 """
 import operator
 

@@ -29,6 +29,17 @@ does not refuse it as a lost gradient (as it does for ``axis`` or
 ``broadcasts=True`` marks rules whose contributions have the output's shape
 and must be summed back onto each input's shape (``a * b``, ``np.maximum``);
 the machinery inserts that unbroadcast only where shapes may differ.
+
+What the registry holds for a primitive, and what a test can check of it:
+
+>>> import numpy as np
+>>> rule = lookup(np.mean)
+>>> rule.name, rule.diff, rule.params, rule.broadcasts
+('mean', ('a',), ('a', 'axis', 'dtype', 'keepdims'), False)
+>>> rule.fn(np.float64(1.0), np.float64(2.0), np.array([1.0, 3.0]))   # g, ans, a
+array([0.5, 0.5])
+>>> lookup(np.where).diff, is_nondifferentiable(np.shape)
+(('x', 'y'), True)
 """
 from __future__ import annotations
 
@@ -47,11 +58,11 @@ class Rule:
 
     fn: Callable
     name: str
-    diff: tuple          # names of differentiable parameters, in return order
-    params: tuple        # every parameter after (g, ans), in order
+    diff: tuple[str, ...]      # names of differentiable parameters, in return order
+    params: tuple[str, ...]    # every parameter after (g, ans), in order
     broadcasts: bool
     signature: inspect.Signature
-    discrete: tuple = ()  # static parameters whose values are discrete (indices, keys)
+    discrete: tuple[str, ...] = ()  # static parameters whose values are discrete (indices, keys)
 
     def bind(self, args, kwargs):
         """Bind a call's arguments to the rule's parameters (after g, ans).

@@ -9,13 +9,18 @@ adjoints call them on hot paths.
   structures (tuples, dicts, namedtuples, dataclasses);
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
-- ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs).
-- ``control`` (not re-exported here): ``with np.errstate`` blocks, ``try``
-  bodies and calls with starred arguments, as the front end writes them.
+- ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs);
+- ``calls``: calls into pullback itself (a callee known only at run time,
+  a callee's handle), through hooks the driver installs.
+- ``control`` (not re-exported here, reached as ``runtime.control``): ``with
+  np.errstate`` blocks, ``try`` bodies and calls with starred arguments, as
+  the front end writes them.
 """
 from . import control  # noqa: F401
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
+from .calls import *  # noqa: F401,F403
+from .calls import __all__ as _calls
 from .core import *  # noqa: F401,F403
 from .core import __all__ as _core
 from .fft_support import *  # noqa: F401,F403
@@ -30,4 +35,4 @@ from .scipy_support import *  # noqa: F401,F403
 from .scipy_support import __all__ as _scipy_support
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support + _scipy_support)
+           + _layout_support + _fft_support + _scipy_support + _calls)

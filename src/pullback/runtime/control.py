@@ -6,7 +6,8 @@ runs: what ``frontend.desugar`` writes for them calls these helpers, and
 the handlers of a ``try`` body an exception left.  Per thread.  And
 ``star_call`` (a call with ``*xs`` or ``**d``, as normalize writes it; the
 dispatcher, ``driver.dispatch``, differentiates it) and ``nested_value`` (a
-nested function used as a value, ``frontend.closures``).
+nested function used as a value, ``frontend.closures``); ``sort_order`` and
+``zip_length`` (``sorted`` and ``zip``, as desugar writes them).
 
 Before and after desugar::
 
@@ -34,7 +35,7 @@ import numpy as np
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "Handlers", "try_enter", "try_exit",
            "open_handlers", "handle_exception", "drop_handlers", "star_call", "spread",
-           "nested_value"]
+           "nested_value", "sort_order", "zip_length"]
 
 _open = threading.local()
 blocks_used = False     # set when a `with` or `try` block is first transformed (desugar)
@@ -189,6 +190,20 @@ def spread(spec, callee, items, kwargs):
                     raise TypeError(f"got multiple values for keyword argument '{k}'")
             kwargs = {**kwargs, **v}
     return fn, tuple(args), kwargs
+
+
+def sort_order(items, key=None, reverse=False):
+    """The order ``sorted(items, key=key, reverse=reverse)`` puts ``items`` in:
+    their positions (the same stable sort, on the same keys)."""
+    items = list(items)
+    if key is None:
+        return sorted(range(len(items)), key=items.__getitem__, reverse=reverse)
+    return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
+
+
+def zip_length(rows):
+    """How many items ``zip(*rows)`` gives."""
+    return min((len(r) for r in rows), default=0)
 
 
 def nested_value(lifted, **captured):

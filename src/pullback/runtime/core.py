@@ -313,7 +313,3 @@ def _entry(g, key):
 def _project_structure(g, x, copy):
     return rebuild_like(x, {k: (zeros_like(v) if _entry(g, k) is None
                                 else project(_entry(g, k), v, copy)) for k, v in fields_of(x)})
-
-
-def is_python_scalar(x):
-    return isinstance(x, numbers.Number) and not isinstance(x, np.generic)

@@ -1,0 +1,40 @@
+"""Walking normal-form statements: the one copy of each traversal the passes share.
+
+>>> import gast
+>>> tree = gast.parse('''
+... for i in range(n):
+...     if c:
+...         y = x
+... z = y
+... ''')
+>>> [type(s).__name__ for s in all_statements(tree.body)]
+['For', 'If', 'Assign', 'Assign']
+>>> sorted(n.id for n in own_nodes(tree.body[0]) if isinstance(n, gast.Name))
+['i', 'n', 'range']
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import gast
+
+__all__ = ["all_statements", "own_nodes"]
+
+
+def all_statements(stmts: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
+    """Every statement of a block, nested blocks included, in program order."""
+    for s in stmts:
+        yield s
+        for field in ("body", "orelse"):
+            yield from all_statements(getattr(s, field, None) or [])
+
+
+def own_nodes(stmt: gast.stmt) -> list[gast.AST]:
+    """The nodes of a statement, not those of its nested blocks: an ``if``'s
+    or ``while``'s test, a ``for``'s target and iterable, or all of any other
+    statement."""
+    if isinstance(stmt, (gast.If, gast.While)):
+        return list(gast.walk(stmt.test))
+    if isinstance(stmt, gast.For):
+        return list(gast.walk(stmt.target)) + list(gast.walk(stmt.iter))
+    return list(gast.walk(stmt))
