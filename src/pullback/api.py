@@ -19,7 +19,8 @@ from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, fresh_grad, is_inexact,
                      one_like, signature_key, split_aux, sums_onto)
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "differentiable", "custom_vjp",
+           "custom_jvp", "source"]
 
 
 # -- per-function handles -----------------------------------------------------
@@ -346,60 +347,104 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 
-def jvp(fun, primals, tangents):
-    """``fun(*primals)`` and the directional derivative along ``tangents``.
+def jvp(fun, primals, tangents, has_aux=False):
+    """``fun(*primals)`` and its directional derivative along ``tangents``
+    (JAX's conventions: tuples of primals and tangents, pytrees of arrays,
+    tuple outputs; with ``has_aux``, ``(out, out_dot, aux)``).
 
-    Computed from reverse mode: one adjoint sweep per element of the output
-    (two for a complex output), sharing one primal run.  That is exact, and
-    cheap for the small outputs jvp is mostly used on; a forward-mode
-    transform would make it cheap for large outputs too.
+    Forward mode, as a source transform (``pullback.forward``): one run of
+    the tangent function, whatever the size of the output.  A tangent is
+    taken for every float or complex primal; the tangent of an integer or
+    boolean primal is ignored.
 
     >>> import numpy as np
     >>> jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))
     (array([0., 0.]), array([1., 1.]))
     """
+    from . import forward
+    primals, tangents = _jvp_arguments(fun, primals, tangents)
+    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
+    out, out_dot = forward.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
+                                    has_aux)
+    if has_aux:
+        value, aux = split_aux(fun, out, True)
+        return value, out_dot, aux
+    return out, out_dot
+
+
+def _jvp_arguments(fun, primals, tangents):
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp takes the primals and the tangents as tuples (as JAX): "
+                        "pb.jvp(f, (x,), (x_dot,)).")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; "
                          "pass one tangent per primal.")
-    for p, t in zip(primals, tangents):
-        if np.shape(p) != np.shape(t):
-            raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of "
-                             f"shape {np.shape(p)}; each tangent must match its primal.")
-    handle = derivative_of(fun)
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        _check_tangent(i, p, t)
+    return primals, tangents
+
+
+def _check_tangent(i, p, t, path=""):
+    if runtime.is_structure(p):
+        if not runtime.is_structure(t) or type(t) is not type(p) or len(
+                runtime.fields_of(t)) != len(runtime.fields_of(p)):
+            raise ValueError(f"The tangent of primal {i}{path} must have the primal's "
+                             f"structure ({type(p).__name__} of {len(runtime.fields_of(p))}), "
+                             f"but it is a {type(t).__name__}.")
+        tv = dict(runtime.fields_of(t))
+        for k, v in runtime.fields_of(p):
+            if k not in tv:
+                raise ValueError(f"The tangent of primal {i}{path} has no entry {k!r}.")
+            _check_tangent(i, v, tv[k], f"{path}[{k!r}]")
+        return
+    if is_inexact(p) and np.shape(p) != np.shape(t):
+        raise ValueError(f"A tangent of shape {np.shape(t)} was given for primal {i}{path} of "
+                         f"shape {np.shape(p)}; each tangent must match its primal.")
+
+
+def linearize(fun, *primals):
+    """``fun(*primals)`` and a function of tangents giving the directional
+    derivative at ``primals`` (as JAX's ``linearize``; the tangent function
+    is run again for each call, so each costs about one ``jvp``).
+
+    >>> import numpy as np
+    >>> y, f_jvp = linearize(np.sin, 0.0)
+    >>> f_jvp(2.0)
+    2.0
+    """
+    from . import forward
+    primals = tuple(primals)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
-    out, res = handle.call_primal(primals, wrt)
-    if isinstance(out, tuple):
-        raise TypeError("pb.jvp supports a single array or scalar output for now; "
-                        "call it once per output.")
+    zeros = tuple(forward.support.zeros_tangent(primals[i]) for i in wrt)
+    out, _ = forward.jvp_call(fun, primals, {}, wrt, zeros)
 
-    def pair(grads):
-        return sum(np.real(np.sum(np.asarray(g) * np.asarray(t)))
-                   for g, t in zip(grads, tangents) if g is not None)
+    def f_jvp(*tangents):
+        _, tangents = _jvp_arguments(fun, primals, tangents)
+        return forward.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt))[1]
 
-    flat = np.zeros(np.size(out), dtype=np.result_type(out))
-    basis = np.zeros(np.size(out), dtype=np.result_type(out))
-    for k in range(np.size(out)):
-        basis[k] = 1
-        ct = basis.reshape(np.shape(out))
-        flat[k] = pair(handle.call_adjoint(res, ct))
-        if np.iscomplexobj(out):
-            basis[k] = -1j
-            flat[k] += 1j * pair(handle.call_adjoint(res, ct))
-        basis[k] = 0
-    tangent_out = flat.reshape(np.shape(out))
-    if not isinstance(out, np.ndarray):
-        tangent_out = type(out)(tangent_out[()]) if isinstance(out, (float, complex)) \
-            else tangent_out[()]
-    return out, tangent_out
+    f_jvp.__pullback_api__ = "pb.linearize"
+    return out, f_jvp
 
 
-def source(fun, *example_args, argnums=None):
-    """The generated primal and adjoint of ``fun`` as Python source.
+def custom_jvp(fun):
+    """Give ``fun`` a forward rule of your own with ``@fun.defjvp`` (as JAX):
+    the rule takes ``(primals, tangents)`` and returns ``(out, out_dot)``."""
+    from .forward import CustomJVP
+    return CustomJVP(fun)
+
+
+def source(fun, *example_args, argnums=None, mode="reverse"):
+    """The generated primal and adjoint of ``fun`` as Python source
+    (``mode="forward"``: its tangent function).
 
     Without example arguments the generic transform is shown (every parameter
     a real number or array); with them, the one specialised to their types.
     """
+    if mode == "forward":
+        return _forward_source(fun, example_args, argnums)
+    if mode != "reverse":
+        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}.")
     handle = derivative_of(fun)
     if isinstance(handle, CustomVJP):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
@@ -411,3 +456,20 @@ def source(fun, *example_args, argnums=None):
     from .pipeline import transform
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+
+
+def _forward_source(fun, example_args, argnums):
+    from . import forward
+    handle = forward.forward_of(fun)
+    if isinstance(handle, forward.CustomJVP):
+        raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
+                        "source to show.")
+    n = len(handle.params)
+    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
+    wrt = tuple(sorted(set(wrt)))
+    if example_args:
+        args = tuple(example_args)
+        wrt = tuple(i for i in wrt if is_inexact(args[i]))
+        return handle.specialize(args, wrt).source
+    param_kinds = {p: kinds_.NUMBER for p in handle.params}
+    return forward.transform(fun, param_kinds, [handle.params[i] for i in wrt]).source

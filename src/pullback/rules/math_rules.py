@@ -15,7 +15,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.rules.registry import nondifferentiable, vjp, linear
 from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
@@ -246,3 +246,8 @@ nondifferentiable(
     len, int, bool, round, range, isinstance, type, id, hash, str, repr, ord,
     chr,
 )
+
+# --- forward rules: math's functions are elementwise (their rules serve as they
+# are); conversions and sums are linear ---
+
+linear(float, complex, sum, math.fsum, tuple, list)

@@ -13,7 +13,7 @@ This module holds the methods whose calling convention differs (``*shape``,
 """
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.rules.registry import elementwise, linear, nondifferentiable, vjp
 from pullback.runtime import clip_grad, unitem, untranspose
 
 
@@ -62,3 +62,9 @@ nondifferentiable(
     "ndarray.argmax", "ndarray.argmin", "ndarray.argsort", "ndarray.nonzero",
     "ndarray.all", "ndarray.any", "ndarray.round",
 )
+
+# --- forward rules ---
+
+elementwise("ndarray.clip")
+linear("ndarray.reshape", "ndarray.transpose", "ndarray.T", "ndarray.mT", "ndarray.item",
+       "ndarray.tolist")

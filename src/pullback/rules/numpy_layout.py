@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.forward.support import sort_jvp as sort_jvp_helper
+from pullback.rules.registry import vjp, jvp, linear
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
                               pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
@@ -228,3 +229,15 @@ def cov(g, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
 @vjp(np.corrcoef)
 def corrcoef(g, ans, x, y=None, rowvar=True, dtype=None):
     return corrcoef_grad(g, x, y, rowvar)
+
+# --- forward rules: moving elements around is linear ---
+
+linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.fliplr,
+       np.flipud, np.rollaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split,
+       np.array_split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack,
+       np.append, np.linspace, np.take_along_axis, np.select, np.diff)
+
+
+@jvp(np.sort)
+def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
+    return sort_jvp_helper(t, ans, a, axis)
