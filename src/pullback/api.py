@@ -226,6 +226,10 @@ def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
     if isinstance(fun, CustomVJP):
         return fun
+    if getattr(fun, "__pullback_forward_only__", False):
+        from .dispatch import forward_only
+        message, hint = forward_only(fun)
+        raise NonDifferentiableError(message, hint=hint)
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
         raise NonDifferentiableError(
@@ -365,7 +369,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     primals, tangents = _jvp_arguments(fun, primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     out, out_dot = forward.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
-                                    has_aux)
+                                    has_aux, top=True)
     if has_aux:
         value, aux = split_aux(fun, out, True)
         return value, out_dot, aux
@@ -399,8 +403,9 @@ def _check_tangent(i, p, t, path=""):
             _check_tangent(i, v, tv[k], f"{path}[{k!r}]")
         return
     if is_inexact(p) and np.shape(p) != np.shape(t):
-        raise ValueError(f"A tangent of shape {np.shape(t)} was given for primal {i}{path} of "
-                         f"shape {np.shape(p)}; each tangent must match its primal.")
+        raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of shape "
+                         f"{np.shape(p)} (primal {i}{path}); each tangent must match its "
+                         "primal.")
 
 
 def linearize(fun, *primals):
@@ -411,17 +416,18 @@ def linearize(fun, *primals):
     >>> import numpy as np
     >>> y, f_jvp = linearize(np.sin, 0.0)
     >>> f_jvp(2.0)
-    2.0
+    np.float64(2.0)
     """
     from . import forward
     primals = tuple(primals)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     zeros = tuple(forward.support.zeros_tangent(primals[i]) for i in wrt)
-    out, _ = forward.jvp_call(fun, primals, {}, wrt, zeros)
+    out, _ = forward.jvp_call(fun, primals, {}, wrt, zeros, top=True)
 
     def f_jvp(*tangents):
         _, tangents = _jvp_arguments(fun, primals, tangents)
-        return forward.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt))[1]
+        return forward.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
+                                top=True)[1]
 
     f_jvp.__pullback_api__ = "pb.linearize"
     return out, f_jvp

@@ -136,6 +136,8 @@ class CustomJVP:
     def __call__(self, *args, **kwargs):
         return self.fun(*args, **kwargs)
 
+    __call__.__pullback_forward_only__ = True   # (what reverse mode's dispatcher unwraps to)
+
     def bind(self, args, kwargs):
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()
@@ -221,10 +223,15 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     return jvp_call(method, args, kwargs, mask, tangents)
 
 
-def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False):
+def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
+    """``callee(*args, **kwargs)`` and its tangent (``top``: called by
+    ``pb.jvp`` itself, where any Python function is differentiated, as by
+    ``pb.grad``; inside a function, pullback's own functions are refused)."""
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, tuple(mask))
     if isinstance(fn, CustomJVP):
         return _by_handle(fn, fn.fun, args, kwargs, mask, tangents, has_aux)
+    if top and isinstance(fn, types.FunctionType) and lookup(fn) is None:
+        return _by_handle(forward_of(fn), fn, args, kwargs, mask, tangents, has_aux)
     why = dispatch.refusal(fn)
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])

@@ -16,7 +16,7 @@ globals and closure cells, the source registered for tracebacks).
 ... ''')
 >>> loaded = transform(f, {"x": kinds.NUMBER}, ["x"])
 >>> loaded.jvp(0.5, 1.0)          # (f(x), f'(x) * 1.0)
-(np.float64(0.2397127693021015), np.float64(0.918002585392122))
+(np.float64(0.2397127693021015), np.float64(0.9182168195493894))
 """
 from __future__ import annotations
 
