@@ -81,6 +81,8 @@ def dynamic_adjoint(res, ct):
 
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
+    if getattr(fn, "__pullback_forward_only__", False):
+        return forward_only(fn)
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
             and (fn.__module__ or "").split(".")[0] == "pullback"):
@@ -94,6 +96,14 @@ def refusal(fn):
                 "in place.", "Build the new array with indexing writes into an array the "
                 "function creates, or with np.where.")
     return None
+
+
+def forward_only(fn):
+    """The refusal of a ``pb.custom_jvp`` function in reverse mode."""
+    name = getattr(fn, "__name__", "this function")
+    return (f"{name} is a pb.custom_jvp function: it has a forward rule only, and reverse "
+            "mode (pb.grad, pb.vjp) cannot use it yet.",
+            "Use pb.jvp for it, or define the function with pb.custom_vjp and defvjp.")
 
 
 # -- unwrapping -----------------------------------------------------------------
