@@ -550,3 +550,48 @@ def test_program_dot_product_identity(name):
                 lhs += float(np.sum(np.asarray(gl) * np.asarray(tl)))
     assert np.isclose(lhs, float(out_dot), rtol=1e-8, atol=1e-10), (lhs, out_dot)
     assert out == pytest.approx(m.fun(*args), rel=1e-12)
+
+
+# -- jacfwd ----------------------------------------------------------------------------------
+
+def test_jacfwd_against_jax():
+    f, fj = both("""
+def f(x, y):
+    return np.sin(x)[:, None] * y, np.sum(x * y[:, 0])
+""")
+    x, y = np.array([0.1, 0.2, 0.3]), np.arange(6.0).reshape(3, 2)
+    for argnums in (0, 1, (0, 1), (1,)):
+        assert_close(pb.jacfwd(f, argnums=argnums)(x, y),
+                     jax.jacfwd(fj, argnums=argnums)(x, y))
+    g, gj = both("""
+def g(p, s):
+    return p["a"] * np.tanh(p["b"] * s)
+""")
+    p = {"a": 1.5, "b": np.array([0.3, -0.2])}
+    assert_close(pb.jacfwd(g)(p, 2.0), jax.jacfwd(gj)(p, 2.0))
+    out = pb.jacfwd(g, has_aux=False)(p, 2.0)
+    assert set(out) == {"a", "b"} and np.shape(out["b"]) == (2, 2)
+
+
+def test_jacfwd_has_aux_and_refuses_integers():
+    f = function_from_source("""
+def f(x):
+    return x * x, {"n": 3}
+""")
+    jac, aux = pb.jacfwd(f, has_aux=True)(np.array([1.0, 2.0]))
+    np.testing.assert_allclose(jac, np.diag([2.0, 4.0]))
+    assert aux == {"n": 3}
+    with pytest.raises(TypeError, match="float or complex"):
+        pb.jacfwd(f)(np.array([1, 2]))
+
+
+def test_show_forward_mode(tmp_path, capsys):
+    from pullback import cli
+    path = tmp_path / "model.py"
+    path.write_text("import numpy as np\n\n\ndef loss(w, x):\n    h = np.tanh(x @ w)\n"
+                    "    return np.sum(h * h)\n")
+    assert cli.main(["show", f"{path}:loss", "--mode", "forward", "--argnums", "0",
+                     "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert "def loss_jvp(w, x, w_dot):" in out
+    assert "xw_dot = x @ w_dot" in out and "# line 5: h = np.tanh(x @ w)" in out

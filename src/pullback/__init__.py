@@ -4,14 +4,15 @@
 >>> pb.grad(lambda x: np.sum(x * x))(np.array([1.0, 2.0]))
 array([2., 4.])
 """
-from .api import (custom_jvp, custom_vjp, differentiable, grad, jvp, linearize, source,
+from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
                   value_and_grad, vjp)
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 
 __version__ = "0.1.0"
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "differentiable", "custom_vjp",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
+           "custom_vjp",
            "custom_jvp", "source",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]
