@@ -223,6 +223,17 @@ def f(x):
     z = np.fft.fft(x)
     return np.real(z * np.conj(z)) + np.imag(z)
 """, None, lambda r: (r.standard_normal(4),)),
+    "layout_rules": ("""
+def f(x, y):
+    a = np.pad(x, 2, mode="reflect") + 0.0
+    b = np.pad(x, (1, 2))
+    c = np.sort(y) * np.sinc(y)
+    d = np.nansum(x * y) + np.nanmean(x) + np.max(np.round(y)) * 0.0 + np.max(x)
+    e = np.prod(np.where(x > 0.5, 0.0, x)) + np.prod(y[:3])
+    m = np.maximum(x, x[::-1])            # ties in the middle
+    return np.concatenate([a, b, c, np.atleast_1d(d), np.atleast_1d(e), np.diff(y),
+                           np.tile(y, 2), m, np.linalg.norm(np.stack([x, y]), axis=0)])
+""", None, lambda r: (r.standard_normal(6), r.standard_normal(6))),
     "scalars": ("""
 def f(x, y):
     z = x * y + x ** 2
@@ -436,16 +447,22 @@ def test_source_reads_like_the_math():
 def f(x, w):
     y = np.tanh(x @ w)
     z = np.zeros(3)
-    z[0] = y[0]
+    z[0] = y[0, 1]
     return np.sum(y) + z
 """)
     src = pb.source(f, np.ones((2, 3)), np.ones((3, 3)), mode="forward")
-    assert "def f_jvp(x, w, x_dot, w_dot):" in src
-    assert "xw_dot = x_dot @ w + x @ w_dot" in src
-    assert "# line 2: y = np.tanh(x @ w)" in src
-    assert "z_dot[0] = y_item_dot" in src.replace("y_0_dot", "y_item_dot") or "z_dot[0] =" in src
-    generic = pb.source(f, mode="forward")
-    assert "f_jvp" in generic
+    for line in ["def f_jvp(x, w, x_dot, w_dot):",
+                 "# line 2: y = np.tanh(x @ w)",
+                 "xw_dot = x_dot @ w + x @ w_dot",
+                 "y_dot = xw_dot * (1.0 - y * y)",
+                 "z_dot = zeros_tangent(z)",
+                 "y_item_dot = y_dot[0, 1]",
+                 "z_dot[0] = y_item_dot",
+                 "return (out, output_tangent(out_dot, out, fresh=True))"]:
+        assert line in src, line
+    assert "def f_jvp(x, w, w_dot):" in pb.source(f, argnums=1, mode="forward")
+    with pytest.raises(ValueError, match="mode"):
+        pb.source(f, mode="sideways")
 
 
 # -- refusals -----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from ..rules.registry import ELEMENTWISE, LINEAR, MULTILINEAR
 __all__ = ["how", "ELEMENTWISE", "complex_exception"]
 
 # math functions: every one maps numbers to a number, so its rule is elementwise
-_NOT_ELEMENTWISE_MATH = {math.fsum, math.ldexp}
+_NOT_ELEMENTWISE_MATH = {math.fsum}
 
 
 def how(rule, primitive, op=None):
@@ -62,6 +62,8 @@ def _elementwise(primitive, op):
         hash(primitive)
     except TypeError:
         return False
+    if primitive in purity._OPERATORS or primitive in (np.where, np.clip):
+        return True
     if primitive in purity.MATH_TO_NUMPY and primitive not in (pow,):
         return True
     if getattr(primitive, "__module__", None) == "math" or (

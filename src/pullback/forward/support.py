@@ -26,7 +26,7 @@ from ..errors import NonDifferentiableError
 
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
-           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_product"]
+           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_product", "pad_jvp"]
 
 
 def _inexact(x):
@@ -79,10 +79,11 @@ def broadcast_tangent(t, x):
     return np.broadcast_to(t, shape)
 
 
-def output_tangent(t, y):
+def output_tangent(t, y, fresh=False):
     """The tangent handed to the caller: shaped like the output ``y``, with
     its dtype and realness (a real output's tangent is real), and a new
-    object, so it shares memory with no argument or tangent."""
+    object, so it shares memory with no argument or tangent (``fresh``: the
+    generated code made ``t`` itself, so it is not copied again)."""
     if runtime.is_structure(y):
         if t is None:
             t = zeros_tangent(y)
@@ -92,7 +93,7 @@ def output_tangent(t, y):
         return zeros_tangent(y) if t is None else t
     if t is None:
         return zeros_tangent(y)
-    return runtime.project(t, y, copy=True)
+    return runtime.project(t, y, copy=not fresh)
 
 
 def _entry(t, key):
@@ -241,3 +242,23 @@ def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
         return np.ravel(t)[idx]
     idx = np.argsort(a, axis=axis, kind="stable")
     return np.take_along_axis(np.broadcast_to(t, np.shape(a)), idx, axis=axis)
+
+
+_LINEAR_PADS = {"constant", "edge", "reflect", "symmetric", "wrap", "mean", "empty"}
+
+
+def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"):
+    """Tangent of ``np.pad``: the tangent padded the same way (constant
+    padding pads it with zeros); modes that are not linear are refused."""
+    if callable(mode) or mode not in _LINEAR_PADS or mode == "empty":
+        raise NonDifferentiableError(
+            f"forward mode has no rule for np.pad with mode={mode!r} yet.",
+            hint="Use pb.vjp for this function, or pad with mode 'constant', 'edge', "
+                 "'reflect', 'symmetric', 'wrap' or 'mean'.")
+    if mode == "constant":
+        return np.pad(t, pad_width, mode="constant")
+    if mode in ("reflect", "symmetric"):
+        return np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+    if mode == "mean":
+        return np.pad(t, pad_width, mode="mean", stat_length=stat_length)
+    return np.pad(t, pad_width, mode=mode)

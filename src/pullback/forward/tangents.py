@@ -84,6 +84,8 @@ class _Forward:
         self.namer = normal.namer
         self.helpers = {}
         self.dots = {}
+        self.depth = 0           # how many blocks deep the statement being built is
+        self.assigned = {}       # tangent name -> [(depth, fresh)] of its assignments
         self.user_locals = set(normal.params) | _assigned(normal.tree.body)
 
     # -- names -----------------------------------------------------------------
@@ -180,12 +182,11 @@ class _Forward:
         return out
 
     def stmt(self, stmt):
-        if isinstance(stmt, gast.If):
+        if isinstance(stmt, (gast.If, gast.For, gast.While)):
+            self.depth += 1
             stmt.body = self.block(stmt.body)
             stmt.orelse = self.block(stmt.orelse)
-            return [stmt]
-        if isinstance(stmt, (gast.For, gast.While)):
-            stmt.body = self.block(stmt.body)
+            self.depth -= 1
             return [stmt]
         if isinstance(stmt, gast.Return):
             return [self.returned(stmt)]
@@ -221,7 +222,16 @@ class _Forward:
             if not (op.kind == "nondiff" or (isinstance(expr, gast.Call) and isinstance(
                     expr.func, gast.Name) and expr.func.id == self.support("zeros_tangent"))):
                 expr = _call(self.support("owned_tangent"), expr, _name(t))
+        self.assigned.setdefault(self.dot(t), []).append((self.depth, self.is_fresh(expr)))
         return self.located(stmt, [stmt] + pre + [_assign(self.dot(t), expr)])
+
+    def is_fresh(self, expr):
+        """``expr`` certainly makes a new object (arithmetic, an owned
+        buffer): the output's tangent then needs no defensive copy."""
+        if isinstance(expr, (gast.BinOp, gast.UnaryOp)):
+            return True
+        return isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name) \
+            and self.helpers.get(expr.func.id) is support.owned_tangent
 
     def located(self, stmt, stmts):
         for s in stmts:
@@ -240,6 +250,9 @@ class _Forward:
         if t is None:
             t = gast.Constant(None, None)
         tangent = _call(self.support("output_tangent"), t, clone(out))
+        if isinstance(t, gast.Name) and [(0, True)] == self.assigned.get(t.id):
+            # made here by arithmetic: handed out without a copy
+            tangent.keywords = [gast.keyword(arg="fresh", value=gast.Constant(True, None))]
         ret = gast.Return(value=gast.Tuple(elts=[value, tangent], ctx=gast.Load()))
         ret.lineno = getattr(stmt, "lineno", None)
         return ret
@@ -469,6 +482,7 @@ class _Forward:
                                keywords=call.keywords)
         stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
                                    ctx=gast.Store())]
+        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
         return [stmt]
 
     def kernel_call(self, stmt, op, t, active):
@@ -485,6 +499,7 @@ class _Forward:
                                              tangents))
         if t in self.written:
             tangent.value = _call(self.support("owned_tangent"), tangent.value, _name(t))
+        self.assigned.setdefault(self.dot(t), []).append((self.depth, True))
         return [stmt, tangent]
 
     def dynamic_call(self, stmt, op, t):
@@ -514,6 +529,7 @@ class _Forward:
                                keywords=call.keywords)
         stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
                                    ctx=gast.Store())]
+        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
         return [stmt]
 
     # -- refusals ----------------------------------------------------------------------

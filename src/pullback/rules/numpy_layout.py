@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from pullback.forward.support import sort_jvp as sort_jvp_helper
-from pullback.rules.registry import vjp, jvp, linear
+from pullback.forward.support import pad_jvp as pad_jvp_helper, sort_jvp as sort_jvp_helper
+from pullback.rules.registry import elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
                               pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
@@ -241,3 +241,26 @@ linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.flip
 @jvp(np.sort)
 def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
     return sort_jvp_helper(t, ans, a, axis)
+
+
+if hasattr(np, "row_stack"):
+    linear(np.row_stack)
+elementwise(np.sinc, np.nan_to_num)
+
+
+@jvp(np.pad)
+def pad_jvp(t, ans, array, pad_width, mode="constant", stat_length=None, constant_values=0,
+            end_values=0, reflect_type="even"):
+    return pad_jvp_helper(t, pad_width, mode, stat_length, reflect_type)
+
+
+@jvp(np.nansum)
+def nansum_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
+    return np.sum(np.where(np.isnan(a), 0, t), axis=axis, keepdims=keepdims)
+
+
+@jvp(np.nanmean)
+def nanmean_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
+    kept = np.logical_not(np.isnan(a))
+    return np.sum(np.where(kept, t, 0), axis=axis, keepdims=keepdims) / np.sum(
+        kept, axis=axis, keepdims=keepdims, dtype=np.result_type(ans))
