@@ -11,7 +11,7 @@ kernel's tangent from its partials (one multiply-add per input).
 
 >>> import numpy as np
 >>> zeros_tangent((np.ones(2), 3, "a"))
-(array([0., 0.]), None, None)
+(array([0., 0.]), 0.0, None)
 >>> t = np.ones(3)
 >>> o = owned_tangent(t, np.zeros(3))
 >>> o is t, o.flags.writeable
@@ -26,7 +26,8 @@ from ..errors import NonDifferentiableError
 
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
-           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_product", "pad_jvp"]
+           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
+           "ravel_tangent", "reshape_tangent"]
 
 
 def _inexact(x):
@@ -46,8 +47,12 @@ def zeros_tangent(x):
     if runtime.is_structure(x):
         return runtime.rebuild_like(x, {k: zeros_tangent(v) for k, v in runtime.fields_of(x)})
     if not _inexact(x):
-        if isinstance(x, np.ndarray) and x.dtype.kind in "iub":
-            return np.zeros(x.shape)      # an integer array written with floats later
+        # an integer that becomes a float later (``total = 0`` before a loop of
+        # float additions) has the zero of a float
+        if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+            return np.zeros(x.shape)
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+            return 0.0
         return None
     if isinstance(x, complex):
         return 0j
@@ -192,16 +197,21 @@ def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     return s / ans
 
 
-def solve_product(t, x, b):
-    """``t @ x`` for ``x = solve(a, b)``, where a 1-d ``b`` is one vector."""
+def solve_a_jvp(t, x, a, b):
+    """The tangent of ``x = solve(a, b)`` along ``da = t``: ``-solve(a, t x)``
+    (a 1-d ``b`` is one vector, however many matrices ``a`` holds)."""
     if np.ndim(b) == 1:
-        return np.matmul(t, x[..., None])[..., 0]
-    return np.matmul(t, x)
+        return -np.linalg.solve(a, np.matmul(t, x[..., None]))[..., 0]
+    return -np.linalg.solve(a, np.matmul(t, x))
 
 
 def det_jvp(t, ans, a):
-    """``d det(a) = det(a) tr(solve(a, da))``."""
-    return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    """``d det(a) = det(a) tr(solve(a, da))``, or ``<adj(a)^T, da>`` when
+    ``a`` is singular."""
+    if np.all(np.asarray(ans) != 0):
+        return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    from ..runtime.linalg_support import _adjugate
+    return np.sum(np.swapaxes(_adjugate(a), -1, -2) * t, axis=(-2, -1))
 
 
 def slogdet_jvp(t, ans, a):
@@ -221,8 +231,11 @@ def cholesky_jvp(t, ans, a, upper=False):
     the diagonal (``upper``: the transpose of that)."""
     low = np.conj(np.swapaxes(ans, -1, -2)) if upper else ans
     # NumPy reads one triangle of a: the tangent of the matrix it factors
+    # (and the real part of its diagonal)
     h = lambda m: np.conj(np.swapaxes(m, -1, -2))  # noqa: E731
-    sym = np.triu(t) + h(np.triu(t, 1)) if upper else np.tril(t) + h(np.tril(t, -1))
+    part = np.triu(t, 1) if upper else np.tril(t, -1)
+    diag = np.real(np.diagonal(t, axis1=-2, axis2=-1))
+    sym = part + h(part) + diag[..., :, None] * np.eye(t.shape[-1], dtype=diag.dtype)
     linv_t = _solve_lower(low, sym)
     inner = np.conj(np.swapaxes(_solve_lower(low, np.conj(np.swapaxes(linv_t, -1, -2))),
                                 -1, -2))
@@ -247,6 +260,17 @@ def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
 _LINEAR_PADS = {"constant", "edge", "reflect", "symmetric", "wrap", "mean", "empty"}
 
 
+def diff_jvp(t, n=1, axis=-1, prepend=None, append=None):
+    """Tangent of ``np.diff``: the differences of the tangent, with the
+    values prepended or appended (constants) contributing zeros."""
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = np.zeros_like(prepend, dtype=np.result_type(t, prepend))
+    if append is not None:
+        kw["append"] = np.zeros_like(append, dtype=np.result_type(t, append))
+    return np.diff(t, n=n, axis=axis, **kw)
+
+
 def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"):
     """Tangent of ``np.pad``: the tangent padded the same way (constant
     padding pads it with zeros); modes that are not linear are refused."""
@@ -262,3 +286,26 @@ def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"
     if mode == "mean":
         return np.pad(t, pad_width, mode="mean", stat_length=stat_length)
     return np.pad(t, pad_width, mode=mode)
+
+
+def _order_of(a, order):
+    """``order='A'`` spelled out for ``a``: 'F' for a Fortran-ordered array."""
+    if order == "A":
+        a = np.asarray(a)
+        return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    return order
+
+
+def ravel_tangent(t, a, order="C"):
+    """``np.ravel(a, order)``'s tangent: the tangent's elements in the order
+    the primal's were read ('A' and 'K' follow ``a``'s memory, not ``t``'s)."""
+    if order != "K":
+        return np.ravel(t, order=_order_of(a, order))
+    position = np.empty_like(np.asarray(a), dtype=np.intp)     # laid out like a
+    position[...] = np.arange(np.size(a)).reshape(np.shape(a))
+    return np.ravel(t)[np.ravel(position, order="K")]
+
+
+def reshape_tangent(t, a, shape, order="C"):
+    """``np.reshape(a, shape, order)``'s tangent ('A' follows ``a``'s memory)."""
+    return np.reshape(t, shape, order=_order_of(a, order))

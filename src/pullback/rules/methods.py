@@ -13,7 +13,9 @@ This module holds the methods whose calling convention differs (``*shape``,
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, linear, nondifferentiable, vjp
+from pullback.forward.support import reshape_tangent
+
+from pullback.rules.registry import elementwise, jvp, linear, nondifferentiable, vjp
 from pullback.runtime import clip_grad, unitem, untranspose
 
 
@@ -66,5 +68,11 @@ nondifferentiable(
 # --- forward rules ---
 
 elementwise("ndarray.clip")
-linear("ndarray.reshape", "ndarray.transpose", "ndarray.T", "ndarray.mT", "ndarray.item",
+linear("ndarray.transpose", "ndarray.T", "ndarray.mT", "ndarray.item",
        "ndarray.tolist")
+
+
+
+@jvp("ndarray.reshape")
+def reshape_method_jvp(t, ans, a, *shape, order="C"):
+    return reshape_tangent(t, a, np.shape(ans), order)

@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from pullback.forward.support import pad_jvp as pad_jvp_helper, sort_jvp as sort_jvp_helper
+from pullback.forward.support import (diff_jvp as diff_jvp_helper, pad_jvp as pad_jvp_helper,
+                                      sort_jvp as sort_jvp_helper)
 from pullback.rules.registry import elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
@@ -235,7 +236,18 @@ def corrcoef(g, ans, x, y=None, rowvar=True, dtype=None):
 linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.fliplr,
        np.flipud, np.rollaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split,
        np.array_split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack,
-       np.append, np.linspace, np.take_along_axis, np.select, np.diff)
+       np.append, np.linspace, np.take_along_axis)
+
+
+@jvp(np.select)
+def select_jvp(t, ans, condlist, choicelist, default=0):
+    # the default is a constant: its tangent is zero
+    return np.select(condlist, t, 0)
+
+
+@jvp(np.diff)
+def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    return diff_jvp_helper(t, n, axis, prepend, append)
 
 
 @jvp(np.sort)

@@ -35,7 +35,7 @@ from pullback.rules.registry import vjp, jvp
 from pullback.forward.support import (cholesky_jvp as cholesky_jvp_helper,
                                       det_jvp as det_jvp_helper,
                                       norm_jvp as norm_jvp_helper,
-                                      slogdet_jvp as slogdet_jvp_helper, solve_product)
+                                      slogdet_jvp as slogdet_jvp_helper, solve_a_jvp)
 from pullback.runtime import (cholesky_grad, det_grad, eigh_grad, lstsq_grad,
                               matrix_power_grad, multi_dot_grad, norm_grad, pinv_grad,
                               qr_grad, slogdet_grad, solve_lhs_grad, solve_rhs_grad, svd_grad,
@@ -133,7 +133,7 @@ def norm(g, ans, x, ord=None, axis=None, keepdims=False):
 @jvp(np.linalg.solve)
 def solve_jvp(t, ans, a, b):
     # d x = solve(a, db - da x)
-    return -np.linalg.solve(a, solve_product(t, ans, b)), np.linalg.solve(a, t)
+    return solve_a_jvp(t, ans, a, b), np.linalg.solve(a, t)
 
 
 @jvp(np.linalg.inv)

@@ -8,7 +8,9 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import vjp, linear, multilinear
+from pullback.forward.support import ravel_tangent, reshape_tangent
+
+from pullback.rules.registry import jvp, linear, multilinear, vjp
 from pullback.runtime import (c_grad, c_items, r_items, take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
                               inner_rhs_grad, ravel_grad, unarray, unbroadcast,
                               unconcatenate, unindex, unstack, untranspose)
@@ -161,8 +163,18 @@ def getitem(g, ans, a, b):
 # --- forward rules: products are multilinear, shape and layout linear ---
 
 multilinear(np.dot, "ndarray.dot", np.inner, np.outer, np.vdot)
-linear(np.transpose, np.reshape, np.ravel, "ndarray.ravel", "ndarray.flatten", np.squeeze,
+linear(np.transpose, np.squeeze,
        "ndarray.squeeze", np.expand_dims, np.broadcast_to, np.swapaxes, "ndarray.swapaxes",
        np.moveaxis, np.concatenate, r_items, c_items, np.stack, np.hstack, np.vstack,
        np.copy, "ndarray.copy", np.asarray, np.array, np.astype, "ndarray.astype", np.take,
        operator.getitem)
+
+
+@jvp(np.reshape)
+def reshape_jvp(t, ans, a, shape, order="C", copy=None):
+    return reshape_tangent(t, a, np.shape(ans), order)
+
+
+@jvp(np.ravel, "ndarray.ravel", "ndarray.flatten")
+def ravel_jvp(t, ans, a, order="C"):
+    return ravel_tangent(t, a, order)
