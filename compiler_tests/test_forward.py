@@ -688,3 +688,71 @@ def test_forward_rule(case, kind):
     for o, d in zip(tr.leaves(out), tr.leaves(dot)):
         if isinstance(o, np.ndarray) and o.dtype.kind in "fc":
             assert np.shape(d) == o.shape and np.asarray(d).dtype == o.dtype
+
+
+# -- random programs (fuzzing.py): <vjp(ct), t> == <ct, jvp(t)> ----------------------------
+
+import copy  # noqa: E402
+import dataclasses  # noqa: E402
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import fuzzing  # noqa: E402
+
+FUZZ = int(os.environ.get("PULLBACK_FUZZ_EXAMPLES", "30"))
+
+
+def _random_tangent(x, rng):
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return rng.standard_normal(x.shape).astype(x.dtype)
+    if isinstance(x, float):
+        return float(rng.standard_normal())
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_random_tangent(v, rng) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_random_tangent(v, rng) for v in x)
+    if isinstance(x, dict):
+        return {k: _random_tangent(v, rng) for k, v in x.items()}
+    if dataclasses.is_dataclass(x):
+        return type(x)(**{f.name: _random_tangent(getattr(x, f.name), rng)
+                          for f in dataclasses.fields(x)})
+    return x
+
+
+@settings(max_examples=FUZZ, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(fuzzing.programs(), st.integers(0, 2 ** 32 - 1))
+def test_random_programs_forward(program, seed):
+    """What reverse mode differentiates, forward mode agrees with; what it
+    refuses, forward mode refuses too; tangents are never written to."""
+    f = fuzzing.load(program.source)
+    rng = np.random.default_rng(seed)
+    args = fuzzing.make_args(program, rng)
+    try:
+        with np.errstate(all="raise"):
+            value = f(*copy.deepcopy(args))
+    except (FloatingPointError, OverflowError, ZeroDivisionError, ValueError):
+        assume(False)
+    assume(np.all(np.isfinite(value)) and np.max(np.abs(value)) <= 1e6)
+    tangents = tuple(_random_tangent(a, rng) for a in args)
+    saved = copy.deepcopy(tangents)
+    if program.must_refuse:
+        with pytest.raises(pb.PullbackError):
+            pb.jvp(f, tuple(args), tangents)
+        return
+    try:
+        out, back = pb.vjp(f, *args)
+    except pb.PullbackError:
+        with pytest.raises(pb.PullbackError):
+            pb.jvp(f, tuple(args), tangents)
+        return
+    ct = np.float64(1.3) if program.returns == "s" else rng.uniform(-1, 1, np.shape(value))
+    grads = back(ct)
+    _, dot = pb.jvp(f, tuple(args), tangents)
+    lhs = sum(float(np.sum(np.asarray(g, float) * np.asarray(t, float)))
+              for (_, g), (_, t) in zip(fuzzing.leaves(grads), fuzzing.leaves(tangents))
+              if isinstance(t, (np.ndarray, float)) and g is not None)
+    rhs = float(np.sum(np.asarray(ct) * np.asarray(dot)))
+    assert np.isclose(lhs, rhs, rtol=1e-7, atol=1e-9), (lhs, rhs, program.source)
+    assert all(fuzzing.same_bits(a, b) for a, b in zip(tangents, saved)), "tangent written"
