@@ -44,9 +44,8 @@ import numpy as np
 from .. import dispatch
 from ..adjoints import Adjoints
 from ..analyses import kinds as kinds_
-from ..analyses.ops import dotted
 from ..astbuild import assign as _assign, call as _call, name as _name
-from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..inline import clone, instantiate
 from . import support
 from .rules import ELEMENTWISE, complex_exception, how
@@ -205,10 +204,7 @@ class _Forward:
             return self.located(stmt, [stmt] + self.unpack(stmt, op, target))
         t = target.id
         if t not in self.active:
-            if op.kind in ("custom", "dynamic") and any(
-                    n in self.active for _, n in op.operands):
-                pass      # called for a value nothing differentiable reads
-            return [stmt]
+            return [stmt]         # its value carries no tangent the output needs
         if op.kind in ("user", "custom", "dynamic"):
             return self.located(stmt, self.call(stmt, op, t))
         expr = getattr(self, f"tangent_{op.kind}")(stmt, op, t)
@@ -400,7 +396,7 @@ class _Forward:
         rule = op.rule
         pre = []
         if elementwise and complex_exception(op.primitive):
-            for p, n in op.operands:
+            for _, n in op.operands:
                 if n not in self.active:
                     continue
                 c = self.kind(n).complex
