@@ -756,3 +756,16 @@ def test_random_programs_forward(program, seed):
     rhs = float(np.sum(np.asarray(ct) * np.asarray(dot)))
     assert np.isclose(lhs, rhs, rtol=1e-7, atol=1e-9), (lhs, rhs, program.source)
     assert all(fuzzing.same_bits(a, b) for a, b in zip(tangents, saved)), "tangent written"
+
+
+def test_rebinding_a_global_transforms_again():
+    ns = {}
+    f = function_from_source("""
+def f(x):
+    return act(x) * 2.0
+""", ns)
+    f.__globals__["act"] = np.sin
+    x, t = np.array([0.1, 0.2]), np.ones(2)
+    np.testing.assert_allclose(pb.jvp(f, (x,), (t,))[1], 2 * np.cos(x))
+    f.__globals__["act"] = np.tanh
+    np.testing.assert_allclose(pb.jvp(f, (x,), (t,))[1], 2 * (1 - np.tanh(x) ** 2))
