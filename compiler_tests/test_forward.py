@@ -509,6 +509,8 @@ def test_mismatched_tangents():
         pb.jvp(np.sum, (np.ones(3),), (np.ones(3), np.ones(3)))
     with pytest.raises(ValueError, match="structure"):
         pb.jvp(lambda p: p[0], ((1.0, 2.0),), ([1.0, 2.0],))
+    with pytest.raises(TypeError, match="complex tangent"):
+        pb.jvp(np.sin, (np.ones(2),), (np.ones(2) * 1j,))
 
 
 # -- fused elementwise regions ----------------------------------------------------------------

@@ -402,6 +402,10 @@ def _check_tangent(i, p, t, path=""):
                 raise ValueError(f"The tangent of primal {i}{path} has no entry {k!r}.")
             _check_tangent(i, v, tv[k], f"{path}[{k!r}]")
         return
+    if is_inexact(p) and np.iscomplexobj(t) and not np.iscomplexobj(p):
+        raise TypeError(f"A complex tangent was given for a real primal (primal {i}{path}); "
+                        "a real input moves along real directions only: pass a real "
+                        "tangent, or a complex primal.")
     if is_inexact(p) and np.shape(p) != np.shape(t):
         raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of shape "
                          f"{np.shape(p)} (primal {i}{path}); each tangent must match its "
