@@ -39,7 +39,7 @@ import itertools
 import types
 
 from ..backend import codegen
-from ..callees import _RECEIVER, _unwrap
+from ..callees import _RECEIVER, _unwrap, forward_only
 from .. import runtime
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
@@ -79,6 +79,8 @@ def dynamic_adjoint(res, ct):
 
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
+    if getattr(fn, "__pullback_forward_only__", False):
+        return forward_only(fn)
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
             and (fn.__module__ or "").split(".")[0] == "pullback"):

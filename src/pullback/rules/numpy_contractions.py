@@ -9,7 +9,7 @@ The helpers are in ``runtime.layout_support``.
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, linear, multilinear
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
                               kron_grads, tensordot_subscripts, trace_grad)
 
@@ -64,3 +64,8 @@ def tril(g, ans, m, k=0):
 @vjp(np.triu)
 def triu(g, ans, m, k=0):
     return np.triu(g, k)
+
+# --- forward rules: contractions are multilinear, taking parts is linear ---
+
+multilinear(np.einsum, np.tensordot, np.kron, np.cross)
+linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.tril, np.triu)

@@ -26,7 +26,7 @@ derivative is not unique, or not defined (JAX's wherever it has one):
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, linear, multilinear
 from pullback.runtime import (broadcast_arrays_grads, convolve_grads, correlate_grads,
                               eig_grad, gradient_grad, interp_grads, unreduce)
 
@@ -84,3 +84,8 @@ def eig(g, ans, a):
 def eigvals(g, ans, a):
     # the eigenvectors are recomputed: the result holds only the eigenvalues
     return eig_grad(g, ans, a, vectors=False)
+
+# --- forward rules ---
+
+linear(np.gradient, np.broadcast_arrays)
+multilinear(np.convolve, np.correlate)

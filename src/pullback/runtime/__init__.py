@@ -10,6 +10,9 @@ adjoints call them on hot paths.
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
 - ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs).
+- ``forward_support``: what generated tangent functions (forward mode) and the
+  forward rules call; not re-exported here (imported as
+  ``pullback.runtime.forward_support``).
 """
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
