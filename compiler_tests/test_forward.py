@@ -504,6 +504,36 @@ def f(z):
         pb.jvp(f, (z,), (z,))
 
 
+def test_scipy_elementwise_ufuncs_by_central_differences():
+    # main's SciPy rules meet forward mode: the ufuncs declared elementwise
+    # (registry.declare_elementwise) read their reverse rule forwards, on the
+    # NumPy path and in fused kernels; complex arguments are refused, as they
+    # are declared not holomorphic
+    sp = pytest.importorskip("scipy.special")
+    f = function_from_source("""
+def f(x, y, fn):
+    return np.sum(sp.gammaln(x) * sp.xlogy(x, y) + sp.erf(y) * fn(x) + sp.expit(x * y))
+""", {"sp": sp})
+    r = rng_for("scipy")
+    x, y = r.uniform(0.5, 2.0, 300), r.uniform(0.2, 3.0, 300)
+    tx, ty = r.standard_normal(300), r.standard_normal(300)
+    h = 1e-6
+    fd = (f(x + h * tx, y + h * ty, sp.ndtr) - f(x - h * tx, y - h * ty, sp.ndtr)) / (2 * h)
+    out, dot = pb.jvp(f, (x, y, sp.ndtr), (tx, ty, None))
+    assert out == pytest.approx(f(x, y, sp.ndtr), rel=1e-12)
+    assert dot == pytest.approx(fd, rel=1e-7)
+    with kernels.options(lower=True, threshold=0, min_operations=2):
+        fused = pb.jvp(f, (x, y, sp.ndtr), (tx, ty, None))
+    assert fused[1] == pytest.approx(dot, rel=1e-9)
+    g = function_from_source("""
+def g(z):
+    return sp.erf(z)
+""", {"sp": sp})
+    z = np.array([0.5 + 0.1j])
+    with pytest.raises(pb.NonDifferentiableError, match="complex"):
+        pb.jvp(g, (z,), (np.ones(1, complex),))
+
+
 def test_mismatched_tangents():
     with pytest.raises(ValueError, match="one tangent per primal"):
         pb.jvp(np.sum, (np.ones(3),), (np.ones(3), np.ones(3)))

@@ -16,6 +16,10 @@ partial`` is the tangent's term with ``g`` the argument's tangent, so its
 forward rule is its reverse rule (``exp``: ``g * ans`` gives ``x_dot * y``).
 That holds for complex values only where the function is holomorphic; for
 ``abs``, ``maximum`` and the other exceptions a complex argument is refused.
+The ufuncs of other packages declared elementwise for fused kernels
+(``registry.declare_elementwise``: ``scipy.special.gammaln``, ``erf``...)
+are elementwise too, and refuse a complex argument unless declared
+holomorphic.
 
 >>> import numpy as np
 >>> from pullback.rules.registry import lookup, LINEAR
@@ -31,7 +35,8 @@ import math
 import numpy as np
 
 from ..analyses import purity
-from ..rules.registry import ELEMENTWISE_JVP as ELEMENTWISE, LINEAR, MULTILINEAR
+from ..rules.registry import (ELEMENTWISE_JVP as ELEMENTWISE, LINEAR, MULTILINEAR,
+                              declared_elementwise)
 
 __all__ = ["how", "ELEMENTWISE", "complex_exception"]
 
@@ -66,6 +71,8 @@ def _elementwise(primitive, op):
         return True
     if primitive in purity.MATH_TO_NUMPY and primitive not in (pow,):
         return True
+    if declared_elementwise(primitive) is not None:
+        return True
     if getattr(primitive, "__module__", None) == "math" or (
             type(primitive).__name__ == "builtin_function_or_method"
             and getattr(math, getattr(primitive, "__name__", ""), None) is primitive):
@@ -77,6 +84,9 @@ def _elementwise(primitive, op):
 def complex_exception(primitive):
     """Whether an elementwise rule read forwards is wrong for complex values
     (the function is not holomorphic)."""
+    declared = declared_elementwise(primitive)
+    if declared is not None:
+        return not declared.holomorphic
     twin = purity.numpy_twin(primitive) or primitive
     try:
         return twin in purity.HOLOMORPHIC_EXCEPTIONS or primitive in (
