@@ -4,11 +4,13 @@
 >>> pb.grad(lambda x: np.sum(x * x))(np.array([1.0, 2.0]))
 array([2., 4.])
 """
-from .api import custom_vjp, differentiable, grad, jvp, source, value_and_grad, vjp
+from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
+                  value_and_grad, vjp)
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
+           "custom_vjp", "custom_jvp", "source",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]

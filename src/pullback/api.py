@@ -1,21 +1,27 @@
-"""The public functions: grad, value_and_grad, vjp, differentiable, custom_vjp,
-source (and kernel_sources, the fused kernels' source).  ``__init__``
-re-exports them; nothing else here is public.  The handles they work through
-are ``callees``'; the transforms come from the driver (``driver.jit``)."""
+"""The public functions: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
+differentiable, custom_vjp, custom_jvp, source (and kernel_sources, the fused
+kernels' source).  ``__init__`` re-exports them; nothing else here is
+public.  The handles they work through are ``callees``' (reverse mode) and
+``forward.calls``' (forward mode); the transforms come from the drivers
+(``driver.jit``, ``driver.forward_jit``)."""
 from __future__ import annotations
 
 import functools
+import types
 
 import numpy as np
 
 from .analyses import kinds as kinds_
 from .callees import CustomVJP, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
-                     check_differentiable_input, check_scalar_output, fresh_grad, is_inexact,
-                     one_like, split_aux)
+                     check_differentiable_input, check_scalar_output, check_tangents,
+                     fresh_grad, is_inexact, one_like, split_aux)
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
+from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
+from .runtime.forward_support import zeros_tangent
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "differentiable", "custom_vjp", "source"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
+           "custom_vjp", "custom_jvp", "source"]
 
 
 # -- the public API ------------------------------------------------------------
@@ -113,60 +119,139 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 
-def jvp(fun, primals, tangents):
-    """``fun(*primals)`` and the directional derivative along ``tangents``.
+def jvp(fun, primals, tangents, has_aux=False):
+    """``fun(*primals)`` and its directional derivative along ``tangents``
+    (JAX's conventions: tuples of primals and tangents, pytrees of arrays,
+    tuple outputs; with ``has_aux``, ``(out, out_dot, aux)``).
 
-    Computed from reverse mode: one adjoint sweep per element of the output
-    (two for a complex output), sharing one primal run.  That is exact, and
-    cheap for the small outputs jvp is mostly used on; a forward-mode
-    transform would make it cheap for large outputs too.
+    Forward mode, as a source transform (``pullback.forward``): one run of
+    the tangent function, whatever the size of the output.  A tangent is
+    taken for every float or complex primal; the tangent of an integer or
+    boolean primal is ignored.
 
     >>> import numpy as np
     >>> jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))
     (array([0., 0.]), array([1., 1.]))
     """
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; "
-                         "pass one tangent per primal.")
-    for p, t in zip(primals, tangents):
-        if np.shape(p) != np.shape(t):
-            raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of "
-                             f"shape {np.shape(p)}; each tangent must match its primal.")
-    handle = derivative_of(fun)
+    from .forward import calls
+    primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
-    out, res = handle.call_primal(primals, wrt)
-    if isinstance(out, tuple):
-        raise TypeError("pb.jvp supports a single array or scalar output for now; "
-                        "call it once per output.")
-
-    def pair(grads):
-        return sum(np.real(np.sum(np.asarray(g) * np.asarray(t)))
-                   for g, t in zip(grads, tangents) if g is not None)
-
-    flat = np.zeros(np.size(out), dtype=np.result_type(out))
-    basis = np.zeros(np.size(out), dtype=np.result_type(out))
-    for k in range(np.size(out)):
-        basis[k] = 1
-        ct = basis.reshape(np.shape(out))
-        flat[k] = pair(handle.call_adjoint(res, ct))
-        if np.iscomplexobj(out):
-            basis[k] = -1j
-            flat[k] += 1j * pair(handle.call_adjoint(res, ct))
-        basis[k] = 0
-    tangent_out = flat.reshape(np.shape(out))
-    if not isinstance(out, np.ndarray):
-        tangent_out = type(out)(tangent_out[()]) if isinstance(out, (float, complex)) \
-            else tangent_out[()]
-    return out, tangent_out
+    out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
+                                  has_aux, top=True)
+    if has_aux:
+        value, aux = split_aux(fun, out, True)
+        return value, out_dot, aux
+    return out, out_dot
 
 
-def source(fun, *example_args, argnums=None):
-    """The generated primal and adjoint of ``fun`` as Python source.
+def linearize(fun, *primals):
+    """``fun(*primals)`` and a function of tangents giving the directional
+    derivative at ``primals`` (as JAX's ``linearize``; the tangent function
+    is run again for each call, so each costs about one ``jvp``).
+
+    >>> import numpy as np
+    >>> y, f_jvp = linearize(np.sin, 0.0)
+    >>> f_jvp(2.0)
+    np.float64(2.0)
+    """
+    from .forward import calls
+    primals = tuple(primals)
+    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
+    zeros = tuple(zeros_tangent(primals[i]) for i in wrt)
+    out, _ = calls.jvp_call(fun, primals, {}, wrt, zeros, top=True)
+
+    def f_jvp(*tangents):
+        _, tangents = check_tangents(primals, tangents)
+        return calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
+                              top=True)[1]
+
+    f_jvp.__pullback_api__ = "pb.linearize"
+    return out, f_jvp
+
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian of ``fun`` with respect to the arguments ``argnums``, by
+    forward mode: one ``jvp`` per input element (as JAX's ``jacfwd``; an int
+    gives one Jacobian, a tuple a tuple).  The Jacobian of an output of
+    shape ``S`` with respect to an input of shape ``T`` has shape ``S + T``;
+    pytrees of arrays on either side give the nested structure JAX gives.
+
+    >>> import numpy as np
+    >>> jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    argnums_t = check_argnums(argnums)
+
+    @functools.wraps(fun)
+    def jacfwd_f(*args, **kwargs):
+        from .forward import calls, jacobian
+        if kwargs:
+            args = calls.forward_of(fun).bind(args, kwargs) if isinstance(
+                fun, types.FunctionType) else args
+        check_argnum_range(fun, argnums_t, len(args))
+        for i in argnums_t:
+            if not is_inexact(args[i]):
+                raise TypeError(f"jacfwd requires float or complex inputs, but argument {i} "
+                                f"is a {type(args[i]).__name__}.")
+        wrt = tuple(sorted(set(argnums_t)))
+        leaves = [(i, path, leaf) for i in wrt for path, leaf in jacobian.leaves(args[i])]
+        zeros = {i: zeros_tangent(args[i]) for i in wrt}
+        out = aux = None
+        columns = []            # per input leaf: the tangent outputs, one per element
+        for i, path, leaf in leaves:
+            cols = []
+            for k in range(max(np.size(leaf), 1) if np.ndim(leaf) else 1):
+                unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
+                unit.reshape(-1)[k] = 1
+                tangent = {j: jacobian.with_leaf(
+                    zeros[j], path, unit if np.ndim(leaf)
+                    else type(leaf)(1) if isinstance(leaf, (float, complex))
+                    else unit[()]) if j == i else zeros[j] for j in wrt}
+                o, d = calls.jvp_call(fun, args, {}, wrt, tuple(tangent[j] for j in wrt),
+                                      has_aux, top=True)
+                if has_aux:
+                    o, aux = o
+                out = o
+                cols.append(d)
+            columns.append((i, path, leaf, cols))
+        # JAX's layout: the output's structure outside, the inputs' inside
+        out_leaves = list(jacobian.leaves(out))
+
+        def per_output(opath, oleaf):
+            by_arg = {}
+            for i, path, leaf, cols in columns:
+                picked = [jacobian.at(c, opath) for c in cols]
+                by_arg.setdefault(i, []).append(
+                    (path, jacobian.stack_columns(oleaf, picked, np.shape(leaf))))
+            inner = tuple(jacobian.rebuild(args[i], by_arg[i]) for i in argnums_t)
+            return inner[0] if isinstance(argnums, int) else inner
+        result = jacobian.rebuild(out, [(opath, per_output(opath, oleaf))
+                                        for opath, oleaf in out_leaves])
+        return (result, aux) if has_aux else result
+
+    jacfwd_f.__pullback_api__ = "pb.jacfwd"
+    return jacfwd_f
+
+
+def custom_jvp(fun):
+    """Give ``fun`` a forward rule of your own with ``@fun.defjvp`` (as JAX):
+    the rule takes ``(primals, tangents)`` and returns ``(out, out_dot)``."""
+    from .forward.calls import CustomJVP
+    return CustomJVP(fun)
+
+
+def source(fun, *example_args, argnums=None, mode="reverse"):
+    """The generated primal and adjoint of ``fun`` as Python source
+    (``mode="forward"``: its tangent function).
 
     Without example arguments the generic transform is shown (every parameter
     a real number or array); with them, the one specialised to their types.
     """
+    if mode == "forward":
+        return _forward_source(fun, example_args, argnums)
+    if mode != "reverse":
+        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}.")
     handle = derivative_of(fun)
     if isinstance(handle, CustomVJP):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
@@ -185,6 +270,24 @@ def source(fun, *example_args, argnums=None):
     from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return pipeline.transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+
+
+def _forward_source(fun, example_args, argnums):
+    from .forward.calls import CustomJVP, forward_of
+    handle = forward_of(fun)
+    if isinstance(handle, CustomJVP):
+        raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
+                        "source to show.")
+    n = len(handle.params)
+    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
+    wrt = tuple(sorted(set(wrt)))
+    if example_args:
+        args = tuple(example_args)
+        wrt = tuple(i for i in wrt if is_inexact(args[i]))
+        return handle.specialize(args, wrt).source
+    from . import pipeline      # late: importing pullback does not load the compiler
+    param_kinds = {p: kinds_.NUMBER for p in handle.params}
+    return pipeline.forward_transform(fun, param_kinds, [handle.params[i] for i in wrt]).source
 
 
 def kernel_sources(fn, *example_args, argnums=None):

@@ -310,6 +310,9 @@ def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
     if isinstance(fun, CustomVJP):
         return fun
+    if getattr(fun, "__pullback_forward_only__", False):
+        message, hint = forward_only(fun)
+        raise NonDifferentiableError(message, hint=hint)
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
         inner = getattr(fun, "__wrapped__", None)
@@ -332,6 +335,14 @@ def derivative_of(fun):
     if handle is None:
         handle = _handles[fun] = Derivative(fun)
     return handle
+
+
+def forward_only(fn):
+    """The refusal of a ``pb.custom_jvp`` function in reverse mode: ``(message, hint)``."""
+    name = getattr(fn, "__name__", "this function")
+    return (f"{name} is a pb.custom_jvp function: it has a forward rule only, and reverse "
+            "mode (pb.grad, pb.vjp) cannot use it yet.",
+            "Use pb.jvp for it, or define the function with pb.custom_vjp and defvjp.")
 
 
 # -- unwrapping -----------------------------------------------------------------

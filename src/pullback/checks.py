@@ -183,3 +183,41 @@ def fresh_grad(g, x):
 
 def fun_name(fun):
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+
+
+def check_tangents(primals, tangents):
+    """``pb.jvp``'s primals and tangents as tuples, one tangent per primal of
+    its primal's structure, shape and realness (JAX's conventions)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp takes the primals and the tangents as tuples (as JAX): "
+                        "pb.jvp(f, (x,), (x_dot,)).")
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents; "
+                         "pass one tangent per primal.")
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        _check_tangent(i, p, t)
+    return primals, tangents
+
+
+def _check_tangent(i, p, t, path=""):
+    if runtime.is_structure(p):
+        if not runtime.is_structure(t) or type(t) is not type(p) or len(
+                runtime.fields_of(t)) != len(runtime.fields_of(p)):
+            raise ValueError(f"The tangent of primal {i}{path} must have the primal's "
+                             f"structure ({type(p).__name__} of {len(runtime.fields_of(p))}), "
+                             f"but it is a {type(t).__name__}.")
+        tv = dict(runtime.fields_of(t))
+        for k, v in runtime.fields_of(p):
+            if k not in tv:
+                raise ValueError(f"The tangent of primal {i}{path} has no entry {k!r}.")
+            _check_tangent(i, v, tv[k], f"{path}[{k!r}]")
+        return
+    if is_inexact(p) and np.iscomplexobj(t) and not np.iscomplexobj(p):
+        raise TypeError(f"A complex tangent was given for a real primal (primal {i}{path}); "
+                        "a real input moves along real directions only: pass a real "
+                        "tangent, or a complex primal.")
+    if is_inexact(p) and np.shape(p) != np.shape(t):
+        raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of shape "
+                         f"{np.shape(p)} (primal {i}{path}); each tangent must match its "
+                         "primal.")

@@ -7,9 +7,14 @@ a Python function to its loaded primal and adjoint.  Its first steps, the
 front end (``front.FRONT``), also run alone: in ``return_kind``, so that the
 kind of what a user function returns is known where it is called, and in
 ``analyses.purity``, for the scalar functions a fused kernel may inline.
+``FORWARD_STEPS`` is forward mode's compiler, to a loaded tangent function:
+the same front end, analyses and lowering, then the tangents pass
+(``forward/tangents``) in place of the reverse pass.
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
 ['parse', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
+>>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
+['find_written', 'tangents', 'load_forward']
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from .backend import loader
 from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, lift_closures, normalize, parse,  # noqa: F401
                     resolve_ops, structure)
+from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
 from .reverse import propagate_copies as propagate_copies_, reverse
 
@@ -144,6 +150,55 @@ def transform(fn: types.FunctionType, param_kinds: dict[str, kinds.Kind], wrt: l
     with respect to the parameters named in ``wrt``; return a ``Loaded``."""
     t = Transform(fn, param_kinds, wrt, has_aux, inplace, layout)
     for step in STEPS:
+        step(t)
+    return t.loaded
+
+
+# -- forward mode (forward/tangents) ------------------------------------------------
+
+def find_written(t):
+    # the arrays written into, read again after lowering (whose fused kernels
+    # replace statements): their tangents are buffers the function owns
+    t.written = frozenset(mutation.mutated_arrays(t.normal, t.ops))
+
+
+def tangents(t):
+    t.derived = tangents_.differentiate(t.normal, t.parsed, t.ops, t.kinds, t.act, t.wrt,
+                                        t.output, t.written)
+
+
+def load_forward(t):
+    t.loaded = loader.load_forward(t.derived, t.parsed)
+
+
+FORWARD_STEPS = [
+    # front end, analyses and lowering: reverse mode's
+    parse, desugar, lift_closures, structure, normalize, resolve_ops,
+    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    inline_closures, vectorize_calls, refresh_activity, lower_regions,
+    # the tangents pass (forward/tangents), then the back end
+    find_written, tangents, load_forward,
+]
+assert FORWARD_STEPS[:len(FRONT)] == FRONT
+
+
+def forward_transform(fn, param_kinds, wrt, has_aux=False):
+    """The tangent function of ``fn`` for arguments of ``param_kinds`` (name
+    -> Kind), with tangents for the parameters named in ``wrt``; return a
+    ``LoadedForward``.
+
+    >>> import numpy as np
+    >>> from pullback.testing import function_from_source
+    >>> f = function_from_source('''
+    ... def f(x):
+    ...     return np.sin(x) * x
+    ... ''')
+    >>> loaded = forward_transform(f, {"x": kinds.NUMBER}, ["x"])
+    >>> loaded.jvp(0.5, 1.0)          # (f(x), f'(x) * 1.0)
+    (np.float64(0.2397127693021015), np.float64(0.9182168195493894))
+    """
+    t = Transform(fn, param_kinds, wrt, has_aux)
+    for step in FORWARD_STEPS:
         step(t)
     return t.loaded
 

@@ -3,6 +3,7 @@
 ::
 
     pullback show examples/mlp.py:loss [--argnums 0,1] [--signature 'float64[:,:], float']
+                                       [--mode forward]
     pullback compile examples/mlp.py [more.py | dir/ ...] [-o build/] [--signature SPEC]
 
 ``python -m pullback`` is the same command line.  A mistake in what was
@@ -53,6 +54,9 @@ def _parser():
     show.add_argument("--signature", default=None, metavar="TYPES",
                       help="specialise to argument types, e.g. 'float64[:,:], complex128, "
                       "float' ([:] per axis)")
+    show.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                      help="reverse: the primal and adjoint (default); forward: the "
+                           "tangent function f_jvp(x, x_dot) -> (y, y_dot)")
     show.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                       help="syntax highlighting (default: when writing to a terminal)")
     show.set_defaults(run=_show)
@@ -155,7 +159,7 @@ def _show(args):
             raise UsageError(f"--argnums {i} is out of range: {qualname} takes {n} arguments")
     argnums = None if args.argnums is None else tuple(i % n for i in args.argnums)
     try:
-        text = api.source(fn, *examples, argnums=argnums)
+        text = api.source(fn, *examples, argnums=argnums, mode=args.mode)
     except PullbackError as err:
         print(err, file=sys.stderr)
         return 1

@@ -42,7 +42,7 @@ import types
 import numpy as np
 
 from ..backend import codegen
-from ..callees import _RECEIVER, _unwrap
+from ..callees import _RECEIVER, _unwrap, forward_only
 from .. import runtime
 from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
 from ..analyses.ops import is_library, is_mutating_function
@@ -165,6 +165,8 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
 
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
+    if getattr(fn, "__pullback_forward_only__", False):
+        return forward_only(fn)
     if fn is nested_value:
         return ("This nested function is used as a value and reads a value being "
                 "differentiated from the enclosing function; pullback cannot send a gradient "

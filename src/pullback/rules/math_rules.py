@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.rules.registry import jvp, linear, nondifferentiable, vjp
 from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
@@ -266,3 +266,14 @@ nondifferentiable(
     len, int, bool, round, range, isinstance, type, id, hash, str, repr, ord,
     chr,
 )
+
+# --- forward rules: math's functions are elementwise (their rules serve as they
+# are); conversions and sums are linear ---
+
+linear(float, complex, tuple, list)
+
+
+@jvp(sum, math.fsum)
+def sum_jvp(t, ans, iterable, start=0):
+    # start is a constant: its tangent is zero
+    return sum(t)

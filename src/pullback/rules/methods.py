@@ -33,7 +33,9 @@ array([1., 0., 0., 1., 0., 0.])
 """
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.runtime.forward_support import reshape_tangent
+
+from pullback.rules.registry import elementwise, jvp, linear, nondifferentiable, vjp
 from pullback.runtime import clip_grad, unitem, untranspose
 
 
@@ -82,3 +84,15 @@ nondifferentiable(
     "ndarray.argmax", "ndarray.argmin", "ndarray.argsort", "ndarray.nonzero",
     "ndarray.all", "ndarray.any", "ndarray.round",
 )
+
+# --- forward rules ---
+
+elementwise("ndarray.clip")
+linear("ndarray.transpose", "ndarray.T", "ndarray.mT", "ndarray.item",
+       "ndarray.tolist")
+
+
+
+@jvp("ndarray.reshape")
+def reshape_method_jvp(t, ans, a, *shape, order="C"):
+    return reshape_tangent(t, a, np.shape(ans), order)

@@ -28,7 +28,7 @@ def f_adjoint(residuals, out_bar):
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, linear, multilinear
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
                               kron_grads, tensordot_subscripts, trace_grad)
 
@@ -83,3 +83,8 @@ def tril(g, ans, m, k=0):
 @vjp(np.triu)
 def triu(g, ans, m, k=0):
     return np.triu(g, k)
+
+# --- forward rules: contractions are multilinear, taking parts is linear ---
+
+multilinear(np.einsum, np.tensordot, np.kron, np.cross)
+linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.tril, np.triu)

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.rules.registry import linear, nondifferentiable, vjp
 from pullback.runtime import abs_grad, clip_grad, tie_share
 
 # --- exponentials and logarithms ---
@@ -285,3 +285,9 @@ nondifferentiable(
     np.zeros_like, np.ones_like, np.empty_like, np.zeros, np.ones, np.empty,
     np.eye, np.identity, np.arange,
 )
+
+# --- forward rules: the elementwise rules above serve forward mode as they are
+# (the input's tangent in place of g); these are linear, or not ufuncs ---
+
+linear(np.real, "ndarray.real", np.imag, "ndarray.imag", np.conjugate, "ndarray.conj",
+       "ndarray.conjugate", np.full_like, np.full)

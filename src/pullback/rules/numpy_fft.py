@@ -40,7 +40,7 @@ True
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, linear
 from pullback.runtime import fft_grad, unarray
 
 # --- one dimension ---
@@ -120,3 +120,9 @@ def fftshift(g, ans, x, axes=None):
 @vjp(np.fft.ifftshift)
 def ifftshift(g, ans, x, axes=None):
     return unarray(np.fft.fftshift(g, axes), x)
+
+# --- forward rules: every transform here is linear ---
+
+linear(np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.fftn, np.fft.ifftn,
+       np.fft.rfftn, np.fft.irfftn, np.fft.fft2, np.fft.ifft2, np.fft.rfft2, np.fft.irfft2,
+       np.fft.fftshift, np.fft.ifftshift)

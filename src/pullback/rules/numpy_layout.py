@@ -36,7 +36,9 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.runtime.forward_support import (diff_jvp as diff_jvp_helper, pad_jvp as pad_jvp_helper,
+                                      sort_jvp as sort_jvp_helper)
+from pullback.rules.registry import elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
                               pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
@@ -247,3 +249,49 @@ def cov(g, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
 @vjp(np.corrcoef)
 def corrcoef(g, ans, x, y=None, rowvar=True, dtype=None):
     return corrcoef_grad(g, x, y, rowvar)
+
+# --- forward rules: moving elements around is linear ---
+
+linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.fliplr,
+       np.flipud, np.rollaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split,
+       np.array_split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack,
+       np.append, np.linspace, np.take_along_axis)
+
+
+@jvp(np.select)
+def select_jvp(t, ans, condlist, choicelist, default=0):
+    # the default is a constant: its tangent is zero
+    return np.select(condlist, t, 0)
+
+
+@jvp(np.diff)
+def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    return diff_jvp_helper(t, n, axis, prepend, append)
+
+
+@jvp(np.sort)
+def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
+    return sort_jvp_helper(t, ans, a, axis)
+
+
+if hasattr(np, "row_stack"):
+    linear(np.row_stack)
+elementwise(np.sinc, np.nan_to_num)
+
+
+@jvp(np.pad)
+def pad_jvp(t, ans, array, pad_width, mode="constant", stat_length=None, constant_values=0,
+            end_values=0, reflect_type="even"):
+    return pad_jvp_helper(t, pad_width, mode, stat_length, reflect_type)
+
+
+@jvp(np.nansum)
+def nansum_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
+    return np.sum(np.where(np.isnan(a), 0, t), axis=axis, keepdims=keepdims)
+
+
+@jvp(np.nanmean)
+def nanmean_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
+    kept = np.logical_not(np.isnan(a))
+    return np.sum(np.where(kept, t, 0), axis=axis, keepdims=keepdims) / np.sum(
+        kept, axis=axis, keepdims=keepdims, dtype=np.result_type(ans))

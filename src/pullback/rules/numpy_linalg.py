@@ -50,7 +50,11 @@ True
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, jvp
+from pullback.runtime.forward_support import (cholesky_jvp as cholesky_jvp_helper,
+                                      det_jvp as det_jvp_helper,
+                                      norm_jvp as norm_jvp_helper,
+                                      slogdet_jvp as slogdet_jvp_helper, solve_a_jvp)
 from pullback.runtime import (cholesky_grad, det_grad, eigh_grad, lstsq_grad,
                               matrix_power_grad, multi_dot_grad, norm_grad, pinv_grad,
                               qr_grad, slogdet_grad, solve_lhs_grad, solve_rhs_grad, svd_grad,
@@ -141,3 +145,36 @@ def lstsq(g, ans, a, b, rcond=None):
 @vjp(np.linalg.norm)
 def norm(g, ans, x, ord=None, axis=None, keepdims=False):
     return norm_grad(g, ans, x, ord, axis, keepdims)
+
+# --- forward rules ---
+
+
+@jvp(np.linalg.solve)
+def solve_jvp(t, ans, a, b):
+    # d x = solve(a, db - da x)
+    return solve_a_jvp(t, ans, a, b), np.linalg.solve(a, t)
+
+
+@jvp(np.linalg.inv)
+def inv_jvp(t, ans, a):
+    return -np.matmul(np.matmul(ans, t), ans)
+
+
+@jvp(np.linalg.det)
+def det_jvp(t, ans, a):
+    return det_jvp_helper(t, ans, a)
+
+
+@jvp(np.linalg.slogdet)
+def slogdet_jvp(t, ans, a):
+    return slogdet_jvp_helper(t, ans, a)
+
+
+@jvp(np.linalg.cholesky)
+def cholesky_jvp(t, ans, a, upper=False):
+    return cholesky_jvp_helper(t, ans, a, upper)
+
+
+@jvp(np.linalg.norm)
+def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
+    return norm_jvp_helper(t, ans, x, ord, axis, keepdims)

@@ -25,7 +25,9 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.runtime.forward_support import ravel_tangent, reshape_tangent
+
+from pullback.rules.registry import jvp, linear, multilinear, vjp
 from pullback.runtime import (c_grad, c_items, r_items, take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
                               inner_rhs_grad, ravel_grad, unarray, unbroadcast,
                               unconcatenate, unindex, unstack, untranspose)
@@ -174,3 +176,22 @@ def take(g, ans, a, indices, axis=None, mode="raise"):
 def getitem(g, ans, a, b):
     # g scattered into zeros like a; repeated integer indices accumulate
     return unindex(g, a, b)
+
+# --- forward rules: products are multilinear, shape and layout linear ---
+
+multilinear(np.dot, "ndarray.dot", np.inner, np.outer, np.vdot)
+linear(np.transpose, np.squeeze,
+       "ndarray.squeeze", np.expand_dims, np.broadcast_to, np.swapaxes, "ndarray.swapaxes",
+       np.moveaxis, np.concatenate, r_items, c_items, np.stack, np.hstack, np.vstack,
+       np.copy, "ndarray.copy", np.asarray, np.array, np.astype, "ndarray.astype", np.take,
+       operator.getitem)
+
+
+@jvp(np.reshape)
+def reshape_jvp(t, ans, a, shape, order="C", copy=None):
+    return reshape_tangent(t, a, np.shape(ans), order)
+
+
+@jvp(np.ravel, "ndarray.ravel", "ndarray.flatten")
+def ravel_jvp(t, ans, a, order="C"):
+    return ravel_tangent(t, a, order)

@@ -46,7 +46,7 @@ array([6., 6.])
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, linear, multilinear
 from pullback.runtime import (broadcast_arrays_grads, convolve_grads, correlate_grads,
                               eig_grad, gradient_grad, interp_grads, unreduce)
 
@@ -104,3 +104,8 @@ def eig(g, ans, a):
 def eigvals(g, ans, a):
     # the eigenvectors are recomputed: the result holds only the eigenvalues
     return eig_grad(g, ans, a, vectors=False)
+
+# --- forward rules ---
+
+linear(np.gradient, np.broadcast_arrays)
+multilinear(np.convolve, np.correlate)

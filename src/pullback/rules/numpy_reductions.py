@@ -26,7 +26,8 @@ array([[0.5, 0.5, 0.5],
 """
 import numpy as np
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import vjp, jvp, linear
+from pullback.runtime.forward_support import max_jvp as max_jvp_helper, prod_jvp as prod_jvp_helper
 from pullback.runtime import prod_grad, unreduce
 
 
@@ -76,3 +77,32 @@ def cumsum(g, ans, a, axis=None, dtype=None):
     # (axis=None: over the flattened array, then reshaped)
     along = -1 if axis is None else axis
     return np.reshape(np.flip(np.cumsum(np.flip(g, along), along), along), np.shape(a))
+
+# --- forward rules ---
+
+linear(np.sum, "ndarray.sum", np.mean, "ndarray.mean", np.cumsum, "ndarray.cumsum")
+
+
+@jvp(np.prod, "ndarray.prod")
+def prod_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
+    return prod_jvp_helper(t, ans, a, axis, keepdims)
+
+
+@jvp(np.max, np.amax, np.min, np.amin, "ndarray.max", "ndarray.min")
+def max_jvp(t, ans, a, axis=None, keepdims=False):
+    return max_jvp_helper(t, ans, a, axis, keepdims)
+
+
+@jvp(np.var, "ndarray.var")
+def var_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
+    # d var = 2 mean(Re(conj(a - mean) da)) n / (n - ddof)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return (np.sum(np.real(np.conj(centered) * t), axis=axis, keepdims=keepdims)
+            * (2.0 / (np.size(a) // np.size(ans) - ddof)))
+
+
+@jvp(np.std, "ndarray.std")
+def std_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return (np.sum(np.real(np.conj(centered) * t), axis=axis, keepdims=keepdims)
+            / (ans * (np.size(a) // np.size(ans) - ddof)))

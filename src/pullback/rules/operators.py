@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp
+from pullback.rules.registry import nondifferentiable, vjp, multilinear
 from pullback.runtime import matmul_lhs_grad, matmul_rhs_grad
 
 
@@ -105,3 +105,7 @@ nondifferentiable(
     operator.lshift, operator.rshift,
     operator.floordiv, np.floor_divide,
 )
+
+# --- forward rules (the elementwise operators need none: see registry) ---
+
+multilinear(operator.matmul, np.matmul)

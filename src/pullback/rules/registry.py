@@ -40,6 +40,22 @@ What the registry holds for a primitive, and what a test can check of it:
 array([0.5, 0.5])
 >>> lookup(np.where).diff, is_nondifferentiable(np.shape)
 (('x', 'y'), True)
+
+Forward mode reads the ``jvp`` field of a rule (``pullback.forward``).  An
+elementwise rule needs none: its contribution ``g * partial`` is also the
+tangent's, with the input's tangent in place of ``g``.  Otherwise it is
+declared next to the rule, either as a function of the same shape whose
+first parameter is the tangent ``t`` of one differentiable input (the
+contribution to the output's tangent; summed over the active inputs)::
+
+    @jvp(np.linalg.inv)
+    def inv(t, ans, a):
+        return -(ans @ t @ ans)
+
+or, for a primitive that is linear, as ``linear(...)``: the tangent is the
+primitive applied to the inputs' tangents (``np.sum(x_dot, axis=0)``);
+``multilinear(...)`` for one linear in each input apart (``x_dot @ w +
+x @ w_dot``).
 """
 from __future__ import annotations
 
@@ -47,8 +63,9 @@ import dataclasses
 import inspect
 from typing import Callable
 
-__all__ = ["Rule", "vjp", "nondifferentiable", "lookup", "is_nondifferentiable",
-           "RULES", "NONDIFF", "register_lazily", "load_lazy", "Elementwise",
+__all__ = ["Rule", "vjp", "jvp", "linear", "multilinear", "elementwise", "nondifferentiable",
+           "lookup", "is_nondifferentiable", "RULES", "NONDIFF", "LINEAR", "MULTILINEAR",
+           "ELEMENTWISE_JVP", "register_lazily", "load_lazy", "Elementwise",
            "declare_elementwise", "declared_elementwise", "ELEMENTWISE"]
 
 
@@ -63,6 +80,8 @@ class Rule:
     broadcasts: bool
     signature: inspect.Signature
     discrete: tuple[str, ...] = ()  # static parameters whose values are discrete (indices, keys)
+    jvp: object = None   # forward rule: a function (t, ans, ...), LINEAR, MULTILINEAR,
+    #                      ELEMENTWISE_JVP or None
 
     def bind(self, args, kwargs):
         """Bind a call's arguments to the rule's parameters (after g, ans).
@@ -106,6 +125,54 @@ def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
         return fn
 
     return register
+
+
+# (not ``ELEMENTWISE`` below, the ufuncs from other packages fused kernels may hold)
+ELEMENTWISE_JVP = "elementwise"  # the reverse rule read forwards (g: the input's tangent)
+LINEAR = "linear"              # the tangent is the primitive of the tangents
+MULTILINEAR = "multilinear"    # ... of one input's tangent at a time, summed
+
+
+def _set_forward(primitives, value):
+    for p in primitives:
+        rule = RULES.get(p)
+        if rule is None:
+            raise ValueError(f"{p!r} has no reverse rule to attach a forward rule to")
+        RULES[p] = dataclasses.replace(rule, jvp=value)
+
+
+def jvp(*primitives):
+    """Register the decorated function as the forward rule of each primitive
+    (registered with ``vjp`` first): ``(t, ans, <the primitive's parameters>)``
+    returning the contribution of the tangent ``t`` of each differentiable
+    parameter to the output's tangent (a tuple in parameter order, as ``vjp``)."""
+
+    def register(fn):
+        names = list(inspect.signature(fn).parameters)
+        if names[:2] != ["t", "ans"]:
+            raise ValueError(f"forward rule {fn.__name__} must start with (t, ans, ...)")
+        _set_forward(primitives, fn)
+        return fn
+
+    return register
+
+
+def linear(*primitives):
+    """Declare primitives linear in their differentiable arguments together:
+    the output's tangent is the primitive applied to their tangents."""
+    _set_forward(primitives, LINEAR)
+
+
+def multilinear(*primitives):
+    """Declare primitives linear in each differentiable argument apart
+    (``matmul``): one term per active argument, its tangent in its place."""
+    _set_forward(primitives, MULTILINEAR)
+
+
+def elementwise(*primitives):
+    """Declare rules elementwise where forward mode cannot tell (methods, NumPy
+    functions that are not ufuncs): their reverse rule serves forwards."""
+    _set_forward(primitives, ELEMENTWISE_JVP)
 
 
 def nondifferentiable(*primitives):

@@ -15,6 +15,9 @@ adjoints call them on hot paths.
 - ``control`` (not re-exported here, reached as ``runtime.control``): ``with
   np.errstate`` blocks, ``try`` bodies and calls with starred arguments, as
   the front end writes them.
+- ``forward_support``: what generated tangent functions (forward mode) and the
+  forward rules call; not re-exported here (imported as
+  ``pullback.runtime.forward_support``).
 """
 from . import control  # noqa: F401
 from .accumulation import *  # noqa: F401,F403

@@ -1,0 +1,267 @@
+"""Calls in forward mode: per-function handles, the dispatcher for function
+values, and ``custom_jvp``.
+
+A user function called from a differentiated one runs its own tangent
+function, specialised (and cached) for its arguments' abstract signature
+and for which of its parameters carry a tangent; since that happens when
+the call runs, recursion works as in reverse mode.  A call of a function
+value (a parameter, a partial, a bound method, a callable instance, a
+NumPy function passed around) goes through ``dynamic_jvp``, which unwraps
+it as ``dispatch`` does and picks its forward rule::
+
+    y, y_dot = dynamic_jvp(fn, (0,), (x_dot,), x)     # y = fn(x)
+
+>>> import numpy as np
+>>> dynamic_jvp(np.sin, (0,), (1.0,), 0.0)
+(np.float64(0.0), np.float64(1.0))
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import types
+import weakref
+
+import numpy as np
+
+from ..analyses.ops import is_library
+from ..callees import _RECEIVER, CustomVJP, _unwrap as _unwrap_callee
+from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..rules.registry import is_nondifferentiable, lookup
+from ..runtime import forward_support as support
+
+__all__ = ["ForwardDerivative", "CustomJVP", "forward_of", "dynamic_jvp",
+           "dynamic_method_jvp", "jvp_call"]
+
+class ForwardDerivative:
+    """Tangent functions of one user function, one per abstract signature
+    and set of parameters with tangents, cached."""
+
+    #: The just-in-time driver of forward mode (``driver.forward_jit``), which
+    #: sets itself here when it is imported (``import pullback`` imports it):
+    #: a handle transforms itself through it, and this module imports no pass.
+    driver = None
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.signature = inspect.signature(fun, follow_wrapped=False)
+        self.params = list(self.signature.parameters)
+        self.cache = {}
+        self._callers = {}
+        self._lock = threading.RLock()
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return tuple(args)
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def specialize(self, args, wrt, has_aux=False):
+        """The ``LoadedForward`` for ``args`` (``driver.forward_jit.specialize``)."""
+        return self.driver.specialize(self, args, wrt, has_aux)
+
+    def transform(self, args, wrt, has_aux=False):
+        """A new tangent function for ``args`` (``driver.forward_jit.transform``)."""
+        return self.driver.transform(self, args, wrt, has_aux)
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        loaded = self.specialize(args, wrt, has_aux)
+        try:
+            return loaded.jvp(*args, *tangents)
+        except Exception as err:
+            loaded.annotate(err)
+            raise
+
+    def for_callers(self, mask):
+        """``fwd(tangents, *args, **kwargs) -> (out, out_dot)`` for call sites
+        whose parameters ``mask`` (indices) carry the ``tangents``."""
+        fwd = self._callers.get(mask)
+        if fwd is None:
+            def fwd(tangents, *args, **kwargs):
+                return self.call(self.bind(args, kwargs), mask, tangents)
+            fwd.__name__ = f"{getattr(self.fun, '__name__', 'callee')}_jvp"
+            fwd.__pullback_forward__ = (self, mask)
+            self._callers[mask] = fwd
+        return fwd
+
+
+class CustomJVP:
+    """A function with a user-given forward rule, in JAX's shape::
+
+        @pb.custom_jvp
+        def f(x):
+            return np.log1p(np.exp(x))
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            y = f(x)
+            return y, t / (1.0 + np.exp(-x))
+
+    ``pb.jvp`` and forward mode use the rule; reverse mode (``pb.grad``,
+    ``pb.vjp``) refuses the function, since it has no reverse rule.
+    """
+
+    __pullback_forward_only__ = True
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.rule = None
+        self.signature = inspect.signature(fun, follow_wrapped=False)
+        self.params = list(self.signature.parameters)
+
+    def defjvp(self, rule):
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args, **kwargs):
+        return self.fun(*args, **kwargs)
+
+    __call__.__pullback_forward_only__ = True   # (what reverse mode's dispatcher unwraps to)
+
+    def bind(self, args, kwargs):
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        if self.rule is None:
+            raise TypeError(f"custom_jvp function {self.__name__} has no rule yet: decorate "
+                            f"its rule with @{self.__name__}.defjvp before differentiating.")
+        given = dict(zip(wrt, tangents))
+        full = tuple(given[i] if i in given else support.zeros_tangent(a)
+                     for i, a in enumerate(args))
+        got = self.rule(tuple(args), full)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise TypeError(f"The jvp rule of {self.__name__} must return a pair "
+                            f"(primal_out, tangent_out), but returned {type(got).__name__}.")
+        out, tangent = got
+        if not has_aux and np.shape(tangent) != np.shape(out) \
+                and not isinstance(out, (tuple, list, dict)):
+            raise ValueError(f"The jvp rule of {self.__name__} returned a tangent of shape "
+                             f"{np.shape(tangent)} for an output of shape {np.shape(out)}.")
+        if has_aux:
+            return out, support.output_tangent(tangent, out[0])
+        return out, support.output_tangent(tangent, out)
+
+    def for_callers(self, mask):
+        def fwd(tangents, *args, **kwargs):
+            return self.call(self.bind(args, kwargs), mask, tangents)
+        return fwd
+
+
+_handles = weakref.WeakKeyDictionary()
+
+
+def forward_of(fun):
+    """The handle that gives ``fun``'s tangent function (one per function)."""
+    if isinstance(fun, CustomJVP):
+        return fun
+    if isinstance(fun, CustomVJP):
+        raise NonDifferentiableError(
+            f"forward mode has no rule for {getattr(fun, '__name__', fun)}, a pb.custom_vjp "
+            "function (it has a reverse rule only).",
+            hint="Use pb.vjp or pb.grad for this function, or define it with pb.custom_jvp "
+                 "and its defjvp rule.")
+    made_by = getattr(fun, "__pullback_api__", None)
+    if made_by is not None:
+        raise NonDifferentiableError(
+            f"Derivatives of derivatives are not supported yet: this differentiates a "
+            f"function made by {made_by}.",
+            hint="Differentiate the original function once.")
+    if not isinstance(fun, types.FunctionType):
+        from ..frontend.parse import parse
+        parse(fun)          # raises SourceUnavailableError, saying what to do
+    handle = _handles.get(fun)
+    if handle is None:
+        handle = _handles[fun] = ForwardDerivative(fun)
+    return handle
+
+
+def is_forward_callable(fn):
+    return isinstance(fn, CustomJVP)
+
+
+# -- function values -------------------------------------------------------------------
+
+def dynamic_jvp(callee, mask, tangents, *args, **kwargs):
+    """``callee(*args, **kwargs)`` and its tangent, the arguments keyed by
+    ``mask`` (positions, keyword names, -1 for a method's receiver) having
+    the ``tangents``."""
+    return jvp_call(callee, args, kwargs, mask, tangents)
+
+
+def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
+    """``obj.name(*args, **kwargs)``; ``-1`` in ``mask``: ``obj`` carries a tangent."""
+    method = getattr(obj, name)
+    if _RECEIVER in mask and not (isinstance(method, types.MethodType)
+                                  and method.__self__ is obj):
+        raise NonDifferentiableError(
+            f"`.{name}` of a {type(obj).__name__} is not a method defined in Python, so "
+            "pullback cannot follow a tangent through the object it is called on.",
+            hint="Pass the values the call depends on as arguments.")
+    return jvp_call(method, args, kwargs, mask, tangents)
+
+
+def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
+    """``callee(*args, **kwargs)`` and its tangent (``top``: called by
+    ``pb.jvp`` itself, where any Python function is differentiated, as by
+    ``pb.grad``; inside a function, pullback's own functions are refused)."""
+    from ..driver import dispatch      # late: importing pullback does not load the compiler
+    fn, args, kwargs, mask = _unwrap(callee, args, kwargs, tuple(mask))
+    if isinstance(fn, CustomJVP):
+        return _by_handle(fn, fn.fun, args, kwargs, mask, tangents, has_aux)
+    if top and isinstance(fn, types.FunctionType) and lookup(fn) is None:
+        return _by_handle(forward_of(fn), fn, args, kwargs, mask, tangents, has_aux)
+    why = dispatch.refusal(fn)
+    if why is not None:
+        raise NonDifferentiableError(why[0], hint=why[1])
+    if isinstance(fn, CustomVJP):
+        forward_of(fn)       # raises, saying what to do
+    if lookup(fn) is not None:
+        wrapper = dispatch._rule_wrapper(fn, len(args), tuple(kwargs))
+        return _by_handle(forward_of(wrapper), wrapper, args, kwargs, mask, tangents, has_aux)
+    if is_nondifferentiable(fn):
+        out = fn(*args, **kwargs)
+        return out, support.zeros_tangent(out)
+    if isinstance(fn, types.FunctionType) and not is_library(fn):
+        return _by_handle(forward_of(fn), fn, args, kwargs, mask, tangents, has_aux)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    raise NoRuleError(
+        f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "
+        "is called here with a value being differentiated.",
+        hint=f"Give {name} a forward rule with pb.custom_jvp, or call a NumPy function "
+             "that has a rule or a function defined with def.")
+
+
+def _unwrap(fn, args, kwargs, mask):
+    if isinstance(fn, CustomJVP):
+        return fn, args, kwargs, mask
+    return _unwrap_callee(fn, args, kwargs, mask)
+
+
+def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
+    sig = inspect.signature(fn, follow_wrapped=False)
+    params = list(sig.parameters)
+    markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
+    where = {}
+    for p, m in markers.items():
+        if isinstance(m, (tuple, dict)):
+            continue
+        where[m] = params.index(p)
+    missing = [k for k in mask if k not in where]
+    if missing:
+        raise UnsupportedSyntaxError(
+            f"pullback cannot yet differentiate {getattr(fn, '__qualname__', fn)} "
+            "through its *args or **kwargs parameter.",
+            hint="Give the function named parameters.")
+    by_param = {}
+    for k, t in zip(mask, tangents):
+        i = where[k]
+        by_param[i] = t if i not in by_param else by_param[i] + t
+    full = handle.bind(args, kwargs)
+    wrt = tuple(sorted(i for i in by_param if by_param[i] is not None))
+    return handle.call(full, wrt, tuple(by_param[i] for i in wrt), has_aux)

@@ -1,0 +1,312 @@
+"""Run-time helpers the generated tangent functions call (forward mode,
+``pullback.forward``), and the forward rules' helpers.
+
+Kept small and out of loops where the pass can: a tangent that needs no
+helper is plain NumPy (``y_dot = x_dot * np.cos(x)``).  ``zeros_tangent``
+materializes the zero of a value whose tangent is structurally zero where one
+must exist (an element of a container, an array the function writes into);
+``owned_tangent`` makes the tangent of an array the function writes into a
+buffer of its own, so that ``y_dot[i] = v_dot`` never writes into a caller's
+tangent or another tangent; ``kernel_tangent`` finishes a fused elementwise
+kernel's tangent from its partials (one multiply-add per input).
+
+>>> import numpy as np
+>>> zeros_tangent((np.ones(2), 3, "a"))
+(array([0., 0.]), 0.0, None)
+>>> t = np.ones(3)
+>>> o = owned_tangent(t, np.zeros(3))
+>>> o is t, o.flags.writeable
+(False, True)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NonDifferentiableError
+from .core import fields_of, is_structure, project, rebuild_like
+
+__all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
+           "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
+           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
+           "ravel_tangent", "reshape_tangent"]
+
+
+def _inexact(x):
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    if isinstance(x, (float, complex)):
+        return True
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype.kind in "fc"
+    return False
+
+
+def zeros_tangent(x):
+    """The zero tangent of ``x``: zeros of its shape and dtype for a float or
+    complex value, the same structure for a container, None for a value
+    that has no tangent (an integer, a string, a function)."""
+    if is_structure(x):
+        return rebuild_like(x, {k: zeros_tangent(v) for k, v in fields_of(x)})
+    if not _inexact(x):
+        # an integer that becomes a float later (``total = 0`` before a loop of
+        # float additions) has the zero of a float
+        if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+            return np.zeros(x.shape)
+        if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+            return 0.0
+        return None
+    if isinstance(x, complex):
+        return 0j
+    if isinstance(x, float) and not isinstance(x, np.generic):
+        return 0.0
+    if isinstance(x, np.generic):
+        return x.dtype.type(0)
+    return np.zeros(x.shape, dtype=x.dtype)
+
+
+def owned_tangent(t, x):
+    """A new, writable buffer holding the tangent ``t`` of the array ``x``
+    (which the function writes into), in ``x``'s shape; a list's a new list."""
+    if isinstance(x, list):
+        return list(t) if t is not None else [zeros_tangent(v) for v in x]
+    if not isinstance(x, np.ndarray):
+        return t
+    dtype = x.dtype if x.dtype.kind in "fc" else np.result_type(t, np.float64)
+    if t is None:
+        return np.zeros(x.shape, dtype=dtype)
+    return np.array(np.broadcast_to(t, x.shape), dtype=dtype)
+
+
+def broadcast_tangent(t, x):
+    """``t`` broadcast to the shape of ``x`` (a view), when it is smaller."""
+    shape = np.shape(x)
+    if np.shape(t) == shape:
+        return t
+    return np.broadcast_to(t, shape)
+
+
+def output_tangent(t, y, fresh=False):
+    """The tangent handed to the caller: shaped like the output ``y``, with
+    its dtype and realness (a real output's tangent is real), and a new
+    object, so it shares memory with no argument or tangent (``fresh``: the
+    generated code made ``t`` itself, so it is not copied again)."""
+    if is_structure(y):
+        if t is None:
+            t = zeros_tangent(y)
+        return rebuild_like(y, {k: output_tangent(_entry(t, k), v)
+                                        for k, v in fields_of(y)})
+    if not _inexact(y):
+        return zeros_tangent(y) if t is None else t
+    if t is None:
+        return zeros_tangent(y)
+    return project(t, y, copy=not fresh)
+
+
+def _entry(t, key):
+    if t is None:
+        return None
+    if isinstance(t, dict):
+        return t.get(key)
+    if isinstance(t, (list, tuple)) and isinstance(key, int):
+        return t[key] if key < len(t) else None
+    return getattr(t, key, None)
+
+
+def kernel_tangent(res, tangents):
+    """The tangent of a fused kernel's value from its partials: ``sum_k
+    partial_k * t_k`` (of the summed value's, where the kernel returned the
+    sum of its elementwise value)."""
+    partials, metas, shape = res
+    total = None
+    for p, t in zip(partials, tangents):
+        if p is None or t is None:
+            continue
+        term = t * p
+        if shape is not None:            # the kernel returned np.sum of its value
+            size = int(np.prod(shape))
+            n = np.size(term)
+            term = np.sum(term) * (size // n) if n else np.sum(term)
+        total = term if total is None else total + term
+    return 0.0 if total is None else total
+
+
+def check_real(x, what):
+    """Refuse a complex value where forward mode's rule holds for real ones."""
+    if np.iscomplexobj(x):
+        raise NonDifferentiableError(
+            f"forward mode has no rule for {what} of a complex value yet (its derivative "
+            "is not complex-linear).",
+            hint="Use pb.vjp for this function, or write it with the real and imaginary "
+                 "parts (np.real, np.imag).")
+    return x
+
+
+# -- forward rules too long to inline ------------------------------------------
+
+def max_jvp(t, ans, a, axis=None, keepdims=False):
+    """Tangent of ``np.max``/``np.min``: tied winners share it equally."""
+    full = ans if keepdims or axis is None else np.expand_dims(ans, axis)
+    winners = a == full
+    count = np.sum(winners, axis=axis, keepdims=keepdims)
+    return np.sum(np.where(winners, t, 0), axis=axis, keepdims=keepdims) / count
+
+
+def prod_jvp(t, ans, a, axis=None, keepdims=False):
+    """Tangent of ``np.prod``: sum over i of t_i times the product of the
+    others (exact with zeros: each term is a product that leaves one out)."""
+    a = np.asarray(a)
+    if axis is None:
+        flat_a, flat_t = a.reshape(-1), np.broadcast_to(t, a.shape).reshape(-1)
+        out = _prod_jvp_last(flat_t[None, :], flat_a[None, :])[0]
+        return np.reshape(out, (1,) * a.ndim) if keepdims else out
+    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
+    axes = tuple(ax % a.ndim for ax in axes)
+    rest = [d for d in range(a.ndim) if d not in axes]
+    moved_a = np.transpose(a, rest + list(axes))
+    moved_t = np.transpose(np.broadcast_to(t, a.shape), rest + list(axes))
+    lead = moved_a.shape[:len(rest)]
+    out = _prod_jvp_last(moved_t.reshape(lead + (-1,)), moved_a.reshape(lead + (-1,)))
+    if keepdims:
+        out = np.expand_dims(out, axes)
+    return out
+
+
+def _prod_jvp_last(t, a):
+    n = a.shape[-1]
+    if n == 0:
+        return np.zeros(a.shape[:-1], dtype=np.result_type(a, t))
+    ones = np.ones(a.shape[:-1] + (1,), dtype=a.dtype)
+    before = np.cumprod(np.concatenate([ones, a[..., :-1]], axis=-1), axis=-1)
+    after = np.flip(np.cumprod(np.concatenate([ones, np.flip(a, -1)[..., :-1]], axis=-1),
+                               axis=-1), -1)
+    return np.sum(t * before * after, axis=-1)
+
+
+def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
+    """Tangent of ``np.linalg.norm`` for the 2-norm of vectors and the
+    Frobenius norm (``ord`` None, 2 on vectors, or 'fro')."""
+    x = np.asarray(x)
+    vector = (axis is None and x.ndim == 1) or (axis is not None and np.ndim(axis) == 0) \
+        or (isinstance(axis, tuple) and len(axis) == 1)
+    if not (ord is None or ord == "fro" and not vector or ord == 2 and vector):
+        raise NonDifferentiableError(
+            f"forward mode has no rule for np.linalg.norm with ord={ord!r} yet.",
+            hint="Use pb.vjp for this function, or write the norm out "
+                 "(np.sqrt(np.sum(x * x))).")
+    inner = np.real(np.conj(x) * t) if np.iscomplexobj(x) or np.iscomplexobj(t) else x * t
+    s = np.sum(inner, axis=axis, keepdims=keepdims)
+    return s / ans
+
+
+def solve_a_jvp(t, x, a, b):
+    """The tangent of ``x = solve(a, b)`` along ``da = t``: ``-solve(a, t x)``
+    (a 1-d ``b`` is one vector, however many matrices ``a`` holds)."""
+    if np.ndim(b) == 1:
+        return -np.linalg.solve(a, np.matmul(t, x[..., None]))[..., 0]
+    return -np.linalg.solve(a, np.matmul(t, x))
+
+
+def det_jvp(t, ans, a):
+    """``d det(a) = det(a) tr(solve(a, da))``, or ``<adj(a)^T, da>`` when
+    ``a`` is singular."""
+    if np.all(np.asarray(ans) != 0):
+        return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    from .linalg_support import _adjugate
+    return np.sum(np.swapaxes(_adjugate(a), -1, -2) * t, axis=(-2, -1))
+
+
+def slogdet_jvp(t, ans, a):
+    """``(sign, logabsdet)``: ``d logabsdet = Re tr(solve(a, da))``; a complex
+    sign turns by ``i Im tr(solve(a, da))``."""
+    sign, _ = ans
+    tr = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    if np.iscomplexobj(tr):
+        sign_dot = sign * 1j * np.imag(tr)
+    else:
+        sign_dot = np.zeros_like(sign)
+    return type(ans)(sign_dot, np.real(tr))
+
+
+def cholesky_jvp(t, ans, a, upper=False):
+    """``L_dot = L Phi(L^-1 A_dot L^-H)``, Phi the lower triangle with half
+    the diagonal (``upper``: the transpose of that)."""
+    low = np.conj(np.swapaxes(ans, -1, -2)) if upper else ans
+    # NumPy reads one triangle of a: the tangent of the matrix it factors
+    # (and the real part of its diagonal)
+    h = lambda m: np.conj(np.swapaxes(m, -1, -2))  # noqa: E731
+    part = np.triu(t, 1) if upper else np.tril(t, -1)
+    diag = np.real(np.diagonal(t, axis1=-2, axis2=-1))
+    sym = part + h(part) + diag[..., :, None] * np.eye(t.shape[-1], dtype=diag.dtype)
+    linv_t = _solve_lower(low, sym)
+    inner = np.conj(np.swapaxes(_solve_lower(low, np.conj(np.swapaxes(linv_t, -1, -2))),
+                                -1, -2))
+    phi = np.tril(inner, -1) + np.tril(np.triu(inner)) / 2
+    out = low @ phi
+    return np.conj(np.swapaxes(out, -1, -2)) if upper else out
+
+
+def _solve_lower(low, b):
+    return np.linalg.solve(low, b)
+
+
+def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
+    """Tangent of ``np.sort``: the tangent, permuted as the values were."""
+    if axis is None:
+        idx = np.argsort(np.ravel(a), kind="stable")
+        return np.ravel(t)[idx]
+    idx = np.argsort(a, axis=axis, kind="stable")
+    return np.take_along_axis(np.broadcast_to(t, np.shape(a)), idx, axis=axis)
+
+
+_LINEAR_PADS = {"constant", "edge", "reflect", "symmetric", "wrap", "mean", "empty"}
+
+
+def diff_jvp(t, n=1, axis=-1, prepend=None, append=None):
+    """Tangent of ``np.diff``: the differences of the tangent, with the
+    values prepended or appended (constants) contributing zeros."""
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = np.zeros_like(prepend, dtype=np.result_type(t, prepend))
+    if append is not None:
+        kw["append"] = np.zeros_like(append, dtype=np.result_type(t, append))
+    return np.diff(t, n=n, axis=axis, **kw)
+
+
+def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"):
+    """Tangent of ``np.pad``: the tangent padded the same way (constant
+    padding pads it with zeros); modes that are not linear are refused."""
+    if callable(mode) or mode not in _LINEAR_PADS or mode == "empty":
+        raise NonDifferentiableError(
+            f"forward mode has no rule for np.pad with mode={mode!r} yet.",
+            hint="Use pb.vjp for this function, or pad with mode 'constant', 'edge', "
+                 "'reflect', 'symmetric', 'wrap' or 'mean'.")
+    if mode == "constant":
+        return np.pad(t, pad_width, mode="constant")
+    if mode in ("reflect", "symmetric"):
+        return np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+    if mode == "mean":
+        return np.pad(t, pad_width, mode="mean", stat_length=stat_length)
+    return np.pad(t, pad_width, mode=mode)
+
+
+def _order_of(a, order):
+    """``order='A'`` spelled out for ``a``: 'F' for a Fortran-ordered array."""
+    if order == "A":
+        a = np.asarray(a)
+        return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    return order
+
+
+def ravel_tangent(t, a, order="C"):
+    """``np.ravel(a, order)``'s tangent: the tangent's elements in the order
+    the primal's were read ('A' and 'K' follow ``a``'s memory, not ``t``'s)."""
+    if order != "K":
+        return np.ravel(t, order=_order_of(a, order))
+    position = np.empty_like(np.asarray(a), dtype=np.intp)     # laid out like a
+    position[...] = np.arange(np.size(a)).reshape(np.shape(a))
+    return np.ravel(t)[np.ravel(position, order="K")]
+
+
+def reshape_tangent(t, a, shape, order="C"):
+    """``np.reshape(a, shape, order)``'s tangent ('A' follows ``a``'s memory)."""
+    return np.reshape(t, shape, order=_order_of(a, order))
