@@ -165,31 +165,41 @@ class LoopAdjoint:
             elif not self.grads.bound(n):
                 pre.append(self.grads.materialize(n, self.zero_for))
         pre.extend(self.grads.stabilize(sorted(touched)))
-        entry = self.grads.snapshot()
         # a gradient bound on entry that the body consumes (the cotangent of a
         # name the body defines, read after the loop) restarts from zero: only
         # the last iteration's definition reaches what comes after the loop
         restart = sorted(set(carried) | {n for n in touched if n in body_assigned})
+        # a buffer the body restarts is not known to have the primal's shape
+        # when the next iteration begins (see ``Gradients.exact``)
+        self.grads.exact -= set(restart)
+        entry = self.grads.snapshot()
         zero_like = self.restart_shapes(stmt, [n for n in restart if n not in carried])
         mark = len(self.parts)
-        body = self._new_block(stmt, block, target)
-        body.adjoint = self.adjoint_block(body)
-        for n in restart:
-            if n in self.active and not self.grads.bound(n):
-                body.adjoint.append(self.grads.materialize(n, zero_like))
-        weaker = [n for n in touched if entry[0].get(n) == OWNED
-                  and self.grads.state.get(n) != OWNED]
-        if weaker:   # the body leaves a buffer shared: start every iteration shared
-            del self.parts[mark:]
-            self.grads.restore(entry)
-            for n in weaker:
-                self.grads.state[n] = SHARED
-            block.children.remove(body)
+        rounds = 0
+        while True:
             body = self._new_block(stmt, block, target)
             body.adjoint = self.adjoint_block(body)
             for n in restart:
                 if n in self.active and not self.grads.bound(n):
                     body.adjoint.append(self.grads.materialize(n, zero_like))
+            weaker = [n for n in touched if entry[0].get(n) == OWNED
+                      and self.grads.state.get(n) != OWNED] if rounds == 0 else []
+            # every iteration must begin as the first did: a buffer whose shape
+            # is known on entry but not when the body's adjoint ends is not
+            # known on entry either
+            lost = {n for n in entry[2] - self.grads.exact if n in touched}
+            if not weaker and not lost:
+                break
+            # the body leaves a buffer shared: start every iteration shared
+            rounds += 1
+            del self.parts[mark:]
+            self.grads.restore(entry)
+            for n in weaker:
+                self.grads.state[n] = SHARED
+            self.grads.exact -= lost
+            entry = (entry[0], entry[1], set(self.grads.exact))
+            block.children.remove(body)
+        self.grads.exact &= entry[2]
         # a loop may run no times: after it a buffer is owned only if it was
         # on entry too (else `grad(f)` could hand out a read-only view)
         for n in touched | set(restart):

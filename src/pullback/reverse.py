@@ -48,6 +48,7 @@ import builtins
 import dataclasses
 
 import gast
+import numpy as np
 
 from . import dispatch, runtime
 from .astbuild import assign as _assign, call as _call, name as _name
@@ -107,7 +108,8 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
         self.trips = {}         # id(loop) -> name of its trip counter
         self.indexed = set()    # names whose gradient received an indexed add
         self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
-        self.grads = Gradients(self.namer, kinds, self.helper, inplace)
+        self.grads = Gradients(self.namer, kinds, self.helper, inplace,
+                               self.shaped_like, self.whole_in_place)
         self.int_names = kinds_.int_names(normal.tree.body, ops)
         self.written = written            # arrays the primal writes into
         # every input float64 (or a Python float): contributions need no rounding
@@ -122,9 +124,35 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
         self.loop_effects = {}            # loop_adjoint: a loop's effect per entry state
         self.loop_builds = 0              # ... and how many adjoints were built (tests count)
         self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
+        self.only_float64 = None          # whole_in_place: every array float64 (lazily)
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
+
+    # -- whole-buffer accumulation in place (accumulate.Gradients) --------------
+
+    def shaped_like(self, expr, name):
+        """``expr`` is an array of exactly ``name``'s shape: ``zeros_like(name)``,
+        ``owned_zeros(name)``, ``unbroadcast(g, name)``, ``unreduce(g, name, ...)``."""
+        if not isinstance(expr, gast.Call) or expr.keywords:
+            return False
+        fn = self.resolve(expr.func)
+        at = {runtime.zeros_like: 0, runtime.owned_zeros: 0, runtime.unbroadcast: 1,
+              runtime.unreduce: 1}.get(fn) if callable(fn) else None
+        return at is not None and len(expr.args) > at and isinstance(expr.args[at], gast.Name) \
+            and expr.args[at].id == name
+
+    def whole_in_place(self, name):
+        """``name_bar += g`` into a buffer of ``name``'s shape adds exactly what
+        ``name_bar + g`` would: ``name`` is a real array and every array the
+        function computes is float64 (no wider value to round, no complex one)."""
+        kind = self.kind(name)
+        if kind.shape != "array" or kind.complex is not False \
+                or kind.dtype not in (None, "float64"):
+            return False
+        if self.only_float64 is None:
+            self.only_float64 = self.float64 and _only_float64(self)
+        return self.only_float64
 
     def block(self, stmts, kind, parent, also_assigned=()):
         return _Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
@@ -403,3 +431,47 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
                       orelse=other.adjoint)
         new.lineno = stmt.lineno
         return [new]
+
+
+# dtypes narrower or wider than float64, and the ways to reach them
+_OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex128,
+                np.clongdouble}
+_CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble", "float128",
+          "longfloat", "complex64", "complex128", "complex256", "csingle", "cdouble",
+          "clongdouble", "complex_", "frombuffer", "fromfile"}
+
+
+def _only_float64(rev):
+    """Whether every float array the function computes is float64: its inputs
+    are (``rev.float64``), no value can be complex, no module value it reads
+    has another float dtype, it names no cast or other dtype, passes no
+    ``dtype=``, and calls no function whose results pullback does not see
+    (the user's own code is read too: fused regions no longer appear)."""
+    for k in rev.kinds.values():
+        if k.is_number and (k.complex is not False or (
+                k.dtype is not None and k.dtype != "float64"
+                and not k.dtype.startswith(("int", "uint", "bool")))):
+            return False
+    from .kernels import Kernel       # (a fused region of this function's own code)
+    if any(op.kind in ("user", "dynamic") or (
+            op.kind == "custom" and not isinstance(op.primitive, Kernel))
+            for op in rev.ops.values()):
+        return False
+    nodes = list(gast.walk(rev.normal.tree)) + list(gast.walk(rev.parsed.tree))
+    for node in nodes:
+        if isinstance(node, gast.keyword) and node.arg == "dtype":
+            return False
+        if isinstance(node, gast.Attribute) and node.attr in _CASTS:
+            return False
+        if isinstance(node, gast.Name):
+            v = rev.parsed.globals.get(node.id)
+            if v is None and node.id in rev.parsed.closure:
+                try:
+                    v = rev.parsed.closure[node.id].cell_contents
+                except ValueError:
+                    v = None
+            if isinstance(v, type) and v in _OTHER_FLOAT:
+                return False
+            if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.dtype != np.float64:
+                return False
+    return True
