@@ -28,13 +28,13 @@ before the loop.  With ``inplace=False`` every addition is out of place
 ... ''')
 >>> print(pb.source(f, np.ones(3)).split("def f_adjoint")[1])
 (residuals, out_bar):
-    x, range_1, trips, tape = residuals
-    tape = list(tape)
+    x, range_1, trips = residuals
     # line 3: for i in range(3):
     x_bar = owned_zeros(x)
     s_1_bar = out_bar
     for i in reversed(range_1[:trips]):
-        x_item, x_item_1 = tape.pop()
+        x_item = x[i]
+        x_item_1 = x[i]
         x_item_bar = s_1_bar * x_item_1
         x_item_1_bar = s_1_bar * x_item
         x_bar[i] += x_item_1_bar

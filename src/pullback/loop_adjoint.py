@@ -53,6 +53,7 @@ each enclosing loop's dry runs would otherwise rebuild every loop inside it
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import gast
 
@@ -216,7 +217,9 @@ class LoopAdjoint:
             loop = gast.For(target=_name(stmt.target.id, True),
                             iter=_call(self.helper("reversed", reversed), taken),
                             body=body.adjoint, orelse=[], type_comment=None)
-            body.recomputed = {stmt.target.id}
+            rebuilt = self.rebuilt_items(stmt, body)
+            body.adjoint[:0] = rebuilt
+            body.recomputed = {stmt.target.id} | {s.targets[0].id for s in rebuilt}
         else:
             loop = gast.For(target=_name("_", True),
                             iter=_call(self.helper("range", range), _name(trips)),
@@ -225,6 +228,37 @@ class LoopAdjoint:
         for s in pre:
             s.lineno = stmt.lineno
         return pre + [loop]
+
+    def rebuilt_items(self, stmt, body):
+        """``y = x[i]`` in a range loop's body, ``i`` its index (with constants
+        and slices), ``x`` an array the loop does not assign and nothing
+        writes into: the adjoint reads ``y`` again from ``x`` (which it reads
+        from the residuals) rather than from the tape.  Returns those
+        statements, for the start of the body's adjoint."""
+        if self.written or self.normal.augmented:
+            return []
+        index_var = stmt.target.id
+        assigned = body.assigned
+        read = None
+        out = []
+        for s in stmt.body:
+            op = self.ops.get(id(s))
+            if op is None or op.kind != "rule" or op.primitive is not operator.getitem \
+                    or not isinstance(s, gast.Assign) or not isinstance(s.targets[0], gast.Name):
+                continue
+            x, index = op.bound.get("a"), op.bound.get("b")
+            y = s.targets[0].id
+            if not isinstance(x, gast.Name) or x.id in assigned or len(self.definitions(x.id)) > 1 \
+                    or self.kind(x.id).shape != "array" or not _loop_index(index, index_var) \
+                    or y in self.normal.carried_names:
+                continue
+            if read is None:
+                read = {n.id for a in body.adjoint for n in gast.walk(a)
+                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+            if y in read and sum(1 for t in _targets(stmt.body) if t == y) == 1:
+                again = _assign(y, clone(s.value), s.lineno)
+                out.append(again)
+        return out
 
     def restart_shapes(self, stmt, defined):
         """The zero a loop body's adjoint restarts a gradient from, once the
@@ -255,3 +289,25 @@ class LoopAdjoint:
     def zero_for(self, name):
         return _call(self.runtime("zeros_like"), _name(name))
 
+
+def _loop_index(node, index_var):
+    """An index made of the loop's index, integer constants, ``None`` and
+    slices of those: ``i``, ``(slice(None), i)``."""
+    if isinstance(node, gast.Name):
+        return node.id == index_var
+    if isinstance(node, gast.Constant):
+        return node.value is None or (isinstance(node.value, int)
+                                      and not isinstance(node.value, bool))
+    if isinstance(node, gast.Slice):
+        return all(p is None or _loop_index(p, None) for p in (node.lower, node.upper, node.step))
+    if isinstance(node, gast.Tuple):
+        return all(_loop_index(e, index_var) for e in node.elts)
+    return False
+
+
+def _targets(stmts):
+    """Every name the statements (nested blocks included) assign, repeated."""
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                yield n.id
