@@ -151,7 +151,8 @@ class Gradients:
     def _note_shape(self, exact, name, expr):
         """Record in ``exact`` whether the buffer ``expr`` now bound for
         ``name`` has exactly the primal's shape."""
-        if self.shaped_like is not None and self.shaped_like(expr, name):
+        if self.shaped_like is not None and self.shaped_like(expr, name) \
+                and self.whole_in_place(name):
             exact.add(name)
         else:
             exact.discard(name)

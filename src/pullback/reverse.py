@@ -438,12 +438,18 @@ _OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex1
                 np.clongdouble}
 _CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble", "float128",
           "longfloat", "complex64", "complex128", "complex256", "csingle", "cdouble",
-          "clongdouble", "complex_", "frombuffer", "fromfile"}
+          "clongdouble", "complex_", "frombuffer", "fromfile",
+          # and what may make a complex value from real ones (the kinds do not
+          # always know: np.fft's results are complex)
+          "fft", "linalg", "emath", "scimath", "conj", "conjugate", "real", "imag", "angle",
+          "vectorize", "frompyfunc", "roots", "complex"}
+_COMPLEX_MODULES = ("numpy.fft", "numpy.linalg", "numpy.lib.scimath", "cmath", "scipy")
 
 
 def _only_float64(rev):
     """Whether every float array the function computes is float64: its inputs
-    are (``rev.float64``), no value can be complex, no module value it reads
+    are (``rev.float64``), no value can be complex (nothing complex in the
+    kinds, no complex literal, no np.fft, np.linalg, conj...), no module value it reads
     has another float dtype, it names no cast or other dtype, passes no
     ``dtype=``, and calls no function whose results pullback does not see
     (the user's own code is read too: fused regions no longer appear)."""
@@ -463,7 +469,15 @@ def _only_float64(rev):
             return False
         if isinstance(node, gast.Attribute) and node.attr in _CASTS:
             return False
+        if isinstance(node, gast.Constant) and isinstance(node.value, complex):
+            return False
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and not (
+                isinstance(node.right, gast.Constant) and type(node.right.value) is int) and not (
+                isinstance(node.left, gast.Name) and rev.kind(node.left.id).shape == "array"):
+            return False      # a Python float to a fractional power may be complex
         if isinstance(node, gast.Name):
+            if node.id in _CASTS:
+                return False
             v = rev.parsed.globals.get(node.id)
             if v is None and node.id in rev.parsed.closure:
                 try:
@@ -471,6 +485,9 @@ def _only_float64(rev):
                 except ValueError:
                     v = None
             if isinstance(v, type) and v in _OTHER_FLOAT:
+                return False
+            module = getattr(v, "__module__", None) or getattr(v, "__name__", None)
+            if isinstance(module, str) and module.startswith(_COMPLEX_MODULES):
                 return False
             if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.dtype != np.float64:
                 return False
