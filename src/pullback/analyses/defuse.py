@@ -43,10 +43,57 @@ class Chains:
 class _QuietChains(beniget.DefUseChains):
     """beniget prints a warning for each unbound name (a global, a builtin);
     silenced here, not by redirecting the process's stdout, which another
-    thread may be writing to."""
+    thread may be writing to.
+
+    beniget visits a loop's body twice (the second time with the definitions
+    the first leaves, for the uses an iteration's definitions reach in the
+    next), and so a nest of d loops 2**d times.  Inside an enclosing loop's
+    second visit, a loop's body is visited once: its own second visit adds
+    only uses reached through its back edge, by definitions made in its body
+    (a definition from outside that reaches the end of the body reached
+    every use after it from the entry already), and those were linked when
+    the enclosing loops made their first visit."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._visits = {}          # id(loop body) -> visits so far, while in the loop
+        self._again = 0            # inside a loop body's second visit
 
     def warn(self, msg, node):
         pass
+
+    def visit_For(self, node):
+        return self._loop(node, super().visit_For)
+
+    def visit_While(self, node):
+        return self._loop(node, super().visit_While)
+
+    def _loop(self, node, visit):
+        key = id(node.body)
+        outer = self._visits.get(key)
+        self._visits[key] = 0
+        try:
+            return visit(node)
+        finally:
+            if outer is None:
+                del self._visits[key]
+            else:
+                self._visits[key] = outer
+
+    def process_body(self, stmts):
+        key = id(stmts)
+        if key not in self._visits:
+            return super().process_body(stmts)
+        self._visits[key] += 1
+        if self._visits[key] != 2:
+            return super().process_body(stmts)
+        if self._again:
+            return None
+        self._again += 1
+        try:
+            return super().process_body(stmts)
+        finally:
+            self._again -= 1
 
 
 def chains(fn: gast.FunctionDef) -> Chains:

@@ -28,13 +28,13 @@ before the loop.  With ``inplace=False`` every addition is out of place
 ... ''')
 >>> print(pb.source(f, np.ones(3)).split("def f_adjoint")[1])
 (residuals, out_bar):
-    x, range_1, trips, tape = residuals
-    tape = list(tape)
+    x, range_1, trips = residuals
     # line 3: for i in range(3):
     x_bar = owned_zeros(x)
     s_1_bar = out_bar
     for i in reversed(range_1[:trips]):
-        x_item, x_item_1 = tape.pop()
+        x_item = x[i]
+        x_item_1 = x[i]
         x_item_bar = s_1_bar * x_item_1
         x_item_1_bar = s_1_bar * x_item
         x_bar[i] += x_item_1_bar
@@ -75,11 +75,19 @@ class Gradients:
     kinds: dict
     helper: object             # (name, value) -> the name generated code uses
     inplace: bool = True
+    # (expr, name) -> whether ``expr`` is an array of exactly ``name``'s shape
+    # (``zeros_like(name)``, ``unbroadcast(g, name)``); None: never known
+    shaped_like: object = None
+    # name -> whether ``name_bar += g`` equals ``name_bar = name_bar + g`` bit
+    # for bit once the buffer has ``name``'s shape: an array whose gradients
+    # are all float64 (none wider, none complex)
+    whole_in_place: object = None
 
     def __post_init__(self):
         self.stable = {}       # primal name -> its gradient variable, `x_bar`
         self.names = {}        # primal name -> the variable holding it now
         self.state = {}        # primal name -> ZERO | OWNED | SHARED
+        self.exact = set()     # names whose buffer has exactly the primal's shape
 
     # -- states ----------------------------------------------------------------
 
@@ -110,23 +118,26 @@ class Gradients:
         """``name``'s gradient arrives from outside, as ``var`` (never written)."""
         self.names[name] = var
         self.state[name] = SHARED
+        self.exact.discard(name)
 
     def consume(self, name):
         """The adjoint of ``name``'s definition has run: earlier values of the
         name (a loop-carried one) start from zero again."""
         self.state[name] = ZERO
         self.names[name] = self.stable_var(name)
+        self.exact.discard(name)
 
     def snapshot(self):
-        return dict(self.state), dict(self.names)
+        return dict(self.state), dict(self.names), set(self.exact)
 
     def restore(self, snap):
-        self.state, self.names = dict(snap[0]), dict(snap[1])
+        self.state, self.names, self.exact = dict(snap[0]), dict(snap[1]), set(snap[2])
 
     def merge(self, a, b, zero_for):
         """States after an ``if`` whose branches ended in snapshots ``a`` and
         ``b``; returns the statements each branch must append so both agree."""
-        (sa_all, na), (sb_all, nb) = a, b
+        (sa_all, na, ea), (sb_all, nb, eb) = a, b
+        ea, eb = set(ea), set(eb)
         fix_a, fix_b, merged, names = [], [], {}, {}
         for name in sorted(set(sa_all) | set(sb_all)):
             sa, sb = sa_all.get(name, ZERO), sb_all.get(name, ZERO)
@@ -134,9 +145,11 @@ class Gradients:
             if sa == ZERO and sb != ZERO:
                 fix_a.append(_assign(self.stable_var(name), zero_for(name)))
                 sa, va = OWNED, self.stable_var(name)
+                self._note_shape(ea, name, fix_a[-1].value)
             elif sb == ZERO and sa != ZERO:
                 fix_b.append(_assign(self.stable_var(name), zero_for(name)))
                 sb, vb = OWNED, self.stable_var(name)
+                self._note_shape(eb, name, fix_b[-1].value)
             if sa != ZERO and va != vb:
                 for fix, v in ((fix_a, va), (fix_b, vb)):
                     if v != self.stable_var(name):
@@ -145,19 +158,32 @@ class Gradients:
             merged[name] = ZERO if sa == sb == ZERO else (
                 OWNED if sa == sb == OWNED else SHARED)
             names[name] = va or self.stable_var(name)
-        return (merged, names), fix_a, fix_b
+        return (merged, names, ea & eb), fix_a, fix_b
+
+    def _note_shape(self, exact, name, expr):
+        """Record in ``exact`` whether the buffer ``expr`` now bound for
+        ``name`` has exactly the primal's shape."""
+        if self.shaped_like is not None and self.shaped_like(expr, name) \
+                and self.whole_in_place(name):
+            exact.add(name)
+        else:
+            exact.discard(name)
 
     def materialize(self, name, zero_for):
         """Bind a zero gradient for ``name`` (shaped like the primal value)."""
         self.state[name] = OWNED
-        return _assign(self.var(name), zero_for(name))
+        zero = zero_for(name)
+        self._note_shape(self.exact, name, zero)
+        return _assign(self.var(name), zero)
 
     def make_owned(self, name, zero_for):
         """Statements that make ``name``'s gradient an owned dense buffer."""
         state = self.state.get(name, ZERO)
         self.state[name] = OWNED
         if state == ZERO:
-            return [_assign(self.var(name), zero_for(name))]
+            zero = zero_for(name)
+            self._note_shape(self.exact, name, zero)
+            return [_assign(self.var(name), zero)]
         if state == SHARED:
             copy = _call(self.helper("owned_copy", runtime.owned_copy), _name(self.var(name)))
             return [_assign(self.var(name), copy)]
@@ -174,13 +200,25 @@ class Gradients:
         var = self.var(name)
         if not self.bound(name):
             self.state[name] = OWNED if fresh else SHARED
+            self._note_shape(self.exact, name, expr)
             block.append(_assign(var, expr))
             return
         kind = self.kinds.get(name)
         if kind is not None and kind.is_number:
+            if self.inplace and self.state[name] == OWNED and name in self.exact \
+                    and self.whole_in_place is not None and self.whole_in_place(name):
+                # the whole buffer in place: it is this adjoint's own and has the
+                # primal's shape and dtype, so no contribution can widen it
+                target = _name(var, True)
+                block.append(gast.AugAssign(target=target, op=gast.Add(), value=expr))
+                return
             total = gast.BinOp(left=_name(var), op=gast.Add(), right=expr)
+            # the sum has the primal's shape if either side has (neither is larger)
+            if name not in self.exact:
+                self._note_shape(self.exact, name, expr)
         else:
             total = _call(self.helper("add_cotangents", runtime.add_cotangents), _name(var), expr)
+            self.exact.discard(name)
         self.state[name] = OWNED
         block.append(_assign(var, total))
 

@@ -24,7 +24,7 @@ of place.
     index_add(z_bar, 0, out_bar)
     # line 2: z = x * y
     x_bar = unbroadcast(z_bar * y, x)
-    y_bar = y_bar + unbroadcast(z_bar * x, y)
+    y_bar += unbroadcast(z_bar * x, y)
     return (project(x_bar, x), project(y_bar, y))
 """
 from __future__ import annotations

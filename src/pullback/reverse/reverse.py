@@ -48,10 +48,11 @@ import builtins
 import dataclasses
 
 import gast
+import numpy as np
 
 from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
-from .accumulate import OWNED, SHARED, ZERO, Gradients
+from .accumulate import OWNED, Gradients
 from ..analyses import kinds as kinds_
 from ..analyses.activity import Activity
 from ..analyses.kinds import Kind, Shape
@@ -59,6 +60,7 @@ from ..analyses.ops import Op, OpKind
 from ..frontend.parse import Parsed
 from ..normalize.normalize import Normal
 from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
+from .loop_adjoint import LoopAdjoint
 from .residuals import Residuals, is_break_check
 from ..ir.grammar import assigned_names
 from ..rules.inline import clone
@@ -90,19 +92,19 @@ def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, K
 class _Block:
     """A primal block (function body, branch, loop body) and its adjoint."""
 
-    def __init__(self, stmts, kind, parent, also_assigned=()):
+    def __init__(self, stmts, kind, parent, also_assigned=(), assigned=None):
         self.stmts, self.kind, self.parent = stmts, kind, parent
         self.children = []          # nested blocks, in the order their adjoints appear
         self.adjoint = []
         self.extra = set(also_assigned)         # a loop body's target
         self.recomputed = set()                 # ... when the adjoint loop recomputes it
-        self.assigned = assigned_names(stmts) | self.extra
+        self.assigned = (assigned_names(stmts) if assigned is None else assigned) | self.extra
         self.save = []
         if parent is not None:
             parent.children.append(self)
 
 
-class _Reverse(Adjoints, Residuals):
+class _Reverse(LoopAdjoint, Adjoints, Residuals):
     def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace, written):
         self.normal, self.parsed, self.ops = normal, parsed, ops
         self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
@@ -113,7 +115,8 @@ class _Reverse(Adjoints, Residuals):
         self.trips = {}         # id(loop) -> name of its trip counter
         self.indexed = set()    # names whose gradient received an indexed add
         self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
-        self.grads = Gradients(self.namer, kinds, self.helper, inplace)
+        self.grads = Gradients(self.namer, kinds, self.helper, inplace,
+                               self.shaped_like, self.whole_in_place)
         self.int_names = kinds_.int_names(normal.tree.body, ops)
         self.written = written            # arrays the primal writes into
         # every input float64 (or a Python float): contributions need no rounding
@@ -124,9 +127,60 @@ class _Reverse(Adjoints, Residuals):
         self.bound_up_front = set()       # names the primal reads before any assignment
         self.kept_before = {}             # (id(loop), name) -> the name its value is kept in
         self.kept_names = set()           # names given out that dry runs must not reuse
+        self.dry = 0                      # inside a loop's dry runs (loop_adjoint)
+        self.loop_effects = {}            # loop_adjoint: a loop's effect per entry state
+        self.loop_builds = 0              # ... and how many adjoints were built (tests count)
+        self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
+        self.only_float64 = None          # whole_in_place: every array float64 (lazily)
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
+
+    # -- whole-buffer accumulation in place (accumulate.Gradients) --------------
+
+    def shaped_like(self, expr, name):
+        """``expr`` is an array of exactly ``name``'s shape: ``zeros_like(name)``,
+        ``owned_zeros(name)``, ``unbroadcast(g, name)``, ``unreduce(g, name, ...)``."""
+        if not isinstance(expr, gast.Call) or expr.keywords:
+            return False
+        fn = self.resolve(expr.func)
+        at = {runtime.zeros_like: 0, runtime.owned_zeros: 0, runtime.unbroadcast: 1,
+              runtime.unreduce: 1}.get(fn) if callable(fn) else None
+        return at is not None and len(expr.args) > at and isinstance(expr.args[at], gast.Name) \
+            and expr.args[at].id == name
+
+    def whole_in_place(self, name):
+        """``name_bar += g`` into a buffer of ``name``'s shape adds exactly what
+        ``name_bar + g`` would: ``name`` is a real array and every array the
+        function computes is float64 (no wider value to round, no complex one)."""
+        kind = self.kind(name)
+        if kind.shape != "array" or kind.complex is not False \
+                or kind.dtype not in (None, "float64"):
+            return False
+        if self.only_float64 is None:
+            self.only_float64 = self.float64 and _only_float64(self)
+        return self.only_float64
+
+    def block(self, stmts, kind, parent, also_assigned=()):
+        return _Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
+
+    def assigned_in(self, stmts):
+        """``assigned_names(stmts)``, each simple statement's names walked once
+        (a loop's blocks are built again for each enclosing loop's dry run)."""
+        out = set()
+        for s in stmts:
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                head = [s.target, s.iter] if isinstance(s, gast.For) else [s.test]
+                out |= assigned_names(head) | self.assigned_in(s.body) \
+                    | self.assigned_in(s.orelse)
+            elif hasattr(s, "body"):
+                out |= assigned_names([s])
+            else:
+                known = self.assigned_of.get(id(s))
+                if known is None or known[0] is not s:
+                    known = self.assigned_of[id(s)] = (s, assigned_names([s]))
+                out |= known[1]
+        return out
 
     # -- helpers bound in the generated code ---------------------------------
 
@@ -398,11 +452,11 @@ class _Reverse(Adjoints, Residuals):
 
     def adjoint_if(self, stmt, block):
         before = self.grads.snapshot()
-        then = _Block(stmt.body, "branch", block)
+        then = self.block(stmt.body, "branch", block)
         then.adjoint = self.adjoint_block(then)
         after_then = self.grads.snapshot()
         self.grads.restore(before)
-        other = _Block(stmt.orelse, "branch", block)
+        other = self.block(stmt.orelse, "branch", block)
         other.adjoint = self.adjoint_block(other)
         after_other = self.grads.snapshot()
         merged, fix_then, fix_other = self.grads.merge(after_then, after_other, self.zero_for)
@@ -418,121 +472,63 @@ class _Reverse(Adjoints, Residuals):
         new.lineno = stmt.lineno
         return [new]
 
-    def adjoint_loop(self, stmt, block):
-        carried = self.normal.carried.get(id(stmt), ())
-        # a dry run finds the gradients the body adds to that live across
-        # iterations; they are bound (and made owned) before the loop, so
-        # that every iteration starts in the same state
-        saved = (self.grads.snapshot(), set(self.namer.taken), dict(self.helpers),
-                 set(self.indexed), list(block.children), len(self.parts))
-        target = [stmt.target.id] if isinstance(stmt, gast.For) else []
-        touched = {n for n in carried if n in self.active}
-        for _ in range(4):     # until the set stops growing
-            for n in touched:
-                if not self.grads.bound(n):
-                    self.grads.state[n] = OWNED      # as it will be at entry
-            body = _Block(stmt.body, "loop", block, target)
-            self.adjoint_block(body)
-            indexed = self.indexed - saved[3]
-            # live across iterations: bound when the body's adjoint ends (this
-            # includes a name the body assigns only sometimes), carried, or
-            # updated in place
-            found = {n for n, st in self.grads.state.items() if st != ZERO}
-            found |= {n for n in carried if n in self.active} | (indexed - body.assigned)
-            # and a name the body defines whose gradient is bound on entry (it is
-            # read after the loop): each iteration's definition consumes it
-            found |= {n for n in body.assigned if saved[0][0].get(n, ZERO) != ZERO}
-            self.grads.restore(saved[0])
-            self.namer.taken, self.helpers = set(saved[1]) | self.kept_names, dict(saved[2])
-            self.indexed, block.children[:] = set(saved[3]), list(saved[4])
-            del self.parts[saved[5]:]
-            body_assigned = body.assigned
-            if found <= touched:
-                break
-            touched |= found
-        pre = []
-        for n in sorted(touched):
-            if n in indexed:
-                pre.extend(self.grads.make_owned(n, self.zero_buffer))
-            elif not self.grads.bound(n):
-                pre.append(self.grads.materialize(n, self.zero_for))
-        pre.extend(self.grads.stabilize(sorted(touched)))
-        entry = self.grads.snapshot()
-        # a gradient bound on entry that the body consumes (the cotangent of a
-        # name the body defines, read after the loop) restarts from zero: only
-        # the last iteration's definition reaches what comes after the loop
-        restart = sorted(set(carried) | {n for n in touched if n in body_assigned})
-        zero_like = self.restart_shapes(stmt, [n for n in restart if n not in carried])
-        mark = len(self.parts)
-        body = _Block(stmt.body, "loop", block, target)
-        body.adjoint = self.adjoint_block(body)
-        for n in restart:
-            if n in self.active and not self.grads.bound(n):
-                body.adjoint.append(self.grads.materialize(n, zero_like))
-        weaker = [n for n in touched if entry[0].get(n) == OWNED
-                  and self.grads.state.get(n) != OWNED]
-        if weaker:   # the body leaves a buffer shared: start every iteration shared
-            del self.parts[mark:]
-            self.grads.restore(entry)
-            for n in weaker:
-                self.grads.state[n] = SHARED
-            block.children.remove(body)
-            body = _Block(stmt.body, "loop", block, target)
-            body.adjoint = self.adjoint_block(body)
-            for n in restart:
-                if n in self.active and not self.grads.bound(n):
-                    body.adjoint.append(self.grads.materialize(n, zero_like))
-        # a loop may run no times: after it a buffer is owned only if it was
-        # on entry too (else `grad(f)` could hand out a read-only view)
-        for n in touched | set(restart):
-            if self.grads.state.get(n) == OWNED and entry[0].get(n, ZERO) != OWNED:
-                self.grads.state[n] = SHARED
-        if not body.adjoint:
-            block.children.remove(body)
-            return pre
-        trips = self.trips[id(stmt)]
-        if self.over_range(stmt):
-            # the indices again, backwards: `for i in reversed(r[:trips])`
-            taken = gast.Subscript(value=clone(stmt.iter), slice=gast.Slice(
-                None, _name(trips), None), ctx=gast.Load())
-            loop = gast.For(target=_name(stmt.target.id, True),
-                            iter=_call(self.helper("reversed", reversed), taken),
-                            body=body.adjoint, orelse=[], type_comment=None)
-            body.recomputed = {stmt.target.id}
-        else:
-            loop = gast.For(target=_name("_", True),
-                            iter=_call(self.helper("range", range), _name(trips)),
-                            body=body.adjoint, orelse=[], type_comment=None)
-        loop.lineno = stmt.lineno
-        for s in pre:
-            s.lineno = stmt.lineno
-        return pre + [loop]
 
-    def restart_shapes(self, stmt, defined):
-        """The zero a loop body's adjoint restarts a gradient from, once the
-        definition of its name has consumed it, must be shaped like the value
-        of the iteration before (a layer loop's ``outputs`` changes shape):
-        for a name the body defines but does not carry, the primal keeps that
-        value at the top of the body (``n_before = n``)."""
-        before = {}
-        for n in defined:
-            if n not in self.active:
-                continue
-            key = (id(stmt), n)        # once per loop, however often its adjoint is built
-            if key not in self.kept_before:
-                name = self.kept_before[key] = self.namer.fresh(f"{n}_before")
-                self.kept_names.add(name)
-                stmt.body.insert(0, _assign(name, _name(n), stmt.lineno))
-                self.primal_names.add(name)
-                self.bound_up_front.add(n)     # the first iteration reads it too
-            before[n] = self.kept_before[key]
-        return lambda name: self.zero_for(before.get(name, name))
+# dtypes narrower or wider than float64, and the ways to reach them
+_OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex128,
+                np.clongdouble}
+_CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble", "float128",
+          "longfloat", "complex64", "complex128", "complex256", "csingle", "cdouble",
+          "clongdouble", "complex_", "frombuffer", "fromfile",
+          # and what may make a complex value from real ones (the kinds do not
+          # always know: np.fft's results are complex)
+          "fft", "linalg", "emath", "scimath", "conj", "conjugate", "real", "imag", "angle",
+          "vectorize", "frompyfunc", "roots", "complex"}
+_COMPLEX_MODULES = ("numpy.fft", "numpy.linalg", "numpy.lib.scimath", "cmath", "scipy")
 
-    def over_range(self, stmt):
-        """A ``for`` loop over a ``range`` held in a name."""
-        return isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Name) \
-            and self.kinds.get(stmt.iter.id) is not None \
-            and self.kinds[stmt.iter.id].shape is Shape.RANGE
 
-    def zero_for(self, name):
-        return _call(self.runtime("zeros_like"), _name(name))
+def _only_float64(rev):
+    """Whether every float array the function computes is float64: its inputs
+    are (``rev.float64``), no value can be complex (nothing complex in the
+    kinds, no complex literal, no np.fft, np.linalg, conj...), no module value it reads
+    has another float dtype, it names no cast or other dtype, passes no
+    ``dtype=``, and calls no function whose results pullback does not see
+    (the user's own code is read too: fused regions no longer appear)."""
+    for k in rev.kinds.values():
+        if k.is_number and (k.complex is not False or (
+                k.dtype is not None and k.dtype != "float64"
+                and not k.dtype.startswith(("int", "uint", "bool")))):
+            return False
+    from ..lowering.kernels import Kernel       # (a fused region of this function's own code)
+    if any(op.kind in ("user", "dynamic") or (
+            op.kind == "custom" and not isinstance(op.primitive, Kernel))
+            for op in rev.ops.values()):
+        return False
+    nodes = list(gast.walk(rev.normal.tree)) + list(gast.walk(rev.parsed.tree))
+    for node in nodes:
+        if isinstance(node, gast.keyword) and node.arg == "dtype":
+            return False
+        if isinstance(node, gast.Attribute) and node.attr in _CASTS:
+            return False
+        if isinstance(node, gast.Constant) and isinstance(node.value, complex):
+            return False
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and not (
+                isinstance(node.right, gast.Constant) and type(node.right.value) is int) and not (
+                isinstance(node.left, gast.Name) and rev.kind(node.left.id).shape == "array"):
+            return False      # a Python float to a fractional power may be complex
+        if isinstance(node, gast.Name):
+            if node.id in _CASTS:
+                return False
+            v = rev.parsed.globals.get(node.id)
+            if v is None and node.id in rev.parsed.closure:
+                try:
+                    v = rev.parsed.closure[node.id].cell_contents
+                except ValueError:
+                    v = None
+            if isinstance(v, type) and v in _OTHER_FLOAT:
+                return False
+            module = getattr(v, "__module__", None) or getattr(v, "__name__", None)
+            if isinstance(module, str) and module.startswith(_COMPLEX_MODULES):
+                return False
+            if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.dtype != np.float64:
+                return False
+    return True

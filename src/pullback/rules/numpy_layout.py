@@ -27,7 +27,7 @@ def f_adjoint(residuals, out_bar):
     roll_x_x_bar = unreduce(out_bar, roll_x_x)
     roll_x_bar = unbroadcast(roll_x_x_bar * x, roll_x)
     x_bar = unbroadcast(roll_x_x_bar * roll_x, x)
-    x_bar = x_bar + np.reshape(np.roll(roll_x_bar, np.negative(1), None), np.shape(x))
+    x_bar += np.reshape(np.roll(roll_x_bar, np.negative(1), None), np.shape(x))
     return (project(x_bar, x),)
 >>> pb.grad(f)(np.array([1.0, 2.0, 3.0]))
 array([5., 4., 3.])
