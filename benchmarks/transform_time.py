@@ -7,7 +7,7 @@ generated programs:
     straight  N statements of straight-line array code
     reassign  N statements of straight-line array code reassigning one name
     if        ``if``/``else`` nested D deep
-    for       ``for`` loops nested D deep
+    for       ``for`` loops nested D deep (Python allows at most 20)
 
 Each row prints N -> seconds and milliseconds per statement; each family the
 ratio of its two largest sizes (2x apart: 2 for linear growth, 4 for
@@ -113,9 +113,9 @@ FAMILIES = {"loop": (loop_body, "statements"), "write": (array_writes, "statemen
             "for": (nested_for, "depth")}
 SIZES = {"loop": [100, 200, 400, 800, 1600], "write": [100, 200, 400, 800, 1600],
          "straight": [100, 200, 400, 800, 1600], "reassign": [100, 200, 400, 800, 1600],
-         "if": [10, 20, 40, 80], "for": [2, 4, 6, 8, 10]}
+         "if": [10, 20, 40, 80], "for": [4, 6, 8, 10, 12, 16, 19]}
 QUICK = {"loop": [100, 200, 400], "write": [100, 200, 400], "straight": [100, 200, 400],
-         "reassign": [100, 200, 400], "if": [10, 20, 40], "for": [2, 4, 6, 8]}
+         "reassign": [100, 200, 400], "if": [10, 20, 40], "for": [4, 8, 12]}
 
 
 def statements(text):
