@@ -336,19 +336,36 @@ def _derived(root, ops, kinds, names):
     """``names`` and every name bound to a view or a plain copy of one of
     them (`w = v[1:]`, `u = v.T`, `z = v`, a loop's row of v), to a fixpoint:
     each shows the memory ``names`` show."""
-    out = set(names)
-    stmts = [s for s in all_statements(root) if ops.get(id(s)) is not None
-             and (ops[id(s)].kind == "copy" or _is_view_op(ops[id(s)], kinds))]
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            if ops[id(s)].names() & out:
-                for t in _targets(s):
-                    if t not in out:
-                        out.add(t)
-                        changed = True
+    edges = _derivations(root, ops, kinds)
+    out, work = set(names), list(names)
+    while work:
+        for t in edges.get(work.pop(), ()):
+            if t not in out:
+                out.add(t)
+                work.append(t)
     return out
+
+
+_last_derivations = (None, None, None, None)    # ops, root, kinds, edges: one transform's
+
+
+def _derivations(root, ops, kinds):
+    """name -> the names bound to a view or a plain copy of it (one pass over
+    the function, kept while the same transform asks; one tuple, read and
+    replaced whole, so transforms in other threads never mix)."""
+    global _last_derivations
+    last = _last_derivations
+    if last[0] is ops and last[1] is root and last[2] is kinds:
+        return last[3]
+    edges = {}
+    for s in all_statements(root):
+        op = ops.get(id(s))
+        if op is None or not (op.kind == "copy" or _is_view_op(op, kinds)):
+            continue
+        for n in op.names():
+            edges.setdefault(n, set()).update(_targets(s))
+    _last_derivations = (ops, root, kinds, edges)
+    return edges
 
 
 def _copies_of(view, pairs):
