@@ -420,6 +420,14 @@ class Gen:
         return [n for n, v in env.items() if v.state in ("fresh", "written")
                 and n not in self.no_write and v.known]
 
+    def iterables(self, env, t):
+        """Arrays of type t a loop may walk over.  Inside a loop, not one
+        written before: the next iteration's write comes after the loop's
+        sequence took the array, and pullback's check, which does not see
+        that the sequence is taken again, refuses it (make fuzz, seed 8)."""
+        names = self.names(env, t)
+        return [n for n in names if n not in self.was_written] if self.loop_depth else names
+
     def condition(self, env):
         a, b = self.leaf(env, "s"), self.leaf(env, "s")
         return self.pick([f"{a} > {b}", f"{a} < 0.3", f"{a} > {b} and {b} < 1.0",
@@ -652,7 +660,7 @@ class Gen:
         return inner
 
     def stmt_for(self, env, depth, indent):
-        vecs, mats = self.names(env, "v"), self.names(env, "m")
+        vecs, mats = self.iterables(env, "v"), self.iterables(env, "m")
         k = self.draw(st.integers(0, 6))
         a, i = self.fresh_name("e"), self.fresh_name("i")
         inner = {n: dataclasses.replace(v) for n, v in env.items()}
@@ -756,7 +764,7 @@ class Gen:
         return " + ".join(terms)
 
     def stmt_comprehension(self, env, depth, indent):
-        vecs = self.names(env, "v")
+        vecs = self.iterables(env, "v")
         name = self.fresh_name("a")
         e, f = self.fresh_name("e"), self.fresh_name("e")
         inner = dict(env)

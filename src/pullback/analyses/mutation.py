@@ -159,7 +159,7 @@ def copy_ids(normal):
     return {id(s) for s in all_statements(normal.tree.body) if id(s) in normal.renames}
 
 
-def used_up_before(normal, view_stmt, stmt):
+def used_up_before(normal, view_stmt, stmt, ops=None, kinds=None):
     """Whether the view that ``view_stmt`` binds cannot show a change made to
     its array at ``stmt``: it is read only between it and ``stmt`` (later in
     the same block, or nested in a later statement of it), or ``stmt`` comes
@@ -169,6 +169,8 @@ def used_up_before(normal, view_stmt, stmt):
         return False
     copies = {id(s) for s in all_statements(normal.tree.body) if id(s) in normal.renames}
     names = _copies_of(view_stmt.targets[0].id, _renames(normal))
+    if ops is not None:     # what shows the view: views and copies of it
+        names = _derived(normal.tree.body, ops, kinds, names)
     for block in _blocks(normal.tree.body):
         i = next((k for k, t in enumerate(block) if t is view_stmt), None)
         if i is None:
@@ -308,27 +310,69 @@ def _check_views(stmts, ops, group, parsed, root, pairs, copies, kinds):
         if op is None or not _is_view(op, s, kinds) or not any(n in group for n in op.names()):
             continue
         view = s.targets[0].id
-        names = _copies_of(view, pairs)
+        # the view, and what shows it: views of it and plain copies of those
+        # (`w = view[1:]`, `z = view`), which a write changes as well
+        names = _derived(root, ops, kinds, _copies_of(view, pairs))
+        # only writes into the array viewed (any of its versions) can change the
+        # view: the arrays written into are the function's own, each allocated
+        # apart, so a write into another one cannot reach it
+        base = _closure({n for n in op.names() if n in group}, pairs) & group
         later = stmts[i + 1:]
         uses = [j for j, t in enumerate(later) if _reads(t, names, copies)]
         last = uses[-1] if uses else -1
         inside = {id(t) for t in all_statements(later)}
         # read outside its block (after a loop, say), where a write may have
         # come in between
-        writers = [t for t in _simple(root) if _writes(t, ops, group)]
+        writers = [t for t in _simple(root) if _writes(t, ops, base)]
         escapes = any(_reads(t, names, copies) and id(t) not in inside
                       and any(may_run_between(root, w, s, t) for w in writers)
                       for t in _simple(root))
         span = later[:last + 1]
         if span and getattr(ops.get(id(span[-1])), "kind", None) is OpKind.SETITEM:
             span = span[:-1]    # `y[1:] = v`: a write reads its value before it writes
-        writes = [j for j, t in enumerate(span) if _writes(t, ops, group)]
+        writes = [j for j, t in enumerate(span) if _writes(t, ops, base)]
         if writes or escapes:
             raise UnsupportedSyntaxError(
                 f"`{view}` is a view of an array the function writes into, and it is read "
                 "after a write, where NumPy would show it the new values.",
                 parsed.location(s), "Take a copy of the slice (`.copy()`) before writing, "
                 "or read it again after the write.")
+
+
+def _derived(root, ops, kinds, names):
+    """``names`` and every name bound to a view or a plain copy of one of
+    them (`w = v[1:]`, `u = v.T`, `z = v`, a loop's row of v), to a fixpoint:
+    each shows the memory ``names`` show."""
+    edges = _derivations(root, ops, kinds)
+    out, work = set(names), list(names)
+    while work:
+        for t in edges.get(work.pop(), ()):
+            if t not in out:
+                out.add(t)
+                work.append(t)
+    return out
+
+
+_last_derivations = (None, None, None, None)    # ops, root, kinds, edges: one transform's
+
+
+def _derivations(root, ops, kinds):
+    """name -> the names bound to a view or a plain copy of it (one pass over
+    the function, kept while the same transform asks; one tuple, read and
+    replaced whole, so transforms in other threads never mix)."""
+    global _last_derivations
+    last = _last_derivations
+    if last[0] is ops and last[1] is root and last[2] is kinds:
+        return last[3]
+    edges = {}
+    for s in all_statements(root):
+        op = ops.get(id(s))
+        if op is None or not (op.kind == "copy" or _is_view_op(op, kinds)):
+            continue
+        for n in op.names():
+            edges.setdefault(n, set()).update(_targets(s))
+    _last_derivations = (ops, root, kinds, edges)
+    return edges
 
 
 def _copies_of(view, pairs):
@@ -393,7 +437,8 @@ def check_updates(normal: Normal, kind_of: dict[str, Kind], chains: Chains, ops:
         shared = bool(sources & set(normal.params)) or any(
             (ops[id(s)].kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM)
              and not packed_to_be_copied(normal, ops, s)) or (
-                _is_view_op(ops[id(s)], kind_of) and not used_up_before(normal, s, stmt))
+                _is_view_op(ops[id(s)], kind_of)
+                and not used_up_before(normal, s, stmt, ops, kind_of))
             for s in readers)
         definers = [d for v in sources for d in chains.defs.get(v, ())
                     if id(d) not in copies and not _placeholder(d)]
