@@ -5,9 +5,9 @@ instead: the tree nodes every pass visits (``ast.iter_fields``, under
 ``gast.walk``, ``ast.iter_child_nodes`` and node visitors), and the names
 ``Namer.fresh`` tries, for a function of N statements and one of 2N.  Linear
 work doubles; quadratic work (a pass that rescans the rest of the function
-for every statement) quadruples.  One timed ratio, measured in one process,
-catches quadratic work that walks no tree (set differences, list scans).
-The programs are ``benchmarks/transform_time.py``'s families.
+for every statement) quadruples.  Quadratic work that walks no tree (set
+differences, list scans) shows only in time: ``benchmarks/transform_time.py``
+reports the curve.  The programs are ``benchmarks/transform_time.py``'s families.
 """
 import ast
 import importlib.util
