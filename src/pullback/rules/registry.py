@@ -61,6 +61,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+
+import numpy as np
 from typing import Callable
 
 __all__ = ["Rule", "vjp", "jvp", "linear", "multilinear", "elementwise", "nondifferentiable",
@@ -209,6 +211,68 @@ def declared_elementwise(prim):
         return ELEMENTWISE.get(prim)
     except TypeError:
         return None
+
+
+# -- a function's facts, declared beside its rule ---------------------------------
+#
+# The analyses read these (never a table of NumPy names of their own):
+#   KERNEL    NumPy ufunc names a fused kernel may hold (elementwise; jax.numpy
+#             has a function of the same name), or a primitive -> its kernel name
+#   NOT_HOLOMORPHIC  elementwise primitives whose derivative is not complex-linear
+#   MATH_TWIN a ``math``/builtin function -> the NumPy ufunc computing it on arrays
+#   FRESH     results that are a new array, never aliasing an argument (mutation)
+#   OWNED     results the adjoint may own and write in place (reverse.adjoints)
+#   VIEWS     results that may be a view of the first argument (mutation)
+# A primitive not declared has the documented default: not elementwise,
+# holomorphic, no ``math`` twin, neither fresh nor owned nor a view.
+KERNEL_UFUNCS: set = set()
+KERNEL_NAMES: dict = {}
+NOT_HOLOMORPHIC: set = set()
+MATH_TWIN: dict = {}
+FRESH: set = set()
+OWNED: set = set()
+VIEWS: set = set()
+_DECLARED: set = set()
+
+
+def facts(*primitives, kernel=None, holomorphic=None, math_twin=None, fresh=None,
+          owned=None, view=None):
+    """Declare the facts of ``primitives`` (functions, or ``"ndarray.name"``
+    for methods and attributes) beside their registration.
+
+    ``kernel``: True for a ufunc a fused kernel may hold under its own name,
+    or the name (``"where"``); ``holomorphic=False``: its derivative is not
+    complex-linear; ``math_twin``: the NumPy ufunc computing this ``math``
+    function on arrays; ``fresh``: its result is a new array; ``owned``: the
+    adjoint may write into its result; ``view``: its result may be a view."""
+    for prim in primitives:
+        _DECLARED.add(prim)
+        if kernel is True:
+            KERNEL_UFUNCS.add(prim.__name__)
+        elif kernel:
+            KERNEL_NAMES[prim] = kernel
+        if holomorphic is False:
+            NOT_HOLOMORPHIC.add(prim)
+        if math_twin is not None:
+            MATH_TWIN[prim] = math_twin
+        for flag, table in ((fresh, FRESH), (owned, OWNED), (view, VIEWS)):
+            if flag:
+                table.add(prim)
+
+
+def has_facts(primitive):
+    """Whether ``primitive``'s facts were declared with ``facts(...)``."""
+    try:
+        return primitive in _DECLARED or primitive in ELEMENTWISE
+    except TypeError:
+        return False
+
+
+def kernel_name(prim):
+    """The name a fused kernel calls ``prim`` by (``np.``/``jnp.`` prefixed)."""
+    if isinstance(prim, np.ufunc):
+        return prim.__name__
+    return KERNEL_NAMES[prim]
 
 
 # optional packages (SciPy) whose rules are registered the first time a lookup
