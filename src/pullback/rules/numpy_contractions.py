@@ -92,3 +92,4 @@ linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.t
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------
 facts(np.tensordot, owned=True)
+facts(np.vdot, reduction=True)

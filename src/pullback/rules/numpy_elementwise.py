@@ -316,3 +316,13 @@ facts(np.zeros, np.ones, np.zeros_like, np.ones_like, np.full, np.full_like, np.
       fresh=True, owned=True)
 facts(np.empty, np.empty_like, np.eye, np.identity, np.arange, fresh=True)
 facts(np.real, np.imag, view=True)
+# real-valued functions of possibly complex values: their gradient is projected
+# onto the reals before it flows on (JAX's convention)
+facts(np.real, np.imag, np.absolute, np.angle, "ndarray.real", "ndarray.imag",
+      real_output=True)
+facts(np.clip, "ndarray.clip", shape="same")
+facts(np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+      np.full_like, shape="new")
+# functions that write into an argument (refused)
+facts(np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+      np.random.shuffle, writes_into=True)

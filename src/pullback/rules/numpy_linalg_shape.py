@@ -204,3 +204,6 @@ facts(np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.broadca
       np.asarray, np.swapaxes, np.moveaxis, "ndarray.T", "ndarray.reshape",
       "ndarray.transpose", "ndarray.ravel", "ndarray.squeeze", "ndarray.real",
       "ndarray.imag", "ndarray.swapaxes", view=True)
+facts(np.copy, "ndarray.copy", np.transpose, "ndarray.T", "ndarray.transpose", shape="same")
+facts(np.ravel, "ndarray.ravel", "ndarray.flatten", shape="flat")
+facts(np.reshape, "ndarray.reshape", shape="reshape")

@@ -110,3 +110,6 @@ def std_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------
 facts(np.sum, np.mean, np.prod, owned=True)
+facts(np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, "ndarray.sum",
+      "ndarray.mean", "ndarray.prod", "ndarray.max", "ndarray.min", "ndarray.var",
+      "ndarray.std", reduction=True)
