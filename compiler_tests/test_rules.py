@@ -1190,6 +1190,90 @@ def test_rules_and_nondifferentiable_are_disjoint():
     assert not set(RULES) & registry.NONDIFF
 
 
+
+# --- every function's facts in one place (rules/registry.py: facts) -----------------
+
+# math functions with a rule and no NumPy twin declared: a scalar-only rule
+# (the documented default), so a fused kernel never holds them
+SCALAR_ONLY_MATH = {math.copysign, math.erf, math.erfc, math.fmod, math.fsum, math.ldexp,
+                    math.log, math.remainder}
+
+
+def test_every_numpy_ufunc_rule_declares_its_facts():
+    undeclared = sorted(p.__name__ for p in RULES if isinstance(p, np.ufunc)
+                        and getattr(np, p.__name__, None) is p and not registry.has_facts(p))
+    assert not undeclared, f"NumPy ufuncs with a rule and no facts(...): {undeclared}"
+
+
+def test_every_math_rule_has_a_numpy_twin_or_is_scalar_only():
+    missing = sorted(p.__name__ for p in RULES if getattr(p, "__module__", None) == "math"
+                     and p not in registry.MATH_TWIN and p not in SCALAR_ONLY_MATH)
+    assert not missing, f"math rules without facts(math_twin=...): {missing}"
+    assert not SCALAR_ONLY_MATH & set(registry.MATH_TWIN)
+
+
+def test_facts_are_consistent():
+    kernel = {getattr(np, n) for n in registry.KERNEL_UFUNCS} | set(registry.KERNEL_NAMES)
+    assert all(isinstance(getattr(np, n, None), np.ufunc) for n in registry.KERNEL_UFUNCS)
+    assert registry.NOT_HOLOMORPHIC <= kernel
+    assert set(registry.MATH_TWIN.values()) <= kernel
+    assert not registry.FRESH & registry.VIEWS
+    assert not registry.WRITES_INTO & (registry.FRESH | registry.VIEWS | set(RULES))
+    shapes = [registry.SAME_KIND, registry.FLAT, registry.RESHAPES, registry.NEW_ARRAYS]
+    assert sum(len(t) for t in shapes) == len(set().union(*shapes)), "one shape fact each"
+
+
+def test_a_function_without_facts_has_the_documented_default():
+    def double(x):
+        return 2 * x
+    assert not registry.has_facts(double) and not registry.has_facts([1])
+    for table in (registry.NOT_HOLOMORPHIC, registry.FRESH, registry.OWNED, registry.VIEWS,
+                  registry.REDUCTIONS, registry.REAL_OUTPUT, registry.WRITES_INTO):
+        assert double not in table
+    assert double not in registry.MATH_TWIN and double not in registry.KERNEL_NAMES
+    assert registry.has_facts(np.tanh) and registry.has_facts(np.reshape)
+    with pytest.raises(ValueError):
+        registry.facts(double, shape="round")
+
+
+# collections of NumPy functions still written outside rules/, with why: each is
+# about a signature or a helper's own calls, not a function's facts
+NAMED_OUTSIDE_RULES = {
+    ("analyses/kinds.py", ("np.array", "np.asarray")),          # a list argument's rank
+    ("analyses/kinds.py", ("np.split", "np.array_split")),      # return lists, not arrays
+    ("analyses/kinds.py", ("np.zeros", "np.ones", "np.empty")),  # 2nd positional is dtype
+    ("analyses/kinds.py", ("np.zeros_like", "np.ones_like", "np.empty_like",
+                           "np.full_like")),                    # shape from an array
+    ("reverse/residuals.py", ("np.shape", "np.size", "np.ndim")),
+}
+
+
+def test_no_module_outside_rules_lists_numpy_functions():
+    import pathlib
+    import pullback
+    root = pathlib.Path(pullback.__file__).parent
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "rules":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+                elts = node.elts
+            elif isinstance(node, ast.Dict):
+                elts = node.keys
+            else:
+                continue
+            named = tuple(ast.unparse(e) for e in elts if isinstance(e, ast.Attribute)
+                          and isinstance(e.value, ast.Name) and e.value.id in ("np", "numpy")
+                          and callable(getattr(np, e.attr, None))
+                          and not isinstance(getattr(np, e.attr), type))
+            if len(named) >= 2:
+                found.add((rel.as_posix(), named))
+    new = found - NAMED_OUTSIDE_RULES
+    assert not new, f"declare these with facts(...) beside their rules instead: {sorted(new)}"
+
+
 # --- the inlining contract -----------------------------------------------------
 
 ALLOWED = {"np", "math"} | set(runtime.__all__)

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 import gast
 import numpy as np
 
+from ..rules.registry import (FLAT, NEW_ARRAYS, REAL_OUTPUT, REDUCTIONS,  # facts(...)
+                              RESHAPES, SAME_KIND)
 from .ops import Op, OpKind, all_statements
 
 if TYPE_CHECKING:     # (not loaded by `import pullback`)
@@ -112,9 +114,6 @@ def of_globals(normal: Normal, parsed: Parsed) -> dict[str, Kind]:
                 out[node.id] = of_value(value)
     return out
 
-
-_REDUCTIONS = {np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, np.vdot, "ndarray.sum", "ndarray.mean", "ndarray.prod", "ndarray.max",
-               "ndarray.min", "ndarray.var", "ndarray.std"}
 
 
 def infer(fn: gast.FunctionDef, params: dict[str, Kind], ops: dict[int, Op],
@@ -215,11 +214,6 @@ def _any_complex(ks):
     return None if any(f is None for f in flags) else False
 
 
-# Real-valued functions of possibly complex values: their gradient must be
-# projected onto the reals before it flows on (JAX's convention).
-REAL_OUTPUT = {np.real, np.imag, np.abs, np.absolute, np.angle, abs, "ndarray.real",
-                "ndarray.imag"}
-
 
 def _rhs(node, op, kinds, returns=None):
     if op.kind is OpKind.COPY or isinstance(node, gast.Constant):
@@ -231,7 +225,7 @@ def _rhs(node, op, kinds, returns=None):
     if op.kind is OpKind.NONDIFF:
         if op.primitive is range:
             return RANGE
-        if op.primitive in _NEW_ARRAYS and isinstance(node, gast.Call) and node.args:
+        if op.primitive in NEW_ARRAYS and isinstance(node, gast.Call) and node.args:
             return _new_array(op.primitive, node, kinds)
         if isinstance(node, gast.Compare):
             # elementwise: `x > 0.5` of an array is an array of booleans
@@ -271,16 +265,16 @@ def _rhs_number(node, op, kinds):
         items = [_atom(a, kinds) for a in op.bound.get("args", ())]
         if len(items) >= 2 and all(k.shape is Shape.SCALAR for k in items):
             return Kind(Shape.SCALAR, _any_complex(items), 0)
-    if prim in _REDUCTIONS and _is_none(op.bound.get("axis")):
+    if prim in REDUCTIONS and _is_none(op.bound.get("axis")):
         return Kind(Shape.SCALAR, _any_complex(data), 0)
     if prim is operator.getitem:
         return _indexed(data[0] if data else UNKNOWN, op.bound.get("b"), kinds)
     if prim in (np.array, np.asarray) and isinstance(node, gast.Call) and node.args \
             and _atom(node.args[0], kinds).shape is Shape.CONTAINER:
         return Kind(Shape.ARRAY, cplx)         # of a list or tuple: at least one axis
-    if prim in _SAME_KIND and data:
+    if prim in SAME_KIND and data:
         return data[0]                     # a copy or a clip keeps shape and dtype
-    if (prim in _FLAT or prim in _RESHAPES) and data:
+    if (prim in FLAT or prim in RESHAPES) and data:
         reshaped = _reshaped(prim, op, data[0], kinds)
         if reshaped is not None:
             return reshaped
@@ -297,18 +291,13 @@ def _returns_array(prim):
         and prim not in (np.split, np.array_split)
 
 
-_SAME_KIND = {np.copy, "ndarray.copy", np.clip, "ndarray.clip", np.transpose, "ndarray.T",
-              "ndarray.transpose"}
-_FLAT = {np.ravel, "ndarray.ravel", "ndarray.flatten"}
-_RESHAPES = {np.reshape, "ndarray.reshape"}
-
 
 def _reshaped(prim, op, base, kinds):
     """The kind of a ravel (one axis) or of a reshape to a shape written in
     the call or held in a tuple (as many axes as it has); None if not known."""
     if not base.is_number:
         return None
-    if prim in _FLAT:
+    if prim in FLAT:
         ndim = 1
     else:
         shape = op.bound.get("shape")
@@ -328,9 +317,6 @@ def _reshaped(prim, op, base, kinds):
         else:
             return None
     return Kind(Shape.SCALAR if ndim == 0 else Shape.ARRAY, base.complex, ndim, base.dtype)
-
-_NEW_ARRAYS = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like}
 
 
 def _new_array(prim, node, kinds):

@@ -32,6 +32,7 @@ from ..ir import build
 from ..ir.walk import own_nodes
 from ..frontend.parse import Parsed
 from ..normalize.normalize import Normal
+from ..rules.registry import FRESH, VIEWS   # declared beside each rule: facts(...)
 from .defuse import Chains
 from .kinds import Kind, Shape
 from .ops import Op, OpKind, all_statements
@@ -39,17 +40,6 @@ from .order import may_run_between, runs_only_after
 
 __all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
            "packed_to_be_copied", "VIEWS"]
-
-ALLOCATING = {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-              np.empty_like, np.full_like, np.array, np.copy, np.eye, np.identity, np.arange,
-              np.linspace, np.concatenate, np.stack, np.vstack, np.hstack, np.outer, np.dot,
-              np.matmul, np.where, np.tile, np.repeat, "ndarray.copy", "ndarray.astype",
-              "ndarray.flatten"}
-VIEWS = {np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
-         np.asarray, np.real, np.imag, np.swapaxes, np.moveaxis, np.atleast_1d,
-         np.atleast_2d, "ndarray.T", "ndarray.reshape", "ndarray.transpose", "ndarray.ravel",
-         "ndarray.squeeze", "ndarray.real", "ndarray.imag", "ndarray.swapaxes"}
-
 
 def mutated_arrays(normal, ops):
     """Every name written into, with the names whose object normalize's
@@ -218,7 +208,7 @@ def _only_copied(stmt, targets, normal, ops):
     if len(readers) != 1:
         return False
     op = ops.get(id(readers[0]))
-    if op is None or op.kind is not OpKind.RULE or not _hashable_in(op.primitive, ALLOCATING):
+    if op is None or op.kind is not OpKind.RULE or not _hashable_in(op.primitive, FRESH):
         return False
     return any(a is stmt and b is readers[0]
                for block in _blocks(normal.tree.body) for a, b in zip(block, block[1:]))
@@ -265,7 +255,7 @@ def _allocates(op, stmt):
     if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return False
     prim = op.primitive
-    return isinstance(prim, np.ufunc) or prim in ALLOCATING
+    return isinstance(prim, np.ufunc) or prim in FRESH
 
 
 def _is_view(op, stmt, kinds=None):
@@ -445,7 +435,7 @@ def check_updates(normal: Normal, kind_of: dict[str, Kind], chains: Chains, ops:
         for definer in definers:
             op = ops[id(definer)]
             allocated = op.kind is OpKind.RULE or (op.kind is OpKind.NONDIFF
-                                                   and _hashable_in(op.primitive, ALLOCATING)) or (
+                                                   and _hashable_in(op.primitive, FRESH)) or (
                 op.kind is OpKind.PACK and isinstance(definer.value, gast.List)) or (  # a new list
                 isinstance(definer, gast.Assign) and isinstance(definer.value, gast.Constant))
             # (a number is immutable: `total = 0.0; total += ll` rebinds it)

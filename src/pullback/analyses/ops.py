@@ -37,7 +37,7 @@ from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
 from ..errors import NoRuleError, UnsupportedSyntaxError
 from ..ir.walk import all_statements
-from ..rules.registry import Rule, is_nondifferentiable, lookup
+from ..rules.registry import WRITES_INTO, Rule, is_nondifferentiable, lookup
 
 if TYPE_CHECKING:     # (not loaded by `import pullback`)
     from ..frontend.parse import Parsed
@@ -468,8 +468,10 @@ def _is_star_call(obj):
 
 
 def is_mutating_function(obj):
-    return any(obj is f for f in (np.copyto, np.put, np.place, np.putmask,
-                                  np.fill_diagonal, np.put_along_axis, np.random.shuffle))
+    try:
+        return obj in WRITES_INTO            # declared beside the rules: facts(...)
+    except TypeError:
+        return False
 
 
 def _is_wrapper(fn):

@@ -43,47 +43,16 @@ import weakref
 import gast
 import numpy as np
 
-from ..rules.registry import declared_elementwise
+from ..rules.registry import KERNEL_UFUNCS, MATH_TWIN, declared_elementwise
 from .ops import OpKind
 
-__all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction",
-           "HOLOMORPHIC_EXCEPTIONS", "MATH_TO_NUMPY"]
-
-# math functions and the NumPy ufunc computing the same on arrays
-MATH_TO_NUMPY = {
-    math.sin: np.sin, math.cos: np.cos, math.tan: np.tan, math.asin: np.arcsin,
-    math.acos: np.arccos, math.atan: np.arctan, math.atan2: np.arctan2,
-    math.sinh: np.sinh, math.cosh: np.cosh, math.tanh: np.tanh, math.asinh: np.arcsinh,
-    math.acosh: np.arccosh, math.atanh: np.arctanh, math.exp: np.exp,
-    math.expm1: np.expm1, math.log2: np.log2, math.log10: np.log10,
-    math.log1p: np.log1p, math.sqrt: np.sqrt, math.fabs: np.fabs, math.hypot: np.hypot,
-    math.degrees: np.degrees, math.radians: np.radians, math.pow: np.power,
-    abs: np.absolute, operator.abs: np.absolute, pow: np.power,
-}
-for _name, _ufunc in (("exp2", np.exp2), ("cbrt", np.cbrt)):   # Python 3.11+
-    if hasattr(math, _name):
-        MATH_TO_NUMPY[getattr(math, _name)] = _ufunc
+__all__ = ["elementwise", "numpy_twin", "scalar_function", "inlinable", "ScalarFunction"]
 
 _OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv,
               operator.floordiv, operator.mod, operator.pow, operator.neg, operator.pos}
 
-# ufuncs that a fused kernel may hold: their rules (or their lack of a
-# gradient) are elementwise, and jax.numpy has a function of the same name
-_UFUNC_NAMES = frozenset("""
-    add subtract multiply divide true_divide floor_divide remainder mod fmod power
-    float_power negative positive absolute fabs sign exp exp2 expm1 log log2 log10
-    log1p logaddexp logaddexp2 sqrt cbrt square reciprocal hypot sin cos tan arcsin
-    arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh deg2rad rad2deg
-    degrees radians maximum minimum fmax fmin floor ceil trunc rint signbit
-    isnan isinf isfinite greater greater_equal less less_equal equal not_equal
-    logical_and logical_or logical_not logical_xor copysign heaviside conjugate
-""".split())
-
-# elementwise operations whose derivative is not complex-linear: a forward
-# tangent through them is wrong for complex values (abs, real part, ...)
-HOLOMORPHIC_EXCEPTIONS = frozenset([np.absolute, np.fabs, np.conjugate, np.sign,
-                                    np.maximum, np.minimum, np.fmax, np.fmin, np.clip,
-                                    np.hypot, np.arctan2, np.copysign, np.heaviside])
+# which functions are elementwise, their kernel names and ``math`` twins are
+# declared beside each rule (rules/registry.py: facts)
 
 
 def elementwise(op, node=None):
@@ -106,7 +75,7 @@ def elementwise(op, node=None):
     if prim in _OPERATORS:
         return prim
     if isinstance(prim, np.ufunc):
-        if prim.nout != 1 or (prim.__name__ not in _UFUNC_NAMES
+        if prim.nout != 1 or (prim.__name__ not in KERNEL_UFUNCS
                               and declared_elementwise(prim) is None):
             return None
         if op.kind is OpKind.RULE:
@@ -124,7 +93,7 @@ def elementwise(op, node=None):
         return None
     if prim is math.log:
         return np.log if set(op.bound) == {"x"} else None
-    numpy_twin = MATH_TO_NUMPY.get(prim)
+    numpy_twin = MATH_TWIN.get(prim)
     if numpy_twin is not None and prim is not pow:
         return numpy_twin
     if prim is pow and set(op.bound) <= {"base", "exp"}:
@@ -140,13 +109,13 @@ def numpy_twin(fn):
     """The NumPy ufunc computing the callable ``fn`` elementwise on arrays
     (``math.sin`` -> ``np.sin``, ``np.tanh`` itself), or None."""
     try:
-        twin = MATH_TO_NUMPY.get(fn)
+        twin = MATH_TWIN.get(fn)
     except TypeError:
         return None
     if twin is not None:
         return twin
     if isinstance(fn, np.ufunc) and fn.nout == 1 and (
-            fn.__name__ in _UFUNC_NAMES or declared_elementwise(fn) is not None):
+            fn.__name__ in KERNEL_UFUNCS or declared_elementwise(fn) is not None):
         return fn
     return None
 

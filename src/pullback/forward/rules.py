@@ -36,6 +36,7 @@ import numpy as np
 
 from ..analyses import purity
 from ..rules.registry import (ELEMENTWISE_JVP as ELEMENTWISE, LINEAR, MULTILINEAR,
+                              KERNEL_NAMES, KERNEL_UFUNCS, MATH_TWIN, NOT_HOLOMORPHIC,
                               declared_elementwise)
 
 __all__ = ["how", "ELEMENTWISE", "complex_exception"]
@@ -67,9 +68,9 @@ def _elementwise(primitive, op):
         hash(primitive)
     except TypeError:
         return False
-    if primitive in purity._OPERATORS or primitive in (np.where, np.clip):
+    if primitive in purity._OPERATORS or primitive in KERNEL_NAMES:
         return True
-    if primitive in purity.MATH_TO_NUMPY and primitive not in (pow,):
+    if primitive in MATH_TWIN and primitive not in (pow,):
         return True
     if declared_elementwise(primitive) is not None:
         return True
@@ -78,7 +79,7 @@ def _elementwise(primitive, op):
             and getattr(math, getattr(primitive, "__name__", ""), None) is primitive):
         return primitive not in _NOT_ELEMENTWISE_MATH
     return isinstance(primitive, np.ufunc) and primitive.nout == 1 \
-        and primitive.__name__ in purity._UFUNC_NAMES
+        and primitive.__name__ in KERNEL_UFUNCS
 
 
 def complex_exception(primitive):
@@ -89,7 +90,7 @@ def complex_exception(primitive):
         return not declared.holomorphic
     twin = purity.numpy_twin(primitive) or primitive
     try:
-        return twin in purity.HOLOMORPHIC_EXCEPTIONS or primitive in (
+        return twin in NOT_HOLOMORPHIC or primitive in (
             abs, max, min, math.fabs, math.copysign, math.atan2, math.hypot)
     except TypeError:
         return True

@@ -234,12 +234,11 @@ def _atom_text(node):
 
 def _callee_text(prim, flavour):
     """How generated code of ``flavour`` ("numpy" or "jax") calls ``prim``."""
-    from ..rules.registry import declared_elementwise
+    from ..rules.registry import declared_elementwise, kernel_name
     declared = declared_elementwise(prim)
     if declared is not None:            # scipy.special.gammaln, jax.scipy.special.gammaln
         return declared.jax if flavour == "jax" else declared.numpy
-    name = prim.__name__ if isinstance(prim, np.ufunc) else {
-        np.where: "where", np.clip: "clip"}[prim]
+    name = kernel_name(prim)
     return f"{'jnp' if flavour == 'jax' else 'np'}.{name}"
 
 

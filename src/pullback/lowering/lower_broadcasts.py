@@ -102,7 +102,7 @@ from .elementwise_maps import inline_closures, vectorize_calls
 from .elementwise_regions import (ProgramBuilder, find_regions, name_counts, operands_of,
                                   readers_of)
 from .kernels import Kernel
-from ..rules.registry import declared_elementwise
+from ..rules.registry import NOT_HOLOMORPHIC, declared_elementwise
 
 __all__ = ["start"]
 
@@ -257,7 +257,7 @@ class _Lowering:
                 if not isinstance(a.value, (bool, int, float)) and a.value is not None:
                     return None
         declared = declared_elementwise(prim)
-        if cplx and (prim in purity.HOLOMORPHIC_EXCEPTIONS or (
+        if cplx and (prim in NOT_HOLOMORPHIC or (
                 declared is not None and not declared.holomorphic) or any(
                 self.kinds.get(a.id, Kind(Shape.UNKNOWN, None)).complex is True
                 for a in atoms if isinstance(a, gast.Name))):

@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import jvp, linear, nondifferentiable, vjp
+from pullback.rules.registry import facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
@@ -277,3 +277,21 @@ linear(float, complex, tuple, list)
 def sum_jvp(t, ans, iterable, start=0):
     # start is a constant: its tangent is zero
     return sum(t)
+
+
+# -- facts (rules/registry.py: facts): the NumPy ufunc computing each on arrays ------
+for _fn, _ufunc in (
+        (math.sin, np.sin), (math.cos, np.cos), (math.tan, np.tan), (math.asin, np.arcsin),
+        (math.acos, np.arccos), (math.atan, np.arctan), (math.atan2, np.arctan2),
+        (math.sinh, np.sinh), (math.cosh, np.cosh), (math.tanh, np.tanh),
+        (math.asinh, np.arcsinh), (math.acosh, np.arccosh), (math.atanh, np.arctanh),
+        (math.exp, np.exp), (math.expm1, np.expm1), (math.log2, np.log2),
+        (math.log10, np.log10), (math.log1p, np.log1p), (math.sqrt, np.sqrt),
+        (math.fabs, np.fabs), (math.hypot, np.hypot), (math.degrees, np.degrees),
+        (math.radians, np.radians), (math.pow, np.power), (abs, np.absolute),
+        (operator.abs, np.absolute), (pow, np.power)):
+    facts(_fn, math_twin=_ufunc)
+for _name, _ufunc in (("exp2", np.exp2), ("cbrt", np.cbrt)):   # Python 3.11+
+    if hasattr(math, _name):
+        facts(getattr(math, _name), math_twin=_ufunc)
+facts(abs, real_output=True)

@@ -28,7 +28,7 @@ def f_adjoint(residuals, out_bar):
 """
 import numpy as np
 
-from pullback.rules.registry import vjp, linear, multilinear
+from pullback.rules.registry import facts, vjp, linear, multilinear
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
                               kron_grads, tensordot_subscripts, trace_grad)
 
@@ -88,3 +88,8 @@ def triu(g, ans, m, k=0):
 
 multilinear(np.einsum, np.tensordot, np.kron, np.cross)
 linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.tril, np.triu)
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+facts(np.tensordot, owned=True)
+facts(np.vdot, reduction=True)

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import linear, nondifferentiable, vjp
+from pullback.rules.registry import facts, linear, nondifferentiable, vjp
 from pullback.runtime import abs_grad, clip_grad, tie_share
 
 # --- exponentials and logarithms ---
@@ -291,3 +291,38 @@ nondifferentiable(
 
 linear(np.real, "ndarray.real", np.imag, "ndarray.imag", np.conjugate, "ndarray.conj",
        "ndarray.conjugate", np.full_like, np.full)
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+# ufuncs a fused kernel may hold: their rules (or their lack of a gradient) are
+# elementwise, and jax.numpy has a function of the same name
+facts(*(getattr(np, _name) for _name in """
+    add subtract multiply divide true_divide floor_divide remainder mod fmod power
+    float_power negative positive absolute fabs sign exp exp2 expm1 log log2 log10
+    log1p logaddexp logaddexp2 sqrt cbrt square reciprocal hypot sin cos tan arcsin
+    arccos arctan arctan2 sinh cosh tanh arcsinh arccosh arctanh deg2rad rad2deg
+    degrees radians maximum minimum fmax fmin floor ceil trunc rint signbit
+    isnan isinf isfinite greater greater_equal less less_equal equal not_equal
+    logical_and logical_or logical_not logical_xor copysign heaviside conjugate
+""".split()), kernel=True)
+facts(np.where, kernel="where", fresh=True, owned=True)
+facts(np.clip, kernel="clip")
+# elementwise, derivative not complex-linear: a forward tangent through them is
+# wrong for complex values (abs, real part, ...)
+facts(np.absolute, np.fabs, np.conjugate, np.sign, np.maximum, np.minimum, np.fmax,
+      np.fmin, np.clip, np.hypot, np.arctan2, np.copysign, np.heaviside, holomorphic=False)
+# constructors: a new array
+facts(np.zeros, np.ones, np.zeros_like, np.ones_like, np.full, np.full_like, np.array,
+      fresh=True, owned=True)
+facts(np.empty, np.empty_like, np.eye, np.identity, np.arange, fresh=True)
+facts(np.real, np.imag, view=True)
+# real-valued functions of possibly complex values: their gradient is projected
+# onto the reals before it flows on (JAX's convention)
+facts(np.real, np.imag, np.absolute, np.angle, "ndarray.real", "ndarray.imag",
+      real_output=True)
+facts(np.clip, "ndarray.clip", shape="same")
+facts(np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+      np.full_like, shape="new")
+# functions that write into an argument (refused)
+facts(np.copyto, np.put, np.place, np.putmask, np.fill_diagonal, np.put_along_axis,
+      np.random.shuffle, writes_into=True)

@@ -38,7 +38,7 @@ import numpy as np
 
 from pullback.runtime.forward_support import (diff_jvp as diff_jvp_helper, pad_jvp as pad_jvp_helper,
                                       sort_jvp as sort_jvp_helper)
-from pullback.rules.registry import elementwise, jvp, linear, vjp
+from pullback.rules.registry import facts, elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
                               pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
@@ -295,3 +295,8 @@ def nanmean_jvp(t, ans, a, axis=None, dtype=None, keepdims=False):
     kept = np.logical_not(np.isnan(a))
     return np.sum(np.where(kept, t, 0), axis=axis, keepdims=keepdims) / np.sum(
         kept, axis=axis, keepdims=keepdims, dtype=np.result_type(ans))
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+facts(np.linspace, np.tile, np.repeat, fresh=True)
+facts(np.atleast_1d, np.atleast_2d, view=True)

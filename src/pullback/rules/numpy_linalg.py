@@ -50,7 +50,7 @@ True
 """
 import numpy as np
 
-from pullback.rules.registry import vjp, jvp
+from pullback.rules.registry import facts, vjp, jvp
 from pullback.runtime.forward_support import (cholesky_jvp as cholesky_jvp_helper,
                                       det_jvp as det_jvp_helper,
                                       norm_jvp as norm_jvp_helper,
@@ -178,3 +178,7 @@ def cholesky_jvp(t, ans, a, upper=False):
 @jvp(np.linalg.norm)
 def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     return norm_jvp_helper(t, ans, x, ord, axis, keepdims)
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+facts(np.matmul, fresh=True, owned=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from pullback.runtime.forward_support import ravel_tangent, reshape_tangent
 
-from pullback.rules.registry import jvp, linear, multilinear, vjp
+from pullback.rules.registry import facts, jvp, linear, multilinear, vjp
 from pullback.runtime import (c_grad, c_items, r_items, take_grad, dot_lhs_grad, dot_rhs_grad, inner_lhs_grad,
                               inner_rhs_grad, ravel_grad, unarray, unbroadcast,
                               unconcatenate, unindex, unstack, untranspose)
@@ -195,3 +195,15 @@ def reshape_jvp(t, ans, a, shape, order="C", copy=None):
 @jvp(np.ravel, "ndarray.ravel", "ndarray.flatten")
 def ravel_jvp(t, ans, a, order="C"):
     return ravel_tangent(t, a, order)
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+facts(np.concatenate, np.stack, np.outer, np.dot, np.copy, fresh=True, owned=True)
+facts(np.vstack, np.hstack, "ndarray.copy", "ndarray.astype", "ndarray.flatten", fresh=True)
+facts(np.reshape, np.transpose, np.ravel, np.squeeze, np.expand_dims, np.broadcast_to,
+      np.asarray, np.swapaxes, np.moveaxis, "ndarray.T", "ndarray.reshape",
+      "ndarray.transpose", "ndarray.ravel", "ndarray.squeeze", "ndarray.real",
+      "ndarray.imag", "ndarray.swapaxes", view=True)
+facts(np.copy, "ndarray.copy", np.transpose, "ndarray.T", "ndarray.transpose", shape="same")
+facts(np.ravel, "ndarray.ravel", "ndarray.flatten", shape="flat")
+facts(np.reshape, "ndarray.reshape", shape="reshape")

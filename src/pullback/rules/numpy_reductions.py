@@ -26,7 +26,7 @@ array([[0.5, 0.5, 0.5],
 """
 import numpy as np
 
-from pullback.rules.registry import vjp, jvp, linear
+from pullback.rules.registry import facts, vjp, jvp, linear
 from pullback.runtime.forward_support import max_jvp as max_jvp_helper, prod_jvp as prod_jvp_helper
 from pullback.runtime import prod_grad, unreduce
 
@@ -106,3 +106,10 @@ def std_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis=axis, keepdims=True)
     return (np.sum(np.real(np.conj(centered) * t), axis=axis, keepdims=keepdims)
             / (ans * (np.size(a) // np.size(ans) - ddof)))
+
+
+# -- facts (rules/registry.py: facts) ----------------------------------------------
+facts(np.sum, np.mean, np.prod, owned=True)
+facts(np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std, "ndarray.sum",
+      "ndarray.mean", "ndarray.prod", "ndarray.max", "ndarray.min", "ndarray.var",
+      "ndarray.std", reduction=True)

@@ -56,11 +56,27 @@ or, for a primitive that is linear, as ``linear(...)``: the tangent is the
 primitive applied to the inputs' tangents (``np.sum(x_dot, axis=0)``);
 ``multilinear(...)`` for one linear in each input apart (``x_dot @ w +
 x @ w_dot``).
+
+What the analyses know of a function besides its rule is declared beside the
+registration with ``facts(...)`` (the analyses hold no table of NumPy names)::
+
+    @vjp(np.tanh)
+    def tanh(g, ans, x): ...
+    facts(np.tanh, kernel=True)            # a fused kernel may hold it: jnp.tanh
+    facts(np.absolute, holomorphic=False)  # forward tangents refuse complex values
+    facts(math.sin, math_twin=np.sin)      # math.sin of an array element is np.sin
+    facts(np.reshape, view=True, shape="reshape")
+
+A function without facts has the documented default (see ``facts``): not fused,
+holomorphic, no ``math`` twin, its result neither known fresh nor a view.
+Adding a function is one registration with its facts and one test case.
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
+
+import numpy as np
 from typing import Callable
 
 __all__ = ["Rule", "vjp", "jvp", "linear", "multilinear", "elementwise", "nondifferentiable",
@@ -209,6 +225,92 @@ def declared_elementwise(prim):
         return ELEMENTWISE.get(prim)
     except TypeError:
         return None
+
+
+# -- a function's facts, declared beside its rule ---------------------------------
+#
+# The analyses read these (never a table of NumPy names of their own):
+#   KERNEL    NumPy ufunc names a fused kernel may hold (elementwise; jax.numpy
+#             has a function of the same name), or a primitive -> its kernel name
+#   NOT_HOLOMORPHIC  elementwise primitives whose derivative is not complex-linear
+#   MATH_TWIN a ``math``/builtin function -> the NumPy ufunc computing it on arrays
+#   FRESH     results that are a new array, never aliasing an argument (mutation)
+#   OWNED     results the adjoint may own and write in place (reverse.adjoints)
+#   VIEWS     results that may be a view of the first argument (mutation)
+#   REDUCTIONS   a scalar when ``axis`` is None (analyses.kinds)
+#   REAL_OUTPUT  real-valued functions of possibly complex values (analyses.kinds)
+#   SAME_KIND / FLAT / RESHAPES  the result keeps the argument's shape and dtype /
+#             has one axis / has the axes of the ``shape`` written (analyses.kinds)
+#   NEW_ARRAYS   ``np.zeros(shape)`` and ``np.zeros_like(a)`` and friends (analyses.kinds)
+#   WRITES_INTO  functions that write into an argument: refused (analyses.ops)
+# A primitive not declared has the documented default: not elementwise,
+# holomorphic, no ``math`` twin, in none of the tables.
+KERNEL_UFUNCS: set = set()
+KERNEL_NAMES: dict = {}
+NOT_HOLOMORPHIC: set = set()
+MATH_TWIN: dict = {}
+FRESH: set = set()
+OWNED: set = set()
+VIEWS: set = set()
+REDUCTIONS: set = set()
+REAL_OUTPUT: set = set()
+SAME_KIND: set = set()
+FLAT: set = set()
+RESHAPES: set = set()
+NEW_ARRAYS: set = set()
+WRITES_INTO: set = set()
+_SHAPES = {"same": SAME_KIND, "flat": FLAT, "reshape": RESHAPES, "new": NEW_ARRAYS}
+_DECLARED: set = set()
+
+
+def facts(*primitives, kernel=None, holomorphic=None, math_twin=None, fresh=None,
+          owned=None, view=None, reduction=None, real_output=None, shape=None,
+          writes_into=None):
+    """Declare the facts of ``primitives`` (functions, or ``"ndarray.name"``
+    for methods and attributes) beside their registration.
+
+    ``kernel``: True for a ufunc a fused kernel may hold under its own name,
+    or the name (``"where"``); ``holomorphic=False``: its derivative is not
+    complex-linear; ``math_twin``: the NumPy ufunc computing this ``math``
+    function on arrays; ``fresh``: its result is a new array; ``owned``: the
+    adjoint may write into its result; ``view``: its result may be a view;
+    ``reduction``: a scalar when ``axis`` is None; ``real_output``: real for
+    complex arguments; ``shape``: ``"same"``, ``"flat"``, ``"reshape"`` or
+    ``"new"`` (see the tables above); ``writes_into``: writes into an argument."""
+    if shape is not None and shape not in _SHAPES:
+        raise ValueError(f"facts: shape={shape!r}, expected one of {sorted(_SHAPES)}")
+    for prim in primitives:
+        _DECLARED.add(prim)
+        if kernel is True:
+            KERNEL_UFUNCS.add(prim.__name__)
+        elif kernel:
+            KERNEL_NAMES[prim] = kernel
+        if holomorphic is False:
+            NOT_HOLOMORPHIC.add(prim)
+        if math_twin is not None:
+            MATH_TWIN[prim] = math_twin
+        if shape is not None:
+            _SHAPES[shape].add(prim)
+        for flag, table in ((fresh, FRESH), (owned, OWNED), (view, VIEWS),
+                            (reduction, REDUCTIONS), (real_output, REAL_OUTPUT),
+                            (writes_into, WRITES_INTO)):
+            if flag:
+                table.add(prim)
+
+
+def has_facts(primitive):
+    """Whether ``primitive``'s facts were declared with ``facts(...)``."""
+    try:
+        return primitive in _DECLARED or primitive in ELEMENTWISE
+    except TypeError:
+        return False
+
+
+def kernel_name(prim):
+    """The name a fused kernel calls ``prim`` by (``np.``/``jnp.`` prefixed)."""
+    if isinstance(prim, np.ufunc):
+        return prim.__name__
+    return KERNEL_NAMES[prim]
 
 
 # optional packages (SciPy) whose rules are registered the first time a lookup
