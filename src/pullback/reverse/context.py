@@ -4,7 +4,7 @@ built once by ``reverse.start`` and handed to each of them.
 
 It holds the analyses' results (``normal``, ``ops``, ``kinds``, the active
 and varied names), the gradient states (``grads``), the names given out and
-the helpers the generated code binds.  The ``_Block`` tree (a primal block and
+the helpers the generated code binds.  The ``Block`` tree (a primal block and
 its adjoint) is made here too; a parameter named ``block`` is always such a
 node, and the statement list an adjoint is appended to is always ``out``.
 
@@ -48,10 +48,10 @@ from ..ir.grammar import assigned_names
 from ..normalize.normalize import Normal
 from .accumulate import Gradients
 
-__all__ = ["ReverseContext", "assignments"]
+__all__ = ["Block", "ReverseContext", "assignments"]
 
 
-class _Block:
+class Block:
     """A primal block (function body, branch, loop body) and its adjoint."""
 
     def __init__(self, stmts, kind, parent, also_assigned=(), assigned=None):
@@ -100,7 +100,7 @@ class ReverseContext:
         self.only_float64 = None          # whole_in_place: every array float64 (lazily)
         self.definitions_of = None        # definitions: name -> its assignments (lazily)
         # names the two functions use, given out by the first step (reverse.primal)
-        self.out_bar = self.residuals = self.tape = None
+        self.out_bar = self.residuals_name = self.tape = None
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
@@ -131,8 +131,8 @@ class ReverseContext:
         return self.only_float64
 
     def new_block(self, stmts, kind, parent, also_assigned=()):
-        """A ``_Block`` for ``stmts`` under ``parent``."""
-        return _Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
+        """A ``Block`` for ``stmts`` under ``parent``."""
+        return Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
 
     def assigned_in(self, stmts):
         """``assigned_names(stmts)``, each simple statement's names walked once
@@ -236,14 +236,14 @@ _CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble"
 _COMPLEX_MODULES = ("numpy.fft", "numpy.linalg", "numpy.lib.scimath", "cmath", "scipy")
 
 
-def _only_float64(rev):
+def _only_float64(ctx):
     """Whether every float array the function computes is float64: its inputs
-    are (``rev.float64``), no value can be complex (nothing complex in the
+    are (``ctx.float64``), no value can be complex (nothing complex in the
     kinds, no complex literal, no np.fft, np.linalg, conj...), no module value it reads
     has another float dtype, it names no cast or other dtype, passes no
     ``dtype=``, and calls no function whose results pullback does not see
     (the user's own code is read too: fused regions no longer appear)."""
-    for k in rev.kinds.values():
+    for k in ctx.kinds.values():
         if k.is_number and (k.complex is not False or (
                 k.dtype is not None and k.dtype != "float64"
                 and not k.dtype.startswith(("int", "uint", "bool")))):
@@ -251,9 +251,9 @@ def _only_float64(rev):
     from ..lowering.kernels import Kernel       # (a fused region of this function's own code)
     if any(op.kind in ("user", "dynamic") or (
             op.kind == "custom" and not isinstance(op.primitive, Kernel))
-            for op in rev.ops.values()):
+            for op in ctx.ops.values()):
         return False
-    nodes = list(gast.walk(rev.normal.tree)) + list(gast.walk(rev.parsed.tree))
+    nodes = list(gast.walk(ctx.normal.tree)) + list(gast.walk(ctx.parsed.tree))
     for node in nodes:
         if isinstance(node, gast.keyword) and node.arg == "dtype":
             return False
@@ -263,15 +263,15 @@ def _only_float64(rev):
             return False
         if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and not (
                 isinstance(node.right, gast.Constant) and type(node.right.value) is int) and not (
-                isinstance(node.left, gast.Name) and rev.kind(node.left.id).shape == "array"):
+                isinstance(node.left, gast.Name) and ctx.kind(node.left.id).shape == "array"):
             return False      # a Python float to a fractional power may be complex
         if isinstance(node, gast.Name):
             if node.id in _CASTS:
                 return False
-            v = rev.parsed.globals.get(node.id)
-            if v is None and node.id in rev.parsed.closure:
+            v = ctx.parsed.globals.get(node.id)
+            if v is None and node.id in ctx.parsed.closure:
                 try:
-                    v = rev.parsed.closure[node.id].cell_contents
+                    v = ctx.parsed.closure[node.id].cell_contents
                 except ValueError:
                     v = None
             if isinstance(v, type) and v in _OTHER_FLOAT:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from typing import Callable
 
 import gast
 
@@ -61,6 +62,7 @@ from .accumulate import OWNED, SHARED, ZERO
 from ..analyses.kinds import Shape
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..rules.inline import clone
+from .context import ReverseContext, Block
 
 __all__ = ["LoopAdjoint"]
 
@@ -86,7 +88,13 @@ class _Effect:
 
 
 class LoopAdjoint:
-    """Mixin for reverse._Reverse: ``adjoint_loop`` and what it needs."""
+    """``adjoint_loop`` and what it needs: the context ``self.ctx``
+    (``context.ReverseContext``) and ``self.adjoint_block``, the reverse
+    pass's walk that builds a block's adjoint (a loop body's, here)."""
+
+    def __init__(self, ctx: ReverseContext, adjoint_block: Callable[[Block], list]):
+        self.ctx = ctx
+        self.adjoint_block = adjoint_block
 
     def adjoint_loop(self, stmt, block):
         grads = self.ctx.grads

@@ -46,12 +46,17 @@ from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
 from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
+from .context import ReverseContext
 
 __all__ = ["Residuals"]
 
 
 class Residuals:
-    """Mixed into the reverse pass (whose blocks, ops and names it reads)."""
+    """What the primal keeps: reads the blocks built by the reverse pass and
+    its context ``self.ctx`` (``context.ReverseContext``)."""
+
+    def __init__(self, ctx: ReverseContext):
+        self.ctx = ctx
 
     # -- values a later write overwrites ------------------------------------
 

@@ -57,7 +57,7 @@ from ..analyses.ops import Op, OpKind
 from ..frontend.parse import Parsed
 from ..normalize.normalize import Normal
 from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
-from .context import ReverseContext, _Block
+from .context import ReverseContext, Block
 from .loop_adjoint import LoopAdjoint
 from .residuals import Residuals, is_break_check
 from ..rules.inline import clone
@@ -87,14 +87,17 @@ def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, K
                                    inplace, written))
 
 
-class _Reverse(LoopAdjoint, Residuals):
-    """The reverse pass's steps, the primal and adjoint walks, the loop
-    adjoints and the residuals; the state they share is ``self.ctx``, and
-    each statement's adjoint comes from ``self.adjoints``."""
+class _Reverse:
+    """The reverse pass's steps and its primal and adjoint walks.  The state
+    they share is ``self.ctx``; each statement's adjoint comes from
+    ``self.adjoints``, each loop's from ``self.loops``, the residuals from
+    ``self.residuals``."""
 
     def __init__(self, ctx: ReverseContext):
         self.ctx = ctx
         self.adjoints = Adjoints(ctx)
+        self.loops = LoopAdjoint(ctx, self.adjoint_block)
+        self.residuals = Residuals(ctx)
 
     # -- the eight steps of the two functions (pipeline.py runs them in order) ---
 
@@ -102,7 +105,7 @@ class _Reverse(LoopAdjoint, Residuals):
         """1. The primal: the normal form, binding what the adjoint will read."""
         fn = self.ctx.normal.tree
         self.ctx.out_bar = self.ctx.namer.fresh("out_bar")
-        self.ctx.residuals = self.ctx.namer.fresh("residuals")
+        self.ctx.residuals_name = self.ctx.namer.fresh("residuals")
         self.ctx.tape = self.ctx.namer.fresh("tape")
         self.primal_body = self.primal_block(fn.body)
         self.ctx.primal_names |= set(self.ctx.residual_of.values()) | set(self.ctx.trips.values())
@@ -111,7 +114,7 @@ class _Reverse(LoopAdjoint, Residuals):
 
     def adjoint(self):
         """2. The adjoint of every block, statements in reverse."""
-        self.top = _Block(self.primal_body, "top", None)
+        self.top = Block(self.primal_body, "top", None)
         self.top.adjoint = self.adjoint_block(self.top)
 
     def returns(self):
@@ -121,24 +124,24 @@ class _Reverse(LoopAdjoint, Residuals):
 
     def snapshots(self):
         """4. Copies of values the primal overwrites while the adjoint needs them."""
-        self.snapshot_overwritten(self.top)
+        self.residuals.snapshot_overwritten(self.top)
 
     def saves(self):
         """5. What each block that runs more than once must save."""
-        self.compute_saves(self.top)
+        self.residuals.compute_saves(self.top)
 
     def tapes(self):
         """6. The saves pushed onto the tape and popped by the adjoint."""
-        self.uses_tape = self.insert_saves(self.top)
+        self.uses_tape = self.residuals.insert_saves(self.top)
 
     def residual_list(self):
         """7. The residuals the primal returns (``meta(x)`` for a shape only)."""
         top = self.top
-        residuals = sorted(self.need(top), key=self.order_key(top))
+        residuals = sorted(self.residuals.need(top), key=self.residuals.order_key(top))
         if self.uses_tape:
             residuals.append(self.ctx.tape)
         self.residual_names = residuals
-        self.shape_only_names = self.shape_only(top, residuals)
+        self.shape_only_names = self.residuals.shape_only(top, residuals)
 
     def assemble(self):
         """8. The primal and adjoint functions, with their prologues: a ``Derived``."""
@@ -150,7 +153,7 @@ class _Reverse(LoopAdjoint, Residuals):
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
-        unbound = self.maybe_unbound(top) | (self.ctx.bound_up_front - set(self.ctx.normal.params))
+        unbound = self.residuals.maybe_unbound(top) | (self.ctx.bound_up_front - set(self.ctx.normal.params))
         prologue = [_assign(n, gast.Constant(None, None), None) for n in sorted(unbound)]
         if uses_tape:
             prologue.append(_assign(self.ctx.tape, gast.List(elts=[], ctx=gast.Load()), None))
@@ -160,7 +163,7 @@ class _Reverse(LoopAdjoint, Residuals):
         head = []
         if residuals:
             head.append(_assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
-                                           ctx=gast.Store()), _name(self.ctx.residuals), None))
+                                           ctx=gast.Store()), _name(self.ctx.residuals_name), None))
         if uses_tape:
             head.append(_assign(self.ctx.tape, _call(self.ctx.helper("list", list), _name(self.ctx.tape)),
                                 None))
@@ -168,7 +171,7 @@ class _Reverse(LoopAdjoint, Residuals):
         primal_fn = gast.FunctionDef(name=self.ctx.namer.fresh(f"{fn.name}_primal"), args=fn.args,
                                      body=primal, decorator_list=[], returns=None,
                                      type_comment=None, type_params=[])
-        args = gast.arguments(args=[_name(self.ctx.residuals), _name(self.ctx.out_bar)],
+        args = gast.arguments(args=[_name(self.ctx.residuals_name), _name(self.ctx.out_bar)],
                               posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                               kwarg=None, defaults=[])
         for a in args.args:
@@ -220,7 +223,7 @@ class _Reverse(LoopAdjoint, Residuals):
             trips = self.ctx.namer.fresh("trips")
             self.ctx.trips[id(stmt)] = trips
             body = self.primal_block(stmt.body)
-            if self.over_range(stmt) and not (body and is_break_check(body[-1])):
+            if self.loops.over_range(stmt) and not (body and is_break_check(body[-1])):
                 # a range loop without break runs len(range) times: no counter
                 stmt.body = body
                 count = _call(self.ctx.helper("len", len), clone(stmt.iter))
@@ -278,7 +281,7 @@ class _Reverse(LoopAdjoint, Residuals):
         if isinstance(stmt, gast.If):
             return self.adjoint_if(stmt, block)
         if isinstance(stmt, (gast.For, gast.While)):
-            return self.adjoint_loop(stmt, block)
+            return self.loops.adjoint_loop(stmt, block)
         op = self.ctx.ops.get(id(stmt))
         if op is not None and op.kind in EFFECT_ADJOINT_OF:
             out = []
@@ -324,7 +327,7 @@ class _Reverse(LoopAdjoint, Residuals):
         other = self.ctx.new_block(stmt.orelse, "branch", block)
         other.adjoint = self.adjoint_block(other)
         after_other = self.ctx.grads.snapshot()
-        merged, fix_then, fix_other = self.ctx.grads.merge(after_then, after_other, self.zero_for)
+        merged, fix_then, fix_other = self.ctx.grads.merge(after_then, after_other, self.loops.zero_for)
         then.adjoint += fix_then
         other.adjoint += fix_other
         self.ctx.grads.restore(merged)
