@@ -1,7 +1,10 @@
 """Adjoints: the reverse-mode code of each kind of normal-form statement.
 
-``reverse`` walks statements backwards and calls ``adjoint_<kind>`` for the
-``Op`` of each active one (see ``analyses/ops``): rules are inlined, calls to
+``reverse`` walks statements backwards and calls the adjoint that
+``ADJOINT_OF`` (``EFFECT_ADJOINT_OF`` for an in-place change) gives for the
+``Op`` of each active one (see ``analyses/ops``), with the statement list
+``out`` it appends to; what it reads and writes besides is the reverse
+pass's context, ``self.ctx`` (``context.ReverseContext``).  Rules are inlined, calls to
 user functions become calls of their adjoint, tuples and copies pass their
 gradient through, and every contribution goes to ``Gradients.add`` (or
 ``add_indexed`` for an element read), which decides between in place and out
@@ -425,7 +428,7 @@ def _is_literal(v):
 
 
 # the adjoint of a statement that binds a name, by the kind of its op:
-# (reverse pass, out, stmt, op, target, its gradient)
+# (Adjoints, out, stmt, op, target, its gradient)
 ADJOINT_OF = {
     OpKind.RULE: Adjoints.adjoint_rule, OpKind.NONDIFF: Adjoints.adjoint_nondiff,
     OpKind.USER: Adjoints.adjoint_user, OpKind.CUSTOM: Adjoints.adjoint_custom,
@@ -434,6 +437,6 @@ ADJOINT_OF = {
     OpKind.FIELD: Adjoints.adjoint_field,
     OpKind.OPAQUE: Adjoints.adjoint_opaque,
 }
-# the adjoint of a statement that changes a local in place: (reverse pass, out, stmt, op)
+# the adjoint of a statement that changes a local in place: (Adjoints, out, stmt, op)
 EFFECT_ADJOINT_OF = {OpKind.APPEND: Adjoints.adjoint_append,
                      OpKind.SETITEM: Adjoints.adjoint_setitem}
