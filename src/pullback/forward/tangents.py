@@ -46,6 +46,7 @@ from ..driver import dispatch
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..reverse.adjoints import Adjoints
+from ..reverse.context import assignments
 from ..rules.inline import clone, instantiate
 from ..runtime import forward_support as support
 from .rules import ELEMENTWISE, complex_exception, how
@@ -86,6 +87,10 @@ class _Forward:
         self.depth = 0           # how many blocks deep the statement being built is
         self.assigned = {}       # tangent name -> [(depth, fresh)] of its assignments
         self.user_locals = set(normal.params) | _assigned(normal.tree.body)
+        self.definitions_of = None
+        # the checks and refusals shared with reverse mode, reading this pass
+        # as their context (kind, helper, namer, parsed, varied, definitions)
+        self.adjoints = Adjoints(self)
 
     # -- names -----------------------------------------------------------------
 
@@ -329,7 +334,7 @@ class _Forward:
         return [gast.AugAssign(target=target, op=aug, value=v)]
 
     def index_value(self, node):
-        return Adjoints.index_value(self, node)
+        return self.adjoints.index_value(node)
 
     def append(self, stmt, op):
         items = op.mutates
@@ -344,7 +349,7 @@ class _Forward:
     # -- rules -------------------------------------------------------------------------
 
     def tangent_rule(self, stmt, op, t):
-        Adjoints.check_static_arguments(self, op)
+        self.adjoints.check_static_arguments(op)
         active = [(p, n) for p, n in op.operands if n in self.active]
         if not active:
             return None
@@ -454,7 +459,7 @@ class _Forward:
         return pre, total
 
     def may_broadcast(self, op, param, t):
-        return Adjoints.may_broadcast(self, op, param, t)
+        return self.adjoints.may_broadcast(op, param, t)
 
     # -- calls -------------------------------------------------------------------------
 
@@ -518,7 +523,7 @@ class _Forward:
             raise NonDifferentiableError(why[0], where, why[1])
         callee = op.bound["callee"]
         if isinstance(callee, gast.Name) and callee.id in self.varied:
-            Adjoints.check_function_value(self, callee.id, where)
+            self.adjoints.check_function_value(callee.id, where)
         receiver = op.bound["receiver"]
         if receiver is not None and receiver.id in self.active \
                 and self.kind(receiver.id).is_number:
@@ -543,10 +548,13 @@ class _Forward:
     # -- refusals ----------------------------------------------------------------------
 
     def refuse_opaque(self, stmt, op):
-        Adjoints.adjoint_opaque(self, None, stmt, op, None, None)
+        self.adjoints.adjoint_opaque(None, stmt, op, None, None)
 
     def definitions(self, name):
-        return Adjoints.definitions(self, name)
+        """The statements that assign ``name``."""
+        if self.definitions_of is None:
+            self.definitions_of = assignments(self.normal.tree.body)
+        return self.definitions_of.get(name, [])
 
 
 def _sum(terms):

@@ -191,7 +191,7 @@ class Gradients:
 
     # -- accumulation ------------------------------------------------------------
 
-    def add(self, block, name, expr, fresh, alias_of=None):
+    def add(self, out, name, expr, fresh, alias_of=None):
         """Add ``expr`` to ``name``'s gradient.  ``fresh``: ``expr`` is a new
         object nothing else holds; ``alias_of``: the gradient variable's primal
         whose buffer ``expr`` is (so that one becomes shared too)."""
@@ -201,7 +201,7 @@ class Gradients:
         if not self.bound(name):
             self.state[name] = OWNED if fresh else SHARED
             self._note_shape(self.exact, name, expr)
-            block.append(_assign(var, expr))
+            out.append(_assign(var, expr))
             return
         kind = self.kinds.get(name)
         if kind is not None and kind.is_number:
@@ -210,7 +210,7 @@ class Gradients:
                 # the whole buffer in place: it is this adjoint's own and has the
                 # primal's shape and dtype, so no contribution can widen it
                 target = _name(var, True)
-                block.append(gast.AugAssign(target=target, op=gast.Add(), value=expr))
+                out.append(gast.AugAssign(target=target, op=gast.Add(), value=expr))
                 return
             total = gast.BinOp(left=_name(var), op=gast.Add(), right=expr)
             # the sum has the primal's shape if either side has (neither is larger)
@@ -220,9 +220,9 @@ class Gradients:
             total = _call(self.helper("add_cotangents", runtime.add_cotangents), _name(var), expr)
             self.exact.discard(name)
         self.state[name] = OWNED
-        block.append(_assign(var, total))
+        out.append(_assign(var, total))
 
-    def add_indexed(self, block, name, index, g, zero_for, simple):
+    def add_indexed(self, out, name, index, g, zero_for, simple):
         """Add ``g`` at ``index`` of ``name``'s gradient (the adjoint of
         ``y = name[index]``).  ``simple``: a basic index into a real array and
         a real ``g``, so ``x_bar[i] += g`` is exact."""
@@ -230,12 +230,12 @@ class Gradients:
         if not self.inplace:
             contribution = _call(self.helper("unindex", runtime.unindex), g,
                                  _name(name), index)
-            self.add(block, name, contribution, fresh=True)
+            self.add(out, name, contribution, fresh=True)
             return
-        block.extend(self.make_owned(name, zero_for))
+        out.extend(self.make_owned(name, zero_for))
         if simple:
             target = gast.Subscript(value=_name(var), slice=index, ctx=gast.Store())
-            block.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
+            out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
         else:
             add_at = self.helper("index_add", runtime.index_add)
-            block.append(gast.Expr(value=_call(add_at, _name(var), index, g)))
+            out.append(gast.Expr(value=_call(add_at, _name(var), index, g)))

@@ -1,7 +1,10 @@
 """Adjoints: the reverse-mode code of each kind of normal-form statement.
 
-``reverse`` walks statements backwards and calls ``adjoint_<kind>`` for the
-``Op`` of each active one (see ``analyses/ops``): rules are inlined, calls to
+``reverse`` walks statements backwards and calls the adjoint that
+``ADJOINT_OF`` (``EFFECT_ADJOINT_OF`` for an in-place change) gives for the
+``Op`` of each active one (see ``analyses/ops``), with the statement list
+``out`` it appends to; what it reads and writes besides is the reverse
+pass's context, ``self.ctx`` (``context.ReverseContext``).  Rules are inlined, calls to
 user functions become calls of their adjoint, tuples and copies pass their
 gradient through, and every contribution goes to ``Gradients.add`` (or
 ``add_indexed`` for an element read), which decides between in place and out
@@ -38,74 +41,79 @@ import numpy as np
 from ..driver import dispatch
 from .. import runtime
 from ..analyses.kinds import Shape
-from ..analyses.ops import OpKind, all_statements, dotted, is_library
+from ..analyses.ops import OpKind, dotted, is_library
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
 from .accumulate import ZERO
+from .context import ReverseContext
 
 __all__ = ["Adjoints", "ADJOINT_OF", "EFFECT_ADJOINT_OF"]
 
 
 class Adjoints:
-    """Per-statement adjoints; mixed into the reverse pass, whose attributes
-    (kinds, active, varied, grads, helper, namer...) they use."""
+    """Per-statement adjoints.  Everything they read and write besides their
+    own methods is in ``self.ctx`` (``context.ReverseContext``); each appends
+    its statements to ``out``."""
 
-    def adjoint_copy(self, block, stmt, op, t, g):
+    def __init__(self, ctx: ReverseContext):
+        self.ctx = ctx
+
+    def adjoint_copy(self, out, stmt, op, t, g):
         for _, name in op.operands:
-            if name in self.active:
-                self.grads.add(block, name, g, fresh=False, alias_of=t)
+            if name in self.ctx.active:
+                self.ctx.grads.add(out, name, g, fresh=False, alias_of=t)
 
-    def adjoint_pack(self, block, stmt, op, t, g):
+    def adjoint_pack(self, out, stmt, op, t, g):
         for i, name in op.operands:
-            if name in self.active:
+            if name in self.ctx.active:
                 key = clone(i) if isinstance(i, gast.AST) else gast.Constant(i, None)
                 item = gast.Subscript(value=g, slice=key, ctx=gast.Load())
-                self.grads.add(block, name, item, fresh=False)
+                self.ctx.grads.add(out, name, item, fresh=False)
 
-    def adjoint_construct(self, block, stmt, op, t, g):
+    def adjoint_construct(self, out, stmt, op, t, g):
         """``p = P(w, b)`` for a namedtuple or dataclass: each field's value
         gets the cotangent of that field."""
         for field, name in op.operands:
-            if name in self.active:
-                item = _call(self.runtime("field_cotangent"), g, gast.Constant(field, None))
-                self.grads.add(block, name, item, fresh=False)
+            if name in self.ctx.active:
+                item = _call(self.ctx.runtime("field_cotangent"), g, gast.Constant(field, None))
+                self.ctx.grads.add(out, name, item, fresh=False)
 
-    def adjoint_unpack(self, block, stmt, names, src):
+    def adjoint_unpack(self, out, stmt, names, src):
         """``a, b = t``: the gradient of ``t`` is built from its parts'."""
-        parts = gast.Tuple(elts=[_name(self.grads.var(n)) if self.grads.bound(n)
+        parts = gast.Tuple(elts=[_name(self.ctx.grads.var(n)) if self.ctx.grads.bound(n)
                                  else gast.Constant(None, None) for n in names],
                            ctx=gast.Load())
-        packed = _call(self.runtime("pack_like"), _name(src), parts)
-        self.grads.add(block, src, packed, fresh=True)
+        packed = _call(self.ctx.runtime("pack_like"), _name(src), parts)
+        self.ctx.grads.add(out, src, packed, fresh=True)
 
-    def adjoint_append(self, block, stmt, op):
+    def adjoint_append(self, out, stmt, op):
         """``items.append(v)``: the last element of ``items_bar`` is ``v``'s.
         The appends are undone in reverse order, popping an owned copy."""
         items = op.mutates
-        if items not in self.active or not self.grads.bound(items):
+        if items not in self.ctx.active or not self.ctx.grads.bound(items):
             return
-        block.extend(self.grads.make_owned(items, self.zero_buffer))
-        self.indexed.add(items)
-        pop = gast.Call(func=gast.Attribute(value=_name(self.grads.var(items)), attr="pop",
+        out.extend(self.ctx.grads.make_owned(items, self.ctx.zero_buffer))
+        self.ctx.indexed.add(items)
+        pop = gast.Call(func=gast.Attribute(value=_name(self.ctx.grads.var(items)), attr="pop",
                                             ctx=gast.Load()), args=[], keywords=[])
         value = op.operands[0][1] if op.operands else None
-        if value is not None and value in self.active:
-            self.grads.add(block, value, pop, fresh=False)
+        if value is not None and value in self.ctx.active:
+            self.ctx.grads.add(out, value, pop, fresh=False)
         else:
-            block.append(gast.Expr(value=pop))
+            out.append(gast.Expr(value=pop))
 
-    def adjoint_setitem(self, block, stmt, op):
+    def adjoint_setitem(self, out, stmt, op):
         """``y[index] = v`` (or ``+=``, ``-=``, ``np.add.at``): ``v`` gets the
         written part of ``y_bar``; a plain write then zeroes that part, since
         the old values it replaced no longer reach the output."""
         y, value, mode = op.mutates, op.bound["value"], op.bound["mode"]
-        if y not in self.active or not self.grads.bound(y):
+        if y not in self.ctx.active or not self.ctx.grads.bound(y):
             return
         index = self.index_value(op.bound["index"])
         own_value = None
-        if isinstance(value, gast.Name) and value.id in self.active:
-            part = _call(self.runtime("written_grad"), _name(self.grads.var(y)), index,
+        if isinstance(value, gast.Name) and value.id in self.ctx.active:
+            part = _call(self.ctx.runtime("written_grad"), _name(self.ctx.grads.var(y)), index,
                          _name(value.id))
             if mode == "add_at":
                 part.keywords = [gast.keyword(arg="every", value=gast.Constant(True, None))]
@@ -114,39 +122,39 @@ class Adjoints:
             if value.id == y and mode == "set":
                 # `y[index] = y`: the old y gets its part after the written part of
                 # y_bar is zeroed, not before (where the zeroing would erase it)
-                own_value = self.namer.fresh(f"{y}_written_bar")
-                block.append(_assign(own_value, part))
+                own_value = self.ctx.namer.fresh(f"{y}_written_bar")
+                out.append(_assign(own_value, part))
             else:
-                self.grads.add(block, value.id, part, fresh=True)
+                self.ctx.grads.add(out, value.id, part, fresh=True)
         if own_value is not None:
-            self.zero_written(block, y, index)
-            self.grads.add(block, y, _name(own_value), fresh=True)
+            self.zero_written(out, y, index)
+            self.ctx.grads.add(out, y, _name(own_value), fresh=True)
         elif mode == "set":
-            self.zero_written(block, y, index)
+            self.zero_written(out, y, index)
 
-    def zero_written(self, block, y, index):
+    def zero_written(self, out, y, index):
         """Zero ``y_bar[index]``: the values a write replaced reach nothing."""
-        if not self.grads.inplace:
-            zeroed = _call(self.runtime("zeroed"), _name(self.grads.var(y)), clone(index))
-            self.grads.state[y] = ZERO      # rebinds: the next line binds it owned
-            self.grads.add(block, y, zeroed, fresh=True)
+        if not self.ctx.grads.inplace:
+            zeroed = _call(self.ctx.runtime("zeroed"), _name(self.ctx.grads.var(y)), clone(index))
+            self.ctx.grads.state[y] = ZERO      # rebinds: the next line binds it owned
+            self.ctx.grads.add(out, y, zeroed, fresh=True)
         else:
-            block.extend(self.grads.make_owned(y, self.zero_buffer))
-            self.indexed.add(y)
-            target = gast.Subscript(value=_name(self.grads.var(y)), slice=clone(index),
+            out.extend(self.ctx.grads.make_owned(y, self.ctx.zero_buffer))
+            self.ctx.indexed.add(y)
+            target = gast.Subscript(value=_name(self.ctx.grads.var(y)), slice=clone(index),
                                     ctx=gast.Store())
-            block.append(gast.Assign(targets=[target], value=gast.Constant(0, None),
+            out.append(gast.Assign(targets=[target], value=gast.Constant(0, None),
                                      type_comment=None))
 
-    def adjoint_rule(self, block, stmt, op, t, g):
+    def adjoint_rule(self, out, stmt, op, t, g):
         rule = op.rule
         self.check_static_arguments(op)
-        wanted = [p for p, name in op.operands if name in self.active]
+        wanted = [p for p, name in op.operands if name in self.ctx.active]
         if not wanted:
             return
-        if op.primitive is operator.getitem and self.indexed_in_place(block, op, t, g):
+        if op.primitive is operator.getitem and self.indexed_in_place(out, op, t, g):
             return
-        kinds = [self.kind(n) for _, n in op.operands]
+        kinds = [self.ctx.kind(n) for _, n in op.operands]
         if isinstance(op.node, gast.BinOp) and not any(k.is_number for k in kinds) and (
                 (op.primitive is operator.add and not any(
                     isinstance(c, gast.Constant) and isinstance(c.value, (float, complex))
@@ -155,7 +163,7 @@ class Adjoints:
                     and any(k.shape is Shape.CONTAINER for k in kinds))):
             # lists or tuples joined (`shape + (k,)`) or repeated (`[v] * n`), or numbers
             # of unknown kind: told apart when the adjoint runs
-            self.adjoint_join(block, op, g)
+            self.adjoint_join(out, op, g)
             return
         subst = {"g": g, "ans": _name(t)}
         for p in rule.params:
@@ -167,35 +175,35 @@ class Adjoints:
                 default = rule.signature.parameters[p].default
                 subst[p] = gast.Constant(value=default, kind=None) \
                     if _is_literal(default) else gast.Constant(value=None, kind=None)
-        stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.namer, self.helper)
-        block.extend(stmts)
+        stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.ctx.namer, self.ctx.helper)
+        out.extend(stmts)
         seen = {}
         for p, name in op.operands:
             j = seen[p] = seen.get(p, -1) + 1
-            if name not in self.active:
+            if name not in self.ctx.active:
                 continue
             expr = clone(exprs[p])
             if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
                 k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
                 expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
             if rule.broadcasts and self.may_broadcast(op, p, t):
-                expr = _call(self.runtime("unbroadcast"), expr, _name(name))
-            self.grads.add(block, name, expr, fresh=self.is_fresh(expr))
+                expr = _call(self.ctx.runtime("unbroadcast"), expr, _name(name))
+            self.ctx.grads.add(out, name, expr, fresh=self.is_fresh(expr))
 
-    def indexed_in_place(self, block, op, t, g):
+    def indexed_in_place(self, out, op, t, g):
         """``t = x[index]``: add ``g`` into ``x_bar`` at ``index``."""
         x = op.bound.get("a")
-        if not isinstance(x, gast.Name) or x.id not in self.active:
+        if not isinstance(x, gast.Name) or x.id not in self.ctx.active:
             return False
-        kind = self.kind(x.id)
+        kind = self.ctx.kind(x.id)
         if kind.shape is Shape.CONTAINER:
             return False
         index = self.index_value(op.bound["b"])
-        simple = (kind.complex is False and self.kind(t).complex is False
+        simple = (kind.complex is False and self.ctx.kind(t).complex is False
                   and self.basic_index(op.bound["b"]) and kind.shape is Shape.ARRAY
-                  and kind.dtype == "float64" and self.float64)
-        self.grads.add_indexed(block, x.id, index, g, self.zero_buffer, simple)
-        self.indexed.add(x.id)
+                  and kind.dtype == "float64" and self.ctx.float64)
+        self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple)
+        self.ctx.indexed.add(x.id)
         return True
 
     def basic_index(self, node):
@@ -209,10 +217,7 @@ class Adjoints:
     def is_int(self, node):
         if isinstance(node, gast.Constant):
             return isinstance(node.value, int) and not isinstance(node.value, bool)
-        return isinstance(node, gast.Name) and node.id in self.int_names
-
-    def zero_buffer(self, name):
-        return _call(self.runtime("owned_zeros"), _name(name))
+        return isinstance(node, gast.Name) and node.id in self.ctx.int_names
 
     def index_value(self, node):
         """An index as a value: ``x[:, :1]``'s index is ``(slice(None), slice(None, 1))``."""
@@ -224,7 +229,7 @@ class Adjoints:
                     and parts[-1].value is None \
                     and (len(parts) == 3 or _is_none(parts[0])):
                 parts.pop()
-            return _call(self.helper("slice", slice), *parts)
+            return _call(self.ctx.helper("slice", slice), *parts)
         if isinstance(node, gast.Tuple):
             return gast.Tuple(elts=[self.index_value(e) for e in node.elts], ctx=gast.Load())
         return node
@@ -233,7 +238,7 @@ class Adjoints:
         """Whether the output of a broadcasting rule may be larger than the
         argument bound to ``param`` (no, when every other argument, the
         condition of np.where included, is a scalar, or the output is one)."""
-        if self.kind(t).shape is Shape.SCALAR:
+        if self.ctx.kind(t).shape is Shape.SCALAR:
             return False
         mine = op.bound.get(param)
         for p, v in op.bound.items():
@@ -241,7 +246,7 @@ class Adjoints:
                               and v.id == mine.id):
                 continue
             if isinstance(v, gast.Name):
-                shape = self.kind(v.id).shape
+                shape = self.ctx.kind(v.id).shape
             elif isinstance(v, gast.Constant) and isinstance(v.value, (int, float, complex)):
                 shape = Shape.SCALAR
             else:
@@ -257,71 +262,71 @@ class Adjoints:
             if p in op.rule.diff or p in op.rule.discrete or p not in op.bound:
                 continue
             for v in op.static_names(p):
-                if v in self.varied:
+                if v in self.ctx.varied:
                     raise NonDifferentiableError(
                         f"The `{p}` argument of {op.label} carries no gradient, but `{v}` "
                         "depends on the inputs being differentiated.",
-                        self.parsed.location(op.node),
+                        self.ctx.parsed.location(op.node),
                         f"Pass a constant as `{p}`, or rewrite the expression so that "
                         f"`{v}` enters through a differentiable argument"
                         + (" (a loop `for k in d` over a dict reads it by position: loop "
                            "over d.items() or d.keys())." if op.primitive is operator.getitem
                            else "."))
 
-    def adjoint_user(self, block, stmt, op, t, g, fresh=True):
+    def adjoint_user(self, out, stmt, op, t, g, fresh=True):
         from ..callees import derivative_of
         params = list(derivative_of(op.primitive).params)
-        grads = self.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
-        call = _call(self.callee(op, "adjoint"), _name(self.residual_of[id(stmt)]), g)
-        block.append(_assign(grads, call))
+        grads = self.ctx.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
+        call = _call(self.ctx.callee(op, "adjoint"), _name(self.ctx.residual_of[id(stmt)]), g)
+        out.append(_assign(grads, call))
         for p, name in op.operands:
-            if name in self.active:
+            if name in self.ctx.active:
                 item = gast.Subscript(value=_name(grads),
                                       slice=gast.Constant(params.index(p), None),
                                       ctx=gast.Load())
-                self.grads.add(block, name, item, fresh=fresh)
+                self.ctx.grads.add(out, name, item, fresh=fresh)
 
-    def adjoint_join(self, block, op, g):
+    def adjoint_join(self, out, op, g):
         """``x + y`` or ``x * y`` where ``x`` or ``y`` may be a list or a tuple."""
         node = op.node
         helper = "join_grads" if op.primitive is operator.add else "repeat_grads"
-        grads = self.namer.fresh(helper.replace("_grads", "") + "_parts")
-        block.append(_assign(grads, _call(self.runtime(helper), g, clone(node.left),
+        grads = self.ctx.namer.fresh(helper.replace("_grads", "") + "_parts")
+        out.append(_assign(grads, _call(self.ctx.runtime(helper), g, clone(node.left),
                                           clone(node.right))))
         for i, side in enumerate((node.left, node.right)):
-            if isinstance(side, gast.Name) and side.id in self.active:
+            if isinstance(side, gast.Name) and side.id in self.ctx.active:
                 item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
                                       ctx=gast.Load())
-                self.grads.add(block, side.id, item, fresh=False)
+                self.ctx.grads.add(out, side.id, item, fresh=False)
 
-    def adjoint_custom(self, block, stmt, op, t, g):
+    def adjoint_custom(self, out, stmt, op, t, g):
         # a user's bwd may hand back what it was given; fused kernels say they don't
-        self.adjoint_user(block, stmt, op, t, g,
+        self.adjoint_user(out, stmt, op, t, g,
                           fresh=getattr(op.primitive, "fresh_cotangents", False))
 
-    def adjoint_dynamic(self, block, stmt, op, t, g):
+    def adjoint_dynamic(self, out, stmt, op, t, g):
         """``t = fn(x)`` with ``fn`` known only at run time: the dispatcher's
         adjoint returns one cotangent per active argument."""
-        where = self.parsed.location(op.node if op.node is not None else stmt)
+        where = self.ctx.parsed.location(op.node if op.node is not None else stmt)
         why = dispatch.refusal(op.primitive) if op.primitive is not None else None
         if why is not None:
             raise NonDifferentiableError(why[0], where, why[1])
         receiver = op.bound["receiver"]
-        if receiver is not None and receiver.id in self.active \
-                and self.kind(receiver.id).is_number:
-            self.adjoint_opaque(block, stmt, op, t, g)      # an array method with no rule
+        if receiver is not None and receiver.id in self.ctx.active \
+                and self.ctx.kind(receiver.id).is_number:
+            self.adjoint_opaque(out, stmt, op, t, g)      # an array method with no rule
         callee = op.bound["callee"]
-        if isinstance(callee, gast.Name) and callee.id in self.active:
+        if isinstance(callee, gast.Name) and callee.id in self.ctx.active:
             self.check_function_value(callee.id, where)
-        grads = self.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
-        block.append(_assign(grads, _call(self.helper("dynamic_adjoint",
+        grads = self.ctx.namer.fresh(f"{dotted(callee, '_', 'callee')}_grads")
+        out.append(_assign(grads, _call(self.ctx.helper("dynamic_adjoint",
                                                       runtime.dynamic_adjoint),
-                                          _name(self.residual_of[id(stmt)]), g)))
+                                          _name(self.ctx.residual_of[id(stmt)]), g)))
         names = dict(op.operands)
-        for i, k in enumerate(self.dynamic_mask(op)):
+        for i, k in enumerate(self.ctx.dynamic_mask(op)):
             item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
                                   ctx=gast.Load())
-            self.grads.add(block, names[k], item, fresh=False)
+            self.ctx.grads.add(out, names[k], item, fresh=False)
 
     def check_function_value(self, name, where):
         """A function value that depends on the inputs (``partial(f, x)``, a
@@ -331,11 +336,11 @@ class Adjoints:
         seen, work = set(), [name]
         while work:
             n = work.pop()
-            if n in seen or n in self.normal.params:
+            if n in seen or n in self.ctx.normal.params:
                 continue
             seen.add(n)
-            for s in self.definitions(n):
-                op = self.ops.get(id(s))
+            for s in self.ctx.definitions(n):
+                op = self.ctx.ops.get(id(s))
                 if op is None or not (op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK) or (
                         op.kind is OpKind.RULE and op.primitive is operator.getitem)):
                     raise NonDifferentiableError(
@@ -346,41 +351,29 @@ class Adjoints:
                         "`partial(f, x)(y)`, call `f(x, y)`).")
                 work.extend(n2 for _, n2 in op.operands)
 
-    def definitions(self, name):
-        """The statements that assign ``name``."""
-        if not hasattr(self, "_definitions"):
-            self._definitions = {}
-            for s in all_statements(self.normal.tree.body):
-                if isinstance(s, gast.Assign):
-                    t = s.targets[0]
-                    for e in t.elts if isinstance(t, gast.Tuple) else [t]:
-                        if isinstance(e, gast.Name):
-                            self._definitions.setdefault(e.id, []).append(s)
-        return self._definitions.get(name, [])
-
-    def adjoint_field(self, block, stmt, op, t, g):
+    def adjoint_field(self, out, stmt, op, t, g):
         """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the
         ``w`` entry of ``p``'s gradient (a dict until it is projected)."""
         attr, name = op.operands[0]
-        if name not in self.active:
+        if name not in self.ctx.active:
             return
-        if self.kind(name).is_number:
-            self.adjoint_opaque(block, stmt, op, t, g)
-        self.grads.add_indexed(block, name, gast.Constant(attr, None), g, self.zero_buffer,
+        if self.ctx.kind(name).is_number:
+            self.adjoint_opaque(out, stmt, op, t, g)
+        self.ctx.grads.add_indexed(out, name, gast.Constant(attr, None), g, self.ctx.zero_buffer,
                                simple=False)
-        self.indexed.add(name)
+        self.ctx.indexed.add(name)
 
-    def adjoint_nondiff(self, block, stmt, op, t, g):
+    def adjoint_nondiff(self, out, stmt, op, t, g):
         pass  # no gradient flows through comparisons, shapes, argmax...
 
-    def adjoint_opaque(self, block, stmt, op, t, g):
+    def adjoint_opaque(self, out, stmt, op, t, g):
         what = op.label or "this operation"
         node = op.node if op.node is not None else stmt
         if isinstance(op.primitive, types.FunctionType) and not is_library(op.primitive):
             # a user function whose *args / **kwargs gathered a value being differentiated
             raise UnsupportedSyntaxError(
                 f"pullback cannot yet differentiate {what} through its *args or **kwargs "
-                "parameter.", self.parsed.location(node),
+                "parameter.", self.ctx.parsed.location(node),
                 "Give the function named parameters (def f(x, y, ...)) for the values "
                 "being differentiated.")
         if isinstance(op.primitive, type) and not is_library(op.primitive):
@@ -388,7 +381,7 @@ class Adjoints:
             raise NonDifferentiableError(
                 f"pullback cannot yet send gradients through an instance of your class "
                 f"{name} created inside the function from values being differentiated.",
-                self.parsed.location(node),
+                self.ctx.parsed.location(node),
                 f"Create the {name} outside and pass it in as an argument (a dataclass or a "
                 f"namedtuple: the gradient has its fields), or pass those values to its "
                 f"methods as arguments.")
@@ -402,7 +395,7 @@ class Adjoints:
             hint = (f"Give {what} a rule with pb.custom_vjp (define fwd and bwd), or "
                     "compute this value with NumPy functions that have rules.")
         raise NoRuleError(f"pullback has no differentiation rule for {what}.",
-                          self.parsed.location(node), hint)
+                          self.ctx.parsed.location(node), hint)
 
     def is_fresh(self, expr):
         """Whether ``expr`` certainly evaluates to a new object that nothing else
@@ -412,7 +405,7 @@ class Adjoints:
             return True
         if not isinstance(expr, gast.Call):
             return False
-        fn = self.resolve(expr.func)
+        fn = self.ctx.resolve(expr.func)
         if fn in _PASS_FIRST:
             return bool(expr.args) and self.is_fresh(expr.args[0])
         return isinstance(fn, np.ufunc) or fn in runtime.FRESH or fn in _FRESH_NUMPY
@@ -433,7 +426,7 @@ def _is_literal(v):
 
 
 # the adjoint of a statement that binds a name, by the kind of its op:
-# (reverse pass, out, stmt, op, target, its gradient)
+# (Adjoints, out, stmt, op, target, its gradient)
 ADJOINT_OF = {
     OpKind.RULE: Adjoints.adjoint_rule, OpKind.NONDIFF: Adjoints.adjoint_nondiff,
     OpKind.USER: Adjoints.adjoint_user, OpKind.CUSTOM: Adjoints.adjoint_custom,
@@ -442,6 +435,6 @@ ADJOINT_OF = {
     OpKind.FIELD: Adjoints.adjoint_field,
     OpKind.OPAQUE: Adjoints.adjoint_opaque,
 }
-# the adjoint of a statement that changes a local in place: (reverse pass, out, stmt, op)
+# the adjoint of a statement that changes a local in place: (Adjoints, out, stmt, op)
 EFFECT_ADJOINT_OF = {OpKind.APPEND: Adjoints.adjoint_append,
                      OpKind.SETITEM: Adjoints.adjoint_setitem}

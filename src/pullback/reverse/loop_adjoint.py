@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from typing import Callable
 
 import gast
 
@@ -61,6 +62,7 @@ from .accumulate import OWNED, SHARED, ZERO
 from ..analyses.kinds import Shape
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..rules.inline import clone
+from .context import ReverseContext, Block
 
 __all__ = ["LoopAdjoint"]
 
@@ -86,61 +88,67 @@ class _Effect:
 
 
 class LoopAdjoint:
-    """Mixin for reverse._Reverse: ``adjoint_loop`` and what it needs."""
+    """``adjoint_loop`` and what it needs: the context ``self.ctx``
+    (``context.ReverseContext``) and ``self.adjoint_block``, the reverse
+    pass's walk that builds a block's adjoint (a loop body's, here)."""
+
+    def __init__(self, ctx: ReverseContext, adjoint_block: Callable[[Block], list]):
+        self.ctx = ctx
+        self.adjoint_block = adjoint_block
 
     def adjoint_loop(self, stmt, block):
-        grads = self.grads
-        key = (id(stmt), frozenset(grads.state.items()), frozenset(self.indexed))
-        effect = self.loop_effects.get(key) if self.dry else None
+        grads = self.ctx.grads
+        key = (id(stmt), frozenset(grads.state.items()), frozenset(self.ctx.indexed))
+        effect = self.ctx.loop_effects.get(key) if self.ctx.dry else None
         if effect is not None:
             # in a dry run only the gradient states matter (its code is
             # dropped): the effect of a loop already built from this state
             grads.state = dict(effect.state)
             grads.names.update(effect.names)
-            self.indexed |= effect.indexed
+            self.ctx.indexed |= effect.indexed
             return []
-        self.loop_builds += 1
-        names, indexed = dict(grads.names), set(self.indexed)
+        self.ctx.loop_builds += 1
+        names, indexed = dict(grads.names), set(self.ctx.indexed)
         stmts = self._build_loop(stmt, block, self._save(block))
-        self.loop_effects[key] = _Effect(
+        self.ctx.loop_effects[key] = _Effect(
             dict(grads.state), {n: v for n, v in grads.names.items() if names.get(n) != v},
-            self.indexed - indexed)
+            self.ctx.indexed - indexed)
         return stmts
 
     def _save(self, block):
-        return _Saved(self.grads.snapshot(), set(self.namer.taken), dict(self.helpers),
-                      set(self.indexed), list(block.children), len(self.parts))
+        return _Saved(self.ctx.grads.snapshot(), set(self.ctx.namer.taken), dict(self.ctx.helpers),
+                      set(self.ctx.indexed), list(block.children), len(self.ctx.parts))
 
     def _restore(self, saved, block):
-        self.grads.restore(saved.grads)
-        self.namer.taken = set(saved.taken) | self.kept_names
-        self.helpers = dict(saved.helpers)
-        self.indexed = set(saved.indexed)
+        self.ctx.grads.restore(saved.grads)
+        self.ctx.namer.taken = set(saved.taken) | self.ctx.kept_names
+        self.ctx.helpers = dict(saved.helpers)
+        self.ctx.indexed = set(saved.indexed)
         block.children[:] = list(saved.children)
-        del self.parts[saved.parts:]
+        del self.ctx.parts[saved.parts:]
 
     def _live_across(self, stmt, block, saved, touched, target):
         """Dry runs of the body's adjoint, each entered with ``touched`` bound,
         until the gradients live across iterations are all in ``touched``;
         returns them and the names the body assigns."""
-        carried = self.normal.carried.get(id(stmt), ())
-        active = len(self.active)
+        carried = self.ctx.normal.carried.get(id(stmt), ())
+        active = len(self.ctx.active)
         for _ in range(active + 2):      # each round adds a name, or stops
             for n in touched:
-                if not self.grads.bound(n):
-                    self.grads.state[n] = OWNED      # as it will be at entry
+                if not self.ctx.grads.bound(n):
+                    self.ctx.grads.state[n] = OWNED      # as it will be at entry
             body = self._new_block(stmt, block, target)
-            self.dry += 1
+            self.ctx.dry += 1
             try:
                 self.adjoint_block(body)
             finally:
-                self.dry -= 1
-            indexed = self.indexed - saved.indexed
+                self.ctx.dry -= 1
+            indexed = self.ctx.indexed - saved.indexed
             # live across iterations: bound when the body's adjoint ends (this
             # includes a name the body assigns only sometimes), carried, or
             # updated in place
-            found = {n for n, st in self.grads.state.items() if st != ZERO}
-            found |= {n for n in carried if n in self.active} | (indexed - body.assigned)
+            found = {n for n, st in self.ctx.grads.state.items() if st != ZERO}
+            found |= {n for n in carried if n in self.ctx.active} | (indexed - body.assigned)
             # and a name the body defines whose gradient is bound on entry (it is
             # read after the loop): each iteration's definition consumes it
             found |= {n for n in body.assigned if saved.grads[0].get(n, ZERO) != ZERO}
@@ -152,78 +160,78 @@ class LoopAdjoint:
                              f"iterations did not settle in {active + 2} rounds")
 
     def _new_block(self, stmt, block, target):
-        return self.block(stmt.body, "loop", block, target)
+        return self.ctx.new_block(stmt.body, "loop", block, target)
 
     def _build_loop(self, stmt, block, saved):
-        carried = self.normal.carried.get(id(stmt), ())
+        carried = self.ctx.normal.carried.get(id(stmt), ())
         target = [stmt.target.id] if isinstance(stmt, gast.For) else []
-        touched = {n for n in carried if n in self.active}
+        touched = {n for n in carried if n in self.ctx.active}
         touched, indexed, body_assigned = self._live_across(stmt, block, saved, touched,
                                                             target)
         pre = []
         for n in sorted(touched):
             if n in indexed:
-                pre.extend(self.grads.make_owned(n, self.zero_buffer))
-            elif not self.grads.bound(n):
-                pre.append(self.grads.materialize(n, self.zero_for))
-        pre.extend(self.grads.stabilize(sorted(touched)))
+                pre.extend(self.ctx.grads.make_owned(n, self.ctx.zero_buffer))
+            elif not self.ctx.grads.bound(n):
+                pre.append(self.ctx.grads.materialize(n, self.zero_for))
+        pre.extend(self.ctx.grads.stabilize(sorted(touched)))
         # a gradient bound on entry that the body consumes (the cotangent of a
         # name the body defines, read after the loop) restarts from zero: only
         # the last iteration's definition reaches what comes after the loop
         restart = sorted(set(carried) | {n for n in touched if n in body_assigned})
         # a buffer the body restarts is not known to have the primal's shape
         # when the next iteration begins (see ``Gradients.exact``)
-        self.grads.exact -= set(restart)
-        entry = self.grads.snapshot()
+        self.ctx.grads.exact -= set(restart)
+        entry = self.ctx.grads.snapshot()
         zero_like = self.restart_shapes(stmt, [n for n in restart if n not in carried])
-        mark = len(self.parts)
+        mark = len(self.ctx.parts)
         rounds = 0
         while True:
             body = self._new_block(stmt, block, target)
             body.adjoint = self.adjoint_block(body)
             for n in restart:
-                if n in self.active and not self.grads.bound(n):
-                    body.adjoint.append(self.grads.materialize(n, zero_like))
+                if n in self.ctx.active and not self.ctx.grads.bound(n):
+                    body.adjoint.append(self.ctx.grads.materialize(n, zero_like))
             weaker = [n for n in touched if entry[0].get(n) == OWNED
-                      and self.grads.state.get(n) != OWNED] if rounds == 0 else []
+                      and self.ctx.grads.state.get(n) != OWNED] if rounds == 0 else []
             # every iteration must begin as the first did: a buffer whose shape
             # is known on entry but not when the body's adjoint ends is not
             # known on entry either
-            lost = {n for n in entry[2] - self.grads.exact if n in touched}
+            lost = {n for n in entry[2] - self.ctx.grads.exact if n in touched}
             if not weaker and not lost:
                 break
             # the body leaves a buffer shared: start every iteration shared
             rounds += 1
-            del self.parts[mark:]
-            self.grads.restore(entry)
+            del self.ctx.parts[mark:]
+            self.ctx.grads.restore(entry)
             for n in weaker:
-                self.grads.state[n] = SHARED
-            self.grads.exact -= lost
-            entry = (entry[0], entry[1], set(self.grads.exact))
+                self.ctx.grads.state[n] = SHARED
+            self.ctx.grads.exact -= lost
+            entry = (entry[0], entry[1], set(self.ctx.grads.exact))
             block.children.remove(body)
-        self.grads.exact &= entry[2]
+        self.ctx.grads.exact &= entry[2]
         # a loop may run no times: after it a buffer is owned only if it was
         # on entry too (else `grad(f)` could hand out a read-only view)
         for n in touched | set(restart):
-            if self.grads.state.get(n) == OWNED and entry[0].get(n, ZERO) != OWNED:
-                self.grads.state[n] = SHARED
+            if self.ctx.grads.state.get(n) == OWNED and entry[0].get(n, ZERO) != OWNED:
+                self.ctx.grads.state[n] = SHARED
         if not body.adjoint:
             block.children.remove(body)
             return pre
-        trips = self.trips[id(stmt)]
+        trips = self.ctx.trips[id(stmt)]
         if self.over_range(stmt):
             # the indices again, backwards: `for i in reversed(r[:trips])`
             taken = gast.Subscript(value=clone(stmt.iter), slice=gast.Slice(
                 None, _name(trips), None), ctx=gast.Load())
             loop = gast.For(target=_name(stmt.target.id, True),
-                            iter=_call(self.helper("reversed", reversed), taken),
+                            iter=_call(self.ctx.helper("reversed", reversed), taken),
                             body=body.adjoint, orelse=[], type_comment=None)
             rebuilt = self.rebuilt_items(stmt, body)
             body.adjoint[:0] = rebuilt
             body.recomputed = {stmt.target.id} | {s.targets[0].id for s in rebuilt}
         else:
             loop = gast.For(target=_name("_", True),
-                            iter=_call(self.helper("range", range), _name(trips)),
+                            iter=_call(self.ctx.helper("range", range), _name(trips)),
                             body=body.adjoint, orelse=[], type_comment=None)
         loop.lineno = stmt.lineno
         for s in pre:
@@ -236,22 +244,22 @@ class LoopAdjoint:
         writes into: the adjoint reads ``y`` again from ``x`` (which it reads
         from the residuals) rather than from the tape.  Returns those
         statements, for the start of the body's adjoint."""
-        if self.written or self.normal.augmented:
+        if self.ctx.written or self.ctx.normal.augmented:
             return []
         index_var = stmt.target.id
         assigned = body.assigned
         read = None
         out = []
         for s in stmt.body:
-            op = self.ops.get(id(s))
+            op = self.ctx.ops.get(id(s))
             if op is None or op.kind != "rule" or op.primitive is not operator.getitem \
                     or not isinstance(s, gast.Assign) or not isinstance(s.targets[0], gast.Name):
                 continue
             x, index = op.bound.get("a"), op.bound.get("b")
             y = s.targets[0].id
-            if not isinstance(x, gast.Name) or x.id in assigned or len(self.definitions(x.id)) > 1 \
-                    or self.kind(x.id).shape != "array" or not _loop_index(index, index_var) \
-                    or y in self.normal.carried_names:
+            if not isinstance(x, gast.Name) or x.id in assigned or len(self.ctx.definitions(x.id)) > 1 \
+                    or self.ctx.kind(x.id).shape != "array" or not _loop_index(index, index_var) \
+                    or y in self.ctx.normal.carried_names:
                 continue
             if read is None:
                 read = {n.id for a in body.adjoint for n in gast.walk(a)
@@ -269,26 +277,26 @@ class LoopAdjoint:
         value at the top of the body (``n_before = n``)."""
         before = {}
         for n in defined:
-            if n not in self.active:
+            if n not in self.ctx.active:
                 continue
             key = (id(stmt), n)        # once per loop, however often its adjoint is built
-            if key not in self.kept_before:
-                name = self.kept_before[key] = self.namer.fresh(f"{n}_before")
-                self.kept_names.add(name)
+            if key not in self.ctx.kept_before:
+                name = self.ctx.kept_before[key] = self.ctx.namer.fresh(f"{n}_before")
+                self.ctx.kept_names.add(name)
                 stmt.body.insert(0, _assign(name, _name(n), stmt.lineno))
-                self.primal_names.add(name)
-                self.bound_up_front.add(n)     # the first iteration reads it too
-            before[n] = self.kept_before[key]
+                self.ctx.primal_names.add(name)
+                self.ctx.bound_up_front.add(n)     # the first iteration reads it too
+            before[n] = self.ctx.kept_before[key]
         return lambda name: self.zero_for(before.get(name, name))
 
     def over_range(self, stmt):
         """A ``for`` loop over a ``range`` held in a name."""
         return isinstance(stmt, gast.For) and isinstance(stmt.iter, gast.Name) \
-            and self.kinds.get(stmt.iter.id) is not None \
-            and self.kinds[stmt.iter.id].shape is Shape.RANGE
+            and self.ctx.kinds.get(stmt.iter.id) is not None \
+            and self.ctx.kinds[stmt.iter.id].shape is Shape.RANGE
 
     def zero_for(self, name):
-        return _call(self.runtime("zeros_like"), _name(name))
+        return _call(self.ctx.runtime("zeros_like"), _name(name))
 
 
 def _loop_index(node, index_var):

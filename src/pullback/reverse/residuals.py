@@ -46,12 +46,17 @@ from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
 from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
+from .context import ReverseContext
 
 __all__ = ["Residuals"]
 
 
 class Residuals:
-    """Mixed into the reverse pass (whose blocks, ops and names it reads)."""
+    """What the primal keeps: reads the blocks built by the reverse pass and
+    its context ``self.ctx`` (``context.ReverseContext``)."""
+
+    def __init__(self, ctx: ReverseContext):
+        self.ctx = ctx
 
     # -- values a later write overwrites ------------------------------------
 
@@ -59,32 +64,32 @@ class Residuals:
         """An array the primal writes into changes after a statement reads it;
         where that statement's adjoint needs the value it read, the primal
         saves a copy right after it (``y_1 = snapshot(y)``)."""
-        if not self.written:
+        if not self.ctx.written:
             return
-        views = _views_of(self.written, self.normal.tree.body, self.ops, self.kinds)
-        order, loops, writes = _write_positions(self.normal.tree.body, self.ops,
-                                                self.written)
+        views = _views_of(self.ctx.written, self.ctx.normal.tree.body, self.ctx.ops, self.ctx.kinds)
+        order, loops, writes = _write_positions(self.ctx.normal.tree.body, self.ctx.ops,
+                                                self.ctx.written)
         last_write = max(writes, default=-1)
         write_loops = set().union(*(loops.get(w_id, set()) for w_id in writes.values()))
-        for stmt, adjoint, block in self.parts:
-            if self.ops.get(id(stmt)) is not None and self.ops[id(stmt)].kind is OpKind.SETITEM:
+        for stmt, adjoint, block in self.ctx.parts:
+            if self.ctx.ops.get(id(stmt)) is not None and self.ctx.ops[id(stmt)].kind is OpKind.SETITEM:
                 continue
             # a write after it, or one in a loop around it
             later = last_write > order[id(stmt)] or bool(loops.get(id(stmt), set()) & write_loops)
             if not later:
                 continue
             for name in sorted(self.value_reads(adjoint) & views):
-                snap = self.namer.fresh(f"{name}_then")
+                snap = self.ctx.namer.fresh(f"{name}_then")
                 for node in gast.walk(gast.Module(body=adjoint, type_ignores=[])):
                     if isinstance(node, gast.Name) and node.id == name \
                             and isinstance(node.ctx, gast.Load):
                         node.id = snap
                 owner = _owner(block, stmt)
                 at = owner.stmts.index(stmt) + 1
-                owner.stmts.insert(at, _assign(snap, _call(self.runtime("snapshot"),
+                owner.stmts.insert(at, _assign(snap, _call(self.ctx.runtime("snapshot"),
                                                            _name(name)), stmt.lineno))
                 owner.assigned.add(snap)
-                self.primal_names.add(snap)
+                self.ctx.primal_names.add(snap)
 
     def value_reads(self, stmts, memo=None):
         """Names whose values (not only shapes) the statements read.  With
@@ -111,7 +116,7 @@ class Residuals:
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
                 loads.append(node)
             elif isinstance(node, gast.Call):
-                pos = _META_POSITION.get(self.resolve(node.func))
+                pos = _META_POSITION.get(self.ctx.resolve(node.func))
                 if pos is not None and len(node.args) > pos:
                     meta.add(id(node.args[pos]))
             stack.extend(gast.iter_child_nodes(node))
@@ -148,7 +153,7 @@ class Residuals:
             if id(node) in nested:
                 continue
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                    and node.id in self.primal_names:
+                    and node.id in self.ctx.primal_names:
                 found.add(node.id)
             stack.extend(gast.iter_child_nodes(node))
         return found
@@ -166,16 +171,16 @@ class Residuals:
         # arrays the adjoint reads only for their shape go as meta(x): the tape
         # then holds no copy of an intermediate it does not need
         values = self.value_reads(block.adjoint, _memo)
-        arrays = {n for n in block.save if self.kinds.get(n) is not None
-                  and self.kinds[n].shape in (Shape.ARRAY, Shape.NUMBER)}
+        arrays = {n for n in block.save if self.ctx.kinds.get(n) is not None
+                  and self.ctx.kinds[n].shape in (Shape.ARRAY, Shape.NUMBER)}
         shape_only = arrays - values
-        saved = [_call(self.runtime("meta"), _name(n)) if n in shape_only else _name(n)
+        saved = [_call(self.ctx.runtime("meta"), _name(n)) if n in shape_only else _name(n)
                  for n in block.save]
         pack = gast.Tuple(elts=saved, ctx=gast.Load())
         push = gast.Expr(value=gast.Call(func=gast.Attribute(
-            value=_name(self.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
+            value=_name(self.ctx.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
         pop = _assign(gast.Tuple(elts=[_name(n, True) for n in block.save], ctx=gast.Store()),
-                      gast.Call(func=gast.Attribute(value=_name(self.tape), attr="pop",
+                      gast.Call(func=gast.Attribute(value=_name(self.ctx.tape), attr="pop",
                                                     ctx=gast.Load()), args=[], keywords=[]),
                       None)
         if len(block.save) == 1:
@@ -183,7 +188,7 @@ class Residuals:
             pop.targets = [_name(block.save[0], True)]
         stmts = block.stmts
         at = len(stmts)
-        carried = set(self.normal.carried_names)
+        carried = set(self.ctx.normal.carried_names)
         while at > 0 and (is_break_check(stmts[at - 1]) or (
                 block.kind == "loop" and _is_copy(stmts[at - 1])
                 and stmts[at - 1].targets[0].id in carried)):
@@ -202,16 +207,16 @@ class Residuals:
                       for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
                                 else [s.targets[0]]) if isinstance(t, gast.Name)}
             direct |= {s.target.id for s in block.stmts if isinstance(s, gast.For)}
-            direct |= {self.trips[id(s)] for s in block.stmts
+            direct |= {self.ctx.trips[id(s)] for s in block.stmts
                        if isinstance(s, (gast.For, gast.While))}
             direct |= block.extra
             for n in block.save:
-                if n not in direct and n not in self.normal.params:
+                if n not in direct and n not in self.ctx.normal.params:
                     out.add(n)
             for c in block.children:
                 walk(c)
         walk(top)
-        return out - set(self.normal.carried_names)
+        return out - set(self.ctx.normal.carried_names)
 
     def order_key(self, top):
         """Residuals in the order the adjoint first reads them."""
@@ -226,7 +231,7 @@ class Residuals:
         """Residuals the adjoint reads only for their shape and dtype.  They are
         saved as ``meta(x)``, so an intermediate array need not outlive the
         primal.  Parameters are the caller's and cost nothing to keep."""
-        candidates = set(residuals) - set(self.normal.params)
+        candidates = set(residuals) - set(self.ctx.normal.params)
         meta_uses, all_uses = {}, {}
         for stmt in top.adjoint:
             for node in gast.walk(stmt):
@@ -234,7 +239,7 @@ class Residuals:
                         and isinstance(node.ctx, gast.Load):
                     all_uses[node.id] = all_uses.get(node.id, 0) + 1
                 if isinstance(node, gast.Call):
-                    pos = _META_POSITION.get(self.resolve(node.func))
+                    pos = _META_POSITION.get(self.ctx.resolve(node.func))
                     if pos is not None and len(node.args) > pos \
                             and isinstance(node.args[pos], gast.Name):
                         n = node.args[pos].id

@@ -44,25 +44,22 @@ def f_adjoint(residuals, out_bar):
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 
 import gast
-import numpy as np
 
 from .. import runtime
 from ..ir.build import assign as _assign, call as _call, name as _name
-from .accumulate import OWNED, Gradients
-from ..analyses import kinds as kinds_
+from .accumulate import OWNED
 from ..analyses.activity import Activity
-from ..analyses.kinds import Kind, Shape
+from ..analyses.kinds import Kind
 from ..analyses.ops import Op, OpKind
 from ..frontend.parse import Parsed
 from ..normalize.normalize import Normal
 from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
+from .context import ReverseContext, Block
 from .loop_adjoint import LoopAdjoint
 from .residuals import Residuals, is_break_check
-from ..ir.grammar import assigned_names
 from ..rules.inline import clone
 
 __all__ = ["Derived", "start"]
@@ -86,162 +83,38 @@ def start(normal: Normal, parsed: Parsed, ops: dict[int, Op], kinds: dict[str, K
     ``output`` is the atom whose cotangent the adjoint receives (the returned
     value, or its first element under ``has_aux``).
     """
-    return _Reverse(normal, parsed, ops, kinds, activity, wrt, output, inplace, written)
+    return _Reverse(ReverseContext(normal, parsed, ops, kinds, activity, wrt, output,
+                                   inplace, written))
 
 
-class _Block:
-    """A primal block (function body, branch, loop body) and its adjoint."""
+class _Reverse:
+    """The reverse pass's steps and its primal and adjoint walks.  The state
+    they share is ``self.ctx``; each statement's adjoint comes from
+    ``self.adjoints``, each loop's from ``self.loops``, the residuals from
+    ``self.residuals``."""
 
-    def __init__(self, stmts, kind, parent, also_assigned=(), assigned=None):
-        self.stmts, self.kind, self.parent = stmts, kind, parent
-        self.children = []          # nested blocks, in the order their adjoints appear
-        self.adjoint = []
-        self.extra = set(also_assigned)         # a loop body's target
-        self.recomputed = set()                 # ... when the adjoint loop recomputes it
-        self.assigned = (assigned_names(stmts) if assigned is None else assigned) | self.extra
-        self.save = []
-        if parent is not None:
-            parent.children.append(self)
-
-
-class _Reverse(LoopAdjoint, Adjoints, Residuals):
-    def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, inplace, written):
-        self.normal, self.parsed, self.ops = normal, parsed, ops
-        self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
-        self.active, self.varied = activity.active, activity.varied
-        self.namer = normal.namer
-        self.helpers = {}
-        self.residual_of = {}   # id(call statement) -> name of its callee residuals
-        self.trips = {}         # id(loop) -> name of its trip counter
-        self.indexed = set()    # names whose gradient received an indexed add
-        self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
-        self.grads = Gradients(self.namer, kinds, self.helper, inplace,
-                               self.shaped_like, self.whole_in_place)
-        self.int_names = kinds_.int_names(normal.tree.body, ops)
-        self.written = written            # arrays the primal writes into
-        # every input float64 (or a Python float): contributions need no rounding
-        self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
-                           if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
-        self.parts = []                   # (primal statement, its adjoint, block)
-        self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
-        self.bound_up_front = set()       # names the primal reads before any assignment
-        self.kept_before = {}             # (id(loop), name) -> the name its value is kept in
-        self.kept_names = set()           # names given out that dry runs must not reuse
-        self.dry = 0                      # inside a loop's dry runs (loop_adjoint)
-        self.loop_effects = {}            # loop_adjoint: a loop's effect per entry state
-        self.loop_builds = 0              # ... and how many adjoints were built (tests count)
-        self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
-        self.only_float64 = None          # whole_in_place: every array float64 (lazily)
-
-    def kind(self, name):
-        return self.kinds.get(name) or kinds_.UNKNOWN
-
-    # -- whole-buffer accumulation in place (accumulate.Gradients) --------------
-
-    def shaped_like(self, expr, name):
-        """``expr`` is an array of exactly ``name``'s shape: ``zeros_like(name)``,
-        ``owned_zeros(name)``, ``unbroadcast(g, name)``, ``unreduce(g, name, ...)``."""
-        if not isinstance(expr, gast.Call) or expr.keywords:
-            return False
-        fn = self.resolve(expr.func)
-        at = {runtime.zeros_like: 0, runtime.owned_zeros: 0, runtime.unbroadcast: 1,
-              runtime.unreduce: 1}.get(fn) if callable(fn) else None
-        return at is not None and len(expr.args) > at and isinstance(expr.args[at], gast.Name) \
-            and expr.args[at].id == name
-
-    def whole_in_place(self, name):
-        """``name_bar += g`` into a buffer of ``name``'s shape adds exactly what
-        ``name_bar + g`` would: ``name`` is a real array and every array the
-        function computes is float64 (no wider value to round, no complex one)."""
-        kind = self.kind(name)
-        if kind.shape != "array" or kind.complex is not False \
-                or kind.dtype not in (None, "float64"):
-            return False
-        if self.only_float64 is None:
-            self.only_float64 = self.float64 and _only_float64(self)
-        return self.only_float64
-
-    def block(self, stmts, kind, parent, also_assigned=()):
-        return _Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
-
-    def assigned_in(self, stmts):
-        """``assigned_names(stmts)``, each simple statement's names walked once
-        (a loop's blocks are built again for each enclosing loop's dry run)."""
-        out = set()
-        for s in stmts:
-            if isinstance(s, (gast.If, gast.For, gast.While)):
-                head = [s.target, s.iter] if isinstance(s, gast.For) else [s.test]
-                out |= assigned_names(head) | self.assigned_in(s.body) \
-                    | self.assigned_in(s.orelse)
-            elif hasattr(s, "body"):
-                out |= assigned_names([s])
-            else:
-                known = self.assigned_of.get(id(s))
-                if known is None or known[0] is not s:
-                    known = self.assigned_of[id(s)] = (s, assigned_names([s]))
-                out |= known[1]
-        return out
-
-    # -- helpers bound in the generated code ---------------------------------
-
-    def helper(self, name, value):
-        """The name under which generated code refers to ``value``."""
-        if self.helpers.get(name) is value:
-            return name
-        if self.parsed.globals.get(name) is value and name not in self.helpers \
-                and name not in self.user_locals:
-            return name        # the user's module already binds it, e.g. np
-        if getattr(builtins, name, None) is value and name not in self.parsed.globals \
-                and name not in self.user_locals:
-            return name        # a builtin nobody shadows, e.g. slice
-        for used, v in self.helpers.items():
-            if v is value and used.startswith(name):
-                return used
-        fresh = self.namer.fresh(name)
-        self.helpers[fresh] = value
-        return fresh
-
-    def resolve(self, node):
-        """The value a dotted name in generated code refers to, or None."""
-        if isinstance(node, gast.Attribute):
-            base = self.resolve(node.value)
-            return getattr(base, node.attr, None) if base is not None else None
-        if isinstance(node, gast.Name):
-            if node.id in self.helpers:
-                return self.helpers[node.id]
-            return self.parsed.globals.get(node.id)
-        return None
-
-    def runtime(self, fn_name):
-        return self.helper(fn_name, getattr(runtime, fn_name))
-
-    def callee(self, op, which):
-        """The name of the callee's primal or adjoint, for this call site's
-        active arguments."""
-        from ..callees import derivative_of
-        handle = derivative_of(op.primitive)
-        params = list(handle.params)
-        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
-        primal, adjoint = handle.for_callers(mask, self.grads.inplace)
-        name = getattr(op.primitive, "__name__", "callee")
-        return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
+    def __init__(self, ctx: ReverseContext):
+        self.ctx = ctx
+        self.adjoints = Adjoints(ctx)
+        self.loops = LoopAdjoint(ctx, self.adjoint_block)
+        self.residuals = Residuals(ctx)
 
     # -- the eight steps of the two functions (pipeline.py runs them in order) ---
 
     def primal(self):
         """1. The primal: the normal form, binding what the adjoint will read."""
-        fn = self.normal.tree
-        self.out_bar = self.namer.fresh("out_bar")
-        self.residuals = self.namer.fresh("residuals")
-        self.tape = self.namer.fresh("tape")
+        fn = self.ctx.normal.tree
+        self.ctx.out_bar = self.ctx.namer.fresh("out_bar")
+        self.ctx.residuals_name = self.ctx.namer.fresh("residuals")
+        self.ctx.tape = self.ctx.namer.fresh("tape")
         self.primal_body = self.primal_block(fn.body)
-        self.primal_names |= set(self.residual_of.values()) | set(self.trips.values())
-        if isinstance(self.output, gast.Name) and self.output.id in self.active:
-            self.grads.seed(self.output.id, self.out_bar)
+        self.ctx.primal_names |= set(self.ctx.residual_of.values()) | set(self.ctx.trips.values())
+        if isinstance(self.ctx.output, gast.Name) and self.ctx.output.id in self.ctx.active:
+            self.ctx.grads.seed(self.ctx.output.id, self.ctx.out_bar)
 
     def adjoint(self):
         """2. The adjoint of every block, statements in reverse."""
-        self.top = _Block(self.primal_body, "top", None)
+        self.top = Block(self.primal_body, "top", None)
         self.top.adjoint = self.adjoint_block(self.top)
 
     def returns(self):
@@ -251,84 +124,84 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
 
     def snapshots(self):
         """4. Copies of values the primal overwrites while the adjoint needs them."""
-        self.snapshot_overwritten(self.top)
+        self.residuals.snapshot_overwritten(self.top)
 
     def saves(self):
         """5. What each block that runs more than once must save."""
-        self.compute_saves(self.top)
+        self.residuals.compute_saves(self.top)
 
     def tapes(self):
         """6. The saves pushed onto the tape and popped by the adjoint."""
-        self.uses_tape = self.insert_saves(self.top)
+        self.uses_tape = self.residuals.insert_saves(self.top)
 
     def residual_list(self):
         """7. The residuals the primal returns (``meta(x)`` for a shape only)."""
         top = self.top
-        residuals = sorted(self.need(top), key=self.order_key(top))
+        residuals = sorted(self.residuals.need(top), key=self.residuals.order_key(top))
         if self.uses_tape:
-            residuals.append(self.tape)
+            residuals.append(self.ctx.tape)
         self.residual_names = residuals
-        self.shape_only_names = self.shape_only(top, residuals)
+        self.shape_only_names = self.residuals.shape_only(top, residuals)
 
     def assemble(self):
         """8. The primal and adjoint functions, with their prologues: a ``Derived``."""
-        fn, top, primal = self.normal.tree, self.top, self.primal_body
+        fn, top, primal = self.ctx.normal.tree, self.top, self.primal_body
         residuals, uses_tape, shape_only = self.residual_names, self.uses_tape, \
             self.shape_only_names
-        saved = [_call(self.runtime("meta"), _name(r)) if r in shape_only else _name(r)
+        saved = [_call(self.ctx.runtime("meta"), _name(r)) if r in shape_only else _name(r)
                  for r in residuals]
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
-        unbound = self.maybe_unbound(top) | (self.bound_up_front - set(self.normal.params))
+        unbound = self.residuals.maybe_unbound(top) | (self.ctx.bound_up_front - set(self.ctx.normal.params))
         prologue = [_assign(n, gast.Constant(None, None), None) for n in sorted(unbound)]
         if uses_tape:
-            prologue.append(_assign(self.tape, gast.List(elts=[], ctx=gast.Load()), None))
+            prologue.append(_assign(self.ctx.tape, gast.List(elts=[], ctx=gast.Load()), None))
         primal[:0] = prologue
         self.bind_lifted(primal)
         adjoint = top.adjoint
         head = []
         if residuals:
             head.append(_assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
-                                           ctx=gast.Store()), _name(self.residuals), None))
+                                           ctx=gast.Store()), _name(self.ctx.residuals_name), None))
         if uses_tape:
-            head.append(_assign(self.tape, _call(self.helper("list", list), _name(self.tape)),
+            head.append(_assign(self.ctx.tape, _call(self.ctx.helper("list", list), _name(self.ctx.tape)),
                                 None))
         adjoint[:0] = head
-        primal_fn = gast.FunctionDef(name=self.namer.fresh(f"{fn.name}_primal"), args=fn.args,
+        primal_fn = gast.FunctionDef(name=self.ctx.namer.fresh(f"{fn.name}_primal"), args=fn.args,
                                      body=primal, decorator_list=[], returns=None,
                                      type_comment=None, type_params=[])
-        args = gast.arguments(args=[_name(self.residuals), _name(self.out_bar)],
+        args = gast.arguments(args=[_name(self.ctx.residuals_name), _name(self.ctx.out_bar)],
                               posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                               kwarg=None, defaults=[])
         for a in args.args:
             a.ctx = gast.Param()
-        adjoint_fn = gast.FunctionDef(name=self.namer.fresh(f"{fn.name}_adjoint"), args=args,
+        adjoint_fn = gast.FunctionDef(name=self.ctx.namer.fresh(f"{fn.name}_adjoint"), args=args,
                                       body=adjoint, decorator_list=[], returns=None,
                                       type_comment=None, type_params=[])
-        return Derived(primal_fn, adjoint_fn, self.helpers, self.wrt)
+        return Derived(primal_fn, adjoint_fn, self.ctx.helpers, self.ctx.wrt)
 
     def bind_lifted(self, primal):
         """Nested functions lifted by ``closures`` and still called directly
         (their results carry no gradient) are bound like other helpers."""
-        real = set(self.parsed.fn.__code__.co_freevars)
+        real = set(self.ctx.parsed.fn.__code__.co_freevars)
         for node in gast.walk(gast.Module(body=primal, type_ignores=[])):
-            if isinstance(node, gast.Name) and node.id in self.parsed.closure \
+            if isinstance(node, gast.Name) and node.id in self.ctx.parsed.closure \
                     and node.id not in real:
-                self.helpers[node.id] = self.parsed.closure[node.id].cell_contents
+                self.ctx.helpers[node.id] = self.ctx.parsed.closure[node.id].cell_contents
 
     def final_return(self):
         elts = []
-        for p in self.wrt:
-            if self.grads.bound(p):
-                call = _call(self.runtime("project"), _name(self.grads.var(p)), _name(p))
+        for p in self.ctx.wrt:
+            if self.ctx.grads.bound(p):
+                call = _call(self.ctx.runtime("project"), _name(self.ctx.grads.var(p)), _name(p))
                 # a structure's gradient is a new container whose leaves may be
                 # shared (a cotangent passed through), so its leaves are copied
-                if self.grads.state[p] != OWNED or not self.kind(p).is_number:
+                if self.ctx.grads.state[p] != OWNED or not self.ctx.kind(p).is_number:
                     call.keywords = [gast.keyword(arg="copy", value=gast.Constant(True, None))]
                 elts.append(call)
             else:
-                elts.append(_call(self.runtime("zeros_like"), _name(p)))
+                elts.append(_call(self.ctx.runtime("zeros_like"), _name(p)))
         ret = gast.Return(value=gast.Tuple(elts=elts, ctx=gast.Load()))
         ret.lineno = None
         return ret
@@ -347,35 +220,35 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
             stmt.orelse = self.primal_block(stmt.orelse)
             return [stmt]
         if isinstance(stmt, (gast.For, gast.While)):
-            trips = self.namer.fresh("trips")
-            self.trips[id(stmt)] = trips
+            trips = self.ctx.namer.fresh("trips")
+            self.ctx.trips[id(stmt)] = trips
             body = self.primal_block(stmt.body)
-            if self.over_range(stmt) and not (body and is_break_check(body[-1])):
+            if self.loops.over_range(stmt) and not (body and is_break_check(body[-1])):
                 # a range loop without break runs len(range) times: no counter
                 stmt.body = body
-                count = _call(self.helper("len", len), clone(stmt.iter))
+                count = _call(self.ctx.helper("len", len), clone(stmt.iter))
                 return [stmt, _assign(trips, count, stmt.lineno)]
             stmt.body = [_assign(trips, gast.BinOp(left=_name(trips), op=gast.Add(),
                                                    right=gast.Constant(1, None)), stmt.lineno)
                          ] + body
             return [_assign(trips, gast.Constant(0, None), stmt.lineno), stmt]
-        op = self.ops.get(id(stmt))
+        op = self.ctx.ops.get(id(stmt))
         if op is not None and op.kind in (OpKind.USER, OpKind.CUSTOM) \
                 and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
-                and stmt.targets[0].id in self.active:
+                and stmt.targets[0].id in self.ctx.active:
             target = stmt.targets[0].id
-            res = self.namer.fresh(f"{target}_res")
-            self.residual_of[id(stmt)] = res     # (branches may bind one target)
-            stmt.value.func = _name(self.callee(op, "primal"))
+            res = self.ctx.namer.fresh(f"{target}_res")
+            self.ctx.residual_of[id(stmt)] = res     # (branches may bind one target)
+            stmt.value.func = _name(self.ctx.callee(op, "primal"))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
         elif op is not None and op.kind is OpKind.DYNAMIC and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
-                and stmt.targets[0].id in self.active:
+                and stmt.targets[0].id in self.ctx.active:
             target = stmt.targets[0].id
-            res = self.namer.fresh(f"{target}_res")
-            self.residual_of[id(stmt)] = res
+            res = self.ctx.namer.fresh(f"{target}_res")
+            self.ctx.residual_of[id(stmt)] = res
             stmt.value = self.dynamic_primal(op, stmt.value)
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
@@ -384,22 +257,17 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
     def dynamic_primal(self, op, call):
         """``fn(x, k=y)`` -> ``dynamic_call(fn, mask, inplace, x, k=y)``; a method
         call ``obj.m(x)`` -> ``dynamic_method_call(obj, 'm', mask, inplace, x)``."""
-        flags = [gast.Tuple(elts=[gast.Constant(k, None) for k in self.dynamic_mask(op)],
-                            ctx=gast.Load()), gast.Constant(self.grads.inplace, None)]
+        flags = [gast.Tuple(elts=[gast.Constant(k, None) for k in self.ctx.dynamic_mask(op)],
+                            ctx=gast.Load()), gast.Constant(self.ctx.grads.inplace, None)]
         receiver = op.bound["receiver"]
         if receiver is not None:
             head = [_name(receiver.id), gast.Constant(call.func.attr, None)]
-            func = self.helper("dynamic_method_call", runtime.dynamic_method_call)
+            func = self.ctx.helper("dynamic_method_call", runtime.dynamic_method_call)
         else:
             head = [call.func]
-            func = self.helper("dynamic_call", runtime.dynamic_call)
+            func = self.ctx.helper("dynamic_call", runtime.dynamic_call)
         return gast.Call(func=_name(func), args=head + flags + call.args,
                          keywords=call.keywords)
-
-    def dynamic_mask(self, op):
-        """The keys (position, keyword, -1 for the receiver) of a dynamic call's
-        arguments that carry a gradient."""
-        return tuple(k for k, n in op.operands if n in self.active)
 
     # -- adjoint --------------------------------------------------------------
 
@@ -413,14 +281,14 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
         if isinstance(stmt, gast.If):
             return self.adjoint_if(stmt, block)
         if isinstance(stmt, (gast.For, gast.While)):
-            return self.adjoint_loop(stmt, block)
-        op = self.ops.get(id(stmt))
+            return self.loops.adjoint_loop(stmt, block)
+        op = self.ctx.ops.get(id(stmt))
         if op is not None and op.kind in EFFECT_ADJOINT_OF:
             out = []
-            EFFECT_ADJOINT_OF[op.kind](self, out, stmt, op)
+            EFFECT_ADJOINT_OF[op.kind](self.adjoints, out, stmt, op)
             for s in out:
                 s.lineno = stmt.lineno
-            self.parts.append((stmt, out, block))
+            self.ctx.parts.append((stmt, out, block))
             return out
         if not isinstance(stmt, gast.Assign) or op is None:
             return []      # effects (print, assert) and the primal's own bookkeeping
@@ -431,38 +299,38 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
         out = []
         if isinstance(target, gast.Tuple):
             names = [e.id for e in target.elts]
-            if any(self.grads.bound(n) for n in names) and stmt.value.id in self.active:
-                self.adjoint_unpack(out, stmt, names, stmt.value.id)
+            if any(self.ctx.grads.bound(n) for n in names) and stmt.value.id in self.ctx.active:
+                self.adjoints.adjoint_unpack(out, stmt, names, stmt.value.id)
             for n in names:
-                self.grads.consume(n)
+                self.ctx.grads.consume(n)
         else:
             t = target.id
-            if t in self.active and self.grads.bound(t):
-                g = _name(self.grads.var(t))
+            if t in self.ctx.active and self.ctx.grads.bound(t):
+                g = _name(self.ctx.grads.var(t))
                 adjoint = ADJOINT_OF.get(op.kind)
                 if adjoint is None:     # a kind added without its adjoint: never skipped
                     raise AssertionError(f"pullback has no adjoint for an op of kind "
                                          f"{op.kind!r} (reverse.adjoints.ADJOINT_OF)")
-                adjoint(self, out, stmt, op, t, g)
-            self.grads.consume(t)
+                adjoint(self.adjoints, out, stmt, op, t, g)
+            self.ctx.grads.consume(t)
         for s in out:
             s.lineno = stmt.lineno
-        self.parts.append((stmt, out, block))
+        self.ctx.parts.append((stmt, out, block))
         return out
 
     def adjoint_if(self, stmt, block):
-        before = self.grads.snapshot()
-        then = self.block(stmt.body, "branch", block)
+        before = self.ctx.grads.snapshot()
+        then = self.ctx.new_block(stmt.body, "branch", block)
         then.adjoint = self.adjoint_block(then)
-        after_then = self.grads.snapshot()
-        self.grads.restore(before)
-        other = self.block(stmt.orelse, "branch", block)
+        after_then = self.ctx.grads.snapshot()
+        self.ctx.grads.restore(before)
+        other = self.ctx.new_block(stmt.orelse, "branch", block)
         other.adjoint = self.adjoint_block(other)
-        after_other = self.grads.snapshot()
-        merged, fix_then, fix_other = self.grads.merge(after_then, after_other, self.zero_for)
+        after_other = self.ctx.grads.snapshot()
+        merged, fix_then, fix_other = self.ctx.grads.merge(after_then, after_other, self.loops.zero_for)
         then.adjoint += fix_then
         other.adjoint += fix_other
-        self.grads.restore(merged)
+        self.ctx.grads.restore(merged)
         if not then.adjoint and not other.adjoint:
             block.children.remove(then)
             block.children.remove(other)
@@ -471,64 +339,3 @@ class _Reverse(LoopAdjoint, Adjoints, Residuals):
                       orelse=other.adjoint)
         new.lineno = stmt.lineno
         return [new]
-
-
-# dtypes narrower or wider than float64, and the ways to reach them
-_OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex128,
-                np.clongdouble}
-_CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble", "float128",
-          "longfloat", "complex64", "complex128", "complex256", "csingle", "cdouble",
-          "clongdouble", "complex_", "frombuffer", "fromfile",
-          # and what may make a complex value from real ones (the kinds do not
-          # always know: np.fft's results are complex)
-          "fft", "linalg", "emath", "scimath", "conj", "conjugate", "real", "imag", "angle",
-          "vectorize", "frompyfunc", "roots", "complex"}
-_COMPLEX_MODULES = ("numpy.fft", "numpy.linalg", "numpy.lib.scimath", "cmath", "scipy")
-
-
-def _only_float64(rev):
-    """Whether every float array the function computes is float64: its inputs
-    are (``rev.float64``), no value can be complex (nothing complex in the
-    kinds, no complex literal, no np.fft, np.linalg, conj...), no module value it reads
-    has another float dtype, it names no cast or other dtype, passes no
-    ``dtype=``, and calls no function whose results pullback does not see
-    (the user's own code is read too: fused regions no longer appear)."""
-    for k in rev.kinds.values():
-        if k.is_number and (k.complex is not False or (
-                k.dtype is not None and k.dtype != "float64"
-                and not k.dtype.startswith(("int", "uint", "bool")))):
-            return False
-    from ..lowering.kernels import Kernel       # (a fused region of this function's own code)
-    if any(op.kind in ("user", "dynamic") or (
-            op.kind == "custom" and not isinstance(op.primitive, Kernel))
-            for op in rev.ops.values()):
-        return False
-    nodes = list(gast.walk(rev.normal.tree)) + list(gast.walk(rev.parsed.tree))
-    for node in nodes:
-        if isinstance(node, gast.keyword) and node.arg == "dtype":
-            return False
-        if isinstance(node, gast.Attribute) and node.attr in _CASTS:
-            return False
-        if isinstance(node, gast.Constant) and isinstance(node.value, complex):
-            return False
-        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and not (
-                isinstance(node.right, gast.Constant) and type(node.right.value) is int) and not (
-                isinstance(node.left, gast.Name) and rev.kind(node.left.id).shape == "array"):
-            return False      # a Python float to a fractional power may be complex
-        if isinstance(node, gast.Name):
-            if node.id in _CASTS:
-                return False
-            v = rev.parsed.globals.get(node.id)
-            if v is None and node.id in rev.parsed.closure:
-                try:
-                    v = rev.parsed.closure[node.id].cell_contents
-                except ValueError:
-                    v = None
-            if isinstance(v, type) and v in _OTHER_FLOAT:
-                return False
-            module = getattr(v, "__module__", None) or getattr(v, "__name__", None)
-            if isinstance(module, str) and module.startswith(_COMPLEX_MODULES):
-                return False
-            if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.dtype != np.float64:
-                return False
-    return True

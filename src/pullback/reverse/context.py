@@ -1,0 +1,284 @@
+"""The reverse pass's context: what its steps, the adjoints
+(``adjoints.Adjoints``), the loop adjoints and the residuals read and write,
+built once by ``reverse.start`` and handed to each of them.
+
+It holds the analyses' results (``normal``, ``ops``, ``kinds``, the active
+and varied names), the gradient states (``grads``), the names given out and
+the helpers the generated code binds.  The ``Block`` tree (a primal block and
+its adjoint) is made here too; a parameter named ``block`` is always such a
+node, and the statement list an adjoint is appended to is always ``out``.
+
+Each statement's adjoint is recorded in ``parts`` with its block:
+
+>>> import gast, numpy as np
+>>> from pullback import pipeline
+>>> from pullback.analyses import kinds
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     y = np.sin(x)
+...     return y * x
+... ''')
+>>> t = pipeline.Transform(f, {"x": kinds.NUMBER}, ["x"], False, True, None)
+>>> for step in pipeline.STEPS[:pipeline.STEPS.index(pipeline.adjoint) + 1]:
+...     step(t)
+>>> ctx = t.reverse.ctx
+>>> sorted(ctx.active)
+['out', 'x', 'y']
+>>> for stmt, out, block in ctx.parts:
+...     print(block.kind, gast.unparse(stmt).strip(), "->", [gast.unparse(s) for s in out])
+top out = y * x -> ['y_bar = unbroadcast(out_bar * x, y)', 'x_bar = unbroadcast(out_bar * y, x)']
+top y = np.sin(x) -> ['x_bar = x_bar + y_bar * np.cos(x)']
+"""
+from __future__ import annotations
+
+import builtins
+
+import gast
+import numpy as np
+
+from .. import runtime
+from ..analyses import kinds as kinds_
+from ..analyses.activity import Activity
+from ..analyses.kinds import Kind, Shape
+from ..analyses.ops import Op, all_statements
+from ..frontend.parse import Parsed
+from ..ir.build import call as _call, name as _name
+from ..ir.grammar import assigned_names
+from ..normalize.normalize import Normal
+from .accumulate import Gradients
+
+__all__ = ["Block", "ReverseContext", "assignments"]
+
+
+class Block:
+    """A primal block (function body, branch, loop body) and its adjoint."""
+
+    def __init__(self, stmts, kind, parent, also_assigned=(), assigned=None):
+        self.stmts, self.kind, self.parent = stmts, kind, parent
+        self.children = []          # nested blocks, in the order their adjoints appear
+        self.adjoint = []
+        self.extra = set(also_assigned)         # a loop body's target
+        self.recomputed = set()                 # ... when the adjoint loop recomputes it
+        self.assigned = (assigned_names(stmts) if assigned is None else assigned) | self.extra
+        self.save = []
+        if parent is not None:
+            parent.children.append(self)
+
+
+class ReverseContext:
+    """The state of one reverse pass, shared by its parts (see the module)."""
+
+    def __init__(self, normal: Normal, parsed: Parsed, ops: dict[int, Op],
+                 kinds: dict[str, Kind], activity: Activity, wrt, output: gast.expr,
+                 inplace: bool, written: frozenset[str]):
+        self.normal, self.parsed, self.ops = normal, parsed, ops
+        self.kinds, self.wrt, self.output = kinds, tuple(wrt), output
+        self.active, self.varied = activity.active, activity.varied
+        self.namer = normal.namer
+        self.helpers = {}
+        self.residual_of = {}   # id(call statement) -> name of its callee residuals
+        self.trips = {}         # id(loop) -> name of its trip counter
+        self.indexed = set()    # names whose gradient received an indexed add
+        self.user_locals = set(normal.params) | assigned_names(normal.tree.body)
+        self.grads = Gradients(self.namer, kinds, self.helper, inplace,
+                               self.shaped_like, self.whole_in_place)
+        self.int_names = kinds_.int_names(normal.tree.body, ops)
+        self.written = written            # arrays the primal writes into
+        # every input float64 (or a Python float): contributions need no rounding
+        self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
+                           if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
+        self.parts = []                   # (primal statement, its adjoint, block)
+        self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
+        self.bound_up_front = set()       # names the primal reads before any assignment
+        self.kept_before = {}             # (id(loop), name) -> the name its value is kept in
+        self.kept_names = set()           # names given out that dry runs must not reuse
+        self.dry = 0                      # inside a loop's dry runs (loop_adjoint)
+        self.loop_effects = {}            # loop_adjoint: a loop's effect per entry state
+        self.loop_builds = 0              # ... and how many adjoints were built (tests count)
+        self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
+        self.only_float64 = None          # whole_in_place: every array float64 (lazily)
+        self.definitions_of = None        # definitions: name -> its assignments (lazily)
+        # names the two functions use, given out by the first step (reverse.primal)
+        self.out_bar = self.residuals_name = self.tape = None
+
+    def kind(self, name):
+        return self.kinds.get(name) or kinds_.UNKNOWN
+
+    # -- whole-buffer accumulation in place (accumulate.Gradients) --------------
+
+    def shaped_like(self, expr, name):
+        """``expr`` is an array of exactly ``name``'s shape: ``zeros_like(name)``,
+        ``owned_zeros(name)``, ``unbroadcast(g, name)``, ``unreduce(g, name, ...)``."""
+        if not isinstance(expr, gast.Call) or expr.keywords:
+            return False
+        fn = self.resolve(expr.func)
+        at = {runtime.zeros_like: 0, runtime.owned_zeros: 0, runtime.unbroadcast: 1,
+              runtime.unreduce: 1}.get(fn) if callable(fn) else None
+        return at is not None and len(expr.args) > at and isinstance(expr.args[at], gast.Name) \
+            and expr.args[at].id == name
+
+    def whole_in_place(self, name):
+        """``name_bar += g`` into a buffer of ``name``'s shape adds exactly what
+        ``name_bar + g`` would: ``name`` is a real array and every array the
+        function computes is float64 (no wider value to round, no complex one)."""
+        kind = self.kind(name)
+        if kind.shape != "array" or kind.complex is not False \
+                or kind.dtype not in (None, "float64"):
+            return False
+        if self.only_float64 is None:
+            self.only_float64 = self.float64 and _only_float64(self)
+        return self.only_float64
+
+    def new_block(self, stmts, kind, parent, also_assigned=()):
+        """A ``Block`` for ``stmts`` under ``parent``."""
+        return Block(stmts, kind, parent, also_assigned, self.assigned_in(stmts))
+
+    def assigned_in(self, stmts):
+        """``assigned_names(stmts)``, each simple statement's names walked once
+        (a loop's blocks are built again for each enclosing loop's dry run)."""
+        out = set()
+        for s in stmts:
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                head = [s.target, s.iter] if isinstance(s, gast.For) else [s.test]
+                out |= assigned_names(head) | self.assigned_in(s.body) \
+                    | self.assigned_in(s.orelse)
+            elif hasattr(s, "body"):
+                out |= assigned_names([s])
+            else:
+                known = self.assigned_of.get(id(s))
+                if known is None or known[0] is not s:
+                    known = self.assigned_of[id(s)] = (s, assigned_names([s]))
+                out |= known[1]
+        return out
+
+    # -- helpers bound in the generated code ---------------------------------
+
+    def helper(self, name, value):
+        """The name under which generated code refers to ``value``."""
+        if self.helpers.get(name) is value:
+            return name
+        if self.parsed.globals.get(name) is value and name not in self.helpers \
+                and name not in self.user_locals:
+            return name        # the user's module already binds it, e.g. np
+        if getattr(builtins, name, None) is value and name not in self.parsed.globals \
+                and name not in self.user_locals:
+            return name        # a builtin nobody shadows, e.g. slice
+        for used, v in self.helpers.items():
+            if v is value and used.startswith(name):
+                return used
+        fresh = self.namer.fresh(name)
+        self.helpers[fresh] = value
+        return fresh
+
+    def resolve(self, node):
+        """The value a dotted name in generated code refers to, or None."""
+        if isinstance(node, gast.Attribute):
+            base = self.resolve(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        if isinstance(node, gast.Name):
+            if node.id in self.helpers:
+                return self.helpers[node.id]
+            return self.parsed.globals.get(node.id)
+        return None
+
+    def runtime(self, fn_name):
+        return self.helper(fn_name, getattr(runtime, fn_name))
+
+    def callee(self, op, which):
+        """The name of the callee's primal or adjoint, for this call site's
+        active arguments."""
+        from ..callees import derivative_of
+        handle = derivative_of(op.primitive)
+        params = list(handle.params)
+        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
+        primal, adjoint = handle.for_callers(mask, self.grads.inplace)
+        name = getattr(op.primitive, "__name__", "callee")
+        return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
+
+    def dynamic_mask(self, op):
+        """The keys (position, keyword, -1 for the receiver) of a dynamic call's
+        arguments that carry a gradient."""
+        return tuple(k for k, n in op.operands if n in self.active)
+
+    def zero_buffer(self, name):
+        return _call(self.runtime("owned_zeros"), _name(name))
+
+    def definitions(self, name):
+        """The statements that assign ``name``."""
+        if self.definitions_of is None:
+            self.definitions_of = assignments(self.normal.tree.body)
+        return self.definitions_of.get(name, [])
+
+
+def assignments(body) -> dict[str, list[gast.Assign]]:
+    """Each name assigned in ``body`` (nested blocks included) -> the
+    statements that assign it, in order."""
+    found = {}
+    for s in all_statements(body):
+        if isinstance(s, gast.Assign):
+            t = s.targets[0]
+            for e in t.elts if isinstance(t, gast.Tuple) else [t]:
+                if isinstance(e, gast.Name):
+                    found.setdefault(e.id, []).append(s)
+    return found
+
+# dtypes narrower or wider than float64, and the ways to reach them
+_OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex128,
+                np.clongdouble}
+_CASTS = {"astype", "view", "float16", "float32", "half", "single", "longdouble", "float128",
+          "longfloat", "complex64", "complex128", "complex256", "csingle", "cdouble",
+          "clongdouble", "complex_", "frombuffer", "fromfile",
+          # and what may make a complex value from real ones (the kinds do not
+          # always know: np.fft's results are complex)
+          "fft", "linalg", "emath", "scimath", "conj", "conjugate", "real", "imag", "angle",
+          "vectorize", "frompyfunc", "roots", "complex"}
+_COMPLEX_MODULES = ("numpy.fft", "numpy.linalg", "numpy.lib.scimath", "cmath", "scipy")
+
+
+def _only_float64(ctx):
+    """Whether every float array the function computes is float64: its inputs
+    are (``ctx.float64``), no value can be complex (nothing complex in the
+    kinds, no complex literal, no np.fft, np.linalg, conj...), no module value it reads
+    has another float dtype, it names no cast or other dtype, passes no
+    ``dtype=``, and calls no function whose results pullback does not see
+    (the user's own code is read too: fused regions no longer appear)."""
+    for k in ctx.kinds.values():
+        if k.is_number and (k.complex is not False or (
+                k.dtype is not None and k.dtype != "float64"
+                and not k.dtype.startswith(("int", "uint", "bool")))):
+            return False
+    from ..lowering.kernels import Kernel       # (a fused region of this function's own code)
+    if any(op.kind in ("user", "dynamic") or (
+            op.kind == "custom" and not isinstance(op.primitive, Kernel))
+            for op in ctx.ops.values()):
+        return False
+    nodes = list(gast.walk(ctx.normal.tree)) + list(gast.walk(ctx.parsed.tree))
+    for node in nodes:
+        if isinstance(node, gast.keyword) and node.arg == "dtype":
+            return False
+        if isinstance(node, gast.Attribute) and node.attr in _CASTS:
+            return False
+        if isinstance(node, gast.Constant) and isinstance(node.value, complex):
+            return False
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Pow) and not (
+                isinstance(node.right, gast.Constant) and type(node.right.value) is int) and not (
+                isinstance(node.left, gast.Name) and ctx.kind(node.left.id).shape == "array"):
+            return False      # a Python float to a fractional power may be complex
+        if isinstance(node, gast.Name):
+            if node.id in _CASTS:
+                return False
+            v = ctx.parsed.globals.get(node.id)
+            if v is None and node.id in ctx.parsed.closure:
+                try:
+                    v = ctx.parsed.closure[node.id].cell_contents
+                except ValueError:
+                    v = None
+            if isinstance(v, type) and v in _OTHER_FLOAT:
+                return False
+            module = getattr(v, "__module__", None) or getattr(v, "__name__", None)
+            if isinstance(module, str) and module.startswith(_COMPLEX_MODULES):
+                return False
+            if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and v.dtype != np.float64:
+                return False
+    return True
