@@ -34,7 +34,6 @@ def f_jvp(x, w, x_dot, w_dot):
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import operator
 
@@ -45,6 +44,7 @@ from ..analyses import kinds as kinds_
 from ..driver import dispatch
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import assign as _assign, call as _call, name as _name
+from ..ir.naming import HelperNames
 from ..reverse.adjoints import Adjoints
 from ..reverse.context import assignments
 from ..rules.inline import clone, instantiate
@@ -76,7 +76,7 @@ class _RuleView:
         self.fn, self.name, self.diff = fn, fn.__name__, rule.diff
 
 
-class _Forward:
+class _Forward(HelperNames):
     def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, written):
         self.normal, self.parsed, self.ops, self.kinds = normal, parsed, ops, kinds
         self.active, self.varied = activity.active, activity.varied
@@ -103,32 +103,6 @@ class _Forward:
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN
-
-    def helper(self, name, value):
-        if self.helpers.get(name) is value:
-            return name
-        if self.parsed.globals.get(name) is value and name not in self.helpers \
-                and name not in self.user_locals:
-            return name
-        if getattr(builtins, name, None) is value and name not in self.parsed.globals \
-                and name not in self.user_locals:
-            return name
-        for used, v in self.helpers.items():
-            if v is value and used.startswith(name):
-                return used
-        fresh = self.namer.fresh(name)
-        self.helpers[fresh] = value
-        return fresh
-
-    def resolve(self, node):
-        if isinstance(node, gast.Attribute):
-            base = self.resolve(node.value)
-            return getattr(base, node.attr, None) if base is not None else None
-        if isinstance(node, gast.Name):
-            if node.id in self.helpers:
-                return self.helpers[node.id]
-            return self.parsed.globals.get(node.id)
-        return None
 
     def support(self, fn_name):
         return self.helper(fn_name, getattr(support, fn_name))

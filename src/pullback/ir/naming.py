@@ -124,3 +124,55 @@ def _is_method(func):
     # x.sum() (a method on a local) versus np.sum (a module attribute); the
     # caller knows which; describe only needs a plausible word.
     return isinstance(func.value, gast.Name) and func.value.id not in ("np", "math", "numpy")
+
+
+class HelperNames:
+    """How generated code names the values it calls (``np``, a runtime
+    helper, a callee's pair): the user's own binding or an unshadowed builtin
+    where one holds the very value, else a fresh name recorded in
+    ``helpers`` (name -> value), which the loader binds.  The reverse pass's
+    context and the forward pass share it; each sets ``helpers`` (a dict),
+    ``namer`` (a ``Namer``), ``parsed`` (its ``globals``) and ``user_locals``.
+
+    >>> import numpy as np, types
+    >>> h = HelperNames()
+    >>> h.helpers, h.namer, h.user_locals = {}, Namer({"x"}), {"x"}
+    >>> h.parsed = types.SimpleNamespace(globals={"np": np})
+    >>> h.helper("np", np), h.helper("slice", slice), h.helper("x", abs), h.helpers
+    ('np', 'slice', 'x_1', {'x_1': <built-in function abs>})
+    >>> h.resolve(gast.parse("np.linalg").body[0].value) is np.linalg
+    True
+    """
+
+    helpers: dict
+    namer: Namer
+    user_locals: set
+
+    def helper(self, name, value):
+        """The name under which generated code refers to ``value``."""
+        if self.helpers.get(name) is value:
+            return name
+        if self.parsed.globals.get(name) is value and name not in self.helpers \
+                and name not in self.user_locals:
+            return name        # the user's module already binds it, e.g. np
+        if getattr(builtins, name, None) is value and name not in self.parsed.globals \
+                and name not in self.user_locals:
+            return name        # a builtin nobody shadows, e.g. slice
+        for used, v in self.helpers.items():
+            if v is value and used.startswith(name):
+                return used
+        fresh = self.namer.fresh(name)
+        self.helpers[fresh] = value
+        return fresh
+
+    def resolve(self, node):
+        """The value a dotted name in generated code refers to, or None."""
+        if isinstance(node, gast.Attribute):
+            base = self.resolve(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        if isinstance(node, gast.Name):
+            if node.id in self.helpers:
+                return self.helpers[node.id]
+            return self.parsed.globals.get(node.id)
+        return None
+

@@ -32,7 +32,6 @@ top y = np.sin(x) -> ['x_bar = x_bar + y_bar * np.cos(x)']
 """
 from __future__ import annotations
 
-import builtins
 
 import gast
 import numpy as np
@@ -44,6 +43,7 @@ from ..analyses.kinds import Kind, Shape
 from ..analyses.ops import Op, all_statements
 from ..frontend.parse import Parsed
 from ..ir.build import call as _call, name as _name
+from ..ir.naming import HelperNames
 from ..ir.grammar import assigned_names
 from ..normalize.normalize import Normal
 from .accumulate import Gradients
@@ -66,7 +66,7 @@ class Block:
             parent.children.append(self)
 
 
-class ReverseContext:
+class ReverseContext(HelperNames):
     """The state of one reverse pass, shared by its parts (see the module)."""
 
     def __init__(self, normal: Normal, parsed: Parsed, ops: dict[int, Op],
@@ -153,34 +153,6 @@ class ReverseContext:
         return out
 
     # -- helpers bound in the generated code ---------------------------------
-
-    def helper(self, name, value):
-        """The name under which generated code refers to ``value``."""
-        if self.helpers.get(name) is value:
-            return name
-        if self.parsed.globals.get(name) is value and name not in self.helpers \
-                and name not in self.user_locals:
-            return name        # the user's module already binds it, e.g. np
-        if getattr(builtins, name, None) is value and name not in self.parsed.globals \
-                and name not in self.user_locals:
-            return name        # a builtin nobody shadows, e.g. slice
-        for used, v in self.helpers.items():
-            if v is value and used.startswith(name):
-                return used
-        fresh = self.namer.fresh(name)
-        self.helpers[fresh] = value
-        return fresh
-
-    def resolve(self, node):
-        """The value a dotted name in generated code refers to, or None."""
-        if isinstance(node, gast.Attribute):
-            base = self.resolve(node.value)
-            return getattr(base, node.attr, None) if base is not None else None
-        if isinstance(node, gast.Name):
-            if node.id in self.helpers:
-                return self.helpers[node.id]
-            return self.parsed.globals.get(node.id)
-        return None
 
     def runtime(self, fn_name):
         return self.helper(fn_name, getattr(runtime, fn_name))
