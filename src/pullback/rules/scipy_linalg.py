@@ -2,7 +2,7 @@
 
 ``solve_triangular``, ``cho_factor``/``cho_solve``, ``cholesky``, ``sqrtm``,
 ``expm``, ``solve_sylvester``, and the twins of ``np.linalg``'s ``inv``, ``det``, ``solve``.
-Formulas live in ``runtime.scipy_support`` (and ``linalg_support`` for the
+Formulas live in ``runtime.scipy_solvers`` (and ``linalg_support`` for the
 twins).  Before/after::
 
     x = solve_triangular(a, b, lower=True)

@@ -9,7 +9,8 @@ adjoints call them on hot paths.
   structures (tuples, dicts, namedtuples, dataclasses);
 - ``rule_support``: the helpers rule bodies call (ties, products, splits);
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
-- ``scipy_support``: the SciPy rules' helpers (SciPy imported when one runs);
+- ``scipy_support``, ``scipy_solvers``: the SciPy rules' helpers (special
+  functions and distributions; linalg, signal, odeint), SciPy imported when one runs;
 - ``calls``: calls into pullback itself (a callee known only at run time,
   a callee's handle), through hooks the driver installs.
 - ``control`` (not re-exported here, reached as ``runtime.control``): ``with
@@ -36,6 +37,8 @@ from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
 from .scipy_support import *  # noqa: F401,F403
 from .scipy_support import __all__ as _scipy_support
+from .scipy_solvers import *  # noqa: F401,F403
+from .scipy_solvers import __all__ as _scipy_solvers
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support + _scipy_support + _calls)
+           + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls)
