@@ -18,6 +18,7 @@ from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      fresh_grad, is_inexact, one_like, split_aux)
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
+from .higher import Made
 from .runtime.forward_support import zeros_tangent
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
@@ -73,6 +74,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         return ((value, aux), result) if has_aux else (value, result)
 
     value_and_grad_f.__pullback_api__ = "pb.value_and_grad"
+    value_and_grad_f.__pullback_made__ = Made("value_and_grad", fun, argnums, has_aux)
     return value_and_grad_f
 
 
@@ -92,6 +94,7 @@ def grad(fun, argnums=0, has_aux=False, *, inplace=None):
         return (g, aux) if has_aux else g
 
     grad_f.__pullback_api__ = "pb.grad"
+    grad_f.__pullback_made__ = Made("grad", fun, argnums, has_aux)
     return grad_f
 
 
@@ -116,6 +119,7 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
         return tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
 
     pullback.__pullback_api__ = "pb.vjp"
+    pullback.__pullback_made__ = Made("vjp", fun, has_aux=has_aux, primals=args)
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 

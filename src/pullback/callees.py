@@ -315,16 +315,21 @@ def derivative_of(fun):
         raise NonDifferentiableError(message, hint=hint)
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
+        from . import higher         # late: a derivative of a derivative
+        handle = higher.reverse_handle(fun)
+        if handle is not None:
+            return handle
         inner = getattr(fun, "__wrapped__", None)
         code = getattr(inner, "__code__", None)
         of = f" of `{getattr(inner, '__qualname__', inner)}`" if inner is not None else ""
         if code is not None:
             of += f" (defined in {code.co_filename}, line {code.co_firstlineno})"
         raise NonDifferentiableError(
-            f"Derivatives of derivatives are not supported yet: this differentiates a "
-            f"function made by {made_by}{of}.", _user_location(inner),
-            hint="Differentiate the original function once; for second derivatives, use "
-                 "finite differences of pb.grad for now.")
+            f"pullback cannot differentiate a function made by {made_by}{of} again.",
+            _user_location(inner),
+            hint="Differentiate the original function: pb.grad, pb.value_and_grad and pb.vjp "
+                 "functions can be differentiated again, pb.jvp, pb.jacfwd and pb.linearize "
+                 "ones not yet.")
     if not isinstance(fun, types.FunctionType):
         if isinstance(fun, (functools.partial, types.MethodType)) \
                 or _is_callable_instance(fun):

@@ -173,11 +173,13 @@ def refusal(fn):
                 "through a function value.",
                 "Pass that value to the nested function as an argument instead, or call the "
                 "nested function directly.")
+    if getattr(fn, "__pullback_made__", None) is not None:
+        return None         # a derivative made by pb.grad / pb.value_and_grad / pb.vjp
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
             and (fn.__module__ or "").split(".")[0] == "pullback"
             and not getattr(fn, "__pullback_rule_wrapper__", False)):
-        return ("Derivatives of derivatives are not supported yet: this calls a function "
+        return ("pullback cannot differentiate this call of a function "
                 f"made by pullback ({getattr(fn, '__pullback_api__', None) or fn.__name__}) "
                 "inside a function being differentiated.",
                 "Compute the inner derivative outside the differentiated function, or "

@@ -167,11 +167,19 @@ def forward_of(fun):
             hint="Use pb.vjp or pb.grad for this function, or define it with pb.custom_jvp "
                  "and its defjvp rule.")
     made_by = getattr(fun, "__pullback_api__", None)
+    from .. import higher             # a derivative of a derivative, or generated code's callee
     if made_by is not None:
+        handle = higher.forward_handle(fun)
+        if handle is not None:
+            return handle
         raise NonDifferentiableError(
-            f"Derivatives of derivatives are not supported yet: this differentiates a "
-            f"function made by {made_by}.",
-            hint="Differentiate the original function once.")
+            f"forward mode cannot differentiate a function made by {made_by} again.",
+            hint="Differentiate the original function: pb.grad, pb.value_and_grad and pb.vjp "
+                 "functions can be differentiated again, pb.jvp, pb.jacfwd and pb.linearize "
+                 "ones not yet.")
+    handle = higher.callee_forward(fun)
+    if handle is not None:
+        return handle
     if not isinstance(fun, types.FunctionType):
         from ..frontend.parse import parse
         parse(fun)          # raises SourceUnavailableError, saying what to do
@@ -182,7 +190,9 @@ def forward_of(fun):
 
 
 def is_forward_callable(fn):
-    return isinstance(fn, CustomJVP)
+    from .. import higher
+    return isinstance(fn, CustomJVP) or higher.made_by(fn) is not None \
+        or higher.callee_forward(fn) is not None
 
 
 # -- function values -------------------------------------------------------------------
@@ -211,6 +221,13 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     ``pb.jvp`` itself, where any Python function is differentiated, as by
     ``pb.grad``; inside a function, pullback's own functions are refused)."""
     from ..driver import dispatch      # late: importing pullback does not load the compiler
+    from .. import higher
+    special = higher.made_by(callee) is not None or higher.callee_forward(callee) is not None
+    if special:          # a derivative made by pullback, or generated code's callee
+        handle = forward_of(callee)
+        full, by_param = _by_params(handle, args, kwargs, mask, tangents)
+        wrt = tuple(sorted(by_param))
+        return handle.call(full, wrt, tuple(by_param[i] for i in wrt), has_aux)
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, tuple(mask))
     if isinstance(fn, CustomJVP):
         return _by_handle(fn, fn.fun, args, kwargs, mask, tangents, has_aux)
@@ -235,6 +252,20 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
         "is called here with a value being differentiated.",
         hint=f"Give {name} a forward rule with pb.custom_jvp, or call a NumPy function "
              "that has a rule or a function defined with def.")
+
+
+def _by_params(handle, args, kwargs, mask, tangents):
+    """A handle's arguments bound to its parameters, and the tangents by
+    parameter index (keys of ``mask``: positions or keyword names)."""
+    full = handle.bind(tuple(args), kwargs)
+    params = list(handle.params)
+    by_param = {}
+    for k, t in zip(mask, tangents):
+        if t is None:
+            continue
+        i = k if isinstance(k, int) else params.index(k)
+        by_param[i] = t if i not in by_param else by_param[i] + t
+    return full, by_param
 
 
 def _unwrap(fn, args, kwargs, mask):

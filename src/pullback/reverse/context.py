@@ -100,7 +100,7 @@ class ReverseContext(HelperNames):
         self.only_float64 = None          # whole_in_place: every array float64 (lazily)
         self.definitions_of = None        # definitions: name -> its assignments (lazily)
         # names the two functions use, given out by the first step (reverse.primal)
-        self.out_bar = self.residuals_name = self.tape = None
+        self.out_bar = self.residuals_name = self.tape = self.tape_at = None
 
     def kind(self, name):
         return self.kinds.get(name) or kinds_.UNKNOWN

@@ -41,7 +41,7 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from .. import runtime
+from .. import higher, runtime
 from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
 from ..ir.walk import all_statements as _all_statements
@@ -186,6 +186,16 @@ class Residuals:
         if len(block.save) == 1:
             push.value.args = [saved[0]]
             pop.targets = [_name(block.save[0], True)]
+        pops = [pop]
+        if higher.transforming_again():
+            # to be differentiated again: the tape is read by a position that
+            # counts down (``tape[at]``), not popped (forward mode follows no
+            # list changed in place)
+            at = self.ctx.tape_at
+            pop.value = gast.Subscript(value=_name(self.ctx.tape), slice=_name(at),
+                                       ctx=gast.Load())
+            pops = [_assign(at, gast.BinOp(left=_name(at), op=gast.Sub(),
+                                           right=gast.Constant(1, None)), None), pop]
         stmts = block.stmts
         at = len(stmts)
         carried = set(self.ctx.normal.carried_names)
@@ -194,7 +204,7 @@ class Residuals:
                 and stmts[at - 1].targets[0].id in carried)):
             at -= 1
         stmts.insert(at, push)
-        block.adjoint.insert(0, pop)
+        block.adjoint[0:0] = pops
         return True
 
     def maybe_unbound(self, top):

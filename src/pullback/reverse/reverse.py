@@ -60,6 +60,7 @@ from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
 from .context import ReverseContext, Block
 from .loop_adjoint import LoopAdjoint
 from .residuals import Residuals, is_break_check
+from .. import higher
 from ..rules.inline import clone
 
 __all__ = ["Derived", "start"]
@@ -107,6 +108,8 @@ class _Reverse:
         self.ctx.out_bar = self.ctx.namer.fresh("out_bar")
         self.ctx.residuals_name = self.ctx.namer.fresh("residuals")
         self.ctx.tape = self.ctx.namer.fresh("tape")
+        self.ctx.tape_at = self.ctx.namer.fresh("tape_at") if higher.transforming_again() \
+            else None
         self.primal_body = self.primal_block(fn.body)
         self.ctx.primal_names |= set(self.ctx.residual_of.values()) | set(self.ctx.trips.values())
         if isinstance(self.ctx.output, gast.Name) and self.ctx.output.id in self.ctx.active:
@@ -150,6 +153,12 @@ class _Reverse:
             self.shape_only_names
         saved = [_call(self.ctx.runtime("meta"), _name(r)) if r in shape_only else _name(r)
                  for r in residuals]
+        if higher.transforming_again():
+            # to be differentiated again (pullback.higher): an array the primal
+            # wrote into leaves as a copy, which forward mode can follow
+            written = set(self.ctx.written or ())
+            saved = [_call(self.ctx.runtime("snapshot"), s) if isinstance(s, gast.Name)
+                     and s.id in written else s for s in saved]
         ret = primal[-1]
         ret.value = gast.Tuple(elts=[ret.value, gast.Tuple(elts=saved, ctx=gast.Load())],
                                ctx=gast.Load())
@@ -164,7 +173,10 @@ class _Reverse:
         if residuals:
             head.append(_assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
                                            ctx=gast.Store()), _name(self.ctx.residuals_name), None))
-        if uses_tape:
+        if uses_tape and higher.transforming_again():
+            head.append(_assign(self.ctx.tape_at, _call(self.ctx.helper("len", len),
+                                                        _name(self.ctx.tape)), None))
+        elif uses_tape:
             head.append(_assign(self.ctx.tape, _call(self.ctx.helper("list", list), _name(self.ctx.tape)),
                                 None))
         adjoint[:0] = head

@@ -1,0 +1,680 @@
+"""Derivatives of derivatives: forward over reverse, and reverse over reverse
+by the symmetry of the Hessian.
+
+The primal and adjoint pullback generates are Python and NumPy, and the
+run-time helpers they call have forward rules (``rules.runtime_helpers``), so
+forward mode transforms them like any user function.  The tangent of
+``grad f`` at ``x`` along ``t`` (a Hessian-vector product) is then::
+
+    (out, res), (out_dot, res_dot) = jvp(f_primal, (x,), (t,))
+    grads, grads_dot = jvp(f_adjoint, (res, 1.0), (res_dot, 0.0))
+
+The inner derivative is transformed for this once per signature, without
+fused JAX kernels (their partials would need second derivatives of their
+own) and with out-of-place accumulation (``x_bar = x_bar + ...``: forward
+mode then sees no write into a buffer it does not own); it is cached apart
+from the derivative ``pb.grad`` uses.
+
+Reverse over reverse: ``x -> grad_a f(x)`` is a gradient, so its vjp with a
+cotangent ``c`` is ``sum_a c_a d/dx grad_a f(x)``, the Hessian applied to
+``c`` placed at the arguments ``a``; the Hessian of a real scalar function
+is symmetric, so that is the jvp of ``grad f`` (all arguments) along ``c``:
+forward over reverse again.  ``pb.grad(pb.grad(f))``, ``pb.vjp(pb.grad(f),
+x)`` and a ``pb.grad`` called inside a differentiated function go there
+(``GradVJP``); a third derivative is forward over that (``GradForward`` of a
+``GradVJP``: the forward transform runs over the tangent function forward
+mode generated, whose helpers have forward rules too).
+
+Before / after: for ``f(x) = sin(x) * x**3``, ``pb.jvp(pb.grad(f), (x,),
+(t,))`` runs the tangent functions of ``f_primal`` and ``f_adjoint``, e.g.::
+
+    x_bar = x_pow_3_bar * 3 * x ** 2
+    # becomes
+    x_bar = x_pow_3_bar_3 * x_pow_2
+    x_bar_dot = x_pow_3_bar_3_dot * x_pow_2 + x_pow_3_bar_3 * x_pow_2_dot
+
+(``pb.source(pb.grad(f), x)`` shows them.)
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import weakref
+
+import numpy as np
+
+from .checks import (check_argnums, check_scalar_output, is_inexact, one_like,
+                     signature_key, split_aux)
+from .errors import NonDifferentiableError
+from .runtime.forward_support import zeros_tangent
+
+__all__ = ["made_by", "GradVJP", "GradForward", "PullbackForward", "PullbackVJP",
+           "forward_over_reverse", "inner_transform", "source_of"]
+
+
+# -- what a function made by pb.grad / pb.value_and_grad / pb.vjp holds -------------
+
+class Made:
+    """How a function made by pullback's API was made: the function it
+    differentiates and the options (``pb.grad``: ``argnums``, ``has_aux``)."""
+
+    def __init__(self, kind, fun, argnums=0, has_aux=False, primals=None, inner_aux=False):
+        self.kind = kind                 # "grad", "value_and_grad" or "vjp"
+        self.fun = fun
+        self.argnums = argnums
+        self.argnums_t = check_argnums(argnums) if kind != "vjp" else ()
+        self.has_aux = has_aux
+        self.primals = primals           # pb.vjp: the primals it was taken at
+
+
+def made_by(fn):
+    """The ``Made`` of a function made by ``pb.grad``, ``pb.value_and_grad``
+    or ``pb.vjp`` (its pullback), else None."""
+    return getattr(fn, "__pullback_made__", None)
+
+
+def base_signature(fn):
+    """The signature of the function under the derivatives ``fn`` was made of."""
+    while made_by(fn) is not None:
+        fn = made_by(fn).fun
+    try:
+        return inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return inspect.signature(fn)
+
+
+# -- the inner derivative, transformed to be differentiated again --------------------
+
+_inner = weakref.WeakKeyDictionary()     # Derivative handle -> {key: (Loaded, Bindings)}
+_lock = threading.RLock()
+
+
+_state = threading.local()
+
+
+def transforming_again():
+    """Whether the reverse transform being made will be differentiated again
+    (``inner_transform``): its primal then returns copies of the arrays it
+    wrote into (forward mode follows no array shared after a write)."""
+    return getattr(_state, "again", False)
+
+
+def inner_transform(handle, args, wrt, has_aux=False):
+    """``handle``'s transform for ``args`` without fused kernels and with
+    out-of-place accumulation (cached apart from the ordinary one)."""
+    from .driver.bindings import Bindings
+    from .lowering import kernels
+    layout = handle.layout_of(args)
+    key = (tuple(signature_key(a) for a in args), wrt, has_aux, layout)
+    with _lock:
+        cache = _inner.setdefault(handle, {})
+        entry = cache.get(key)
+        if entry is not None and entry[1].current():
+            return entry[0]
+        bindings = Bindings.capture(handle.fun)
+        before = transforming_again()
+        _state.again = True
+        try:
+            with kernels.options(lower=False):
+                loaded = handle.transform(args, wrt, has_aux, inplace=False)
+        finally:
+            _state.again = before
+        cache[key] = (loaded, bindings)
+    return loaded
+
+
+def _jvp(fn, args, mask, tangents):
+    """``fn(*args)`` and its tangent, the arguments at ``mask`` carrying ``tangents``."""
+    from .forward import calls
+    keep = [(k, t) for k, t in zip(mask, tangents) if t is not None]
+    return calls.jvp_call(fn, tuple(args), {}, tuple(k for k, _ in keep),
+                          tuple(t for _, t in keep), top=True)
+
+
+def _annotated(loaded, run):
+    try:
+        return run()
+    except Exception as err:
+        loaded.annotate(err)
+        raise
+
+
+def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct_dot=None):
+    """The value, aux and gradients of ``fun`` at ``args`` (with respect to
+    ``argnums``, a sorted tuple), and their tangents when the arguments
+    ``wrt`` move along ``tangents``: ``((value, aux, grads), (value_dot,
+    aux_dot, grads_dot))``, ``grads`` one per index of ``argnums``.  The
+    output cotangent is 1 (``ct``/``ct_dot``: another, and its tangent)."""
+    from .callees import Bound, CustomVJP, Derivative, derivative_of
+    handle = derivative_of(fun)
+    if isinstance(handle, Bound):
+        lead = handle.lead
+        if handle.keywords or handle.variadic:
+            raise NonDifferentiableError(
+                "pullback differentiates a gradient of a partial with keyword arguments or of "
+                "a method taking *args only once.", hint="Differentiate a plain function.")
+        shift = len(lead)
+        return forward_over_reverse(_plain(handle), tuple(lead) + tuple(args),
+                                    tuple(a + shift for a in argnums), has_aux,
+                                    tuple(k + shift for k in wrt), tangents, ct, ct_dot)
+    if isinstance(handle, GradVJP):
+        return _over_grad(handle, args, argnums, has_aux, wrt, tangents, ct, ct_dot)
+    if isinstance(handle, CustomVJP):
+        handle._check()
+        primal, adjoint, loaded = handle.fwd, handle.bwd, None
+        select = None
+    elif isinstance(handle, Derivative):
+        args = handle.bind(tuple(args), {})
+        loaded = inner_transform(handle, args, tuple(argnums), has_aux)
+        primal, adjoint = loaded.primal, loaded.adjoint
+        select = argnums
+    else:
+        raise NonDifferentiableError(f"pullback cannot differentiate the gradient of "
+                                     f"{getattr(fun, '__name__', fun)} again.")
+
+    def run():
+        (out, res), (out_dot, res_dot) = _jvp(primal, args, wrt, tangents)
+        value, aux = split_aux(fun, out, has_aux)
+        value_dot, aux_dot = split_aux(fun, out_dot, has_aux) if has_aux else (out_dot, None)
+        check_scalar_output(fun, value)
+        c = one_like(value) if ct is None else ct
+        grads, grads_dot = _jvp(adjoint, (res, c), (0, 1), (res_dot, ct_dot))
+        return value, aux, grads, value_dot, aux_dot, grads_dot
+    value, aux, grads, value_dot, aux_dot, grads_dot = \
+        _annotated(loaded, run) if loaded is not None else run()
+    if select is None:            # a custom_vjp's bwd: one cotangent per argument
+        from . import runtime
+        grads = tuple(runtime.project(grads[i], args[i]) for i in argnums)
+        grads_dot = tuple(runtime.project(grads_dot[i], args[i])
+                          if grads_dot[i] is not None else zeros_tangent(args[i])
+                          for i in argnums)
+    grads = tuple(_fresh(g, args[i]) for g, i in zip(grads, argnums))
+    grads_dot = tuple(_fresh_tangent(d, args[i]) for d, i in zip(grads_dot, argnums))
+    return (value, aux, grads), (value_dot, aux_dot, grads_dot)
+
+
+def _plain(bound):
+    from .callees import _unwrap
+    fn, _, _, _ = _unwrap(bound_object(bound), (), {}, ())
+    return fn
+
+
+def bound_object(bound):
+    return bound.obj
+
+
+def _fresh(g, x):
+    from . import runtime
+    return runtime.zeros_like(x) if g is None else g
+
+
+def _fresh_tangent(d, x):
+    if d is None:
+        return zeros_tangent(x)
+    if isinstance(d, np.ndarray) and not d.flags.writeable:
+        return np.array(d)
+    return d
+
+
+# -- reverse over reverse: the vjp of a gradient ------------------------------------
+
+class GradVJP:
+    """The reverse-mode handle of a function made by ``pb.grad`` or
+    ``pb.value_and_grad``: its vjp is a Hessian-vector product, computed
+    forward over reverse (the Hessian is symmetric)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.made = made_by(fn)
+        self.fun = self.made.fun
+        self.signature = base_signature(fn)
+        self.params = list(self.signature.parameters)
+        self.variadic = False
+        self._masked = {}
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return tuple(args)
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        args = tuple(args)
+        out = self.fn(*args)
+        return out, (args, tuple(wrt))
+
+    def split_ct(self, ct):
+        """The cotangents of (value, aux, grads) in the output's structure."""
+        m = self.made
+        single = isinstance(m.argnums, int)
+        if m.kind == "grad":
+            g_ct, aux_ct = (ct[0], ct[1]) if m.has_aux else (ct, None)
+            v_ct = None
+        else:
+            head, g_ct = ct
+            v_ct, aux_ct = (head[0], head[1]) if m.has_aux else (head, None)
+        g_ct = (g_ct,) if single else tuple(g_ct)
+        return v_ct, aux_ct, g_ct
+
+    def call_adjoint(self, res, ct):
+        args, wrt = res
+        m = self.made
+        v_ct, aux_ct, g_ct = self.split_ct(ct)
+        if aux_ct is not None and any(np.any(np.asarray(leaf) != 0) for leaf in _leaves(aux_ct)):
+            raise NonDifferentiableError(
+                f"The aux output of the gradient of {_name(m.fun)} is differentiated here; "
+                "pullback differentiates a gradient's aux output only as a constant.",
+                hint="Return the value from a function of its own and differentiate that, or "
+                     "stop the outer derivative from reading the aux output.")
+        for i in wrt:
+            if np.iscomplexobj(args[i]) if not isinstance(args[i], (tuple, list, dict)) \
+                    else any(np.iscomplexobj(v) for v in _leaves(args[i])):
+                raise NonDifferentiableError(
+                    f"pullback differentiates the gradient of {_name(m.fun)} again only for "
+                    "real arguments (its reverse-over-reverse uses the symmetry of a real "
+                    "Hessian).", hint="Split a complex argument into real and imaginary parts.")
+        # the cotangent of grad_a f, placed at the arguments a: a direction
+        direction = {}
+        for a, c in zip(m.argnums_t, g_ct):
+            if c is None:
+                continue
+            direction[a] = c if a not in direction else _add(direction[a], c)
+        moving = tuple(sorted(set(wrt) | set(direction)))
+        tangents = tuple(direction[i] if i in direction else zeros_tangent(args[i])
+                         for i in moving)
+        outs = tuple(sorted(set(wrt)))
+        (value, aux, grads), (_, _, hv) = forward_over_reverse(
+            m.fun, args, outs, m.has_aux, moving, tangents)
+        full = [None] * len(args)
+        for i, h, g in zip(outs, hv, grads):
+            if v_ct is not None:      # value_and_grad: the value's cotangent times the gradient
+                h = _add(h, _scale(g, v_ct))
+            full[i] = h
+        return tuple(full)
+
+    def for_callers(self, mask, inplace=True):
+        pair = self._masked.get(mask)
+        if pair is None:
+            def primal(*args, **kwargs):
+                return self.call_primal(self.bind(args, kwargs), mask)
+            primal.__pullback_callee__ = (self, mask, inplace)
+            pair = self._masked[mask] = (primal, self.call_adjoint)
+        return pair
+
+
+def _over_grad(handle, args, argnums, has_aux, wrt, tangents, ct, ct_dot):
+    """Forward over a gradient's own reverse mode (third derivatives).
+
+    ``handle.fn`` is ``g = grad_a f``; its gradient (with a cotangent ``c``)
+    is the jvp of ``grad f`` along ``c`` placed at ``a`` (``GradVJP``), and
+    the tangent of that along ``tangents`` is one more forward pass over the
+    tangent functions of ``f``'s primal and adjoint: forward over forward
+    over reverse.  Returns what ``forward_over_reverse`` returns."""
+    from .callees import Derivative, derivative_of
+    m = handle.made
+    if m.kind != "grad" or m.has_aux or has_aux or ct is not None or ct_dot is not None:
+        raise NonDifferentiableError(
+            f"pullback takes a third derivative of {_name(m.fun)} as pb.grad(pb.grad(pb.grad(f))) "
+            "(or pb.jvp / pb.hessian of pb.grad(f)), without aux outputs or value_and_grad in "
+            "the middle.", hint="Nest pb.grad, pb.jvp and pb.hessian of a plain function.")
+    base = derivative_of(m.fun)
+    if not isinstance(base, Derivative):
+        raise NonDifferentiableError(
+            f"pullback takes third derivatives of plain functions only, not of "
+            f"{_name(m.fun)}.", hint="Pass the function itself.")
+    from .forward import calls
+    args = base.bind(tuple(args), {})
+    inner_wrt = tuple(sorted(set(argnums) | set(m.argnums_t)))
+    loaded = inner_transform(base, args, inner_wrt, False)
+    n = len(args)
+
+    def run():
+        # the value of g = grad_a f, which must be a scalar: its cotangent is 1
+        out, res = loaded.primal(*args)
+        grads0 = loaded.adjoint(res, one_like(out))
+        value = grads0[inner_wrt.index(m.argnums_t[0])]
+        check_scalar_output(handle.fn, value)
+        c = one_like(value)
+        direction = {m.argnums_t[0]: c}
+        moving = tuple(sorted(set(wrt) | set(direction)))
+        dir_t = tuple(direction[i] if i in direction else zeros_tangent(args[i])
+                      for i in moving)
+        p_jvp = calls.forward_of(loaded.primal).specialize(args, moving).jvp
+        # stage 1: the primal's tangent function, along `tangents` of the arguments
+        ((out, res), (_, res_d)), ((_, res_t), (_, res_d_t)) = _jvp(
+            p_jvp, args + dir_t, wrt, tangents)
+        a_jvp = calls.forward_of(loaded.adjoint).specialize((res, one_like(out)), (0,)).jvp
+        # stage 2: the adjoint's tangent function (its tangent: the Hessian along c)
+        (grads, grads_d), (grads_t, grads_d_t) = _jvp(
+            a_jvp, (res, one_like(out), res_d), (0, 2), (res_t, res_d_t))
+        return value, grads, grads_d, grads_t, grads_d_t
+    value, grads, grads_d, grads_t, grads_d_t = _annotated(loaded, run)
+    del n
+    pick = [inner_wrt.index(i) for i in argnums]
+    a = inner_wrt.index(m.argnums_t[0])
+    value_dot = _fresh_tangent(grads_t[a], args[m.argnums_t[0]])
+    out = tuple(_fresh(grads_d[k], args[i]) for k, i in zip(pick, argnums))
+    out_dot = tuple(_fresh_tangent(grads_d_t[k], args[i]) for k, i in zip(pick, argnums))
+    return (value, None, out), (value_dot, None, out_dot)
+
+
+# -- forward over reverse: the jvp of a gradient ------------------------------------
+
+class GradForward:
+    """The forward-mode handle of a function made by ``pb.grad`` or
+    ``pb.value_and_grad`` (``forward.calls.forward_of``)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.made = made_by(fn)
+        self.signature = base_signature(fn)
+        self.params = list(self.signature.parameters)
+        self._callers = {}
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return tuple(args)
+        b = self.signature.bind(*args, **kwargs)
+        b.apply_defaults()
+        return tuple(b.arguments.values())
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        m = self.made
+        args = tuple(args)
+        argnums = tuple(sorted(set(m.argnums_t)))
+        (value, aux, grads), (value_dot, aux_dot, grads_dot) = forward_over_reverse(
+            m.fun, args, argnums, m.has_aux, tuple(wrt), tuple(tangents))
+        by = dict(zip(argnums, grads))
+        by_dot = dict(zip(argnums, grads_dot))
+        g = tuple(by[i] for i in m.argnums_t)
+        g_dot = tuple(by_dot[i] for i in m.argnums_t)
+        if isinstance(m.argnums, int):
+            g, g_dot = g[0], g_dot[0]
+        if m.kind == "grad":
+            out, out_dot = ((g, aux), (g_dot, aux_dot)) if m.has_aux else (g, g_dot)
+        else:
+            head, head_dot = ((value, aux), (value_dot, aux_dot)) if m.has_aux \
+                else (value, value_dot)
+            out, out_dot = (head, g), (head_dot, g_dot)
+        if has_aux:         # the caller's has_aux: the output is (out, aux)
+            out_dot = out_dot[0]
+        return out, out_dot
+
+    def for_callers(self, mask):
+        fwd = self._callers.get(mask)
+        if fwd is None:
+            def fwd(tangents, *args, **kwargs):
+                return self.call(self.bind(args, kwargs), mask, tangents)
+            fwd.__name__ = "grad_jvp"
+            self._callers[mask] = fwd
+        return fwd
+
+
+class PullbackForward:
+    """The forward-mode handle of a pullback made by ``pb.vjp``: linear in
+    the cotangent, so its tangent is itself applied to the cotangent's
+    tangent (the primals it was taken at are constants, as in JAX)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.params = ["ct"]
+
+    def bind(self, args, kwargs):
+        if kwargs or len(args) != 1:
+            raise TypeError("a pullback made by pb.vjp takes one cotangent.")
+        return tuple(args)
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        out = self.fn(*args)
+        if not wrt:
+            return out, zeros_tangent(out)
+        return out, self.fn(tangents[0])
+
+    def for_callers(self, mask):
+        def fwd(tangents, *args, **kwargs):
+            return self.call(self.bind(args, kwargs), mask, tangents)
+        return fwd
+
+
+class PullbackVJP:
+    """The reverse-mode handle of a pullback made by ``pb.vjp``: the
+    transpose of ``ct -> J^T ct`` is ``w -> J w``, a jvp of the function."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.made = made_by(fn)
+        self.params = ["ct"]
+        self.variadic = False
+
+    def bind(self, args, kwargs):
+        return PullbackForward.bind(self, args, kwargs)
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        out = self.fn(*args)
+        return out, tuple(wrt)
+
+    def call_adjoint(self, res, ct):
+        from . import api
+        m = self.made
+        if not res:
+            return (None,)
+        primals = m.primals
+        t = tuple(c if c is not None else zeros_tangent(p) for c, p in zip(ct, primals))
+        if m.has_aux:
+            _, out_dot, _ = api.jvp(m.fun, primals, t, has_aux=True)
+        else:
+            _, out_dot = api.jvp(m.fun, primals, t)
+        return (out_dot,)
+
+    def for_callers(self, mask, inplace=True):
+        def primal(*args, **kwargs):
+            return self.call_primal(self.bind(args, kwargs), mask)
+        primal.__pullback_callee__ = (self, mask, inplace)
+        return primal, self.call_adjoint
+
+
+# -- calls of user functions inside the generated code -------------------------------
+
+class CalleePrimalForward:
+    """Forward mode over a generated primal's call of a callee's primal
+    (``Derivative.for_callers``): the callee's own primal transformed
+    forwards, its residuals' tangents handed on to its adjoint."""
+
+    def __init__(self, handle, mask):
+        self.handle, self.mask = handle, mask
+        self.fun = getattr(handle, "fun", handle)
+        self.params = list(getattr(handle, "params", []))
+
+    def bind(self, args, kwargs):
+        return self.handle.bind(tuple(args), kwargs)
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        from .callees import CustomVJP, Derivative
+        h = self.handle
+        args = h.bind(tuple(args), {})
+        if isinstance(h, Derivative):
+            loaded = inner_transform(h, args, self.mask, False)
+            (out, r), (out_dot, r_dot) = _annotated(
+                loaded, lambda: _jvp(loaded.primal, args, wrt, tangents))
+            return (out, (loaded, r, self.mask, len(args), None)), \
+                (out_dot, (None, r_dot, None, None, None))
+        if isinstance(h, CustomVJP):
+            h._check()
+            (out, r), (out_dot, r_dot) = _jvp(h.fwd, args, wrt, tangents)
+            given = dict(zip(wrt, tangents))
+            a_dot = tuple(given.get(i, zeros_tangent(a)) for i, a in enumerate(args))
+            return (out, (r, args)), (out_dot, (r_dot, a_dot))
+        if isinstance(h, (GradVJP, PullbackVJP)):
+            fwd = forward_handle(h.fn)
+            out, out_dot = fwd.call(args, wrt, tangents)
+            res = (args, tuple(self.mask)) if isinstance(h, GradVJP) else tuple(self.mask)
+            given = dict(zip(wrt, tangents))
+            a_dot = tuple(given.get(i, zeros_tangent(a)) for i, a in enumerate(args))
+            res_dot = (a_dot, None) if isinstance(h, GradVJP) else None
+            return (out, res), (out_dot, res_dot)
+        raise NonDifferentiableError(
+            f"pullback cannot differentiate the derivative of {_name(self.fun)} again "
+            f"(a {type(h).__name__}).", hint="Call a plain function defined with def.")
+
+    def for_callers(self, mask):
+        def fwd(tangents, *args, **kwargs):
+            return self.call(self.bind(args, kwargs), mask, tangents)
+        return fwd
+
+
+class CalleeAdjointForward:
+    """Forward mode over a generated adjoint's call of a callee's adjoint."""
+
+    params = ["res", "ct"]
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def bind(self, args, kwargs):
+        return tuple(args)
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        from .callees import CustomVJP, Derivative
+        from . import runtime
+        h = self.handle
+        res, ct = args
+        given = dict(zip(wrt, tangents))
+        res_dot, ct_dot = given.get(0), given.get(1)
+        if isinstance(h, Derivative):
+            loaded, r, mask, n, _ = res
+            r_dot = res_dot[1] if res_dot is not None else None
+            grads, grads_dot = _annotated(loaded, lambda: _jvp(
+                loaded.adjoint, (r, ct), (0, 1), (r_dot, ct_dot)))
+            full, full_dot = [None] * n, [None] * n
+            for i, g, d in zip(mask, grads, grads_dot):
+                full[i], full_dot[i] = g, d
+            return tuple(full), tuple(full_dot)
+        if isinstance(h, CustomVJP):
+            r, a = res
+            r_dot = res_dot[0] if res_dot is not None else None
+            grads, grads_dot = _jvp(h.bwd, (r, ct), (0, 1), (r_dot, ct_dot))
+            out = h.call_adjoint(res, ct)
+            out_dot = tuple(None if d is None else runtime.project(d, x)
+                            for d, x in zip(grads_dot, a))
+            return out, out_dot
+        if isinstance(h, GradVJP):
+            a, mask = res
+            a_dot = res_dot[0] if res_dot is not None else None
+            return _adjoint_of_grad_forward(h, a, mask, ct, a_dot, ct_dot)
+        raise NonDifferentiableError(
+            f"pullback cannot differentiate the derivative of {_name(getattr(h, 'fun', h))} "
+            "again.", hint="Call a plain function defined with def.")
+
+    def for_callers(self, mask):
+        def fwd(tangents, *args, **kwargs):
+            return self.call(self.bind(args, kwargs), mask, tangents)
+        return fwd
+
+
+def _adjoint_of_grad_forward(h, args, mask, ct, args_dot, ct_dot):
+    """``GradVJP.call_adjoint`` and its tangent: a third derivative taken
+    inside a differentiated function; refused for now."""
+    raise NonDifferentiableError(
+        f"pullback does not yet take the derivative of a second derivative of {_name(h.fun)} "
+        "computed inside a differentiated function.",
+        hint="Nest pb.grad three times around the plain function instead.")
+
+
+def callee_forward(fn):
+    """The forward handle of a generated call's callee primal or adjoint, or None."""
+    tag = getattr(fn, "__pullback_callee__", None)
+    if tag is not None:
+        handle, mask, _ = tag
+        return CalleePrimalForward(handle, tuple(mask))
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and getattr(fn, "__name__", None) == "call_adjoint":
+        from .callees import Bound, CustomVJP, Derivative
+        if isinstance(owner, (Derivative, CustomVJP, Bound, GradVJP, PullbackVJP)):
+            return CalleeAdjointForward(owner)
+    return None
+
+
+# -- handles, made once per function ------------------------------------------------
+
+_reverse = weakref.WeakKeyDictionary()
+_forward = weakref.WeakKeyDictionary()
+
+
+def reverse_handle(fn):
+    """``callees.derivative_of`` of a function made by pullback's API."""
+    m = made_by(fn)
+    if m is None:
+        return None
+    h = _reverse.get(fn)
+    if h is None:
+        h = _reverse[fn] = PullbackVJP(fn) if m.kind == "vjp" else GradVJP(fn)
+    return h
+
+
+def forward_handle(fn):
+    """``forward.calls.forward_of`` of a function made by pullback's API."""
+    m = made_by(fn)
+    if m is None:
+        return None
+    h = _forward.get(fn)
+    if h is None:
+        h = _forward[fn] = PullbackForward(fn) if m.kind == "vjp" else GradForward(fn)
+    return h
+
+
+# -- small helpers -------------------------------------------------------------------
+
+def _name(fn):
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
+
+
+def _leaves(x):
+    from .runtime.core import fields_of, is_structure
+    if x is None:
+        return []
+    if is_structure(x):
+        out = []
+        for _, v in fields_of(x):
+            out.extend(_leaves(v))
+        return out
+    return [x]
+
+
+def _add(a, b):
+    from .runtime.core import add_cotangents
+    return add_cotangents(a, b)
+
+
+def _scale(g, s):
+    from .runtime.core import fields_of, is_structure, rebuild_like
+    if is_structure(g):
+        return rebuild_like(g, {k: _scale(v, s) for k, v in fields_of(g)})
+    return g * s
+
+
+def source_of(fn, *example_args):
+    """The source forward over reverse runs for ``fn`` (made by ``pb.grad`` or
+    ``pb.value_and_grad``) at ``example_args``: the tangent functions of the
+    inner primal and adjoint."""
+    from .callees import Derivative, derivative_of
+    from .forward import calls
+    m = made_by(fn)
+    handle = derivative_of(m.fun)
+    if not isinstance(handle, Derivative):
+        raise TypeError(f"{_name(m.fun)} has a user-given rule or is bound; pass the plain "
+                        "function to see its generated source.")
+    if not example_args:
+        raise TypeError("pb.source of a gradient needs example arguments: "
+                        "pb.source(pb.grad(f), x).")
+    args = handle.bind(tuple(example_args), {})
+    argnums = tuple(sorted(set(m.argnums_t)))
+    loaded = inner_transform(handle, args, argnums, m.has_aux)
+    wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
+    out, res = loaded.primal(*args)
+    value = split_aux(m.fun, out, m.has_aux)[0]
+    p = calls.forward_of(loaded.primal).specialize(args, wrt)
+    a = calls.forward_of(loaded.adjoint).specialize((res, one_like(value)), (0,))
+    return ("# forward over reverse: the tangent functions of the primal and the adjoint\n"
+            + loaded.source + "\n\n" + p.source + "\n\n" + a.source)
+
