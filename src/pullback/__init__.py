@@ -6,11 +6,12 @@ array([2., 4.])
 """
 from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
                   value_and_grad, vjp)
+from .api import hessian, hvp
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
-           "custom_vjp", "custom_jvp", "source",
+           "custom_vjp", "custom_jvp", "source", "hessian", "hvp",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]

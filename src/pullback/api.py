@@ -1,6 +1,7 @@
 """The public functions: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
-differentiable, custom_vjp, custom_jvp, source (and kernel_sources, the fused
-kernels' source).  ``__init__`` re-exports them; nothing else here is
+differentiable, custom_vjp, custom_jvp, source, hessian, hvp (and
+kernel_sources, the fused kernels' source).  Functions made by grad,
+value_and_grad and vjp can be differentiated again (``higher``).  ``__init__`` re-exports them; nothing else here is
 public.  The handles they work through are ``callees``' (reverse mode) and
 ``forward.calls``' (forward mode); the transforms come from the drivers
 (``driver.jit``, ``driver.forward_jit``)."""
@@ -22,7 +23,7 @@ from .higher import Made
 from .runtime.forward_support import zeros_tangent
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
-           "custom_vjp", "custom_jvp", "source"]
+           "custom_vjp", "custom_jvp", "source", "hessian", "hvp"]
 
 
 # -- the public API ------------------------------------------------------------
@@ -247,11 +248,18 @@ def custom_jvp(fun):
 
 def source(fun, *example_args, argnums=None, mode="reverse"):
     """The generated primal and adjoint of ``fun`` as Python source
-    (``mode="forward"``: its tangent function).
+    (``mode="forward"``: its tangent function).  For a gradient made by
+    ``pb.grad`` or ``pb.value_and_grad`` (``pb.source(pb.grad(f), x)``): the
+    primal and adjoint its derivatives differentiate, then their tangent
+    functions (forward over reverse, which ``pb.jvp``, ``pb.hessian`` and
+    ``pb.hvp`` of it run).
 
     Without example arguments the generic transform is shown (every parameter
     a real number or array); with them, the one specialised to their types.
     """
+    from . import higher
+    if higher.made_by(fun) is not None and higher.made_by(fun).kind != "vjp":
+        return higher.source_of(fun, *example_args)
     if mode == "forward":
         return _forward_source(fun, example_args, argnums)
     if mode != "reverse":
@@ -292,6 +300,45 @@ def _forward_source(fun, example_args, argnums):
     from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
     return pipeline.forward_transform(fun, param_kinds, [handle.params[i] for i in wrt]).source
+
+
+def hessian(fun, argnums=0, has_aux=False):
+    """The Hessian of a real scalar-valued ``fun`` with respect to the
+    arguments ``argnums`` (as JAX's ``hessian``: the Jacobian, by forward
+    mode, of the gradient; forward over reverse).  For an input of shape
+    ``S`` the Hessian has shape ``S + S``; a tuple ``argnums`` gives a
+    nested tuple (``H[i][j]`` the block of arguments ``i`` and ``j``); with
+    ``has_aux``, ``(hessian, aux)``.
+
+    >>> import numpy as np
+    >>> hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    h = jacfwd(grad(fun, argnums, has_aux), argnums, has_aux)
+    h.__pullback_api__ = "pb.hessian"
+    return h
+
+
+def hvp(fun, primals, tangents, has_aux=False):
+    """The Hessian-vector product of a real scalar-valued ``fun`` at
+    ``primals`` (a tuple) along ``tangents`` (a tuple of the same structure):
+    ``H @ v``, where ``H`` is the Hessian with respect to every primal, in
+    the structure of the primals (one array for one primal, a tuple for
+    several); with ``has_aux``, ``(hvp, aux)``.  One forward-over-reverse
+    pass (``jvp(grad(fun), primals, tangents)``), about the cost of a few
+    gradients, whatever the size of the input.
+
+    >>> import numpy as np
+    >>> hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
+    array([6., 0.])
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("hvp takes the primals and the tangents as tuples (as jvp): "
+                        "pb.hvp(f, (x,), (v,)).")
+    argnums = 0 if len(primals) == 1 else tuple(range(len(primals)))
+    got = jvp(grad(fun, argnums, has_aux), tuple(primals), tuple(tangents), has_aux=has_aux)
+    return (got[1], got[2]) if has_aux else got[1]
 
 
 def kernel_sources(fn, *example_args, argnums=None):

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import types
 import weakref
 
 import numpy as np
@@ -445,6 +446,8 @@ class PullbackVJP:
         self.fn = fn
         self.made = made_by(fn)
         self.params = ["ct"]
+        self.signature = inspect.Signature(
+            [inspect.Parameter("ct", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
         self.variadic = False
 
     def bind(self, args, kwargs):
@@ -581,8 +584,167 @@ def _adjoint_of_grad_forward(h, args, mask, ct, args_dot, ct_dot):
         hint="Nest pb.grad three times around the plain function instead.")
 
 
+class DynamicCallForward:
+    """Forward mode over a generated primal's ``dynamic_call(callee, mask,
+    inplace, *args)`` (a function value, dispatched when the call runs): the
+    dispatcher's plan, its callee's primal transformed forwards."""
+
+    params = ["callee", "mask", "inplace"]
+
+    def call_kw(self, args, kwargs, keys, tangents):
+        from .callees import _unwrap
+        from .driver import dispatch
+        callee, mask, inplace = args[0], args[1], args[2]
+        rest = tuple(args[3:])
+        given = {}
+        for k, t in zip(keys, tangents):
+            if t is None:
+                continue
+            if isinstance(k, int) and k < 3:
+                if k == 0:
+                    raise NonDifferentiableError(
+                        "pullback cannot differentiate a gradient again through a function "
+                        "value that depends on the inputs.",
+                        hint="Pass the values the function reads as arguments.")
+                continue
+            given[k - 3 if isinstance(k, int) else k] = t
+        fn, rest2, kwargs2, mask2 = _unwrap(callee, rest, dict(kwargs), tuple(mask))
+        shift = len(rest2) - len(rest)
+        given = {(k + shift if isinstance(k, int) else k): t for k, t in given.items()}
+        plan = dispatch._plan(fn, len(rest2), tuple(kwargs2), mask2, inplace)
+        if isinstance(plan, dispatch._Constant):
+            out, res = plan.primal(rest2, kwargs2)
+            return (out, res), (zeros_tangent(out), None)
+        tag = getattr(plan.pair[0], "__pullback_callee__", None)
+        if not isinstance(plan, dispatch._Differentiated) or tag is None:
+            raise NonDifferentiableError(
+                f"pullback cannot differentiate the gradient of {_name(fn)} again.",
+                hint="Call a plain function defined with def.")
+        handle, pmask, _ = tag
+        full, by_param = _params_of(handle, fn, rest2, kwargs2, given)
+        wrt = tuple(sorted(by_param))
+        (out, r), (out_dot, r_dot) = CalleePrimalForward(handle, tuple(pmask)).call(
+            full, wrt, tuple(by_param[i] for i in wrt))
+        return (out, (plan, r)), (out_dot, (None, r_dot))
+
+
+class DynamicMethodForward:
+    """Forward mode over ``dynamic_method_call(obj, name, mask, inplace,
+    *args)``: routed as the dispatcher routes it, to ``dynamic_call`` of the
+    method's function with the object first."""
+
+    params = ["obj", "name", "mask", "inplace"]
+
+    def call_kw(self, args, kwargs, keys, tangents):
+        from .callees import _RECEIVER
+        from .driver import dispatch
+        from .rules.registry import lookup
+        obj, name, mask, inplace = args[:4]
+        rest = tuple(args[4:])
+        given = {}
+        for k, t in zip(keys, tangents):
+            if t is None or k in (1, 2, 3):
+                continue
+            given[k] = t
+        # the call as dispatch.dynamic_call sees it: (callee, mask, inplace, obj, *args)
+        moved = {(3 if k == 0 else k if isinstance(k, int) else k): t for k, t in given.items()}
+        mask2 = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
+                      for k in mask)
+        if isinstance(obj, (np.ndarray, np.generic)) and lookup(f"ndarray.{name}") is not None:
+            callee = dispatch._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
+        else:
+            method = getattr(obj, name)
+            if not (isinstance(method, type(self.call_kw)) and method.__self__ is obj):
+                if 0 in given:
+                    raise NonDifferentiableError(
+                        f"`.{name}` of a {type(obj).__name__} is not a method defined in "
+                        "Python, so pullback cannot follow a tangent through its object.",
+                        hint="Pass the values the call depends on as arguments.")
+                keys2 = tuple(k - 1 if isinstance(k, int) else k for k in moved)
+                return DynamicCallForward().call_kw(
+                    (method, mask, inplace) + rest, kwargs, keys2, tuple(moved.values()))
+            callee = method.__func__
+        return DynamicCallForward().call_kw(
+            (callee, mask2, inplace, obj) + rest, kwargs, tuple(moved), tuple(moved.values()))
+
+
+class DynamicAdjointForward:
+    """Forward mode over a generated adjoint's ``dynamic_adjoint(res, ct)``."""
+
+    params = ["res", "ct"]
+
+    def bind(self, args, kwargs):
+        return tuple(args)
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        from .driver import dispatch
+        (plan, r), ct = args
+        given = dict(zip(wrt, tangents))
+        res_dot, ct_dot = given.get(0), given.get(1)
+        if isinstance(plan, dispatch._Constant):
+            out = plan.adjoint(r, ct)
+            return out, tuple(zeros_tangent(o) for o in out)
+        handle = plan.pair[0].__pullback_callee__[0]
+        r_dot = res_dot[1] if res_dot is not None else None
+        full, full_dot = CalleeAdjointForward(handle).call(
+            (r, ct), (0, 1), (r_dot, ct_dot))
+        return tuple(full[i] for i in plan.positions), \
+            tuple(full_dot[i] for i in plan.positions)
+
+
+def _params_of(handle, fn, args, kwargs, given):
+    """A call's arguments bound to ``handle``'s parameters, and the tangents
+    ``given`` (by position or keyword) by parameter index."""
+    from .driver.dispatch import _Marker
+    if getattr(handle, "variadic", False):
+        flat = handle.bind(tuple(_Marker(i) for i in range(len(args))),
+                           {k: _Marker(k) for k in kwargs})
+        where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
+    else:
+        sig = getattr(handle, "signature", None) or inspect.signature(fn, follow_wrapped=False)
+        params = list(sig.parameters)
+        markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
+        where = {m: params.index(p) for p, m in markers.items()
+                 if not isinstance(m, (tuple, dict))}
+    by_param = {}
+    for k, t in given.items():
+        if k not in where:
+            raise NonDifferentiableError(
+                f"pullback cannot differentiate the gradient of {_name(fn)} again through its "
+                "*args or **kwargs.", hint="Give the function named parameters.")
+        i = where[k]
+        by_param[i] = t if i not in by_param else by_param[i] + t
+    return handle.bind(tuple(args), dict(kwargs)), by_param
+
+
+_helpers = weakref.WeakKeyDictionary()
+
+
+def _is_runtime_helper(fn):
+    from .rules.registry import is_nondifferentiable, lookup
+    return isinstance(fn, types.FunctionType) \
+        and (fn.__module__ or "").startswith("pullback.runtime.") \
+        and fn.__module__ not in ("pullback.runtime.calls", "pullback.runtime.control") \
+        and lookup(fn) is None and not is_nondifferentiable(fn)
+
+
 def callee_forward(fn):
     """The forward handle of a generated call's callee primal or adjoint, or None."""
+    from .runtime import calls as runtime_calls
+    if fn is runtime_calls.dynamic_call:
+        return DynamicCallForward()
+    if fn is runtime_calls.dynamic_adjoint:
+        return DynamicAdjointForward()
+    if fn is runtime_calls.dynamic_method_call:
+        return DynamicMethodForward()
+    if _is_runtime_helper(fn):
+        # a helper without a forward rule (``prod_grad``): its own source,
+        # transformed forwards like a user function
+        h = _helpers.get(fn)
+        if h is None:
+            from .forward.calls import ForwardDerivative
+            h = _helpers[fn] = ForwardDerivative(fn)
+        return h
     tag = getattr(fn, "__pullback_callee__", None)
     if tag is not None:
         handle, mask, _ = tag

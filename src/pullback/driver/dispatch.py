@@ -217,7 +217,8 @@ class _Differentiated:
                                {k: _Marker(k) for k in kwnames})
             where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
         else:
-            sig = inspect.signature(fn, follow_wrapped=False)
+            sig = handle.signature if getattr(handle, "made", None) is not None \
+                else inspect.signature(fn, follow_wrapped=False)
             params = list(sig.parameters)
             markers = sig.bind(*range(nargs), **{k: k for k in kwnames}).arguments
             where = {}
@@ -274,6 +275,8 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         raise NonDifferentiableError(why[0], hint=why[1])
     if isinstance(fn, CustomVJP):
         return _Differentiated(fn, fn.fun, nargs, kwnames, mask, inplace)
+    if getattr(fn, "__pullback_made__", None) is not None:     # pb.grad(f) called inside
+        return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
     if lookup(fn) is not None:
         wrapper = _rule_wrapper(fn, nargs, kwnames)
         return _Differentiated(derivative_of(wrapper), wrapper, nargs, kwnames, mask, inplace)

@@ -225,6 +225,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     special = higher.made_by(callee) is not None or higher.callee_forward(callee) is not None
     if special:          # a derivative made by pullback, or generated code's callee
         handle = forward_of(callee)
+        if hasattr(handle, "call_kw"):
+            return handle.call_kw(tuple(args), kwargs, tuple(mask), tuple(tangents))
         full, by_param = _by_params(handle, args, kwargs, mask, tangents)
         wrt = tuple(sorted(by_param))
         return handle.call(full, wrt, tuple(by_param[i] for i in wrt), has_aux)

@@ -162,7 +162,7 @@ class _Forward(HelperNames):
     def stmt(self, stmt):
         if isinstance(stmt, (gast.If, gast.For, gast.While)):
             self.depth += 1
-            stmt.body = self.block(stmt.body)
+            stmt.body = self.block(stmt.body) or [gast.Pass()]   # (a loop that only counts)
             stmt.orelse = self.block(stmt.orelse)
             self.depth -= 1
             return [stmt]

@@ -28,9 +28,12 @@ rule) refuse when they run.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..runtime import core, accumulation, rule_support, forward_support
 from ..runtime.forward_support import refuse_reverse_over_generated
-from .registry import facts, linear, multilinear, nondifferentiable, vjp
+from ..runtime.forward_support import abs_grad_tangent
+from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
 
 __all__ = []
 
@@ -40,11 +43,12 @@ def _register_linear(fn, diff, discrete=(), fresh=False):
     signature), the others discrete."""
     import inspect
     params = list(inspect.signature(fn).parameters.values())
-    names = [f"p{i}_{p.name}" for i, p in enumerate(params)]
+    rename = {"g": "cot", "ans": "ans_value", "t": "tangent"}
+    names = [rename.get(p.name, p.name) for p in params]
     diff_names = [names[i] for i in diff]
-    # the rule's parameters mirror the helper's, renamed so that none is
-    # called `g` or `ans` (the rule's own first two); generated code calls
-    # helpers positionally
+    # the rule's parameters mirror the helper's (keywords bind), renamed
+    # where one is called `g` or `ans` (the rule's own first two); generated
+    # code passes those positionally
     parts = []
     for name, p in zip(names, params):
         if p.default is inspect.Parameter.empty:
@@ -103,13 +107,23 @@ _declare(rule_support.matmul_rhs_grad, (0, 1), "multilinear")
 _declare(rule_support.inner_lhs_grad, (0, 2), "multilinear")
 _declare(rule_support.inner_rhs_grad, (0, 1), "multilinear")
 
+# abs: linear in the cotangent where the argument is real (its sign is piecewise constant)
+_register_linear(rule_support.abs_grad, (0,))
+
+
+@jvp(rule_support.abs_grad)
+def abs_grad_jvp(t, ans, cot, x):
+    return abs_grad_tangent(t, x)
+
+
 # -- forward mode's own helpers (forward over forward) -----------------------------
 _declare(forward_support.owned_tangent, (0,), fresh=True)
 _declare(forward_support.broadcast_tangent, (0,))
 _declare(forward_support.output_tangent, (0,))
 
 # -- values that carry no derivative ------------------------------------------------
-nondifferentiable(core.meta, core.zeros_like, core.indexable, core.mapping_keys,
+# (np.result_type: the dtype a rule body asks for, e.g. ``np.sum(w, dtype=np.result_type(x))``)
+nondifferentiable(np.result_type, core.meta, core.zeros_like, core.indexable, core.mapping_keys,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
                   forward_support.check_real)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

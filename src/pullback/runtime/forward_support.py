@@ -28,7 +28,7 @@ from .core import fields_of, is_structure, project, rebuild_like
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
-           "ravel_tangent", "reshape_tangent", "refuse_reverse_over_generated"]
+           "ravel_tangent", "reshape_tangent", "refuse_reverse_over_generated", "abs_grad_tangent"]
 
 
 def _inexact(x):
@@ -322,3 +322,15 @@ def refuse_reverse_over_generated(name):
         f"pullback does not differentiate its own helper {name} in reverse mode.",
         hint="Second derivatives run forward over reverse (pb.jvp of pb.grad, pb.hessian, "
              "pb.hvp); please report how this was reached.")
+
+
+def abs_grad_tangent(t, x):
+    """The tangent of ``abs_grad(g, x)`` (the cotangent of ``abs(x)``) for a
+    tangent ``t`` of ``g``: ``t * sign(x)`` for real ``x``, where the sign is
+    piecewise constant; a complex ``x`` is refused (its sign moves with ``x``)."""
+    if np.iscomplexobj(x):
+        raise NonDifferentiableError(
+            "pullback does not yet differentiate the gradient of abs of a complex value "
+            "again.", hint="Write |z| as np.sqrt(z.real**2 + z.imag**2).")
+    from .rule_support import abs_grad
+    return abs_grad(t, x)
