@@ -1182,7 +1182,10 @@ def test_dot_product(case, kind):
 
 def test_every_rule_has_a_case():
     covered = {c.key for c in CASES}
-    missing = sorted(keyname(k) for k in RULES if k not in covered)
+    # (run-time helpers of generated code have forward rules only, checked in
+    # test_higher_order.py; their reverse rules refuse)
+    missing = sorted(keyname(k) for k in RULES if k not in covered
+                     and not getattr(RULES[k].fn, "__pullback_forward_only_rule__", False))
     assert not missing, f"rules without a test case: {missing}"
 
 

@@ -40,6 +40,10 @@ from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
 
+#: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
+#: it is imported (``import pullback`` imports it): this module imports no pass.
+higher_order = None
+
 
 class Derivative:
     """Transforms of one user function, one per abstract signature, cached."""
@@ -315,8 +319,7 @@ def derivative_of(fun):
         raise NonDifferentiableError(message, hint=hint)
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
-        from . import higher         # late: a derivative of a derivative
-        handle = higher.reverse_handle(fun)
+        handle = higher_order.reverse_handle(fun) if higher_order is not None else None
         if handle is not None:
             return handle
         inner = getattr(fun, "__wrapped__", None)

@@ -46,6 +46,7 @@ import numpy as np
 
 from .checks import (check_argnums, check_scalar_output, is_inexact, one_like,
                      signature_key, split_aux)
+from .again import again
 from .errors import NonDifferentiableError
 from .runtime.forward_support import zeros_tangent
 
@@ -90,16 +91,6 @@ _inner = weakref.WeakKeyDictionary()     # Derivative handle -> {key: (Loaded, B
 _lock = threading.RLock()
 
 
-_state = threading.local()
-
-
-def transforming_again():
-    """Whether the reverse transform being made will be differentiated again
-    (``inner_transform``): its primal then returns copies of the arrays it
-    wrote into (forward mode follows no array shared after a write)."""
-    return getattr(_state, "again", False)
-
-
 def inner_transform(handle, args, wrt, has_aux=False):
     """``handle``'s transform for ``args`` without fused kernels and with
     out-of-place accumulation (cached apart from the ordinary one)."""
@@ -113,13 +104,8 @@ def inner_transform(handle, args, wrt, has_aux=False):
         if entry is not None and entry[1].current():
             return entry[0]
         bindings = Bindings.capture(handle.fun)
-        before = transforming_again()
-        _state.again = True
-        try:
-            with kernels.options(lower=False):
-                loaded = handle.transform(args, wrt, has_aux, inplace=False)
-        finally:
-            _state.again = before
+        with again(), kernels.options(lower=False):
+            loaded = handle.transform(args, wrt, has_aux, inplace=False)
         cache[key] = (loaded, bindings)
     return loaded
 
@@ -458,16 +444,14 @@ class PullbackVJP:
         return out, tuple(wrt)
 
     def call_adjoint(self, res, ct):
-        from . import api
+        from .forward import calls
         m = self.made
         if not res:
             return (None,)
         primals = m.primals
-        t = tuple(c if c is not None else zeros_tangent(p) for c, p in zip(ct, primals))
-        if m.has_aux:
-            _, out_dot, _ = api.jvp(m.fun, primals, t, has_aux=True)
-        else:
-            _, out_dot = api.jvp(m.fun, primals, t)
+        wrt = tuple(i for i, p in enumerate(primals) if is_inexact(p))
+        t = tuple(ct[i] if ct[i] is not None else zeros_tangent(primals[i]) for i in wrt)
+        _, out_dot = calls.jvp_call(m.fun, primals, {}, wrt, t, m.has_aux, top=True)
         return (out_dot,)
 
     def for_callers(self, mask, inplace=True):
@@ -840,3 +824,15 @@ def source_of(fn, *example_args):
     return ("# forward over reverse: the tangent functions of the primal and the adjoint\n"
             + loaded.source + "\n\n" + p.source + "\n\n" + a.source)
 
+
+def _install():
+    """Hand this module's handles to the modules below it (``callees``,
+    ``forward.calls``), which import nothing above them."""
+    import sys
+    from . import callees
+    from .forward import calls
+    callees.higher_order = sys.modules[__name__]
+    calls.higher_order = sys.modules[__name__]
+
+
+_install()

@@ -34,6 +34,11 @@ from ..runtime import forward_support as support
 __all__ = ["ForwardDerivative", "CustomJVP", "forward_of", "dynamic_jvp",
            "dynamic_method_jvp", "jvp_call"]
 
+#: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
+#: it is imported (``import pullback`` imports it): this module imports no pass.
+higher_order = None
+
+
 class ForwardDerivative:
     """Tangent functions of one user function, one per abstract signature
     and set of parameters with tangents, cached."""
@@ -167,8 +172,8 @@ def forward_of(fun):
             hint="Use pb.vjp or pb.grad for this function, or define it with pb.custom_jvp "
                  "and its defjvp rule.")
     made_by = getattr(fun, "__pullback_api__", None)
-    from .. import higher             # a derivative of a derivative, or generated code's callee
-    if made_by is not None:
+    higher = higher_order             # a derivative of a derivative, or generated code's callee
+    if made_by is not None and higher is not None:
         handle = higher.forward_handle(fun)
         if handle is not None:
             return handle
@@ -177,7 +182,10 @@ def forward_of(fun):
             hint="Differentiate the original function: pb.grad, pb.value_and_grad and pb.vjp "
                  "functions can be differentiated again, pb.jvp, pb.jacfwd and pb.linearize "
                  "ones not yet.")
-    handle = higher.callee_forward(fun)
+    if made_by is not None:
+        raise NonDifferentiableError(
+            f"forward mode cannot differentiate a function made by {made_by}.")
+    handle = higher.callee_forward(fun) if higher is not None else None
     if handle is not None:
         return handle
     if not isinstance(fun, types.FunctionType):
@@ -190,9 +198,9 @@ def forward_of(fun):
 
 
 def is_forward_callable(fn):
-    from .. import higher
-    return isinstance(fn, CustomJVP) or higher.made_by(fn) is not None \
-        or higher.callee_forward(fn) is not None
+    higher = higher_order
+    return isinstance(fn, CustomJVP) or (higher is not None and (
+        higher.made_by(fn) is not None or higher.callee_forward(fn) is not None))
 
 
 # -- function values -------------------------------------------------------------------
@@ -221,8 +229,9 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     ``pb.jvp`` itself, where any Python function is differentiated, as by
     ``pb.grad``; inside a function, pullback's own functions are refused)."""
     from ..driver import dispatch      # late: importing pullback does not load the compiler
-    from .. import higher
-    special = higher.made_by(callee) is not None or higher.callee_forward(callee) is not None
+    higher = higher_order
+    special = higher is not None and (higher.made_by(callee) is not None
+                                      or higher.callee_forward(callee) is not None)
     if special:          # a derivative made by pullback, or generated code's callee
         handle = forward_of(callee)
         if hasattr(handle, "call_kw"):

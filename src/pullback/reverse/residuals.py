@@ -41,7 +41,8 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from .. import higher, runtime
+from .. import runtime
+from ..again import transforming_again
 from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
 from ..ir.walk import all_statements as _all_statements
@@ -187,7 +188,7 @@ class Residuals:
             push.value.args = [saved[0]]
             pop.targets = [_name(block.save[0], True)]
         pops = [pop]
-        if higher.transforming_again():
+        if transforming_again():
             # to be differentiated again: the tape is read by a position that
             # counts down (``tape[at]``), not popped (forward mode follows no
             # list changed in place)

@@ -60,7 +60,7 @@ from .adjoints import ADJOINT_OF, EFFECT_ADJOINT_OF, Adjoints
 from .context import ReverseContext, Block
 from .loop_adjoint import LoopAdjoint
 from .residuals import Residuals, is_break_check
-from .. import higher
+from ..again import transforming_again
 from ..rules.inline import clone
 
 __all__ = ["Derived", "start"]
@@ -108,7 +108,7 @@ class _Reverse:
         self.ctx.out_bar = self.ctx.namer.fresh("out_bar")
         self.ctx.residuals_name = self.ctx.namer.fresh("residuals")
         self.ctx.tape = self.ctx.namer.fresh("tape")
-        self.ctx.tape_at = self.ctx.namer.fresh("tape_at") if higher.transforming_again() \
+        self.ctx.tape_at = self.ctx.namer.fresh("tape_at") if transforming_again() \
             else None
         self.primal_body = self.primal_block(fn.body)
         self.ctx.primal_names |= set(self.ctx.residual_of.values()) | set(self.ctx.trips.values())
@@ -153,7 +153,7 @@ class _Reverse:
             self.shape_only_names
         saved = [_call(self.ctx.runtime("meta"), _name(r)) if r in shape_only else _name(r)
                  for r in residuals]
-        if higher.transforming_again():
+        if transforming_again():
             # to be differentiated again (pullback.higher): an array the primal
             # wrote into leaves as a copy, which forward mode can follow
             written = set(self.ctx.written or ())
@@ -173,7 +173,7 @@ class _Reverse:
         if residuals:
             head.append(_assign(gast.Tuple(elts=[_name(r, True) for r in residuals],
                                            ctx=gast.Store()), _name(self.ctx.residuals_name), None))
-        if uses_tape and higher.transforming_again():
+        if uses_tape and transforming_again():
             head.append(_assign(self.ctx.tape_at, _call(self.ctx.helper("len", len),
                                                         _name(self.ctx.tape)), None))
         elif uses_tape:

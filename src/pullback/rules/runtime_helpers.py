@@ -28,10 +28,12 @@ rule) refuse when they run.
 """
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 
 from ..runtime import core, accumulation, rule_support, forward_support
-from ..runtime.forward_support import refuse_reverse_over_generated
+from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
 from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
 
@@ -55,11 +57,16 @@ def _register_linear(fn, diff, discrete=(), fresh=False):
             parts.append(name)
         else:
             parts.append(f"{name}={p.default!r}")
-    src = (f"def {fn.__name__}_rule(g, ans, {', '.join(parts)}):\n"
-           f"    return refuse_reverse_over_generated({fn.__name__!r})\n")
+    refuse = f"refuse_reverse_over_generated({fn.__name__!r})"
+    ret = refuse if len(diff) == 1 else ", ".join([refuse] + ["None"] * (len(diff) - 1))
+    src = f"def {fn.__name__}_rule(g, ans, {', '.join(parts)}):\n    return {ret}\n"
     scope = {"refuse_reverse_over_generated": refuse_reverse_over_generated}
-    exec(compile(src, f"<pullback rule of {fn.__name__}>", "exec"), scope)
+    filename = f"<pullback rule of {fn.__module__}.{fn.__name__}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    exec(compile(src, filename, "exec"), scope)
     rule = scope[f"{fn.__name__}_rule"]
+    rule.__pullback_forward_only_rule__ = True    # (its forward rule is tested in
+    #                                              compiler_tests/test_higher_order.py)
     nondiff = tuple(n for i, n in enumerate(names) if i not in diff
                     and params[i].default is inspect.Parameter.empty)
     vjp(fn, nondiff=nondiff, discrete=tuple(n for n in names if n not in diff_names))(rule)

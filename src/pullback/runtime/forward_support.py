@@ -28,7 +28,7 @@ from .core import fields_of, is_structure, project, rebuild_like
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
-           "ravel_tangent", "reshape_tangent", "refuse_reverse_over_generated", "abs_grad_tangent"]
+           "ravel_tangent", "reshape_tangent", "abs_grad_tangent"]
 
 
 def _inexact(x):
@@ -312,16 +312,6 @@ def ravel_tangent(t, a, order="C"):
 def reshape_tangent(t, a, shape, order="C"):
     """``np.reshape(a, shape, order)``'s tangent ('A' follows ``a``'s memory)."""
     return np.reshape(t, shape, order=_order_of(a, order))
-
-
-def refuse_reverse_over_generated(name):
-    """The reverse rule of a run-time helper (``rules.runtime_helpers``): reverse
-    mode never differentiates generated code (reverse over reverse goes
-    through forward over reverse), so reaching one is a bug worth a clear stop."""
-    raise NonDifferentiableError(
-        f"pullback does not differentiate its own helper {name} in reverse mode.",
-        hint="Second derivatives run forward over reverse (pb.jvp of pb.grad, pb.hessian, "
-             "pb.hvp); please report how this was reached.")
 
 
 def abs_grad_tangent(t, x):

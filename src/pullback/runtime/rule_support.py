@@ -14,7 +14,7 @@ __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
            "inner_rhs_grad", "untranspose", "ravel_grad", "unconcatenate", "unstack",
            "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH",
-           "r_items", "c_items", "c_grad"]
+           "r_items", "c_items", "c_grad", "refuse_reverse_over_generated"]
 
 
 def r_items(*items):
@@ -363,3 +363,15 @@ def _winners_share(g, ans, items):
 FRESH = frozenset([tie_share, abs_grad, prod_grad, dot_lhs_grad, dot_rhs_grad,
                    matmul_lhs_grad, matmul_rhs_grad, inner_lhs_grad, inner_rhs_grad,
                    unindex, unitem])
+
+
+def refuse_reverse_over_generated(name):
+    """The reverse rule of a run-time helper of generated code
+    (``rules.runtime_helpers``): reverse mode never differentiates generated
+    code (reverse over reverse is forward over reverse, ``pullback.higher``),
+    so reaching one stops with the reason."""
+    from ..errors import NonDifferentiableError
+    raise NonDifferentiableError(
+        f"pullback does not differentiate its own helper {name} in reverse mode.",
+        hint="Second derivatives run forward over reverse (pb.jvp of pb.grad, pb.hessian, "
+             "pb.hvp, pb.grad of pb.grad).")
