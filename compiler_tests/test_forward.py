@@ -569,10 +569,11 @@ def _program(name):
     return importlib.import_module(f"programs.{name}")
 
 
-# programs reverse mode refuses too (higher order, *args, an update it cannot follow);
+# programs reverse mode refuses too (*args, an update it cannot follow);
 # kalman_filter, once refused by both, is differentiated by both since the run-time
-# number check of issue 12 (runtime.number_to_update)
-REFUSED_BOTH = {"newton_root", "decorated_loss", "optimiser_loop"}
+# number check of issue 12 (runtime.number_to_update), newton_root (a pb.grad inside)
+# since higher order (issue 15)
+REFUSED_BOTH = {"decorated_loss", "optimiser_loop"}
 
 
 @pytest.mark.parametrize("name", programs.NAMES)

@@ -246,7 +246,7 @@ def clip(g, ans, a, a_min, a_max):
             clip_grad(g, ans, a, a_min, a_max, "a_max"))
 
 
-@vjp(np.where, nondiff=("condition",), broadcasts=True)
+@vjp(np.where, nondiff=("condition",), broadcasts=True, discrete=("condition",))
 def where(g, ans, condition, x, y):
     # the untaken branch gets an exact zero; if its own derivative is
     # infinite there (np.where(x > 0, np.log(x), 0) at x == 0), the chain

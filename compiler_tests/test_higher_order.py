@@ -1,0 +1,525 @@
+"""Derivatives of derivatives (issue 15, "Higher order"): forward over reverse
+(``pb.jvp`` of ``pb.grad``, ``pb.hessian``, ``pb.hvp``, ``pb.jacfwd`` of
+``pb.grad``), reverse over reverse (``pb.grad(pb.grad(f))``, ``pb.vjp`` of a
+gradient, ``pb.grad`` called inside a differentiated function) and third
+derivatives.
+
+Each function is written once as text and defined twice: with NumPy for
+pullback and with ``jax.numpy`` for JAX (float64), the oracle
+(``jax.hessian``, ``jax.jvp(jax.grad)``, ``jax.grad(jax.grad)``); a function
+JAX cannot run as written (indexing writes) has a JAX twin.  Every case is
+also checked against central differences of ``pb.grad``.
+"""
+import math
+import zlib
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.testing import function_from_source
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+from jax import tree_util  # noqa: E402
+
+RTOL = 1e-9
+
+
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def both(text, jax_text=None, extra=None):
+    """The function in ``text`` for pullback (NumPy) and for JAX."""
+    f = function_from_source(text, dict(extra or {}))
+    ns = {"np": jnp, "jnp": jnp, "math": math, **(extra or {})}
+    exec(jax_text or text, ns)
+    name = text.strip().split("def ", 1)[1].split("(", 1)[0].strip()
+    return f, ns[name]
+
+
+def assert_close(a, b, rtol=RTOL, atol=1e-11):
+    la, ta = tree_util.tree_flatten(a)
+    lb, tb = tree_util.tree_flatten(b)
+    assert len(la) == len(lb), (a, b)
+    for x, y in zip(la, lb):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+def central_hvp(f, args, v, h=1e-5):
+    """Central differences of pb.grad (every argument) along ``v``."""
+    argnums = tuple(range(len(args)))
+    g = pb.grad(f, argnums=argnums)
+    up = g(*[a + h * d for a, d in zip(args, v)])
+    down = g(*[a - h * d for a, d in zip(args, v)])
+    return tuple((np.asarray(u) - np.asarray(w)) / (2 * h) for u, w in zip(up, down))
+
+
+# -- the functions: (text, jax text or None, arguments) -------------------------------
+
+W = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3], [-0.2, 0.2, 0.1], [0.05, -0.1, 0.3]])
+A = np.array([[2.0, 0.3, 0.1, 0.0], [0.3, 1.5, -0.2, 0.1], [0.1, -0.2, 1.8, 0.4],
+              [0.0, 0.1, 0.4, 2.2]])
+EXTRA = {"W": W, "A": A}
+
+CASES = {
+    "elementwise": ("""
+def f(x):
+    return np.sum(np.sin(x) * x ** 3 + np.exp(-x * x))
+""", None, "v"),
+    "two_args": ("""
+def f(x, y):
+    return np.sum(np.tanh(x * y) + x ** 2 * y)
+""", None, "vv"),
+    "scalar_and_array": ("""
+def f(x, s):
+    return np.sum(np.log1p(x * x) * s) + s ** 3 * np.sum(x)
+""", None, "vs"),
+    "loop_tape": ("""
+def f(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sin(x[i]) * s + x[i] ** 2
+    return s
+""", None, "v"),
+    "while_loop": ("""
+def f(x):
+    s = 1.0
+    k = 0
+    while k < 3:
+        s = s * np.cos(np.sum(x) * 0.3) + np.sum(x ** 2) * 0.1
+        k = k + 1
+    return s
+""", None, "v"),
+    "branches": ("""
+def f(x):
+    s = np.sum(x)
+    if s > 0.0:
+        y = np.sin(x) * s
+    else:
+        y = np.cos(x) * s * s
+    return np.sum(y * x)
+""", None, "v"),
+    "closure": ("""
+def f(x):
+    scale = np.sum(x ** 2)
+    def inner(z):
+        return np.sin(z) * scale
+    return np.sum(inner(x) * x)
+""", None, "v"),
+    "indexing_write": ("""
+def f(x):
+    y = np.zeros(4)
+    for i in range(4):
+        y[i] = x[i] * x[(i + 1) % 4]
+    return np.sum(np.sin(y) * y)
+""", """
+def f(x):
+    y = jnp.zeros(4)
+    for i in range(4):
+        y = y.at[i].set(x[i] * x[(i + 1) % 4])
+    return jnp.sum(jnp.sin(y) * y)
+""", "v"),
+    "indexed_reads_accumulate": ("""
+def f(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s = s + x[i] * x[i + 1] ** 2 + np.exp(x[i] * 0.5)
+    return s
+""", None, "v"),
+    "containers": ("""
+def f(x, y):
+    parts = [x * y, np.sin(x), y ** 2]
+    total = 0.0
+    for p in parts:
+        total = total + np.sum(p * p)
+    d = {"a": x, "b": y}
+    return total + np.sum(d["a"] * np.cos(d["b"]))
+""", None, "vv"),
+    "linalg_solve": ("""
+def f(x):
+    M = A + np.outer(x, x)
+    return np.sum(np.linalg.solve(M, x))
+""", None, "v"),
+    "linalg_inv_det": ("""
+def f(x):
+    M = A + np.diag(x * x)
+    return np.sum(np.linalg.inv(M)) + np.log(np.linalg.det(M))
+""", None, "v"),
+    "user_function_calls": ("""
+def f(x):
+    h = layer(x, W)
+    return np.sum(h * h) + np.sum(layer(x * 0.5, W))
+
+def layer(h, w):
+    return np.tanh(h @ w)
+""", None, "v"),
+    "mlp_loss": ("""
+def f(x):
+    h = np.tanh(x @ W)
+    return np.mean((h - 0.3) ** 2)
+""", None, "v"),
+    "quadratic_form": ("""
+def f(x):
+    return x @ A @ x + np.sum(x ** 4)
+""", None, "v"),
+    "where_and_max": ("""
+def f(x):
+    y = np.where(x > 0.0, x ** 3, np.sin(x))
+    return np.sum(y) + np.max(x) ** 2
+""", None, "v"),
+    "logsumexp": ("""
+def f(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+""", None, "v"),
+    "reshape_transpose_concat": ("""
+def f(x):
+    m = np.reshape(np.concatenate([x, x ** 2]), (2, 4))
+    return np.sum(np.sin(m.T @ m))
+""", None, "v"),
+    "reductions": ("""
+def f(x):
+    return np.std(x) * np.mean(x ** 3) + np.prod(np.cos(x))
+""", None, "v"),
+    "abs_clip_power": ("""
+def f(x, y):
+    return np.sum(np.abs(x) ** 3 * y) + np.sum(np.clip(x, -0.5, 0.5) * y ** 2) + np.sum(y ** x)
+""", None, "vp"),
+    "dot_and_cumsum": ("""
+def f(x):
+    return np.dot(np.cumsum(x), x) * np.sum(np.sin(x))
+""", None, "v"),
+    "tuple_input": ("""
+def f(p, x):
+    w, b = p
+    return np.sum(np.tanh(x * w + b) ** 2)
+""", None, "tv"),
+}
+
+
+def make_args(name, spec):
+    rng = rng_for(name)
+    out = []
+    for c in spec:
+        if c == "v":
+            out.append(rng.standard_normal(4) * 0.7)
+        elif c == "p":
+            out.append(rng.uniform(0.5, 1.5, 4))
+        elif c == "s":
+            out.append(float(rng.standard_normal()))
+        elif c == "t":
+            out.append((rng.standard_normal(4) * 0.5, rng.standard_normal(4) * 0.5))
+    return tuple(out)
+
+
+def tangents_like(name, args):
+    rng = rng_for(name + "tangent")
+    return tuple(jax.tree_util.tree_map(lambda a: type(a)(rng.standard_normal())
+                                        if isinstance(a, float)
+                                        else rng.standard_normal(np.shape(a)), a)
+                 for a in args)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_jvp_of_grad_against_jax(name):
+    """Forward over reverse: pb.jvp(pb.grad(f)) == jax.jvp(jax.grad(f)), and
+    central differences of pb.grad."""
+    text, jax_text, spec = CASES[name]
+    f, fj = both(text, jax_text, EXTRA)
+    args = make_args(name, spec)
+    t = tangents_like(name, args)
+    argnums = tuple(range(len(args)))
+    g, hv = pb.jvp(pb.grad(f, argnums=argnums), args, t)
+    gj, hvj = jax.jvp(jax.grad(fj, argnums=argnums), args, t)
+    assert_close(g, gj)
+    assert_close(hv, hvj)
+    if spec != "tv":
+        fd = central_hvp(f, args, t)
+        for a, b in zip(hv, fd):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if CASES[n][2] in ("v", "vv", "vs")))
+def test_hessian_against_jax(name):
+    text, jax_text, spec = CASES[name]
+    f, fj = both(text, jax_text, EXTRA)
+    args = make_args(name, spec)
+    argnums = 0 if len(args) == 1 else tuple(range(len(args)))
+    assert_close(pb.hessian(f, argnums)(*args), jax.hessian(fj, argnums)(*args))
+
+
+@pytest.mark.parametrize("name", ["elementwise", "loop_tape", "indexing_write", "linalg_solve",
+                                  "user_function_calls", "containers"])
+def test_vjp_of_grad_is_the_hvp(name):
+    """Reverse over reverse: pb.vjp(pb.grad(f)) against jax.vjp(jax.grad(f))."""
+    text, jax_text, spec = CASES[name]
+    f, fj = both(text, jax_text, EXTRA)
+    args = make_args(name, spec)
+    ct = tangents_like(name + "ct", args)
+    argnums = tuple(range(len(args)))
+    out, back = pb.vjp(pb.grad(f, argnums=argnums), *args)
+    outj, backj = jax.vjp(jax.grad(fj, argnums=argnums), *args)
+    assert_close(out, outj)
+    assert_close(back(ct), backj(ct))
+
+
+@pytest.mark.parametrize("name", ["elementwise", "loop_tape", "mlp_loss", "branches"])
+def test_jacfwd_of_grad_is_jax_hessian(name):
+    text, jax_text, spec = CASES[name]
+    f, fj = both(text, jax_text, EXTRA)
+    (x,) = make_args(name, spec)
+    assert_close(pb.jacfwd(pb.grad(f))(x), jax.jacfwd(jax.grad(fj))(x))
+
+
+# -- scalar functions: grad of grad, third derivatives ---------------------------------
+
+SCALAR = {
+    "sin_x_cubed": "def f(x):\n    return np.sin(x) * x ** 3\n",
+    "exp_over_poly": "def f(x):\n    return np.exp(0.5 * x) / (1.0 + x * x)\n",
+    "loop": ("def f(x):\n    s = x\n    for i in range(3):\n        s = np.sin(s) * x + s * s * 0.1\n"
+             "    return s\n"),
+    "branch": ("def f(x):\n    if x > 0.0:\n        return x ** 4 * np.cos(x)\n"
+               "    return np.tanh(x) * x\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+@pytest.mark.parametrize("x", [0.7, -1.3])
+def test_second_and_third_derivatives_of_scalar_functions(name, x):
+    f, fj = both(SCALAR[name])
+    assert_close(pb.grad(pb.grad(f))(x), jax.grad(jax.grad(fj))(x))
+    assert_close(pb.grad(pb.grad(pb.grad(f)))(x), jax.grad(jax.grad(jax.grad(fj)))(x),
+                 rtol=1e-8)
+    # forward over forward over reverse, the other way round
+    assert_close(pb.jvp(pb.grad(pb.grad(f)), (x,), (1.0,))[1],
+                 jax.grad(jax.grad(jax.grad(fj)))(x), rtol=1e-8)
+
+
+def test_third_derivative_of_sin_x_cubed_exactly():
+    """f = sin(x) x^3: f''' = -x^3 cos x - 9 x^2 sin x + 18 x cos x + 6 sin x."""
+    x = 0.9
+    got = pb.grad(pb.grad(pb.grad(lambda x: np.sin(x) * x ** 3)))(x)
+    want = (-x ** 3 * math.cos(x) - 9 * x ** 2 * math.sin(x) + 18 * x * math.cos(x)
+            + 6 * math.sin(x))
+    assert abs(got - want) <= 1e-12 * abs(want)
+
+
+def test_grad_of_grad_with_argnums_follows_jax():
+    f, fj = both("def f(x, y):\n    return np.sin(x * y) * x ** 2 + y ** 3\n")
+    for inner, outer in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        got = pb.grad(pb.grad(f, argnums=inner), argnums=outer)(0.7, -0.4)
+        want = jax.grad(jax.grad(fj, argnums=inner), argnums=outer)(0.7, -0.4)
+        assert_close(got, want)
+    got = pb.grad(pb.grad(f, argnums=0), argnums=(0, 1))(0.7, -0.4)
+    assert_close(got, jax.grad(jax.grad(fj, argnums=0), argnums=(0, 1))(0.7, -0.4))
+
+
+# -- pb.grad inside a differentiated function -------------------------------------------
+
+def test_grad_called_inside_a_differentiated_function():
+    f, fj = both(CASES["elementwise"][0])
+
+    def outer(x, w):
+        g = pb.grad(f)(x * w)
+        return np.sum(g * g) + np.sum(w * x)
+
+    def outer_j(x, w):
+        g = jax.grad(fj)(x * w)
+        return jnp.sum(g * g) + jnp.sum(w * x)
+    x, w = make_args("inside", "vv")
+    assert_close(pb.grad(outer, argnums=(0, 1))(x, w), jax.grad(outer_j, argnums=(0, 1))(x, w))
+
+
+def test_value_and_grad_inside_and_newton_step():
+    def cube(x):
+        return x ** 3 - 2.0 * x
+
+    def newton(x):
+        v, d = pb.value_and_grad(cube)(x)
+        return x - v / d
+    # newton'(x) = v f'' / f'^2
+    x = 1.3
+    want = (x ** 3 - 2 * x) * 6 * x / (3 * x ** 2 - 2) ** 2
+    assert abs(pb.grad(newton)(x) - want) <= 1e-12 * abs(want)
+
+
+def test_jvp_of_value_and_grad_and_has_aux():
+    f, fj = both("def f(x):\n    return np.sum(np.sin(x) ** 2), np.cos(x)\n")
+    x = make_args("aux", "v")[0]
+    t = np.ones(4)
+    (g, aux), (g_dot, aux_dot) = pb.jvp(pb.grad(f, has_aux=True), (x,), (t,))
+    (gj, auxj), (gj_dot, auxj_dot) = jax.jvp(jax.grad(fj, has_aux=True), (x,), (t,))
+    assert_close((g, aux, g_dot, aux_dot), (gj, auxj, gj_dot, auxj_dot))
+    (v, g), (v_dot, g_dot) = pb.jvp(pb.value_and_grad(lambda x: f(x)[0]), (x,), (t,))
+    (vj, gj), (vj_dot, gj_dot) = jax.jvp(jax.value_and_grad(lambda x: fj(x)[0]), (x,), (t,))
+    assert_close((v, g, v_dot, g_dot), (vj, gj, vj_dot, gj_dot))
+    h, aux = pb.hessian(f, has_aux=True)(x)
+    hj, auxj = jax.hessian(fj, has_aux=True)(x)
+    assert_close((h, aux), (hj, auxj))
+
+
+def test_vjp_of_value_and_grad_weights_the_gradient():
+    f, fj = both(CASES["elementwise"][0])
+    x = make_args("vg", "v")[0]
+    ct = (1.7, np.array([0.5, -1.0, 2.0, 0.3]))
+    assert_close(pb.vjp(pb.value_and_grad(f), x)[1](ct),
+                 jax.vjp(jax.value_and_grad(fj), x)[1](ct))
+
+
+def test_jvp_and_vjp_of_a_pullback():
+    f, fj = both("def f(x):\n    return np.sin(x) * x\n")
+    x = make_args("pullback", "v")[0]
+    _, back = pb.vjp(f, x)
+    _, backj = jax.vjp(fj, x)
+    ct, ct_dot = np.ones(4), np.arange(4.0)
+    assert_close(pb.jvp(back, (ct,), (ct_dot,)), jax.jvp(backj, (ct,), (ct_dot,)))
+    w = np.array([0.3, 0.1, -0.2, 1.0])
+    assert_close(pb.vjp(back, ct)[1]((w,)), jax.vjp(backj, ct)[1]((w,)))
+
+
+# -- the HVP of an MLP loss, and pb.hvp -----------------------------------------------
+
+MLP = """
+def loss(w1, w2, x, y):
+    h = np.tanh(x @ w1)
+    out = h @ w2
+    return np.mean((out - y) ** 2)
+"""
+
+
+def mlp_args(n=16, d=6, k=5):
+    rng = rng_for("mlp")
+    return (rng.standard_normal((d, k)) * 0.5, rng.standard_normal(k) * 0.5,
+            rng.standard_normal((n, d)), rng.standard_normal(n))
+
+
+def test_hvp_of_an_mlp_loss_against_jax():
+    f, fj = both(MLP)
+    w1, w2, x, y = mlp_args()
+    rng = rng_for("mlp-v")
+    v1, v2 = rng.standard_normal(w1.shape), rng.standard_normal(w2.shape)
+
+    def jax_hvp(w1, w2, v1, v2):
+        return jax.jvp(jax.grad(fj, argnums=(0, 1)), (w1, w2, x, y),
+                       (v1, v2, jnp.zeros_like(x), jnp.zeros_like(y)))[1]
+    got = pb.hvp(lambda a, b: f(a, b, x, y), (w1, w2), (v1, v2))
+    assert_close(got, jax_hvp(w1, w2, v1, v2))
+    assert_close(got, jax.jit(jax_hvp)(w1, w2, v1, v2))
+    one = pb.hvp(lambda a: f(a, w2, x, y), (w1,), (v1,))
+    assert isinstance(one, np.ndarray) and one.shape == w1.shape
+    assert_close(one, jax.jvp(jax.grad(fj), (w1, w2, x, y),
+                              (v1, jnp.zeros_like(w2), jnp.zeros_like(x),
+                               jnp.zeros_like(y)))[1])
+
+
+def test_hvp_on_arrays_large_enough_to_fuse():
+    """The ordinary gradient fuses elementwise work into JAX kernels; the one
+    differentiated again is transformed without fusion and agrees."""
+    f, fj = both("def f(x):\n    return np.sum(np.sin(x) * np.exp(-x * x) + x ** 3)\n")
+    rng = rng_for("large")
+    x, v = rng.standard_normal(30000), rng.standard_normal(30000)
+    assert_close(pb.grad(f)(x), jax.grad(fj)(x))
+    assert_close(pb.hvp(f, (x,), (v,)), jax.jvp(jax.grad(fj), (x,), (v,))[1])
+
+
+def test_hvp_takes_tuples():
+    with pytest.raises(TypeError, match="tuples"):
+        pb.hvp(np.sin, np.ones(2), np.ones(2))
+
+
+# -- readable source -------------------------------------------------------------------
+
+def test_source_of_a_gradient_shows_forward_over_reverse():
+    f, _ = both(CASES["loop_tape"][0])
+    text = pb.source(pb.grad(f), np.ones(4))
+    assert "def f_primal(x):" in text and "def f_adjoint(residuals, out_bar):" in text
+    assert "def f_primal_jvp(x, x_dot):" in text
+    assert "def f_adjoint_jvp(residuals, out_bar, residuals_dot):" in text
+    # the tape is read by position (forward mode follows no list changed in place)
+    assert "tape[tape_at]" in text and ".pop()" not in text
+    compile(text, "<source>", "exec")      # it is Python
+    with pytest.raises(TypeError, match="example arguments"):
+        pb.source(pb.grad(f))
+
+
+# -- what is refused, and why ----------------------------------------------------------
+
+def test_aux_output_read_by_the_outer_derivative_is_refused():
+    def f(x):
+        return np.sum(x ** 3), np.sum(x)
+
+    def outer(x):
+        g, aux = pb.grad(f, has_aux=True)(x)
+        return np.sum(g) + aux
+    with pytest.raises(pb.NonDifferentiableError, match="aux output"):
+        pb.grad(outer)(np.ones(3))
+
+    def reads_only_the_gradient(x):
+        g, aux = pb.grad(f, has_aux=True)(x)
+        return np.sum(g * g)
+    assert_close(pb.grad(reads_only_the_gradient)(np.array([1.0, 2.0])),
+                 np.array([36.0, 288.0]))
+
+
+def test_reverse_over_reverse_of_complex_arguments_is_refused():
+    def f(z):
+        return np.abs(z) ** 2
+    with pytest.raises(pb.NonDifferentiableError, match="real arguments"):
+        pb.vjp(pb.grad(f), 1.0 + 2.0j)[1](1.0 + 0.0j)
+
+
+def test_grad_of_value_and_grad_is_refused_for_its_tuple_output():
+    with pytest.raises((TypeError, pb.PullbackError)):
+        pb.grad(pb.value_and_grad(np.sin))(0.3)
+
+
+def test_jvp_made_functions_are_not_differentiated_again():
+    f = pb.jacfwd(lambda x: x ** 2)
+    with pytest.raises(pb.NonDifferentiableError, match=r"made by pullback \(pb.jacfwd\)"):
+        pb.grad(lambda x: np.sum(f(x)))(np.ones(2))
+
+
+# -- the helpers' forward rules are what they declare ----------------------------------
+
+def _linear_helper_cases():
+    from pullback import runtime as rt
+    x = np.arange(6.0).reshape(2, 3) - 2.5
+    g1, g2 = np.linspace(-1, 1, 6).reshape(2, 3), np.cos(np.arange(6.0)).reshape(2, 3)
+    return [
+        ("unbroadcast", lambda g: rt.unbroadcast(g, x[0]), g1, g2),
+        ("unreduce", lambda g: rt.unreduce(g, x, 0), g1[0], g2[0]),
+        ("project", lambda g: rt.project(g, x), g1, g2),
+        ("unindex", lambda g: rt.unindex(g, x, (1, slice(None))), g1[0], g2[0]),
+        ("written_grad", lambda g: rt.written_grad(g, 1, x[0]), g1, g2),
+        ("zeroed", lambda g: rt.zeroed(g, 0), g1, g2),
+        ("tie_share", lambda g: rt.tie_share(g, np.maximum(x, 0.0), x, 0.0 * x), g1, g2),
+        ("clip_grad", lambda g: rt.clip_grad(g, np.clip(x, -1, 1), x, -1, 1, "a"), g1, g2),
+        ("untranspose", lambda g: rt.untranspose(g, (1, 0)), g1.T, g2.T),
+        ("unconcatenate", lambda g: rt.unconcatenate(g, [x, x])[1],
+         np.vstack([g1, g2]), np.vstack([g2, g1])),
+        ("take_grad", lambda g: rt.take_grad(g, x[0], np.array([0, 0, 2])), g1[0], g2[0]),
+        ("abs_grad", lambda g: rt.abs_grad(g, x), g1, g2),
+    ]
+
+
+@pytest.mark.parametrize("case", _linear_helper_cases(), ids=lambda c: c[0])
+def test_helpers_declared_linear_are_linear(case):
+    """A helper's forward rule is the helper applied to the tangent; that is
+    right only if the helper is linear in its cotangent."""
+    _, fn, g1, g2 = case
+    assert_close(fn(2.0 * g1 - 3.0 * g2), 2.0 * fn(g1) - 3.0 * fn(g2), rtol=1e-13)
+
+
+def test_matmul_helpers_are_bilinear():
+    from pullback import runtime as rt
+    rng = rng_for("bilinear")
+    a, b, b2, g, g2 = (rng.standard_normal(s) for s in ((3, 4), (4, 2), (4, 2), (3, 2), (3, 2)))
+    for fn, lin in ((rt.matmul_lhs_grad, lambda g, b: g @ b.T),
+                    (rt.dot_lhs_grad, lambda g, b: g @ b.T)):
+        assert_close(fn(g, a, b), lin(g, b))
+        assert_close(fn(g + g2, a, b + b2) - fn(g, a, b) - fn(g2, a, b2),
+                     fn(g, a, b2) + fn(g2, a, b))
+    assert_close(rt.matmul_rhs_grad(g, a, b), a.T @ g)
