@@ -138,6 +138,13 @@ def f(x, y):
     d = {"a": x, "b": y}
     return total + np.sum(d["a"] * np.cos(d["b"]))
 """, None, "vv"),
+    "list_appends": ("""
+def f(x):
+    parts = []
+    for i in range(3):
+        parts.append(np.sin(x[i]) * x[i + 1])
+    return sum(parts) * np.sum(x ** 2)
+""", None, "v"),
     "linalg_solve": ("""
 def f(x):
     M = A + np.outer(x, x)

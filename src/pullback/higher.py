@@ -47,7 +47,7 @@ import numpy as np
 from .checks import (check_argnums, check_scalar_output, is_inexact, one_like,
                      signature_key, split_aux)
 from .again import again
-from .errors import NonDifferentiableError
+from .errors import NonDifferentiableError, PullbackError
 from .runtime.forward_support import zeros_tangent
 
 __all__ = ["made_by", "GradVJP", "GradForward", "PullbackForward", "PullbackVJP",
@@ -119,8 +119,23 @@ def _jvp(fn, args, mask, tangents):
 
 
 def _annotated(loaded, run):
+    """``run()``; an error in ``loaded``'s generated code (when it runs, or when
+    forward mode transforms it) is given the user's line it came from."""
     try:
         return run()
+    except PullbackError as err:
+        where = err.location
+        if where is not None and where.filename == getattr(loaded, "filename", None):
+            user = loaded.user_line(where.lineno)
+            if user is not None:
+                import linecache
+                text = linecache.getline(loaded.user_file, user).strip()
+                err.add_note("in the derivative of this line, differentiated again (forward "
+                             f'over reverse):\n  File "{loaded.user_file}", line {user}\n'
+                             f"    {text}")
+        else:
+            loaded.annotate(err)
+        raise
     except Exception as err:
         loaded.annotate(err)
         raise

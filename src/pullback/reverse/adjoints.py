@@ -38,6 +38,7 @@ import types
 import gast
 import numpy as np
 
+from ..again import transforming_again
 from ..driver import dispatch
 from .. import runtime
 from ..analyses.kinds import Shape
@@ -95,9 +96,21 @@ class Adjoints:
             return
         out.extend(self.ctx.grads.make_owned(items, self.ctx.zero_buffer))
         self.ctx.indexed.add(items)
+        value = op.operands[0][1] if op.operands else None
+        if transforming_again():
+            # to be differentiated again: read the last element, then rebind the
+            # list without it (forward mode follows no list changed in place)
+            var = self.ctx.grads.var(items)
+            if value is not None and value in self.ctx.active:
+                last = gast.Subscript(value=_name(var), slice=gast.Constant(-1, None),
+                                      ctx=gast.Load())
+                self.ctx.grads.add(out, value, last, fresh=False)
+            out.append(_assign(var, gast.Subscript(
+                value=_name(var), slice=gast.Slice(lower=None, upper=gast.Constant(-1, None),
+                                                   step=None), ctx=gast.Load()), None))
+            return
         pop = gast.Call(func=gast.Attribute(value=_name(self.ctx.grads.var(items)), attr="pop",
                                             ctx=gast.Load()), args=[], keywords=[])
-        value = op.operands[0][1] if op.operands else None
         if value is not None and value in self.ctx.active:
             self.ctx.grads.add(out, value, pop, fresh=False)
         else:
