@@ -530,3 +530,51 @@ def test_matmul_helpers_are_bilinear():
         assert_close(fn(g + g2, a, b + b2) - fn(g, a, b) - fn(g2, a, b2),
                      fn(g, a, b2) + fn(g2, a, b))
     assert_close(rt.matmul_rhs_grad(g, a, b), a.T @ g)
+
+
+# -- methods, partials and custom_vjp rules differentiated again --------------------------
+
+class _Model:
+    def __init__(self, c):
+        self.c = c
+
+    def loss(self, x, y):
+        return np.sum(np.sin(x * y) * self.c) + np.sum(x ** 3)
+
+
+def _tanh_loss(a, x):
+    return np.sum(np.tanh(a * x) ** 2)
+
+
+def test_hessian_of_a_bound_method_and_a_partial():
+    import functools
+    x, y = np.array([0.3, 0.7]), np.array([1.1, -0.4])
+    want = jax.hessian(lambda x, y: jnp.sum(jnp.sin(x * y) * 1.5) + jnp.sum(x ** 3))(x, y)
+    assert_close(pb.hessian(_Model(1.5).loss)(x, y), want)
+    assert_close(pb.hessian(functools.partial(_tanh_loss, 0.7))(x),
+                 jax.hessian(lambda x: jnp.sum(jnp.tanh(0.7 * x) ** 2))(x))
+
+
+@pb.custom_vjp
+def _softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _softplus_fwd(x):
+    return np.log1p(np.exp(x)), x
+
+
+def _softplus_bwd(x, g):
+    return (g / (1.0 + np.exp(-x)),)
+
+
+_softplus.defvjp(_softplus_fwd, _softplus_bwd)
+
+
+def test_custom_vjp_rules_are_differentiated_again():
+    """A custom_vjp's fwd and bwd are Python: forward mode transforms them."""
+    def f(x):
+        return np.sum(_softplus(x) * x)
+    x = np.array([0.3, -1.2, 2.0])
+    assert_close(pb.hessian(f)(x),
+                 jax.hessian(lambda x: jnp.sum(jax.nn.softplus(x) * x))(x))

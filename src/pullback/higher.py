@@ -156,7 +156,8 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
                 "pullback differentiates a gradient of a partial with keyword arguments or of "
                 "a method taking *args only once.", hint="Differentiate a plain function.")
         shift = len(lead)
-        return forward_over_reverse(_plain(handle), tuple(lead) + tuple(args),
+        return forward_over_reverse(handle.inner.fun if isinstance(handle.inner, Derivative)
+                                    else handle.inner, tuple(lead) + tuple(args),
                                     tuple(a + shift for a in argnums), has_aux,
                                     tuple(k + shift for k in wrt), tangents, ct, ct_dot)
     if isinstance(handle, GradVJP):
@@ -193,16 +194,6 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
     grads = tuple(_fresh(g, args[i]) for g, i in zip(grads, argnums))
     grads_dot = tuple(_fresh_tangent(d, args[i]) for d, i in zip(grads_dot, argnums))
     return (value, aux, grads), (value_dot, aux_dot, grads_dot)
-
-
-def _plain(bound):
-    from .callees import _unwrap
-    fn, _, _, _ = _unwrap(bound_object(bound), (), {}, ())
-    return fn
-
-
-def bound_object(bound):
-    return bound.obj
 
 
 def _fresh(g, x):
