@@ -60,7 +60,7 @@ class Made:
     """How a function made by pullback's API was made: the function it
     differentiates and the options (``pb.grad``: ``argnums``, ``has_aux``)."""
 
-    def __init__(self, kind, fun, argnums=0, has_aux=False, primals=None, inner_aux=False):
+    def __init__(self, kind, fun, argnums=0, has_aux=False, primals=None):
         self.kind = kind                 # "grad", "value_and_grad" or "vjp"
         self.fun = fun
         self.argnums = argnums
@@ -320,7 +320,6 @@ def _over_grad(handle, args, argnums, has_aux, wrt, tangents, ct, ct_dot):
     args = base.bind(tuple(args), {})
     inner_wrt = tuple(sorted(set(argnums) | set(m.argnums_t)))
     loaded = inner_transform(base, args, inner_wrt, False)
-    n = len(args)
 
     def run():
         # the value of g = grad_a f, which must be a scalar: its cotangent is 1
@@ -343,7 +342,6 @@ def _over_grad(handle, args, argnums, has_aux, wrt, tangents, ct, ct_dot):
             a_jvp, (res, one_like(out), res_d), (0, 2), (res_t, res_d_t))
         return value, grads, grads_d, grads_t, grads_d_t
     value, grads, grads_d, grads_t, grads_d_t = _annotated(loaded, run)
-    del n
     pick = [inner_wrt.index(i) for i in argnums]
     a = inner_wrt.index(m.argnums_t[0])
     value_dot = _fresh_tangent(grads_t[a], args[m.argnums_t[0]])
