@@ -25,13 +25,22 @@ x)`` and a ``pb.grad`` called inside a differentiated function go there
 ``GradVJP``: the forward transform runs over the tangent function forward
 mode generated, whose helpers have forward rules too).
 
-Before / after: for ``f(x) = sin(x) * x**3``, ``pb.jvp(pb.grad(f), (x,),
-(t,))`` runs the tangent functions of ``f_primal`` and ``f_adjoint``, e.g.::
+Before / after: for ``f(x) = np.sum(np.sin(x) * x**3)``, ``pb.jvp(pb.grad(f),
+(x,), (t,))`` runs the tangent functions of ``f_primal`` and ``f_adjoint``;
+two lines of the adjoint::
 
-    x_bar = x_pow_3_bar * 3 * x ** 2
-    # becomes
-    x_bar = x_pow_3_bar_3 * x_pow_2
-    x_bar_dot = x_pow_3_bar_3_dot * x_pow_2 + x_pow_3_bar_3 * x_pow_2_dot
+    sin_x_bar = unbroadcast(sin_x_x_pow_3_bar * x_pow_3, sin_x)
+    x_bar = x_bar + sin_x_bar * np.cos(x)
+
+become (``f_adjoint_jvp``; ``x_dot``, ``x_pow_3_dot`` are the residuals' tangents)::
+
+    prod = sin_x_x_pow_3_bar * x_pow_3
+    prod_dot = broadcast_tangent(sin_x_x_pow_3_bar_dot, prod) * x_pow_3 + ...
+    sin_x_bar = unbroadcast(prod, sin_x)
+    sin_x_bar_dot = unbroadcast(prod_dot, sin_x)
+    cos_x = np.cos(x)
+    cos_x_dot = -x_dot * np.sin(x)
+    ...
 
 (``pb.source(pb.grad(f), x)`` shows them.)
 """
