@@ -307,8 +307,10 @@ def test_second_and_third_derivatives_of_scalar_functions(name, x):
 
 def test_third_derivative_of_sin_x_cubed_exactly():
     """f = sin(x) x^3: f''' = -x^3 cos x - 9 x^2 sin x + 18 x cos x + 6 sin x."""
+    def f(x):
+        return np.sin(x) * x ** 3
     x = 0.9
-    got = pb.grad(pb.grad(pb.grad(lambda x: np.sin(x) * x ** 3)))(x)
+    got = pb.grad(pb.grad(pb.grad(f)))(x)
     want = (-x ** 3 * math.cos(x) - 9 * x ** 2 * math.sin(x) + 18 * x * math.cos(x)
             + 6 * math.sin(x))
     assert abs(got - want) <= 1e-12 * abs(want)
