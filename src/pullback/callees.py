@@ -39,6 +39,7 @@ from .runtime.control import (close_contexts, drop_handlers, entered_count, hand
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
+_ALL = tuple(tuple(range(n)) for n in range(33))     # wrt = every parameter
 
 
 class Derivative:
@@ -54,6 +55,7 @@ class Derivative:
         self.signature = inspect.signature(fun, follow_wrapped=False)
         self.params = list(self.signature.parameters)
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
+        self.scalar_cache = {}   # the same entries for all-scalar calls, by argument types
         self._masked = {}
         self._locks = {}
         # *args, **kwargs or keyword-only parameters: each call is flattened to
@@ -100,7 +102,10 @@ class Derivative:
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
         if self.variadic and not isinstance(args, Flat):
             args = self.bind(args, {})
-        loaded = self.specialize(args, wrt, has_aux, inplace)
+        return self.run_primal(self.specialize(args, wrt, has_aux, inplace), args, wrt)
+
+    def run_primal(self, loaded, args, wrt):
+        """``loaded.primal(*args)`` and the residuals ``call_adjoint`` reads."""
         # the `with np.errstate` blocks and `try` bodies the primal enters
         # (runtime.control): those it leaves open are closed here, and an
         # exception leaving a `try` body runs that body's handlers
@@ -143,6 +148,8 @@ class Derivative:
         except Exception as err:
             loaded.annotate(err)
             raise
+        if n == len(wrt) and wrt == _ALL[n] if n < len(_ALL) else False:
+            return grads if type(grads) is tuple else tuple(grads)  # every parameter
         full = [None] * n
         for i, g in zip(wrt, grads):
             full[i] = g
@@ -154,9 +161,18 @@ class Derivative:
         place or not (``inplace``): a callee follows its caller."""
         pair = self._masked.get((mask, inplace))
         if pair is None:
+            n = -1 if self.variadic else len(self.params)
+            bind, call_primal, run_primal = self.bind, self.call_primal, self.run_primal
+            scalar_cache = self.scalar_cache
+
             def primal(*args, **kwargs):
-                args = self.bind(args, kwargs)
-                return self.call_primal(args, mask, inplace=inplace)
+                if kwargs or len(args) != n:      # all positional: nothing to bind
+                    args = bind(args, kwargs)
+                else:       # scalar code: the transform by the arguments' types alone
+                    entry = scalar_cache.get((tuple(map(type, args)), mask, False, inplace))
+                    if entry is not None and entry[1].current():
+                        return run_primal(entry[0], args, mask)
+                return call_primal(args, mask, inplace=inplace)
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
             pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
