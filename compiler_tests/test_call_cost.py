@@ -119,3 +119,42 @@ def test_signature_key_is_the_type_for_python_floats_and_ints():
     # the scalar cache relies on it: its key is the full key for such calls
     assert checks.signature_key(1.5) is float and checks.signature_key(3) is int
     assert checks.signature_key(True) is not int
+
+
+# -- the cotangent of a whole sum: one value broadcast ------------------------------
+
+def test_unreduce_of_a_whole_sum_is_a_read_only_view_of_one_value():
+    from pullback.runtime import unreduce
+    x = np.ones((3, 4))
+    for g in (2.5, np.float64(2.5)):
+        v = unreduce(g, x)
+        assert v.shape == (3, 4) and v.strides == (0, 0) and not v.flags.writeable
+        assert np.array_equal(v, np.broadcast_to(g, (3, 4)))
+    assert unreduce(2.5, 1.0).shape == ()
+    assert np.array_equal(unreduce(np.float32(2.0), x), np.broadcast_to(np.float32(2.0), (3, 4)))
+    assert unreduce(np.float32(2.0), x).dtype == np.float32
+
+
+@pytest.mark.parametrize("g0", [1.0, -0.75, 3.0 ** -40])
+def test_unbroadcast_of_one_value_counts_instead_of_summing(g0, monkeypatch):
+    from pullback.runtime import unbroadcast
+    g = np.broadcast_to(np.float64(g0), (5, 4, 3))
+    sums = _count(monkeypatch, np, "sum")
+    for x, axes in ((np.float64(1.0), (0, 1, 2)), (np.ones(3), (0, 1)),
+                    (np.ones((5, 1, 3)), (1,)), (np.ones((4, 1)), (0, 2))):
+        got = unbroadcast(g, x)
+        want = np.reshape(np.sum(np.asarray(g), axis=axes), np.shape(x))
+        assert np.shape(got) == np.shape(x) and np.allclose(got, want, rtol=1e-15, atol=0)
+        assert type(got) is type(want)
+    assert sums[0] == 4         # only the reference sums above
+    # an ordinary array is still summed
+    assert np.array_equal(unbroadcast(np.arange(6.0).reshape(2, 3), np.ones(3)), [3., 5., 7.])
+
+
+def test_abs_of_a_sum_scales_sign_in_place_and_not_by_one(monkeypatch):
+    x = np.array([-2.0, 0.0, 3.0, -0.0, np.nan])
+    mults = _count(monkeypatch, np, "multiply")
+    assert np.array_equal(pb.grad(lambda x: np.sum(np.abs(x)))(x), np.sign(x), equal_nan=True)
+    assert mults[0] == 0
+    g = pb.grad(lambda x: 2.5 * np.sum(np.abs(x)))(x)
+    assert np.array_equal(g, 2.5 * np.sign(x), equal_nan=True)

@@ -61,6 +61,8 @@ class Derivative:
         # *args, **kwargs or keyword-only parameters: each call is flattened to
         # one positional argument per value (``Layout``), and the
         # function is transformed once per layout
+        self._by_keyword = all(p.kind is p.POSITIONAL_OR_KEYWORD
+                               for p in self.signature.parameters.values())
         self.variadic = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
                             for p in self.signature.parameters.values())
 
@@ -90,8 +92,16 @@ class Derivative:
 
     def bind(self, args, kwargs):
         if not self.variadic:
-            if not kwargs and len(args) == len(self.params):
+            n = len(self.params)
+            if not kwargs and len(args) == n:
                 return args
+            if self._by_keyword and len(args) + len(kwargs) == n:
+                # a lifted closure's captured values come by keyword
+                # (`g_lifted(x, y=y)`): every remaining parameter named once
+                try:
+                    return args + tuple([kwargs[p] for p in self.params[len(args):]])
+                except KeyError:
+                    pass        # Signature.bind says what is wrong
             b = self.signature.bind(*args, **kwargs)
             b.apply_defaults()
             return tuple(b.arguments.values())
@@ -324,6 +334,10 @@ def _user_location(fallback=None):
 
 def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
+    if type(fun) is types.FunctionType:     # every call of pb.grad's result: made already?
+        handle = _handles.get(fun)
+        if handle is not None:
+            return handle
     if isinstance(fun, CustomVJP):
         return fun
     if getattr(fun, "__pullback_forward_only__", False):

@@ -26,7 +26,7 @@ __all__ = ["specialize", "transform", "obtain"]
 _LOCKS_LOCK = threading.Lock()
 
 
-_SCALAR_TYPES = (float, int)      # their signature key is the type itself
+_SCALAR_TYPES = frozenset((float, int))      # their signature key is the type itself
 _kernels = None
 
 
@@ -81,7 +81,7 @@ def _remember_scalar(handle, types, key, entry):
     """Enter ``entry`` in the handle's scalar cache if its arguments are all
     Python floats and ints (whose full key is then ``types``, not large, no
     layout)."""
-    if key[4] or key[5] is not None or not all(t in _SCALAR_TYPES for t in types):
+    if key[4] or key[5] is not None or not _SCALAR_TYPES.issuperset(types):
         return
     handle.scalar_cache[(types,) + key[1:4]] = entry
 

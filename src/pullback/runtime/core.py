@@ -96,7 +96,18 @@ def unbroadcast(g, x):
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
-    g = np.sum(g, axis=axes, keepdims=False) if axes else g
+    if axes and type(g) is np.ndarray and g.size and not any(g.strides) \
+            and g.dtype.kind in "fc":
+        # one value everywhere (a sum's cotangent, broadcast): the sum over
+        # the axes is that value times their count, with no pass over them
+        count = 1
+        for a in axes:
+            count *= gshape[a]
+        one = g[(0,) * g.ndim]
+        kept = tuple(n for i, n in enumerate(gshape) if i not in axes)
+        g = np.full(kept, one * count, dtype=g.dtype) if kept else g.dtype.type(one * count)
+    elif axes:
+        g = np.sum(g, axis=axes, keepdims=False)
     if np.shape(g) != shape:
         g = np.reshape(g, shape)
     return g
@@ -196,6 +207,14 @@ def zeros_like(x):
 def unreduce(g, x, axis=None, keepdims=False):
     """Broadcast the cotangent of a reduction back to the reduced array."""
     shape = np.shape(x)
+    if axis is None and (type(g) is float or type(g) is np.float64):
+        # the cotangent of a whole sum: a read-only view of one value, as
+        # np.broadcast_to makes, built directly (broadcast_to's Python layers
+        # cost twice as much, on every gradient of a sum)
+        one = np.array(g)
+        view = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
+        view.flags.writeable = False
+        return view
     if axis is not None and not keepdims:
         g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
     return np.broadcast_to(g, shape)

@@ -57,6 +57,15 @@ def abs_grad(g, x):
     """
     if type(x) is float:
         return g if x > 0 else -g if x < 0 else 0.0 * g
+    if type(x) is np.ndarray and type(g) is np.ndarray and x.dtype.kind == "f" \
+            and g.dtype == x.dtype and g.shape == x.shape and x.size and not any(g.strides):
+        # one value everywhere (the cotangent of a sum, broadcast): sign(x) is
+        # fresh, so scale it in place, and not at all by 1.0 (exactly the same)
+        s = np.sign(x)
+        g0 = g[(0,) * g.ndim]
+        if g0 != 1.0:
+            np.multiply(s, g0, out=s)
+        return s
     if np.iscomplexobj(x):
         return np.real(g) * np.conj(np.sign(x))
     return g * np.sign(x)
