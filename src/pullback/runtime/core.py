@@ -137,7 +137,10 @@ class Meta:
 
 def meta(x):
     """``x``'s shape and dtype if it is an array, else ``x`` itself."""
-    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+    t = type(x)
+    if t is float:              # scalar code: the common case
+        return x
+    if t is np.ndarray or isinstance(x, np.ndarray):
         return Meta(x.shape, x.dtype)
     return x
 
@@ -189,6 +192,8 @@ def _project_leaf(g, x, copy=False):
 
 def zeros_like(x):
     """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
+    if type(x) is float:        # scalar code: the common case
+        return 0.0
     if x is None:
         return 0.0       # a value that was never assigned on this path
     if isinstance(x, complex):
