@@ -158,3 +158,31 @@ def test_abs_of_a_sum_scales_sign_in_place_and_not_by_one(monkeypatch):
     assert mults[0] == 0
     g = pb.grad(lambda x: 2.5 * np.sum(np.abs(x)))(x)
     assert np.array_equal(g, 2.5 * np.sign(x), equal_nan=True)
+
+
+def test_a_float64_output_seeds_the_adjoint_with_a_python_float():
+    from pullback.checks import one_like
+    assert type(one_like(np.float64(2.0))) is float and one_like(np.float64(2.0)) == 1.0
+    assert type(one_like(np.float32(2.0))) is np.float32
+    seen = []
+
+    def poly(x, p):
+        ex = p[len(p) - 1]
+        for i in range(len(p) - 2, -1, -1):
+            ex = x * ex + p[i]
+        return ex
+
+    @pb.custom_vjp
+    def spy(v):
+        return v
+
+    spy.defvjp(lambda v: (v, None), lambda _, g: (seen.append(type(g)) or g,))
+
+    def f(x, p):
+        return spy(poly(x, p))
+
+    p = np.array([1.0, -2.0, 0.5, 3.0])
+    gx, gp = pb.grad(f, argnums=(0, 1))(0.75, p)
+    assert seen == [float]
+    assert gx == -2.0 + 2 * 0.5 * 0.75 + 3 * 3.0 * 0.75 ** 2          # exact
+    assert np.array_equal(gp, 0.75 ** np.arange(4)) and gp.dtype == np.float64
