@@ -186,3 +186,19 @@ def test_a_float64_output_seeds_the_adjoint_with_a_python_float():
     assert seen == [float]
     assert gx == -2.0 + 2 * 0.5 * 0.75 + 3 * 3.0 * 0.75 ** 2          # exact
     assert np.array_equal(gp, 0.75 ** np.arange(4)) and gp.dtype == np.float64
+
+
+def test_a_call_sites_gradients_are_spread_by_one_function_per_mask():
+    from pullback import callees
+    vg = pb.value_and_grad(total)
+    vg(0.7)
+    walk_spreads = [k for k in callees._SPREAD if k[1] == 4]
+    assert ((0,), 4) in walk_spreads            # walk: only `a` carries a gradient
+    spread = callees._SPREAD[((0,), 4)]
+    assert spread(("g",)) == ("g", None, None, None)
+    assert callees._spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
+    assert callees._spread((0,), 1)(["a"]) == ("a",)
+    assert callees._spread((), 1)([]) == (None,)
+    before = dict(callees._SPREAD)
+    vg(0.7)
+    assert callees._SPREAD == before            # nothing made again

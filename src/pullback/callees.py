@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import types
 import weakref
 
@@ -39,7 +40,27 @@ from .runtime.control import (close_contexts, drop_handlers, entered_count, hand
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
-_ALL = tuple(tuple(range(n)) for n in range(33))     # wrt = every parameter
+_SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None if not in wrt)
+
+
+def _spread(wrt, n):
+    """The function that places the adjoint's gradients of the parameters
+    ``wrt`` among ``n`` parameters (made once per call-site mask: every call
+    of a user function from generated code goes through it)."""
+    if tuple(wrt) == tuple(range(n)):
+        def spread(grads):
+            return grads if type(grads) is tuple else tuple(grads)
+    else:
+        where = {i: k for k, i in enumerate(wrt)}
+        pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)]) if n else None
+
+        def spread(grads):
+            if pick is None:
+                return ()
+            out = pick(tuple(grads) + (None,))
+            return out if n != 1 else (out,)
+    _SPREAD[(wrt, n)] = spread
+    return spread
 
 
 class Derivative:
@@ -158,12 +179,10 @@ class Derivative:
         except Exception as err:
             loaded.annotate(err)
             raise
-        if n == len(wrt) and wrt == _ALL[n] if n < len(_ALL) else False:
-            return grads if type(grads) is tuple else tuple(grads)  # every parameter
-        full = [None] * n
-        for i, g in zip(wrt, grads):
-            full[i] = g
-        return tuple(full)
+        spread = _SPREAD.get((wrt, n))
+        if spread is None:
+            spread = _spread(wrt, n)
+        return spread(grads)
 
     def for_callers(self, mask, inplace=True):
         """A (primal, adjoint) pair for call sites whose active arguments are

@@ -42,9 +42,10 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     global _kernels
     inplace = _inplace_default() if inplace is None else bool(inplace)
     types = tuple(map(type, args))
-    entry = handle.scalar_cache.get((types, wrt, has_aux, inplace))
-    if entry is not None and entry[1].current():
-        return entry[0]
+    if handle.scalar_cache:         # (empty for a function only ever given arrays)
+        entry = handle.scalar_cache.get((types, wrt, has_aux, inplace))
+        if entry is not None and entry[1].current():
+            return entry[0]
     if _kernels is None:     # late: importing pullback does not load the compiler
         from ..lowering import kernels as _kernels
     large = _kernels.size_class(args)    # large arrays: elementwise work is fused
