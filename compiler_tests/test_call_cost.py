@@ -199,6 +199,8 @@ def test_a_call_sites_gradients_are_spread_by_one_function_per_mask():
     assert callees._spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
     assert callees._spread((0,), 1)(["a"]) == ("a",)
     assert callees._spread((), 1)([]) == (None,)
+    assert callees._spread((-1,), 3)(["c"]) == (None, None, "c")      # argnums=-1
+    assert callees._spread((-1, 2), 3)(["c", "z"]) == (None, None, "z")
     before = dict(callees._SPREAD)
     vg(0.7)
     assert callees._SPREAD == before            # nothing made again

@@ -51,7 +51,7 @@ def _spread(wrt, n):
         def spread(grads):
             return grads if type(grads) is tuple else tuple(grads)
     else:
-        where = {i: k for k, i in enumerate(wrt)}
+        where = {i % n if n else i: k for k, i in enumerate(wrt)}    # argnums=-1: the last
         pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)]) if n else None
 
         def spread(grads):
