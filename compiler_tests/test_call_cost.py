@@ -158,6 +158,9 @@ def test_abs_of_a_sum_scales_sign_in_place_and_not_by_one(monkeypatch):
     assert mults[0] == 0
     g = pb.grad(lambda x: 2.5 * np.sum(np.abs(x)))(x)
     assert np.array_equal(g, 2.5 * np.sign(x), equal_nan=True)
+    from pullback.runtime import abs_grad
+    zero_d = np.array(-0.5)             # np.sign of a 0-d array is a scalar: the general path
+    assert abs_grad(np.broadcast_to(np.array(2.0), ()), zero_d) == -2.0
 
 
 def test_a_float64_output_seeds_the_adjoint_with_a_python_float():

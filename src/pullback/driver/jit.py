@@ -41,9 +41,8 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     filled below only for such calls): no signature keys, no sizing."""
     global _kernels
     inplace = _inplace_default() if inplace is None else bool(inplace)
-    types = tuple(map(type, args))
     if handle.scalar_cache:         # (empty for a function only ever given arrays)
-        entry = handle.scalar_cache.get((types, wrt, has_aux, inplace))
+        entry = handle.scalar_cache.get((tuple(map(type, args)), wrt, has_aux, inplace))
         if entry is not None and entry[1].current():
             return entry[0]
     if _kernels is None:     # late: importing pullback does not load the compiler
@@ -53,7 +52,7 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
     entry = handle.cache.get(key)
     if entry is not None and entry[1].current():
-        _remember_scalar(handle, types, key, entry)
+        _remember(handle, key, entry)
         return entry[0]
     with _lock_for(handle, key):       # one transform per key, however many threads
         entry = handle.cache.get(key)
@@ -74,17 +73,17 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
                         lambda: transform(handle, args, wrt, has_aux, inplace),
                         options or None)
         entry = handle.cache[key] = (loaded, bindings)
-        _remember_scalar(handle, types, key, entry)
+        _remember(handle, key, entry)
     return loaded
 
 
-def _remember_scalar(handle, types, key, entry):
+def _remember(handle, key, entry):
     """Enter ``entry`` in the handle's scalar cache if its arguments are all
-    Python floats and ints (whose full key is then ``types``, not large, no
-    layout)."""
-    if key[4] or key[5] is not None or not _SCALAR_TYPES.issuperset(types):
+    Python floats and ints: their signature keys are then their types (the
+    scalar cache's key), and such a call is never large nor has a layout."""
+    if key[4] or key[5] is not None or not _SCALAR_TYPES.issuperset(key[0]):
         return
-    handle.scalar_cache[(types,) + key[1:4]] = entry
+    handle.scalar_cache[key[:4]] = entry
 
 
 def _lock_for(handle, key):

@@ -58,7 +58,7 @@ def abs_grad(g, x):
     if type(x) is float:
         return g if x > 0 else -g if x < 0 else 0.0 * g
     if type(x) is np.ndarray and type(g) is np.ndarray and x.dtype.kind == "f" \
-            and g.dtype == x.dtype and g.shape == x.shape and x.size and not any(g.strides):
+            and g.dtype == x.dtype and g.shape == x.shape and x.ndim and x.size and not any(g.strides):
         # one value everywhere (the cotangent of a sum, broadcast): sign(x) is
         # fresh, so scale it in place, and not at all by 1.0 (exactly the same)
         s = np.sign(x)
