@@ -239,8 +239,10 @@ print(json.dumps({"dir": jax.config.jax_compilation_cache_dir, "g0": float(g[0])
 
 
 def _run_jax(tmp_path, **env):
+    # (JAX's own setting, which pullback only ever lowers to 0.1 s: a kernel this
+    # small may compile faster than that)
     full = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), PULLBACK_ARTIFACTS="0",
-                PULLBACK_JAX_THRESHOLD="1000")
+                PULLBACK_JAX_THRESHOLD="1000", JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     full.update(env)
     (tmp_path / "chain_script.py").write_text(JAX_SCRIPT)
     p = subprocess.run([sys.executable, str(tmp_path / "chain_script.py")],
@@ -295,7 +297,11 @@ def test_jax_compilation_cache_keeps_the_users_own_directory(tmp_path, monkeypat
     fresh = _FakeJax()
     assert cache.jax_compilation_cache(fresh) == str(tmp_path / "pb" / "jax")
     assert fresh.config.jax_compilation_cache_dir == str(tmp_path / "pb" / "jax")
-    assert fresh.config.jax_persistent_cache_min_compile_time_secs == 0.0
+    assert fresh.config.jax_persistent_cache_min_compile_time_secs == 0.1
+    lower = _FakeJax()
+    lower.config.jax_persistent_cache_min_compile_time_secs = 0.0      # the user's: kept
+    cache.jax_compilation_cache(lower)
+    assert lower.config.jax_persistent_cache_min_compile_time_secs == 0.0
 
 
 def test_jax_compilation_cache_refuses_a_directory_others_can_write(tmp_path, monkeypatch):

@@ -72,13 +72,18 @@ def directory():
     return os.path.join(base, "pullback")
 
 
+_JAX_MIN_COMPILE_S = 0.1
+
+
 def jax_compilation_cache(jax):
     """Point JAX's persistent compilation cache at ``<cache dir>/jax``, made
-    private (0700) and checked like the cache directory, and cache every
-    compiled kernel (JAX's default keeps only those that took a second to
-    compile; a fused kernel takes a few tenths).  Nothing is changed when the
-    cache is off, the directory cannot be used, or the user has already given
-    JAX a cache directory.  Returns the directory used, or None."""
+    private (0700) and checked like the cache directory, and keep what took
+    a tenth of a second to compile (JAX's default keeps only what took a
+    second; a fused kernel takes a few tenths, JAX's own eager operations a
+    few hundredths, and those are not worth a file each).  Nothing is
+    changed when the cache is off, the directory cannot be used, or the user
+    has already given JAX a cache directory.  Returns the directory used,
+    or None."""
     if not enabled():
         return None
     try:
@@ -98,7 +103,8 @@ def jax_compilation_cache(jax):
         return None
     try:
         jax.config.update("jax_compilation_cache_dir", where)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        if jax.config.jax_persistent_cache_min_compile_time_secs > _JAX_MIN_COMPILE_S:
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", _JAX_MIN_COMPILE_S)
     except (AttributeError, KeyError, ValueError):
         return None
     return where
