@@ -33,6 +33,7 @@ partials then); the adjoint multiplies the output's cotangent by them.
 from __future__ import annotations
 
 import inspect
+import types
 import weakref
 
 import numpy as np
@@ -80,6 +81,11 @@ class _Made(CustomVJP):
 
     def _check(self):
         pass
+
+    def bind(self, args, kwargs):
+        if not kwargs and len(args) == len(self.params):
+            return tuple(args)              # the common call: no signature binding
+        return super().bind(args, kwargs)
 
     def for_callers(self, mask, inplace=True):
         def primal(*args, **kwargs):
@@ -156,13 +162,23 @@ class ForwardPartials(_Made):
         from .checks import is_inexact
         return tuple(i for i in wrt if is_inexact(args[i]))
 
+    def _tangent_runner(self):
+        """``run(args, wrt, tangents) -> (out, out_dot)``: the function's own
+        tangent function for a plain function (no call binding on each run),
+        else forward mode's dispatcher (partials, bound methods...)."""
+        from .forward.calls import CustomJVP, forward_of, jvp_call
+        if isinstance(self.fun, (types.FunctionType, CustomJVP)):
+            return forward_of(self.fun).call
+        return lambda args, wrt, tangents: jvp_call(self.fun, args, {}, wrt, tangents,
+                                                    top=True)
+
     def partials(self, args, wrt):
         """``fun(*args)`` and, per argument in ``wrt``, ``(path, leaf, jac)``
         for each of its leaves: ``jac[..., k]`` is the output's derivative
         along the leaf's ``k``-th element (along its real and imaginary
         parts for a complex leaf: the gradient's convention, JAX's)."""
-        from .forward.calls import jvp_call
         wrt = self._wrt(args, wrt)
+        run = self._tangent_runner()
         zeros = {i: runtime.zeros_like(args[i]) for i in wrt}
         out, done = None, False
         partials = {}
@@ -174,14 +190,10 @@ class ForwardPartials(_Made):
                 for k in range(int(np.size(leaf))):
                     col = 0
                     for d in directions:
-                        unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
-                        unit.reshape(-1)[k] = d
-                        t = unit if isinstance(leaf, np.ndarray) else unit[()]
-                        if type(leaf) in (float, complex):
-                            t = type(leaf)(t)
+                        t = _unit(leaf, k, d)
                         tangents = tuple(jacobian.with_leaf(zeros[j], path, t) if j == i
                                          else zeros[j] for j in wrt)
-                        o, o_dot = jvp_call(self.fun, args, {}, wrt, tangents, top=True)
+                        o, o_dot = run(args, wrt, tangents)
                         if not done:
                             _check_output(self, o)
                             out, done = o, True
@@ -196,6 +208,15 @@ class ForwardPartials(_Made):
             out = self.fun(*args)
             _check_output(self, out)
         return out, partials
+
+
+def _unit(leaf, k, d):
+    """The tangent of ``leaf`` that is ``d`` at its ``k``-th element, 0 elsewhere."""
+    if type(leaf) is float or type(leaf) is complex:
+        return type(leaf)(d)
+    unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
+    unit.reshape(-1)[k] = d
+    return unit if isinstance(leaf, np.ndarray) else unit[()]
 
 
 def _contract(ct, jac, leaf):
