@@ -407,6 +407,15 @@ def f(x, y):
 
 
 @HIGHER
+def test_check_grads_order_2_reverse_scalar_function():
+    f = function_from_source("""
+def f(x, y):
+    return np.sum(np.sin(x) * y ** 2) + np.prod(x)
+""")
+    pb.check_grads(f, (rng.normal(size=3), 0.8), order=2, modes=("rev",))
+
+
+@HIGHER
 def test_check_grads_order_2_reverse_only():
     f = function_from_source("""
 def f(x):

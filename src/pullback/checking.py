@@ -7,8 +7,9 @@ directions, in JAX's manner (``jax.test_util.check_grads``).
   ``<t, vjp(ct)> == <ct, df(t)>`` (with both modes, also against ``jvp``);
 - ``order=2``: the same checks of the derivative functions themselves
   (``(x, t) -> jvp(f, x, t)`` and ``x -> vjp(f, x)(ct)``), as JAX does;
-  for a real scalar ``f`` the latter is ``grad(f)`` (the same up to the
-  factor ``ct``).
+  for ``f`` returning one array or scalar the latter is the gradient of
+  ``Re <ct, f(x)>`` (the same function of ``x``, conjugated where complex),
+  so derivatives of gradients check it.
 
 Complex values follow JAX's convention (``vjp`` unconjugated): the inner
 product is ``Re <a, b>`` and the cotangent side is conjugated on the way in
@@ -27,11 +28,15 @@ check_grads: order 1, mode 'fwd' (JVP): the tangent disagrees with central diffe
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import runtime
 
 __all__ = ["check_grads"]
+
+_counter = itertools.count()
 
 #: atol and rtol by dtype (the loosest of a check's inputs and outputs wins)
 TOLERANCE = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 2e-3,
@@ -82,14 +87,19 @@ class _Checker:
 
     def pulled(self, f, args):
         """``x -> vjp(f, x)(ct)`` for a random ``ct`` (the arguments with
-        floats only); for a real scalar ``f``, ``grad(f)``, which is that up
-        to the factor ``ct``."""
+        floats only).  For a real scalar ``f``, ``grad(f)`` (that up to the
+        factor ``ct``); for an array, ``grad`` of ``Re <ct, f(x)>`` (the
+        same, conjugated where complex): a gradient, which pullback can
+        differentiate again."""
         vjp = self.vjp
         out = f(*args)
         keep = tuple(i for i, a in enumerate(args) if _has_inexact(a))
-        if not np.ndim(out) and isinstance(out, (float, np.floating)) and self.grad:
+        if self.grad is not None and not np.ndim(out) \
+                and isinstance(out, (float, np.floating)):
             return self.grad(f, argnums=keep)
         ct = self.direction(out)
+        if self.grad is not None and _inexact(out):
+            return self.grad(_scalarized(f, ct, len(args)), argnums=keep)
 
         def f_vjp(*xs):
             _, back = vjp(f, *xs)
@@ -199,6 +209,20 @@ class _Checker:
         raise AssertionError(f"check_grads: order {order}, mode '{mode}' ({kind}): {head}\n"
                              f"{rest}" if rest else
                              f"check_grads: order {order}, mode '{mode}' ({kind}): {head}")
+
+
+def _scalarized(f, ct, n):
+    """``Re <ct, f(x0, ..., x{n-1})>`` as a function with its source (so that
+    pullback differentiates it, and its gradient again)."""
+    from .backend import codegen
+    params = ", ".join(f"x{i}" for i in range(n))
+    text = (f"def scalarized({params}):\n"
+            f"    return np.sum(np.real(np.conj(ct) * f({params})))\n")
+    filename = f"<pullback check_grads {next(_counter)}>"
+    codegen.register_source(filename, text)
+    ns = {"np": np, "f": f, "ct": ct, "__name__": "pullback_check_grads"}
+    exec(compile(text, filename, "exec"), ns)
+    return ns["scalarized"]
 
 
 # -- trees ------------------------------------------------------------------------------

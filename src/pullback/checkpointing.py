@@ -80,7 +80,14 @@ class _Made(CustomVJP):
                         "a rule of your own with pb.custom_vjp instead.")
 
     def _check(self):
-        pass
+        # asked for by code that would run a custom_vjp's fwd and bwd as
+        # functions (derivatives of derivatives): there are none to run
+        from .errors import NonDifferentiableError
+        api = "pb.checkpoint" if isinstance(self, Checkpoint) else "pb.forward"
+        raise NonDifferentiableError(
+            f"{self.__name__} ({api}) has no fwd and bwd functions to differentiate again.",
+            hint=f"For derivatives of derivatives, call {getattr(self.fun, '__name__', 'it')} "
+                 f"without {api}.")
 
     def bind(self, args, kwargs):
         if not kwargs and len(args) == len(self.params):
