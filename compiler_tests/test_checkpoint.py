@@ -272,6 +272,9 @@ def test_forward_mode_through_a_checkpoint_is_plain_jvp():
                                rtol=1e-12)
 
 
+_ck_custom = pb.custom_vjp(step)
+
+
 def test_checkpoint_refusals():
     with pytest.raises(TypeError, match=r"pb\.checkpoint expects a function"):
         pb.checkpoint(2.0)
@@ -282,6 +285,10 @@ def test_checkpoint_refusals():
         pb.checkpoint(keyword_only)
     with pytest.raises(TypeError, match="gets its rule from pullback"):
         checked_step.defvjp(None, None)
+    with pytest.raises(TypeError, match="has a rule of its own already"):
+        pb.checkpoint(checked_step)
+    with pytest.raises(TypeError, match="has a rule of its own already"):
+        pb.forward(_ck_custom)
     # what the function itself cannot do is refused as without the checkpoint
     writes = pb.checkpoint(function_from_source("""
 def writes(x):
@@ -408,6 +415,30 @@ def g(x):
 """)))(x)
     assert g.dtype == np.float32
     np.testing.assert_allclose(g, 2 * x)
+
+
+def test_forward_structured_and_integer_arguments():
+    f = function_from_source("""
+def f(p, n, x):
+    s = p["a"] * x
+    for i in range(n):
+        s = np.sin(s) + p["b"][i % 2] * x
+    return s
+""")
+    loss = function_from_source("""
+def loss(p, x):
+    return fwd(p, 3, x) * x
+""", {"fwd": pb.forward(f)})
+    plain = function_from_source("""
+def loss(p, x):
+    return f(p, 3, x) * x
+""", {"f": f})
+    p = {"a": 0.5, "b": np.array([0.3, -0.7])}
+    got = pb.grad(loss, argnums=(0, 1))(p, 1.2)
+    want = pb.grad(plain, argnums=(0, 1))(p, 1.2)
+    assert got[0]["a"] == pytest.approx(want[0]["a"], rel=1e-12)
+    np.testing.assert_allclose(got[0]["b"], want[0]["b"], rtol=1e-12)
+    assert got[1] == pytest.approx(want[1], rel=1e-12)
 
 
 def test_forward_mode_through_forward_is_plain_jvp():

@@ -48,6 +48,10 @@ __all__ = ["Checkpoint", "ForwardPartials", "checkpoint_of", "forward_partials_o
 def _check_params(fun, api):
     if not callable(fun):
         raise TypeError(f"{api} expects a function, got {fun!r} (a {type(fun).__name__}).")
+    if isinstance(fun, CustomVJP) or getattr(fun, "__pullback_forward_only__", False):
+        raise TypeError(f"{api} takes a plain function; {getattr(fun, '__name__', fun)} has "
+                        "a rule of its own already (pb.custom_vjp, pb.custom_jvp, "
+                        "pb.checkpoint or pb.forward): apply it to the function inside.")
     try:
         sig = inspect.signature(fun, follow_wrapped=False)
     except (TypeError, ValueError):
@@ -159,6 +163,9 @@ class ForwardPartials(_Made):
         if partials is None:
             _, partials = self.partials(args, wrt)
         grads = [None] * len(args)
+        for i in wrt:
+            if i not in partials:           # an integer: no partials, a zero
+                grads[i] = runtime.zeros_like(args[i])
         for i, parts in partials.items():
             pieces = [(path, runtime.project(_contract(ct, jac, leaf), leaf))
                       for path, leaf, jac in parts]
