@@ -6,6 +6,7 @@ array([2., 4.])
 """
 from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
                   value_and_grad, vjp)
+from .api import check_grads, checkpoint, forward, jacobian, jacrev
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
@@ -14,3 +15,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "diffe
            "custom_vjp", "custom_jvp", "source",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]
+__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]

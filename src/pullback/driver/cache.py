@@ -180,6 +180,12 @@ def path_of(obj, home_globals):
                 return where, qualname
         except Exception:
             continue
+    if getattr(obj, "jvp_of", None) is not None:
+        # pb.checkpoint(f) or pb.forward(f) bound to a name of its own
+        # (`step_ck = pb.checkpoint(step)`): that name
+        for key, value in list(home_globals.items()):
+            if value is obj and isinstance(key, str) and key.isidentifier():
+                return ".", key
     return None
 
 

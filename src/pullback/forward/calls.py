@@ -160,6 +160,9 @@ def forward_of(fun):
     """The handle that gives ``fun``'s tangent function (one per function)."""
     if isinstance(fun, CustomJVP):
         return fun
+    if getattr(fun, "jvp_of", None) is not None and isinstance(fun, CustomVJP):
+        # pb.checkpoint, pb.forward: the function's own tangent
+        return forward_of(fun.jvp_of)
     if isinstance(fun, CustomVJP):
         raise NonDifferentiableError(
             f"forward mode has no rule for {getattr(fun, '__name__', fun)}, a pb.custom_vjp "
@@ -220,7 +223,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])
     if isinstance(fn, CustomVJP):
-        forward_of(fn)       # raises, saying what to do
+        handle = forward_of(fn)       # raises for a custom_vjp, saying what to do
+        return _by_handle(handle, fn.fun, args, kwargs, mask, tangents, has_aux)
     if lookup(fn) is not None:
         wrapper = dispatch._rule_wrapper(fn, len(args), tuple(kwargs))
         return _by_handle(forward_of(wrapper), wrapper, args, kwargs, mask, tangents, has_aux)
