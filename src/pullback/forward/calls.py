@@ -27,9 +27,9 @@ import numpy as np
 
 from ..analyses.ops import is_library
 from ..callees import _RECEIVER, CustomVJP, _unwrap as _unwrap_callee
-from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
-from ..runtime import forward_support as support
+from ..runtime import control, forward_support as support
 
 __all__ = ["ForwardDerivative", "CustomJVP", "forward_of", "dynamic_jvp",
            "dynamic_method_jvp", "jvp_call"]
@@ -211,6 +211,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     ``pb.jvp`` itself, where any Python function is differentiated, as by
     ``pb.grad``; inside a function, pullback's own functions are refused)."""
     from ..driver import dispatch      # late: importing pullback does not load the compiler
+    if callee is control.attempt:
+        return _attempt(args[0], args[1:], tuple(mask), tangents)
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, tuple(mask))
     if isinstance(fn, CustomJVP):
         return _by_handle(fn, fn.fun, args, kwargs, mask, tangents, has_aux)
@@ -235,6 +237,22 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
         "is called here with a value being differentiated.",
         hint=f"Give {name} a forward rule with pb.custom_jvp, or call a NumPy function "
              "that has a rule or a function defined with def.")
+
+
+def _attempt(body, args, mask, tangents):
+    """``attempt(body, *args)`` (a ``try`` body, ``frontend.exceptions``): the
+    body's value and tangent, or ``(2, error)`` with no tangent when an
+    exception left it."""
+    if 0 in mask or not all(isinstance(k, int) for k in mask):
+        raise NonDifferentiableError(
+            "pullback cannot follow a tangent through the function value that runs a `try` "
+            "body.", hint="Pass the values the `try` body reads as arguments.")
+    try:
+        return jvp_call(body, args, {}, tuple(k - 1 for k in mask), tangents)
+    except BaseException as err:
+        if isinstance(err, PullbackError):
+            raise
+        return (control.RAISED, err), (None, None)
 
 
 def _unwrap(fn, args, kwargs, mask):
