@@ -228,8 +228,11 @@ class _Blocks:
         _reads_before_bound(body, set(), reads, self.generated)
         sure = _surely_assigned(body)
         sure = set(assigned) if sure is _ALL else sure
-        params = sorted((reads | (set(assigned) - sure)) & self.locals)
-        outputs = [n for n in assigned if n not in self.generated]
+        # outputs: what the body binds that is read outside it (or by itself, again)
+        inside = {id(n) for s in body for n in gast.walk(s)}
+        read_outside = {n.id for n in self.outer_reads if id(n) not in inside} | reads
+        outputs = [n for n in assigned if n not in self.generated and n in read_outside]
+        params = sorted((reads | (set(outputs) - sure)) & self.locals)
         fname = self.namer.fresh("try_body")
         self.generated.add(fname)
         returns = _Returns().block(body)
