@@ -182,10 +182,11 @@ FORWARD_STEPS = [
 assert FORWARD_STEPS[:len(FRONT)] == FRONT
 
 
-def forward_transform(fn, param_kinds, wrt, has_aux=False):
+def forward_transform(fn, param_kinds, wrt, has_aux=False, layout=None):
     """The tangent function of ``fn`` for arguments of ``param_kinds`` (name
     -> Kind), with tangents for the parameters named in ``wrt``; return a
-    ``LoadedForward``.
+    ``LoadedForward`` (``layout``: how a call fills ``*args`` and ``**kwargs``,
+    ``callees.Layout``).
 
     >>> import numpy as np
     >>> from pullback.testing import function_from_source
@@ -197,7 +198,7 @@ def forward_transform(fn, param_kinds, wrt, has_aux=False):
     >>> loaded.jvp(0.5, 1.0)          # (f(x), f'(x) * 1.0)
     (np.float64(0.2397127693021015), np.float64(0.9182168195493894))
     """
-    t = Transform(fn, param_kinds, wrt, has_aux)
+    t = Transform(fn, param_kinds, wrt, has_aux, layout=layout)
     for step in FORWARD_STEPS:
         step(t)
     return t.loaded

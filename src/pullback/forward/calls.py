@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from ..analyses.ops import is_library
-from ..callees import _RECEIVER, CustomVJP, _unwrap as _unwrap_callee
+from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
 from ..runtime import control, forward_support as support
@@ -50,13 +50,25 @@ class ForwardDerivative:
         self.cache = {}
         self._callers = {}
         self._lock = threading.RLock()
+        # *args, **kwargs or keyword-only parameters: each call is flattened to one
+        # positional argument per value (``callees.Layout``), as in reverse mode
+        self.variadic = is_variadic_signature(self.signature)
 
     def bind(self, args, kwargs):
+        if self.variadic:
+            if isinstance(args, Flat) and not kwargs:
+                return args
+            return flatten_call(self.fun, self.signature, args, kwargs)
         if not kwargs and len(args) == len(self.params):
             return tuple(args)
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()
         return tuple(b.arguments.values())
+
+    def layout_of(self, args):
+        """The layout of flattened ``args`` (None for a function whose
+        parameters are all positional)."""
+        return getattr(args, "layout", None) if self.variadic else None
 
     def specialize(self, args, wrt, has_aux=False):
         """The ``LoadedForward`` for ``args`` (``driver.forward_jit.specialize``)."""
@@ -261,15 +273,34 @@ def _unwrap(fn, args, kwargs, mask):
     return _unwrap_callee(fn, args, kwargs, mask)
 
 
+def is_variadic_signature(sig):
+    return any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in sig.parameters.values())
+
+
+class _Marker:
+    """Stands for the call's argument ``key`` (a position or a keyword) while
+    its place among the flattened parameters is found."""
+
+    def __init__(self, key):
+        self.key = key
+
+
 def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
-    sig = inspect.signature(fn, follow_wrapped=False)
-    params = list(sig.parameters)
-    markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
     where = {}
-    for p, m in markers.items():
-        if isinstance(m, (tuple, dict)):
-            continue
-        where[m] = params.index(p)
+    if getattr(handle, "variadic", False):
+        # *args / **kwargs: the handle flattens the call, one value per parameter
+        flat = handle.bind(tuple(_Marker(i) for i in range(len(args))),
+                           {k: _Marker(k) for k in kwargs})
+        where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
+    else:
+        sig = inspect.signature(fn, follow_wrapped=False)
+        params = list(sig.parameters)
+        markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
+        for p, m in markers.items():
+            if isinstance(m, (tuple, dict)):
+                continue
+            where[m] = params.index(p)
     missing = [k for k in mask if k not in where]
     if missing:
         raise UnsupportedSyntaxError(
