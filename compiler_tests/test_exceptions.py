@@ -162,6 +162,29 @@ def test_return_inside_try_with_finally():
     assert EVENTS == ["cleanup"]
 
 
+def first_positive(xs):
+    t = 0.0
+    for x in xs:
+        try:
+            if x < 0:
+                continue
+            t = t + x * x
+            if t > 1.0:
+                break
+        finally:
+            EVENTS.append(t > 0.2)
+    return t
+
+
+def test_break_and_continue_out_of_a_try_body_and_finally_sees_the_body():
+    EVENTS.clear()
+    # -1 skipped, then 0.5 (t = 0.25), then 2.0 (t = 4.25 > 1: break); 3.0 never read
+    assert pb.grad(first_positive)([-1.0, 0.5, 2.0, 3.0]) == [0.0, 1.0, 4.0, 0.0]
+    # finally ran on each path, after the body: t = 0.0, 0.25, 4.25
+    assert EVENTS == [False, True, True]
+    assert pb.jvp(first_positive, ([-1.0, 0.5, 2.0, 3.0],), ([1.0, 1.0, 1.0, 1.0],))[1] == 5.0
+
+
 def test_source_shows_the_body_as_a_function():
     text = pb.source(fallback, 2.0)
     assert "attempt" in text and "try_body" in text
@@ -269,17 +292,6 @@ def maybe_partial(x):
     return a + b
 
 
-def breaks(xs):
-    t = 0.0
-    for x in xs:
-        try:
-            t = t + x
-            break
-        finally:
-            EVENTS.append(1)
-    return t
-
-
 def returns_in_finally(x):
     try:
         y = x * 2.0
@@ -307,7 +319,6 @@ class Scale:
     (partial_work, (2.0, [0.0]), "a `try` body that changes `out`"),
     (reads_partial, (2.0,), "an `except` handler that reads `a`"),
     (maybe_partial, (2.0,), "`a` may hold what the `try` body had reached"),
-    (breaks, ([1.0],), "`break` out of a `try` body"),
     (returns_in_finally, (1.0,), "`return` in a `finally` clause"),
     (enter_value_from_input, (1.0,), "context manager built from `x`"),
 ])

@@ -147,6 +147,8 @@ class _Writer:
         self.entries = {}           # (fn, mask, spec) -> _Entry
         self.skipped = []           # (qualname, reason, whether it failed to transform)
         self.preamble = set()
+        self.sourced = {}           # function -> name of its copy in the artifact
+        self.sourced_defs = []      # (name, factory source, its arguments, module)
 
     def entry(self, fn, mask, examples=None, spec=None):
         key = (fn, tuple(mask), spec)
@@ -224,6 +226,8 @@ class _Writer:
         return alias
 
     def object_expr(self, e, value):
+        if getattr(value, "__pullback_lifted_source__", None) is not None:
+            return self.source_expr(e, value)
         path = cache.path_of(value, e.fn.__globals__)
         if path is None:
             raise ValueError(f"{e.fn.__qualname__}: its generated code uses {value!r}, which "
@@ -232,6 +236,32 @@ class _Writer:
         if module == ".":
             e.needs_module, module = True, e.fn.__module__
         return f"{self.module_alias(module)}.{qualname}"
+
+    def source_expr(self, e, fn):
+        """The name of a copy, written into the artifact, of ``fn``: a
+        function the front end made from the user's code (a lifted nested
+        function, the body of a ``try``), which reads the globals of the
+        user's module."""
+        name = self.sourced.get(fn)
+        if name is not None:
+            return name
+        base = "".join(c if c.isalnum() else "_" for c in fn.__name__).strip("_")
+        name = f"_{base}"
+        taken = {n for n, *_ in self.sourced_defs}
+        k = 1
+        while name in taken:
+            k += 1
+            name = f"_{base}_{k}"
+        self.sourced[fn] = name
+        free = fn.__code__.co_freevars
+        args = [self.helper_expr(e, c.cell_contents) for c in fn.__closure__ or ()]
+        text = fn.__pullback_lifted_source__.strip("\n")
+        factory = f"def _make{name}({', '.join(free)}):\n" + "".join(
+            f"    {line}\n" if line.strip() else "\n" for line in text.splitlines()) \
+            + f"    return {fn.__name__}\n"
+        e.needs_module = True               # it reads the user's module's globals
+        self.sourced_defs.append((name, factory, args, fn.__module__))
+        return name
 
     def read_globals(self, e, loaded):
         """Import at module level the globals generated code reads, or mark
@@ -370,7 +400,8 @@ def _what(e):
 def _render(w, entries):
     _names(w, entries)
     source_file = w.module.__file__
-    needs = sorted({e.fn.__module__ for e in entries if e.needs_module})
+    needs = sorted({e.fn.__module__ for e in entries if e.needs_module}
+                   | {d[3] for d in w.sourced_defs})
     for m in needs:
         w.module_alias(m)
         w.preamble.add("_in_module")
@@ -396,6 +427,10 @@ def _render(w, entries):
     lines += sorted(set(w.aliases.values()))
     for name in sorted(w.preamble):
         lines += ["", _PREAMBLE[name].rstrip("\n")]
+    for name, factory, args, module in w.sourced_defs:
+        call = f"_make{name}({', '.join(str(_call_arg(a)) for a in args)})"
+        lines += ["", "", factory.rstrip("\n"), "", "",
+                  f"{name}, = _in_module(({call},), {w.module_alias(module)})"]
     meta_entries = []
     for e in entries:
         text = source_lines(e.loaded.text)       # (not splitlines: see codegen)

@@ -1,21 +1,17 @@
 """Exceptions and context managers: ``try`` and ``with`` statements become
 plain statements, before desugar.
 
-A ``try`` whose ``except`` handlers all end by raising and read only the
-exception is kept on the cheap path: ``try_enter(h)``, the body,
-``try_exit(h)``, the ``else`` clause; if an exception leaves the body the
-function stops there and its handlers (compiled apart, in the user's module)
-run as the primal returns (``runtime.control.handle_exception``).
-
-Any other ``try`` (a ``finally``, a handler that lets the function go on or
-reads its variables) runs its body as a nested function under
-``runtime.control.attempt``, which returns ``(0, outputs)`` when the body
-ran to its end, ``(1, value)`` when it returned, ``(2, error)`` when an
-exception left it.  The path taken is then a branch, as for an ``if``: the
-body's call is differentiated as a call (the dispatcher sends nothing back
-through a body an exception left), the handlers, ``else`` and ``finally``
-run as ordinary statements in Python's order.  A ``finally`` with handlers is
-a ``try/finally`` around the ``try/except``::
+A ``try`` runs its body as a nested function under
+``runtime.control.attempt``, which returns ``(kind, (value, outputs))``:
+kind 0 when the body ran to its end, 1 when it returned ``value``, 3 or 4
+when it left the loop around the ``try`` (``break``, ``continue``), with
+what it assigned; or ``(2, error)`` when an exception left it.  The path taken is then a branch,
+as for an ``if``: the body's call is differentiated as a call (the
+dispatcher sends nothing back through a body an exception left), and the
+handlers (in order, by ``isinstance``; none matching raises the error
+again), ``else`` and ``finally`` run as ordinary statements in Python's
+order.  A ``finally`` with handlers is a ``try/finally`` around the
+``try/except``::
 
 >>> from pullback.testing import function_from_source, blocks_lowered
 >>> print(blocks_lowered(function_from_source('''
@@ -31,36 +27,39 @@ a ``try/finally`` around the ``try/except``::
 def f(x):
 <BLANKLINE>
     def try_body_1(x):
+        y = None
 <BLANKLINE>
         def try_body(x):
             y = 1.0 / x
-            return (0, (y,))
+            return (0, (None, (y,)))
         tried = attempt(try_body, x)
         if tried[0] == 2:
             if isinstance(tried[1], ZeroDivisionError):
                 y = 0.0
             else:
                 raise tried[1]
-        elif tried[0] == 1:
-            return (1, tried[1])
         else:
-            y, = tried[1]
-        return (0, (y,))
+            y, = tried[1][1]
+            if tried[0] == 1:
+                return (1, (tried[1][0], (y,)))
+        return (0, (None, (y,)))
     tried_1 = attempt(try_body_1, x)
+    if tried_1[0] != 2:
+        y, = tried_1[1][1]
     log.append(1)
     if tried_1[0] == 2:
         raise tried_1[1]
     elif tried_1[0] == 1:
-        return tried_1[1]
-    else:
-        y, = tried_1[1]
+        return tried_1[1][0]
     return y
 
 A handler that goes on is exact only where the body's partial work cannot be
 seen: a variable the body assigns is read after the ``try`` only if every
 handler assigns it first, and the body changes no value made before it
 (``x[i] = v``, ``x += v`` on an array, ``.append``); otherwise the ``try`` is
-refused.  ``with cm as v:`` becomes ``v = context_enter(cm)``, the body,
+refused.  On a path an exception leaves the function by, the handlers and
+``finally`` see the values from before the ``try`` for what the body
+assigns (no gradient is taken on that path).  ``with cm as v:`` becomes ``v = context_enter(cm)``, the body,
 ``context_exit(cm)``; a context a ``return`` or an exception skips is left
 when the function ends (``callees.Derivative.call_primal``).  ``np.errstate``
 settings also hold while the block's adjoint runs; another context manager's
@@ -70,7 +69,6 @@ exception is refused when that happens.
 """
 from __future__ import annotations
 
-import ast
 import types
 
 import gast
@@ -111,7 +109,7 @@ class _Blocks:
         out = []
         for stmt in stmts:
             if isinstance(stmt, gast.Try):
-                out.extend(self.block(self.try_stmt(stmt)))
+                out.extend(self.block(self.attempt_block(stmt)))
             elif isinstance(stmt, gast.With):
                 out.extend(self.block(self.with_block(stmt)))
             elif isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
@@ -132,71 +130,10 @@ class _Blocks:
 
     # -- try: the cheap path ---------------------------------------------------------
 
-    def try_stmt(self, stmt):
-        if not stmt.finalbody and stmt.handlers and all(self.raising(h) for h in stmt.handlers):
-            return self.try_block(stmt)
-        return self.attempt_block(stmt)
-
     def raising(self, h):
-        """Whether handler ``h`` ends by raising and reads only the exception
-        (it can then run after the function has stopped)."""
-        if not h.body or not isinstance(h.body[-1], gast.Raise):
-            return False
-        ename = (h.name.id if isinstance(h.name, gast.Name) else h.name) or "exc"
-        for s in h.body + ([h.type] if h.type is not None else []):
-            for n in gast.walk(s):
-                if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                    return False
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) \
-                        and n.id != ename \
-                        and (n.id in self.locals or n.id in self.parsed.closure):
-                    return False
-        return True
-
-    def try_block(self, stmt):
-        """``try: body except E as e: handler else: rest`` whose handlers end by
-        raising: ``try_enter(h)``, ``body``, ``try_exit(h)``, ``rest``.  If an
-        exception leaves the body, the function stops there, and its
-        handlers run (``runtime.control.handle_exception``, as the primal
-        returns), raising what they raise."""
-        control.blocks_used = True      # callees' call_primal keeps track from now on
-        clauses = [self.handler(h) for h in stmt.handlers]
-        name = self.namer.fresh("handlers")
-        self.parsed.closure[name] = types.CellType(control.Handlers(tuple(clauses)))
-        enter = self.helper("try_enter", control.try_enter)
-        leave = self.helper("try_exit", control.try_exit)
-
-        def call(fn):
-            return gast.copy_location(gast.Expr(value=gast.Call(
-                func=_name(fn), args=[_name(name)], keywords=[])), stmt)
-        return [call(enter)] + stmt.body + [call(leave)] + stmt.orelse
-
-    def handler(self, h):
-        """``(types, run)`` for one ``except`` clause: Python functions, in the
-        user's module, giving the exception types and running the body."""
-        ename = (h.name.id if isinstance(h.name, gast.Name) else h.name) or "exc"
-        body = h.body
-        for s in body:
-            for n in gast.walk(s):
-                if isinstance(n, gast.Raise) and n.exc is None:
-                    n.exc = _name(ename)            # a bare `raise`: the exception caught
-        types_expr = h.type if h.type is not None else _name("BaseException")
-        types_fn = gast.FunctionDef(
-            name="_pullback_except_types", args=_arguments([]),
-            body=[gast.copy_location(gast.Return(value=types_expr), h)], decorator_list=[],
-            returns=None, type_comment=None, type_params=[])
-        run_fn = gast.FunctionDef(
-            name="_pullback_except", args=_arguments([ename]),
-            body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
-        fns = []
-        for fn in (types_fn, run_fn):
-            gast.copy_location(fn, h)
-            module = ast.fix_missing_locations(gast.gast_to_ast(
-                gast.Module(body=[fn], type_ignores=[])))
-            code = compile(module, self.parsed.filename, "exec")
-            inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-            fns.append(types.FunctionType(inner, self.parsed.globals, fn.name))
-        return tuple(fns)
+        """Whether handler ``h`` ends by raising (the function then stops, and
+        the body's partial work is never differentiated)."""
+        return bool(h.body) and isinstance(h.body[-1], gast.Raise)
 
     # -- try: the body as a function, the path taken as a branch ------------------------
 
@@ -209,9 +146,6 @@ class _Blocks:
             stmt = gast.copy_location(gast.Try(body=[inner], handlers=[], orelse=[],
                                                finalbody=stmt.finalbody), stmt)
         body = self.block(stmt.body)      # an inner try first: its own function
-        self.check_jumps(body, stmt, "body")
-        for clause in [h.body for h in stmt.handlers] + [stmt.orelse]:
-            self.check_jumps(clause, stmt, None)
         final = self.block(stmt.finalbody)
         for s in final:
             for n in _walk_here(s):
@@ -235,11 +169,14 @@ class _Blocks:
         params = sorted((reads | (set(outputs) - sure)) & self.locals)
         fname = self.namer.fresh("try_body")
         self.generated.add(fname)
-        returns = _Returns().block(body)
-        done = gast.Return(value=gast.Tuple(elts=[gast.Constant(0, None), _tuple(outputs)],
-                                            ctx=gast.Load()))
+        exits = _Exits(outputs)
+        returns = exits.stmts(body)
+        done = exits.payload(0, gast.Constant(None, None))
+        # a name bound only further on is None where the body leaves early
+        unset = [_assign(_name(n, gast.Store()), gast.Constant(None, None))
+                 for n in outputs if n not in params] if exits.kinds else []
         fdef = gast.FunctionDef(name=fname, args=_arguments(params),
-                                body=returns + [gast.copy_location(done, stmt)],
+                                body=unset + returns + [gast.copy_location(done, stmt)],
                                 decorator_list=[], returns=None, type_comment=None,
                                 type_params=[])
         tried = self.namer.fresh("tried")
@@ -257,7 +194,9 @@ class _Blocks:
             hbody = list(h.body)
             if h.name is not None:
                 ename = h.name.id if isinstance(h.name, gast.Name) else h.name
-                hbody = [_assign(_name(ename, gast.Store()), _sub(tried, 1))] + hbody
+                bound = _name(ename, gast.Store())
+                bound.handler_name = True     # Python deletes it when the handler ends
+                hbody = [_assign(bound, _sub(tried, 1))] + hbody
                 for s in hbody:
                     for n in gast.walk(s):
                         if isinstance(n, gast.Raise) and n.exc is None:
@@ -273,36 +212,40 @@ class _Blocks:
             test = gast.Call(func=_name("isinstance"), args=[_sub(tried, 1), h.type],
                              keywords=[])
             caught = [gast.If(test=test, body=hbody, orelse=caught)]
-        ran = [_assign(_tuple(outputs, gast.Store()), _sub(tried, 1))] if outputs else []
-        ran += stmt.orelse
-        if not ran:
-            ran = [gast.Pass()]
-        branch = gast.If(test=kind_is(2), body=caught, orelse=[gast.If(
-            test=kind_is(1), body=[gast.Return(value=_sub(tried, 1))], orelse=ran)])
+        # (kind, (value, outputs)): what the body returned, and what it assigned
+        value = gast.Subscript(value=_sub(tried, 1), slice=gast.Constant(0, None),
+                               ctx=gast.Load())
+        bind = [_assign(_tuple(outputs, gast.Store()), gast.Subscript(
+            value=_sub(tried, 1), slice=gast.Constant(1, None), ctx=gast.Load()))] \
+            if outputs else []
+
+        def leave(ran):
+            # returned, left a loop (break, continue), ran to its end
+            paths = [(1, [gast.Return(value=value)])]
+            paths += [(k, [jump()]) for k, jump in ((3, gast.Break), (4, gast.Continue))
+                      if k in exits.kinds]
+            tail = ran
+            for k, then in reversed(paths):
+                tail = [gast.If(test=kind_is(k), body=then, orelse=tail)]
+            return tail
         if not final:
-            out.append(branch)
+            out.append(gast.If(test=kind_is(2), body=caught,
+                               orelse=bind + leave(stmt.orelse)))
         else:
-            # the handled paths run, then `finally`, then the function returns or raises
+            # (no handlers here: see above) `finally` sees what the body assigned,
+            # then the function raises, returns, leaves the loop or goes on
+            if bind:
+                out.append(gast.If(test=gast.Compare(left=_sub(tried, 0), ops=[gast.NotEq()],
+                                                     comparators=[gast.Constant(2, None)]),
+                                   body=bind, orelse=[]))
             out.extend(final)
-            out.append(gast.If(test=kind_is(2), body=reraise, orelse=[gast.If(
-                test=kind_is(1), body=[gast.Return(value=_sub(tried, 1))], orelse=ran)]))
+            out.append(gast.If(test=kind_is(2), body=reraise, orelse=leave([])))
         for s in out:
             for n in gast.walk(s):
                 if hasattr(n, "lineno") or isinstance(n, (gast.stmt, gast.expr)):
                     if getattr(n, "lineno", None) is None:
                         gast.copy_location(n, stmt)
         return out
-
-    def check_jumps(self, stmts, stmt, where):
-        """``break``/``continue`` out of a body run as a function are refused."""
-        for s in stmts:
-            for n in _walk_here(s):
-                if isinstance(n, (gast.Break, gast.Continue)) and not _in_loop(s, n) \
-                        and where == "body":
-                    raise self.parsed.unsupported(
-                        n, f"`{_keyword(n)}` out of a `try` body with a `finally` or a "
-                           "handler that goes on",
-                        "Set a flag in the `try` body and test it after the `try`.")
 
     def check_partial_work(self, stmt, body, assigned):
         """Refuse a ``try`` whose body's partial work a handler that goes on
@@ -393,24 +336,62 @@ class _Blocks:
             and static_value(item.context_expr.func, self.parsed) is np.errstate
 
 
-nondifferentiable(control.context_enter, control.context_exit, control.try_enter,
-                  control.try_exit)
+nondifferentiable(control.context_enter, control.context_exit)
 
 
-class _Returns:
-    """``return v`` -> ``return (1, v)`` in a body run by ``attempt`` (not in
-    the functions it defines)."""
+class _Exits(gast.NodeTransformer):
+    """In a body run by ``attempt`` (not in the functions it defines):
+    ``return v`` -> ``return (1, (v, outputs))``, and a ``break`` or
+    ``continue`` of a loop around the ``try`` -> ``return (3, (None,
+    outputs))`` or ``(4, ...)``: what the body assigned goes on with it."""
 
-    def block(self, stmts):
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.loops = 0
+        self.kinds = set()
+
+    def payload(self, kind, value):
+        """``return (kind, (value, outputs))``."""
+        return gast.Return(value=gast.Tuple(elts=[gast.Constant(kind, None), gast.Tuple(
+            elts=[value, _tuple(self.outputs)], ctx=gast.Load())], ctx=gast.Load()))
+
+    def stmts(self, stmts):
+        out = []
         for s in stmts:
-            if isinstance(s, (gast.FunctionDef, gast.ClassDef)):
-                continue
-            for n in _walk_here(s):
-                if isinstance(n, gast.Return):
-                    value = n.value if n.value is not None else gast.Constant(None, None)
-                    n.value = gast.Tuple(elts=[gast.Constant(1, None), value],
-                                         ctx=gast.Load())
-        return stmts
+            s = self.visit(s)
+            out.extend(s if isinstance(s, list) else [s])
+        return out
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+    def visit_For(self, node):
+        self.loops += 1
+        node.body = self.stmts(node.body)
+        self.loops -= 1
+        node.orelse = self.stmts(node.orelse)
+        return node
+
+    visit_While = visit_For
+
+    def visit_Return(self, node):
+        self.kinds.add(1)
+        value = node.value if node.value is not None else gast.Constant(None, None)
+        return gast.copy_location(self.payload(1, value), node)
+
+    def exit(self, node, kind):
+        if self.loops:
+            return node
+        self.kinds.add(kind)
+        return gast.copy_location(self.payload(kind, gast.Constant(None, None)), node)
+
+    def visit_Break(self, node):
+        return self.exit(node, 3)
+
+    def visit_Continue(self, node):
+        return self.exit(node, 4)
 
 
 def _walk_here(node):
@@ -445,7 +426,7 @@ def _assigned(stmts):
     for s in stmts:
         for n in _walk_here(s):
             if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)) \
-                    and n.id not in seen:
+                    and n.id not in seen and not getattr(n, "handler_name", False):
                 seen.append(n.id)
             if isinstance(n, gast.FunctionDef) and n.name not in seen:
                 seen.append(n.name)
