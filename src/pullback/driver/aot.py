@@ -22,6 +22,16 @@ time.  Importing the file needs NumPy and ``pullback.runtime``, plus the
 module itself only where generated code reads a global defined there: those
 functions then read that module's globals, live, as the originals do.
 
+A function with ``*args``, ``**kwargs`` or keyword-only parameters is
+transformed once per layout of its arguments, so it is written only per
+signature (``star(float64[:], float64[:])``: the positional arguments fill
+``*args``), taking one argument per value of the layout (``star_primal_1(xs_0,
+xs_1, k)``).  Functions the front end made from the user's code (a nested
+function lifted out, the body of a ``try`` run by ``runtime.control.attempt``)
+are written into the file as they were made, reading the module's globals;
+one that is called as a value (a ``try`` body) is differentiated through the
+dispatcher, which transforms that copy the first time it runs.
+
 Fused elementwise kernels (``lower_broadcasts``) are not written ahead of
 time yet: a function whose transform has them is written as transformed with
 the lowering off (``PULLBACK_JAX=0``): plain NumPy, the same gradients, no
@@ -166,16 +176,33 @@ class _Writer:
                       f"({', '.join(e.fn.__code__.co_freevars)}); it is differentiated "
                       "just in time instead", failed=False)
             return
+        layout = None
+        if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in inspect.signature(e.fn, follow_wrapped=False).parameters.values()):
+            # *args, **kwargs, keyword-only: one transform per layout, so per signature
+            if e.examples is None:
+                self.skip(e, "it takes *args, **kwargs or keyword-only parameters, which are "
+                          "compiled ahead of time per signature: give one with --signature "
+                          f"'{e.fn.__name__}(float64[:], float)' (positional arguments "
+                          "filling *args); it is differentiated just in time otherwise",
+                          failed=False)
+                return
+            from ..callees import flatten_call
+            flat = flatten_call(e.fn, inspect.signature(e.fn, follow_wrapped=False),
+                                e.examples, {})
+            layout = flat.layout
+            e.params = list(layout.params)
         if e.examples is None:
             param_kinds = {p: kinds.NUMBER for p in e.params}
         else:
-            param_kinds = {p: kinds.of_value(a) for p, a in zip(e.params, e.examples)}
+            values = tuple(flat) if layout is not None else e.examples
+            param_kinds = {p: kinds.of_value(a) for p, a in zip(e.params, values)}
         wrt = [e.params[i] for i in e.mask]
         try:
-            loaded = transform(e.fn, param_kinds, wrt)
+            loaded = transform(e.fn, param_kinds, wrt, layout=layout)
             if _kernels(loaded):
                 with _unfused():                # see the module docstring
-                    loaded = transform(e.fn, param_kinds, wrt)
+                    loaded = transform(e.fn, param_kinds, wrt, layout=layout)
                 e.unfused = True
         except PullbackError as err:
             self.skip(e, str(err), failed=True)
