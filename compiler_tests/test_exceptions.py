@@ -70,6 +70,20 @@ def parse_or_square(x, text):
     return k * x
 
 
+def early_fallback(x):
+    try:
+        a = x * 2.0
+        b = 1.0 / (x - 1.0)
+    except ZeroDivisionError:
+        return x * 5.0            # the function stops: `a` and `b` are never read
+    return a + b
+
+
+def test_handler_that_returns_does_not_expose_the_partial_body():
+    assert pb.grad(early_fallback)(1.0) == 5.0
+    assert pb.grad(early_fallback)(2.0) == 2.0 - 1.0
+
+
 def test_handler_that_returns_and_reads_the_exception():
     EVENTS.clear()
     assert pb.grad(parse_or_square)(3.0, "2.5") == 2.5

@@ -496,9 +496,13 @@ def _reads_before_bound(stmts, bound, reads, skip):
 def _first_use(stmts, name):
     """``"read"`` if ``stmts`` (in order, top level first) may read ``name``
     before assigning it, ``"write"`` if a top-level statement assigns it
-    first (or the statements end by raising), else None."""
+    first (or the statements end by raising or returning), else None."""
     for s in stmts:
-        if isinstance(s, gast.Raise):
+        if isinstance(s, (gast.Raise, gast.Return)):
+            # the function stops here: only what the statement itself reads counts
+            if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
+                   for n in gast.walk(s)):
+                return "read"
             return "write"
         if isinstance(s, gast.Assign):
             if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
