@@ -263,6 +263,24 @@ def test_user_context_managers_are_entered_and_left_on_every_path():
     assert EVENTS[-1] == ("exit", KeyError)
 
 
+def silenced_log(x):
+    with np.errstate(all="ignore"):
+        return np.log(x)
+
+
+def test_forward_mode_leaves_the_blocks_a_return_or_an_exception_skips():
+    before = np.geterr()
+    EVENTS.clear()
+    assert pb.jvp(timed_return, (1.0,), (1.0,)) == (3.0, 3.0)
+    assert EVENTS == ["enter", ("exit", None)]
+    with pytest.raises(KeyError):
+        pb.jvp(timed_return, (-1.0,), (1.0,))
+    assert EVENTS[-1] == ("exit", KeyError)
+    out, t = pb.jvp(silenced_log, (np.array([-1.0, 2.0]),), (np.array([1.0, 1.0]),))
+    np.testing.assert_array_equal(t, [-1.0, 0.5])
+    assert np.geterr() == before          # the errstate block was left
+
+
 def suppressed(x):
     with contextlib.suppress(ValueError):
         y = x * 2.0

@@ -80,11 +80,27 @@ class ForwardDerivative:
 
     def call(self, args, wrt, tangents, has_aux=False):
         loaded = self.specialize(args, wrt, has_aux)
+        # the `with` blocks a `return` or an exception leaves are closed here, as
+        # reverse mode's call_primal does (runtime.control)
+        tracked = control.blocks_used
+        depth, mark = (control.open_contexts(), control.entered_count()) if tracked \
+            else (0, 0)
         try:
-            return loaded.jvp(*args, *tangents)
+            out = loaded.jvp(*args, *tangents)
         except Exception as err:
+            if tracked or control.blocks_used:
+                if control.open_contexts() > depth:
+                    control.close_contexts(depth, err)
+                if control.entered_count() > mark:
+                    control.take_entered(mark)
             loaded.annotate(err)
             raise
+        if tracked or control.blocks_used:
+            if control.open_contexts() > depth:
+                control.close_contexts(depth)
+            if control.entered_count() > mark:
+                control.take_entered(mark)
+        return out
 
     def for_callers(self, mask):
         """``fwd(tangents, *args, **kwargs) -> (out, out_dot)`` for call sites
