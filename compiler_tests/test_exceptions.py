@@ -222,6 +222,24 @@ def test_jax_agrees_on_a_fallback():
         np.testing.assert_allclose(pb.grad(safe)(x), ref, rtol=1e-14)
 
 
+def no_rule_inside(x):
+    return np.frexp(x)[0] * x
+
+
+def catches_everything(x):
+    try:
+        y = no_rule_inside(x)
+    except Exception:
+        y = x * 0.0
+    return y
+
+
+def test_a_refusal_inside_the_body_is_never_taken_for_the_users_exception():
+    assert catches_everything(1.5) == 0.75 * 1.5          # plain Python takes the body
+    with pytest.raises(pb.NoRuleError, match="np.frexp"):
+        pb.grad(catches_everything)(1.5)
+
+
 # -- with blocks of any context manager ------------------------------------------------------
 
 class Timer:

@@ -154,8 +154,15 @@ def _attempt(mask, inplace, body, args):
         raise NonDifferentiableError(
             "pullback cannot send a gradient through the function value that runs a `try` "
             "body.", hint="Pass the values the `try` body reads as arguments.")
+    inner = tuple(k - 1 for k in mask)
+    if isinstance(body, types.FunctionType) and not is_library(body):
+        # the body is transformed before it runs: an error of the transform is
+        # never taken for one the user's handler catches
+        from ..callees import derivative_of
+        derivative_of(body).specialize(tuple(args), tuple(sorted(set(inner))),
+                                       inplace=inplace)
     try:
-        out, res = dynamic_call(body, tuple(k - 1 for k in mask), inplace, *args)
+        out, res = dynamic_call(body, inner, inplace, *args)
     except BaseException as err:
         if isinstance(err, PullbackError):
             raise
