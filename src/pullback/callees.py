@@ -12,9 +12,8 @@ generated code calls for a call site.
 A function with ``*args``, ``**kwargs`` or keyword-only parameters is
 called with its arguments flattened (``flatten_call``): a ``Flat`` tuple, one
 value per parameter of its ``Layout``, and is transformed once per layout.
-``Derivative.call_primal`` also closes the ``with np.errstate`` blocks and
-runs the ``except`` handlers of the ``try`` bodies a primal left
-(``runtime.control``).
+``Derivative.call_primal`` also closes the ``with`` blocks a primal left
+open (``runtime.control``).
 
 Generated code, the reverse pass and the runtime dispatcher hold handles, so
 this module sits low in the tree: it imports no pass.  A ``Derivative``
@@ -35,8 +34,7 @@ import numpy as np
 from . import runtime
 from .checks import sums_onto
 from .runtime import control
-from .runtime.control import (close_contexts, drop_handlers, entered_count, handle_exception,
-                              open_contexts, open_handlers, take_entered)
+from .runtime.control import close_contexts, entered_count, open_contexts, take_entered
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
@@ -137,34 +135,25 @@ class Derivative:
 
     def run_primal(self, loaded, args, wrt):
         """``loaded.primal(*args)`` and the residuals ``call_adjoint`` reads."""
-        # the `with np.errstate` blocks and `try` bodies the primal enters
-        # (runtime.control): those it leaves open are closed here, and an
-        # exception leaving a `try` body runs that body's handlers
-        # they are followed only once one exists (a flag their helpers and
-        # desugar set): none is open before it was set
+        # the `with` blocks the primal enters (runtime.control): those it leaves
+        # open are closed here; they are followed only once one exists (a flag
+        # their helpers and frontend.exceptions set): none is open before it was set
         tracked = control.blocks_used
-        depth, mark, tries = (open_contexts(), entered_count(), open_handlers()) if tracked \
-            else (0, 0, 0)
+        depth, mark = (open_contexts(), entered_count()) if tracked else (0, 0)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
             if tracked or control.blocks_used:
-                if open_contexts() > depth:      # `with np.errstate` left by the exception
+                if open_contexts() > depth:      # a `with` block left by the exception
                     close_contexts(depth, err)
                 if entered_count() > mark:
                     take_entered(mark)
             loaded.annotate(err)
-            if (tracked or control.blocks_used) and open_handlers() > tries:
-                new = handle_exception(tries, err)   # a `try` body it left: handlers run
-                if new is not err:
-                    raise new
             raise
         errstate = None
         if tracked or control.blocks_used:
             if open_contexts() > depth:          # ... or by a `return` inside it
                 close_contexts(depth)
-            if open_handlers() > tries:
-                drop_handlers(tries)
             errstate = take_entered(mark) if entered_count() > mark else None
         return out, (loaded, res, wrt, len(args), errstate)
 
