@@ -9,6 +9,7 @@ import numbers
 import numpy as np
 
 from . import runtime
+from .runtime.backends import is_foreign, jax_boundary  # noqa: F401  (api's boundary)
 
 
 def signature_key(x):
@@ -20,6 +21,8 @@ def signature_key(x):
     if isinstance(x, np.generic):
         return (np.generic, x.dtype.str)
     check_array_type(x)
+    if is_foreign(x):                   # Dask, CuPy: transformed as NumPy arrays are
+        return (type(x), x.dtype.str, x.ndim)
     return type(x)
 
 
@@ -39,13 +42,18 @@ def check_array_type(x):
             f"{t.__module__}.{t.__qualname__} (a subclass whose operators and functions "
             "behave differently). Pass np.asarray(x) (for a masked array, x.filled(v) or "
             "np.where on the mask).")
+    if is_foreign(x):
+        return                  # Dask, CuPy (runtime.backends)
     module = (getattr(t, "__module__", "") or "").split(".")[0]
-    if module in _FOREIGN or hasattr(t, "__array_namespace__") \
-            or hasattr(t, "__jax_array__"):
+    if module in ("jax", "jaxlib") or hasattr(t, "__jax_array__"):
         raise TypeError(
-            f"pullback differentiates NumPy arrays and Python numbers, and this argument is "
-            f"a {t.__module__}.{t.__qualname__}. Pass np.asarray(x); gradients of other "
-            "array libraries' arrays are not supported yet.")
+            f"This argument is a JAX array ({t.__module__}.{t.__qualname__}), which "
+            "pb.grad, pb.value_and_grad, pb.vjp and pb.jvp take (as NumPy arrays, handing "
+            "back JAX arrays); this function does not. Pass np.asarray(x).")
+    if module in _FOREIGN or hasattr(t, "__array_namespace__"):
+        raise TypeError(
+            f"pullback differentiates NumPy, Dask, CuPy and JAX arrays and Python numbers, "
+            f"and this argument is a {t.__module__}.{t.__qualname__}. Pass np.asarray(x).")
 
 
 def is_inexact(x):
@@ -64,6 +72,8 @@ def is_inexact(x):
         check_array_type(x)
         return np.issubdtype(x.dtype, np.inexact)
     check_array_type(x)
+    if is_foreign(x):
+        return x.dtype.kind in "fc"
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)
         return all(is_inexact(v) for _, v in leaves)    # {} or (): no leaves, as JAX
@@ -93,8 +103,8 @@ def check_differentiable_input(fun, handle, i, x):
     name = params[i] if -len(params) <= i < len(params) and not getattr(
         handle, "variadic", False) else str(i)
     what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
-        else f"an array of {x.dtype}"
-    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):
+        and not is_foreign(x) else f"an array of {x.dtype}"
+    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)) or is_foreign(x):
         raise TypeError(
             f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
             f"({name}), which is {what}: integer and boolean values carry no gradient. "
@@ -119,6 +129,8 @@ def check_scalar_output(fun, value):
     if value is None:
         raise TypeError(f"pb.grad requires a scalar output, but {fun_name(fun)} returned None: "
                         f"add a `return` (on every path through the function).")
+    if is_foreign(value) and value.ndim == 0 and value.dtype.kind == "f":
+        return                  # a Dask or CuPy scalar (a lazy value, for Dask)
     if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
         shape = np.shape(value) if isinstance(value, np.ndarray) else None
         what = f"an array of shape {shape}" if shape is not None else type(value).__name__

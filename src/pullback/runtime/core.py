@@ -7,10 +7,12 @@ import numbers
 
 import numpy as np
 
+from .backends import is_foreign, to_namespace
+
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
            "FieldGrads", "indexable", "mapping_keys", "number_to_update", "join_grads",
-           "repeat_grads", "field_cotangent"]
+           "repeat_grads", "field_cotangent", "per_output"]
 
 
 def indexable(seq):
@@ -171,9 +173,25 @@ def _project_leaf(g, x, copy=False):
     dtype = x.dtype if isinstance(x, Meta) else np.result_type(x)
     if isinstance(x, np.generic):
         return dtype.type(g)
+    if type(x) is not np.ndarray and is_foreign(x):
+        return _project_foreign(g, x, dtype, copy)
     if copy or np.shape(g) != np.shape(x):
         return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
     return np.asarray(g, dtype=dtype)
+
+
+def _project_foreign(g, x, dtype, copy):
+    """The projection's last step for a Dask or CuPy primal: ``g`` of
+    ``x``'s array type, shape and dtype, never converted to NumPy (that would
+    compute a lazy Dask graph or copy a CuPy array to the host)."""
+    if not is_foreign(g):
+        g = to_namespace(np.asarray(g, dtype=dtype), x)
+    if np.shape(g) != np.shape(x):
+        g = np.broadcast_to(g, np.shape(x))
+        copy = True
+    if g.dtype != dtype or copy:
+        g = g.astype(dtype, copy=True)
+    return g
 
 
 def zeros_like(x):
@@ -199,6 +217,25 @@ def unreduce(g, x, axis=None, keepdims=False):
     if axis is not None and not keepdims:
         g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
     return np.broadcast_to(g, shape)
+
+
+def per_output(a, ans):
+    """How many elements of ``a`` a reduction gathered into each element of its
+    result ``ans`` (``np.size(a) // np.size(ans)``), read from the shapes: a
+    Dask array is not computed for it.
+
+    >>> per_output(np.ones((2, 3)), np.ones(3))
+    2
+    """
+    n = a.size if type(a) is np.ndarray else _count(np.shape(a))
+    return n // (ans.size if isinstance(ans, (np.ndarray, np.generic)) else _count(np.shape(ans)))
+
+
+def _count(shape):
+    n = 1
+    for k in shape:
+        n *= int(k)
+    return n
 
 
 def _normalize_axes(axis, ndim):

@@ -1,0 +1,194 @@
+"""Array backends: which library an argument's arrays come from, and the few
+things the runtime does differently for arrays that are not NumPy's.
+
+The generated primal and adjoint are NumPy-API code, and NumPy stays the fast
+path: every runtime helper tests ``type(x) is np.ndarray`` (or a Python
+float) first and comes here only when that fails.  Three more array types are
+accepted (issue 18); any other library's arrays are refused (``checks``).
+
+* **Dask and CuPy** arrays implement NumPy's dispatch protocols
+  (``__array_function__``, ``__array_ufunc__``), so the generated code runs on
+  them as written and its results stay lazy (Dask) or on the device (CuPy)::
+
+      # generated adjoint, unchanged             x: dask.array, 4 chunks
+      y_bar = y_1_bar * 2.0                      # a lazy dask array
+      x_bar += y_bar * (1.0 - y * y)             # still lazy: no compute here
+
+  What does not dispatch is what the runtime does itself: allocating
+  (``np.zeros(shape)``), converting (``np.asarray``) and indexed accumulation
+  (``np.add.at``).  For those arrays the runtime calls ``zeros_for``,
+  ``to_namespace`` (the array's own namespace, by ``array_api_compat`` where
+  installed, else NumPy's ``like=``) and ``add_repeated`` below.  Repeated
+  integer indices are summed first (one 0/1 matrix product) and then added at
+  unique positions, because a scatter-add on a Dask array keeps only the last
+  write of a repeated index (``array_api_extra.at(x, [0, 0]).add(g)`` does so
+  too: measured).  An owned Dask buffer updated at an index (``x_bar[i] +=
+  g``) becomes a new graph node; the array the user passed is never written.
+  The fused elementwise kernels (``lowering``) are not used for Dask: Dask
+  fuses its own graph; CuPy buffers reach them by DLPack.
+* **JAX** arrays implement neither protocol (``np.tanh(jax_array)`` converts
+  it) and are immutable, so they are taken at the public API's boundary
+  (``jax_boundary``): read as NumPy arrays (without a copy for arrays in host
+  memory), differentiated on the NumPy path, and the value and gradients
+  handed back as JAX arrays on the input's device.  The generated code is
+  not traced by ``jax.jit``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["backend_of", "is_foreign", "zeros_for", "to_namespace", "add_repeated",
+           "jax_boundary", "FOREIGN_BACKENDS"]
+
+# arrays that run through the generated NumPy-API code by NumPy's protocols
+FOREIGN_BACKENDS = ("dask", "cupy")
+
+_ROOTS = {}        # type -> its library ("numpy", "dask", "cupy", "jax", or the module's root)
+
+
+def backend_of(x):
+    """The library of the array ``x``: "numpy", "dask", "cupy", "jax", or the
+    root of its type's module for any other type."""
+    t = type(x)
+    if t is np.ndarray:
+        return "numpy"
+    root = _ROOTS.get(t)
+    if root is None:
+        root = (getattr(t, "__module__", "") or "").split(".")[0]
+        if root == "jaxlib":
+            root = "jax"
+        if root == "dask" and not hasattr(x, "__dask_graph__"):
+            root = "dask-other"      # a Dask collection that is not an array
+        _ROOTS[t] = root
+    return root
+
+
+def is_foreign(x):
+    """A Dask or CuPy array: one the generated code runs on by NumPy's
+    dispatch protocols."""
+    return type(x) is not np.ndarray and backend_of(x) in FOREIGN_BACKENDS \
+        and hasattr(x, "__array_function__")
+
+
+def zeros_for(x, dtype=None, shape=None):
+    """Zeros of ``x``'s array type (and chunks, for Dask), of ``dtype`` (by
+    default ``x``'s promoted to float) and of ``x``'s shape or ``shape``."""
+    if dtype is None:
+        dtype = np.result_type(x.dtype, 0.0)
+    if shape is None or tuple(shape) == tuple(x.shape):
+        return np.zeros_like(x, dtype=dtype)
+    return np.zeros(shape, dtype=dtype, like=x)
+
+
+def to_namespace(g, like):
+    """``g`` (a NumPy array or a number) as an array of ``like``'s type."""
+    if type(g) is type(like):
+        return g
+    try:
+        import array_api_compat
+    except ImportError:       # the optional dependency: NumPy's own dispatch
+        return np.asarray(g, like=like)
+    return array_api_compat.array_namespace(like).asarray(g)
+
+
+def add_repeated(buffer, index, g):
+    """``np.add.at(buffer, index, g)`` for a Dask or CuPy ``buffer`` (updated
+    where it is: a new graph node for Dask): an integer index array along the
+    first axis, whose repeated positions are summed before they are added."""
+    from ..errors import UnsupportedSyntaxError
+    if backend_of(index) == "cupy":
+        index = index.get()
+    if isinstance(index, list):
+        index = np.asarray(index)
+    if not (isinstance(index, np.ndarray) and index.dtype.kind in "iu" and buffer.ndim >= 1):
+        raise UnsupportedSyntaxError(
+            f"pullback accumulates into {backend_of(buffer)} arrays at integer index arrays "
+            f"along the first axis only; this index is a {type(index).__name__}"
+            + (f" of {index.dtype}" if hasattr(index, "dtype") else "") + ".",
+            hint="Index with one integer array (x[idx]) or a slice, or pass NumPy arrays.")
+    flat = index.ravel() % buffer.shape[0]
+    where, inverse = np.unique(flat, return_inverse=True)
+    rows = (flat.size,) + tuple(buffer.shape[1:])
+    g = np.reshape(np.broadcast_to(g, index.shape + tuple(buffer.shape[1:])), rows)
+    if where.size == flat.size:       # no position repeats: add in index order
+        order = np.argsort(inverse)
+        buffer[where] += g[order] if flat.size > 1 else g
+        return
+    select = np.zeros((where.size, flat.size), dtype=buffer.dtype)
+    select[inverse, np.arange(flat.size)] = 1
+    sums = np.tensordot(to_namespace(select, buffer), g, axes=1)
+    buffer[where] += sums
+
+
+# -- JAX: taken at the boundary --------------------------------------------------
+
+class _JaxBoundary:
+    """The device the JAX arguments live on, and the way back to JAX arrays."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def back(self, value, like=None):
+        """``value`` (a NumPy array or number, or a structure of them) as JAX
+        arrays on the inputs' device; with ``like`` (an argument), only where
+        ``like`` held a JAX array."""
+        import jax
+        from .core import fields_of, is_structure, rebuild_like
+        if value is None:
+            return None
+        if is_structure(value) and (like is None or is_structure(like)):
+            items = dict(fields_of(like)) if like is not None else {}
+            return rebuild_like(value, {k: self.back(v, items.get(k) if like is not None
+                                                      else None)
+                                        for k, v in fields_of(value)})
+        if like is not None and backend_of(like) != "jax":
+            return value
+        if isinstance(value, (np.ndarray, np.generic, float, int, complex)) \
+                and not isinstance(value, bool):
+            return jax.device_put(np.asarray(value), self.device)
+        return value
+
+
+def _has_jax(a):
+    from .core import fields_of, is_structure
+    if backend_of(a) == "jax":
+        return True
+    return is_structure(a) and any(_has_jax(v) for _, v in fields_of(a))
+
+
+def _to_host(a, found):
+    from .core import fields_of, is_structure, rebuild_like
+    if is_structure(a):
+        return rebuild_like(a, {k: _to_host(v, found) for k, v in fields_of(a)})
+    if backend_of(a) != "jax":
+        return a
+    import jax
+    if isinstance(a, jax.core.Tracer):
+        raise TypeError(
+            "pullback differentiates concrete arrays, and this argument is a traced JAX "
+            f"value ({type(a).__name__}: inside jax.jit, jax.grad or jax.vmap). Call the "
+            "pullback function outside JAX's transforms, or differentiate with jax.grad.")
+    if not found:
+        devices = a.devices() if hasattr(a, "devices") else ()
+        found.append(next(iter(devices)) if len(devices) == 1 else None)
+    return np.asarray(a)
+
+
+def jax_boundary(args):
+    """``(args, boundary)``: the arguments with every JAX array read as a NumPy
+    array, and a ``_JaxBoundary`` whose ``back`` turns results into JAX
+    arrays again; ``(args, None)`` when no argument holds a JAX array (the
+    common case: one type test per argument)."""
+    for a in args:
+        t = type(a)
+        if t is np.ndarray or t is float or t is int:
+            continue
+        if _has_jax(a):
+            break
+    else:
+        return args, None
+    found = []
+    host = tuple(_to_host(a, found) for a in args)
+    if type(args) is not tuple:         # a bound call's flattened arguments (Flat)
+        host = type(args)(host, args.layout) if hasattr(args, "layout") else host
+    return host, _JaxBoundary(found[0] if found else None)
