@@ -210,6 +210,18 @@ def test_dask_gradients_are_lazy_and_equal_numpy(name, inplace):
         np.testing.assert_allclose(g, w, **TOL)
 
 
+def test_numpy_weights_over_a_dask_batch_get_lazy_gradients():
+    f, _, args, argnums = PROBLEMS["mlp"]
+    want = pb.grad(f, argnums=argnums)(*args)
+    dargs = args[:4] + _chunked(args[4:])
+    with dask.config.set(scheduler=_no_compute):
+        got = pb.grad(f, argnums=argnums)(*dargs)
+    assert all(isinstance(g, da.Array) for g in got)
+    for g, w in zip(dask.compute(*got, scheduler="synchronous"), want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, **TOL)
+
+
 def test_dask_gradient_runs_on_both_workers(client):
     from dask.distributed import get_task_stream
     f, _, args, argnums = PROBLEMS["mlp"]
@@ -278,12 +290,18 @@ def test_cupy_gradients_stay_on_the_device_and_equal_numpy(name):
         np.testing.assert_allclose(cupy.asnumpy(g), w, **TOL)
 
 
+def _gpu_jax():
+    return _gpu() and any(d.platform == "gpu" for d in jax.devices())
+
+
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy")
+@pytest.mark.skipif(not _gpu_jax(), reason="needs a GPU with CuPy and a CUDA build of JAX")
 def test_cupy_large_elementwise_chain_uses_the_fused_kernel():
     import cupy
     x = rng.normal(size=200_000)
     want = pb.grad(chain)(x)
+    from pullback.lowering import kernels
+    before = kernels.stats["jax"]
     got = pb.grad(chain)(cupy.asarray(x))
-    assert isinstance(got, cupy.ndarray)
+    assert isinstance(got, cupy.ndarray) and kernels.stats["jax"] > before
     np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-10, atol=1e-12)

@@ -173,17 +173,19 @@ def _project_leaf(g, x, copy=False):
     dtype = x.dtype if isinstance(x, Meta) else np.result_type(x)
     if isinstance(x, np.generic):
         return dtype.type(g)
-    if type(x) is not np.ndarray and is_foreign(x):
-        return _project_foreign(g, x, dtype, copy)
+    if (type(x) is not np.ndarray and is_foreign(x)) or is_foreign(g):
+        return _project_foreign(g, x, dtype, copy)      # stays lazy (Dask), on the device
     if copy or np.shape(g) != np.shape(x):
         return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
     return np.asarray(g, dtype=dtype)
 
 
 def _project_foreign(g, x, dtype, copy):
-    """The projection's last step for a Dask or CuPy primal: ``g`` of
-    ``x``'s array type, shape and dtype, never converted to NumPy (that would
-    compute a lazy Dask graph or copy a CuPy array to the host)."""
+    """The projection's last step for a Dask or CuPy primal or cotangent:
+    ``g`` of ``x``'s shape and dtype and of the foreign array type, never
+    converted to NumPy (that would compute a lazy Dask graph or copy a CuPy
+    array to the host): the gradient of a NumPy weight in a loss over a Dask
+    batch is a lazy Dask array too."""
     if not is_foreign(g):
         g = to_namespace(np.asarray(g, dtype=dtype), x)
     if np.shape(g) != np.shape(x):
