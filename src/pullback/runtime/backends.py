@@ -28,7 +28,7 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
   fuses its own graph; CuPy buffers reach them by DLPack.
 * **JAX** arrays implement neither protocol (``np.tanh(jax_array)`` converts
   it) and are immutable, so they are taken at the public API's boundary
-  (``jax_boundary``): read as NumPy arrays (without a copy for arrays in host
+  (``checks.jax_boundary``): read as NumPy arrays (without a copy for arrays in host
   memory), differentiated on the NumPy path, and the value and gradients
   handed back as JAX arrays on the input's device.  The generated code is
   not traced by ``jax.jit``.
@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["backend_of", "is_foreign", "zeros_for", "to_namespace", "add_repeated",
-           "jax_boundary", "FOREIGN_BACKENDS"]
+           "FOREIGN_BACKENDS"]
 
 # arrays that run through the generated NumPy-API code by NumPy's protocols
 FOREIGN_BACKENDS = ("dask", "cupy")
@@ -118,77 +118,3 @@ def add_repeated(buffer, index, g):
     select[inverse, np.arange(flat.size)] = 1
     sums = np.tensordot(to_namespace(select, buffer), g, axes=1)
     buffer[where] += sums
-
-
-# -- JAX: taken at the boundary --------------------------------------------------
-
-class _JaxBoundary:
-    """The device the JAX arguments live on, and the way back to JAX arrays."""
-
-    def __init__(self, device):
-        self.device = device
-
-    def back(self, value, like=None):
-        """``value`` (a NumPy array or number, or a structure of them) as JAX
-        arrays on the inputs' device; with ``like`` (an argument), only where
-        ``like`` held a JAX array."""
-        import jax
-        from .core import fields_of, is_structure, rebuild_like
-        if value is None:
-            return None
-        if is_structure(value) and (like is None or is_structure(like)):
-            items = dict(fields_of(like)) if like is not None else {}
-            return rebuild_like(value, {k: self.back(v, items.get(k) if like is not None
-                                                      else None)
-                                        for k, v in fields_of(value)})
-        if like is not None and backend_of(like) != "jax":
-            return value
-        if isinstance(value, (np.ndarray, np.generic, float, int, complex)) \
-                and not isinstance(value, bool):
-            return jax.device_put(np.asarray(value), self.device)
-        return value
-
-
-def _has_jax(a):
-    from .core import fields_of, is_structure
-    if backend_of(a) == "jax":
-        return True
-    return is_structure(a) and any(_has_jax(v) for _, v in fields_of(a))
-
-
-def _to_host(a, found):
-    from .core import fields_of, is_structure, rebuild_like
-    if is_structure(a):
-        return rebuild_like(a, {k: _to_host(v, found) for k, v in fields_of(a)})
-    if backend_of(a) != "jax":
-        return a
-    import jax
-    if isinstance(a, jax.core.Tracer):
-        raise TypeError(
-            "pullback differentiates concrete arrays, and this argument is a traced JAX "
-            f"value ({type(a).__name__}: inside jax.jit, jax.grad or jax.vmap). Call the "
-            "pullback function outside JAX's transforms, or differentiate with jax.grad.")
-    if not found:
-        devices = a.devices() if hasattr(a, "devices") else ()
-        found.append(next(iter(devices)) if len(devices) == 1 else None)
-    return np.asarray(a)
-
-
-def jax_boundary(args):
-    """``(args, boundary)``: the arguments with every JAX array read as a NumPy
-    array, and a ``_JaxBoundary`` whose ``back`` turns results into JAX
-    arrays again; ``(args, None)`` when no argument holds a JAX array (the
-    common case: one type test per argument)."""
-    for a in args:
-        t = type(a)
-        if t is np.ndarray or t is float or t is int:
-            continue
-        if _has_jax(a):
-            break
-    else:
-        return args, None
-    found = []
-    host = tuple(_to_host(a, found) for a in args)
-    if type(args) is not tuple:         # a bound call's flattened arguments (Flat)
-        host = type(args)(host, args.layout) if hasattr(args, "layout") else host
-    return host, _JaxBoundary(found[0] if found else None)
