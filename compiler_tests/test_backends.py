@@ -222,6 +222,44 @@ def test_numpy_weights_over_a_dask_batch_get_lazy_gradients():
         np.testing.assert_allclose(g, w, **TOL)
 
 
+def nll(w, b, x, y):
+    z = x @ w + b
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+def new_axes(scale, x):
+    z = x[:, None, :] - scale[None, :, :]
+    return np.sum(np.tanh(z) * scale[None, :, :] ** 2)
+
+
+@pytest.mark.parametrize("name", ["nll", "new_axes"])
+def test_dask_numbers_and_new_axes(name):
+    if name == "nll":       # a Python float's gradient from a Dask batch: lazy, 0-d
+        f, argnums = nll, (0, 1)
+        x = rng.normal(size=(N, 4))
+        args = (rng.normal(size=4), 0.25, x, (rng.uniform(size=N) < 0.5) * 1.0)
+        dargs = args[:2] + _chunked(args[2:])
+    else:                   # x[None, :, :]: Dask's item assignment takes no None
+        f, argnums = new_axes, (0, 1)
+        args = (rng.normal(size=(3, 2)), rng.normal(size=(N, 2)))
+        dargs = _chunked(args)
+    want = pb.grad(f, argnums=argnums)(*args)
+    with dask.config.set(scheduler=_no_compute):
+        got = pb.grad(f, argnums=argnums)(*dargs)
+    assert all(isinstance(g, da.Array) for g in got)
+    for g, w in zip(dask.compute(*got, scheduler="synchronous"), want):
+        assert np.shape(g) == np.shape(w)
+        np.testing.assert_allclose(g, w, **TOL)
+
+
+def test_dask_signatures_are_cached_apart_from_numpy_scalars():
+    from pullback.checks import signature_key
+    from pullback.driver.cache import signature_data
+    keys = [signature_key(v) for v in (np.float64(1.0), da.ones(3), np.ones(3))]
+    data = [signature_data((k,)) for k in keys]
+    assert len({repr(d) for d in data}) == 3, data
+
+
 def test_dask_gradient_runs_on_both_workers(client):
     from dask.distributed import get_task_stream
     f, _, args, argnums = PROBLEMS["mlp"]

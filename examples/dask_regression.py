@@ -4,8 +4,8 @@ log-likelihood over a dataset in 8 chunks, computed by two worker processes.
 The loss is ordinary NumPy code.  Given chunked ``dask.array`` data,
 ``pb.grad`` returns lazy dask arrays (building the graph, computing
 nothing); ``client.compute`` runs them on the cluster.  The weights stay
-NumPy arrays; their gradients are lazy too, because they are sums over the
-chunked batch.  Needs the ``dask`` extra (``pip install 'pullback[dask]'``):
+NumPy arrays (and ``b`` a Python float); their gradients are lazy too,
+because they are sums over the chunked batch.  Needs the ``dask`` extra (``pip install 'pullback[dask]'``):
 
     python examples/dask_regression.py
 """
@@ -44,10 +44,10 @@ def main(rows=400_000, features=16, chunk=50_000):
 
         w, b = np.zeros(features), 0.0
         gw, gb = pb.grad(nll, argnums=(0, 1))(w, b, x, y)      # lazy: nothing computed yet
-        print(f"pb.grad returned {type(gw).__module__}.{type(gw).__name__} (lazy) for w, "
-              f"and {type(gb).__name__} for the Python float b")
+        print(f"pb.grad returned lazy {type(gw).__module__}.{type(gw).__name__}s: "
+              f"{gw.shape} for w, {gb.shape} for the Python float b")
         with get_task_stream(client) as stream:
-            gw = client.compute(gw, sync=True)
+            gw, gb = client.compute([gw, gb], sync=True)
         print("gradient wrt w:", np.array2string(gw, precision=4, max_line_width=100))
         print(f"gradient wrt b: {gb:.6f}")
         ran = {}

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["backend_of", "is_foreign", "zeros_for", "to_namespace", "add_repeated",
-           "FOREIGN_BACKENDS"]
+           "set_basic", "functional_only", "FOREIGN_BACKENDS"]
 
 # arrays that run through the generated NumPy-API code by NumPy's protocols
 FOREIGN_BACKENDS = ("dask", "cupy")
@@ -68,6 +68,31 @@ def is_foreign(x):
     dispatch protocols."""
     return type(x) is not np.ndarray and backend_of(x) in FOREIGN_BACKENDS \
         and hasattr(x, "__array_function__")
+
+
+def functional_only(args):
+    """Whether ``args`` hold a Dask array: its transform then accumulates out
+    of place (``inplace=False``: ``x_bar = x_bar + unindex(g, x, i)``, no
+    ``x_bar[i] += g``), because a Dask array is a graph, not a buffer, and
+    Dask's item assignment takes fewer indices than NumPy's.  CuPy arrays are
+    buffers and accumulate in place as NumPy's do."""
+    for a in args:
+        for x in (a if isinstance(a, (tuple, list)) else (a,)):
+            if type(x) is not np.ndarray and backend_of(x) == "dask":
+                return True
+    return False
+
+
+def set_basic(out, index, g):
+    """``out[index] = g`` for a Dask or CuPy ``out`` and a basic index, whose
+    ``None`` (new) axes Dask's item assignment does not take: they are
+    dropped from the index and from ``g``."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(i is None for i in items):
+        kept = tuple(i for i in items if i is not None)
+        g = np.reshape(np.broadcast_to(g, np.shape(out[index])), np.shape(out[kept]))
+        index = kept
+    out[index] = g
 
 
 def zeros_for(x, dtype=None, shape=None):

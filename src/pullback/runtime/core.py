@@ -161,6 +161,8 @@ def _project_leaf(g, x, copy=False):
     """
     if isinstance(x, bool) or isinstance(x, np.bool_):
         raise TypeError("booleans carry no gradient")
+    if isinstance(x, (numbers.Number, np.generic)) and is_foreign(g):
+        return _project_foreign_scalar(g, x)    # a number's gradient from a Dask batch
     if isinstance(x, (float, int)) and not isinstance(x, np.generic):
         g = np.sum(g) if np.ndim(g) else g
         if isinstance(x, complex):
@@ -178,6 +180,18 @@ def _project_leaf(g, x, copy=False):
     if copy or np.shape(g) != np.shape(x):
         return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
     return np.asarray(g, dtype=dtype)
+
+
+def _project_foreign_scalar(g, x):
+    """The gradient of a number ``x`` (a Python or NumPy scalar) from a Dask or
+    CuPy cotangent ``g``: a 0-d array of ``g``'s type, so that a Dask gradient
+    stays lazy and a CuPy one on the device (``float(g)`` computes it)."""
+    g = np.sum(g) if np.ndim(g) else g
+    dtype = np.result_type(x) if isinstance(x, np.generic) else \
+        np.dtype(complex) if isinstance(x, complex) else np.dtype(float)
+    if not np.iscomplexobj(x):
+        g = np.real(g)
+    return g.astype(dtype)
 
 
 def _project_foreign(g, x, dtype, copy):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import add_repeated, is_foreign, zeros_for
+from .backends import add_repeated, is_foreign, set_basic, zeros_for
 from .core import FieldGrads, Meta, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
@@ -293,10 +293,13 @@ def unindex(g, a, index):
     foreign = type(a) is not np.ndarray and is_foreign(a)
     out = zeros_for(a, dtype) if foreign else np.zeros(np.shape(a), dtype=dtype)
     g = realify(g, out)           # projected as an in-place add would project it
-    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+    if foreign:                         # Dask, CuPy: no np.add.at, no None in Dask's index
+        if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+            set_basic(out, index, g)
+        else:
+            add_repeated(out, index, g)
+    elif _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
         out[index] = g
-    elif foreign:
-        add_repeated(out, index, g)        # Dask, CuPy: no np.add.at
     else:
         np.add.at(out, index, g)
     return out
