@@ -10,9 +10,11 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
   (``__array_function__``, ``__array_ufunc__``), so the generated code runs on
   them as written and its results stay lazy (Dask) or on the device (CuPy)::
 
-      # generated adjoint, unchanged             x: dask.array, 4 chunks
-      y_bar = y_1_bar * 2.0                      # a lazy dask array
-      x_bar += y_bar * (1.0 - y * y)             # still lazy: no compute here
+      # generated adjoint, NumPy arguments       # ... Dask arguments (functional)
+      x_bar = owned_zeros(x)                     x_bar = owned_zeros(x)   # lazy zeros
+      for i in reversed(range_n[:trips]):        for i in reversed(range_n[:trips]):
+          x_item_bar = s_bar * np.cos(x[i])          x_item_bar = s_bar * np.cos(x[i])
+          x_bar[i] += x_item_bar                     x_bar = x_bar + unindex(x_item_bar, x, i)
 
   What does not dispatch is what the runtime does itself: allocating
   (``np.zeros(shape)``), converting (``np.asarray``) and indexed accumulation
@@ -22,14 +24,16 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
   integer indices are summed first (one 0/1 matrix product) and then added at
   unique positions, because a scatter-add on a Dask array keeps only the last
   write of a repeated index (``array_api_extra.at(x, [0, 0]).add(g)`` does so
-  too: measured).  An owned Dask buffer updated at an index (``x_bar[i] +=
-  g``) becomes a new graph node; the array the user passed is never written.
-  The fused elementwise kernels (``lowering``) are not used for Dask: Dask
+  too: measured).  A Dask array is a graph, not a buffer, and Dask's item
+  assignment takes fewer indices than NumPy's (no ``None``), so a transform
+  for Dask arguments accumulates out of place (``functional_only``: the
+  driver's ``inplace=False``, the right column above); CuPy arrays are
+  buffers and accumulate in place, as NumPy's.  The fused elementwise kernels (``lowering``) are not used for Dask: Dask
   fuses its own graph; CuPy buffers reach them by DLPack.
 * **JAX** arrays implement neither protocol (``np.tanh(jax_array)`` converts
   it) and are immutable, so they are taken at the public API's boundary
-  (``checks.jax_boundary``): read as NumPy arrays (without a copy for arrays in host
-  memory), differentiated on the NumPy path, and the value and gradients
+  (``checks.jax_boundary``): read as NumPy arrays (without a copy for arrays
+  in host memory), differentiated on the NumPy path, and the value and gradients
   handed back as JAX arrays on the input's device.  The generated code is
   not traced by ``jax.jit``.
 """
