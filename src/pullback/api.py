@@ -15,7 +15,7 @@ from .analyses import kinds as kinds_
 from .callees import CustomVJP, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, check_tangents,
-                     fresh_grad, is_inexact, one_like, split_aux)
+                     fresh_grad, is_inexact, jax_boundary, one_like, split_aux)
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .runtime.forward_support import zeros_tangent
@@ -62,7 +62,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         handle = derivative_of(fun)
-        args = handle.bind(args, kwargs)
+        bound = handle.bind(args, kwargs)
+        args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
         for i in argnums_t:
             check_differentiable_input(fun, handle, i, args[i])
@@ -71,6 +72,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, one_like(value))
         g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
+        if jx is not None:          # ... and handed back as JAX arrays
+            value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
         result = g[0] if isinstance(argnums, int) else g
         return ((value, aux), result) if has_aux else (value, result)
 
@@ -107,17 +110,22 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     (array([3., 3.]), 3.0)
     """
     handle = derivative_of(fun)
-    args = tuple(primals)
+    args, jx = jax_boundary(tuple(primals))     # JAX arrays: read as NumPy
     wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = split_aux(fun, out, has_aux)
 
     def pullback(ct):
+        if jx is not None:
+            ct = jax_boundary((ct,))[0][0]
         check_cotangent(fun, value, ct)
         grads = handle.call_adjoint(res, ct)
-        return tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
+        grads = tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
+        return grads if jx is None else tuple(jx.back(g, a) for g, a in zip(grads, primals))
 
     pullback.__pullback_api__ = "pb.vjp"
+    if jx is not None:              # ... and handed back as JAX arrays
+        value = jx.back(value)
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 
@@ -136,10 +144,13 @@ def jvp(fun, primals, tangents, has_aux=False):
     (array([0., 0.]), array([1., 1.]))
     """
     from .forward import calls
+    (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
                                   has_aux, top=True)
+    if jx is not None:              # ... and handed back as JAX arrays
+        out, out_dot = (jx.back(out[0]), out[1]) if has_aux else jx.back(out), jx.back(out_dot)
     if has_aux:
         value, aux = split_aux(fun, out, True)
         return value, out_dot, aux

@@ -315,6 +315,8 @@ def signature_data(key):
     for k in key:
         if isinstance(k, tuple) and k[0] is np.ndarray:
             out.append(["ndarray", k[1], k[2]])
+        elif isinstance(k, tuple) and len(k) == 3:     # a Dask or CuPy array
+            out.append(["array", k[0].__module__, k[0].__qualname__, k[1], k[2]])
         elif isinstance(k, tuple):
             out.append(["generic", k[1]])
         else:

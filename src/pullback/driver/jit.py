@@ -19,6 +19,7 @@ from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
 from ..runtime import set_odeint_vjp
+from ..runtime.backends import functional_only
 from ..runtime import calls as runtime_calls
 
 __all__ = ["specialize", "transform", "obtain"]
@@ -63,6 +64,8 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
         bindings = Bindings.capture(handle.fun)
         # an up-to-date artifact, else the on-disk cache, else the compiler
         options = {}
+        if inplace and functional_only(args):   # Dask: a graph, not a buffer
+            inplace = False
         if not inplace:
             options["inplace"] = False
         if large:

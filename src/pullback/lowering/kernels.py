@@ -188,18 +188,23 @@ def size_class(args):
     elementwise regions; one for small arrays keeps plain NumPy code.  Part
     of the specialization key."""
     threshold = None            # read only when there is an array to size
+    large = False
     for a in args:
         if type(a) in _NUMBERS:
             continue            # scalar code: the common case, nothing to fuse
         for x in (a if isinstance(a, (tuple, list)) else (a,)):
             if isinstance(x, np.ndarray):
+                if large:
+                    continue
                 if threshold is None:
                     threshold = current_threshold()
                 if x.size >= threshold:
-                    return True
+                    large = True
             elif is_cupy(x):
-                return True
-    return False
+                large = True
+            elif hasattr(x, "__dask_graph__"):
+                return False    # Dask fuses its own graph; a kernel would compute it
+    return large
 
 
 _NUMBERS = frozenset({float, int, bool, complex})
