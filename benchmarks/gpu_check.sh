@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The GPU checks of the fused elementwise kernels, in a few minutes: the tests
-# marked `gpu` (CuPy arrays reach JAX through DLPack without a copy, and the
-# gradients are right) and the timings of a fused kernel on CuPy arrays.
+# The GPU checks, in a few minutes: the tests marked `gpu` (compiler_tests/
+# test_backends.py: CuPy gradients of the MLP loss, the elementwise chain and
+# the indexed loop stay on the device and equal NumPy's; test_lower_broadcasts.py:
+# CuPy arrays reach the fused JAX kernels through DLPack without a copy) and
+# the timings of a fused kernel on CuPy arrays.
 #
-# Needs, in the virtual environment: CuPy (pip install cupy-cuda12x) and a
-# CUDA build of JAX (pip install "jax[cuda12]").  Run from anywhere:
+# Needs, in the virtual environment: CuPy (pip install 'pullback[gpu]', or
+# cupy-cuda12x) and, for the fused kernels, a CUDA build of JAX
+# (pip install "jax[cuda12]").  Run from anywhere:
 #     bash benchmarks/gpu_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +22,10 @@ except ImportError as err:
     sys.exit(f"gpu_check: {err}; install cupy-cuda12x and jax[cuda12] first")
 print("cupy", cupy.__version__, "available:", cupy.is_available())
 print("jax", jax.__version__, "devices:", jax.devices())
-if not cupy.is_available() or not any(d.platform == "gpu" for d in jax.devices()):
-    sys.exit("gpu_check: no GPU visible to both CuPy and JAX")
+if not cupy.is_available():
+    sys.exit("gpu_check: no GPU visible to CuPy")
+if not any(d.platform == "gpu" for d in jax.devices()):
+    print("gpu_check: JAX sees no GPU: the fused-kernel test and timings will skip or fail")
 PYEOF
 
 echo "== tests marked gpu"

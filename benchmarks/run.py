@@ -30,7 +30,10 @@ whose buffers tracemalloc does not see.
 
 Then pullback's own costs, each in a fresh process: the transform alone, the
 first call (transform included, no on-disk cache), the first call with a
-warm on-disk cache, and a steady call.
+warm on-disk cache, and a steady call.  Last, the Dask row
+(``dask_mlp.py``, with the ``mlp`` problem; ``--no-dask`` skips it): the MLP
+gradient over a batch in 4 chunks on a 2-worker ``dask.distributed`` cluster
+against NumPy.
 """
 from __future__ import annotations
 
@@ -711,6 +714,52 @@ def pullback_costs(rows, mode, log):
     return out
 
 
+def dask_row(mode, log):
+    """The Dask row (``dask_mlp.py``, issue 18): the MLP gradient over a batch in
+    4 chunks on a 2-worker ``dask.distributed`` cluster against NumPy, in a
+    fresh process; ``{"error": ...}`` where Dask is not installed or it fails."""
+    cmd = [sys.executable, os.path.join(HERE, "dask_mlp.py")] + (
+        ["--quick"] if mode == "quick" else [])
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=worker_env(), cwd=ROOT,
+                           timeout=600)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout (600 s)"}
+    log.write(p.stderr.encode())
+    log.flush()
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("@@ ")]
+    if p.returncode != 0 or not lines:
+        return {"error": _last_error(p.stderr)}
+    out = json.loads(lines[-1][3:])
+    print(f"[dask] {json.dumps(out)}", file=sys.stderr, flush=True)
+    return out
+
+
+def _dask_section(d):
+    if not d:
+        return []
+    L = ["## Dask (issue 18)", ""]
+    if "error" in d:
+        return L + [f"The Dask row did not run: {d['error']}", ""]
+    L.append(f"`benchmarks/dask_mlp.py`: the MLP gradient (`pb.grad`, four weight gradients) "
+             f"over a {d['batch']:,} x 784 batch, 256 hidden units, the batch persisted on a "
+             f"`dask.distributed` `LocalCluster` of {d['workers']} worker processes (one "
+             f"thread each) in {d['chunks']} chunks; a call is `pb.grad` on the dask arrays "
+             "(the lazy graph) and `client.compute` of it. NumPy: the same gradient on NumPy "
+             "arrays in one process.")
+    L.append("")
+    L.append("| NumPy | Dask, 2 workers | Dask ÷ NumPy | graph build | Dask, threads in one "
+             "process | tasks per worker (all timed calls) | max abs error |")
+    L.append("|---|---|---|---|---|---|---|")
+    L.append(f"| {fmt_time(d['numpy'])} | {fmt_time(d['dask'])} | "
+             f"{fmt_ratio(d['dask'] / d['numpy'])} | {fmt_time(d['build'])} | "
+             f"{fmt_time(d.get('threads'))} | "
+             f"{', '.join(str(n) for n in d['tasks_per_worker'])} | "
+             f"{d['max_abs_error']:.1e} |")
+    L.append("")
+    return L
+
+
 # =====================================================================================
 # Reporting
 # =====================================================================================
@@ -827,7 +876,7 @@ def headline(rows, systems, results):
     return out
 
 
-def render(meta, rows, systems, results, costs, mode, scaling):
+def render(meta, rows, systems, results, costs, mode, scaling, dask=None):
     notes = Notes()
     L = []
     L.append(f"# pullback benchmarks ({mode} run)")
@@ -992,6 +1041,8 @@ def render(meta, rows, systems, results, costs, mode, scaling):
         L.append("")
         L.extend(issue4)
         L.append("")
+
+    L.extend(_dask_section(dask))
 
     kern = [(problem, size_label, results[problem.name, size_label, "pullback"]
              .get("kernel_calls")) for problem, n, size_label in rows
@@ -1182,6 +1233,7 @@ def main():
     ap.add_argument("--systems", help="comma-separated systems (default: all): "
                     + ",".join(s for s, _ in SYSTEMS))
     ap.add_argument("--no-costs", action="store_true", help="skip pullback's own costs")
+    ap.add_argument("--no-dask", action="store_true", help="skip the Dask row (dask_mlp.py)")
     ap.add_argument("--out", help="output name in benchmarks/results (default: latest, or "
                     "quick with --quick)")
     ap.add_argument("--render", metavar="NAME", help="only rewrite results/NAME.md and "
@@ -1215,6 +1267,8 @@ def main():
         results, unavailable, scaling = run_grid(rows, systems, mode, log)
         costs = {} if a.no_costs or "pullback" in unavailable or "pullback" not in systems \
             else pullback_costs(rows, mode, log)
+        dask = {} if a.no_dask or "pullback" not in systems or not any(
+            p.name == "mlp" for p, _, _ in rows) else dask_row(mode, log)
     meta = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "wall": time.monotonic() - start,
             "command": "make bench-quick" if a.quick else "make bench",
@@ -1226,7 +1280,7 @@ def main():
     data = {"meta": meta, "mode": mode, "systems": systems,
             "rows": [[p.name, n, sl] for p, n, sl in rows],
             "results": {"|".join(k): v for k, v in results.items()},
-            "pullback_costs": costs,
+            "pullback_costs": costs, "dask": dask,
             "scaling": {"|".join(k): v for k, v in scaling.items()}}
     with open(os.path.join(RESULTS, name + ".json"), "w") as fh:
         json.dump(data, fh, indent=1)
@@ -1250,7 +1304,8 @@ def write_report(data, name):
         if res.get("status") in ("ok", "wrong") and (res.get("first") or 0) > bound:
             res["status"] = "timeout"
             res["error"] = f"the first call took {res['first']:.0f} s, over {bound:.0f} s"
-    md_text = render(meta, rows, systems, results, data["pullback_costs"], mode, scaling)
+    md_text = render(meta, rows, systems, results, data["pullback_costs"], mode, scaling,
+                     data.get("dask"))
     png = os.path.join(RESULTS, name + ".png")
     problem_chart = chart(rows, systems, results, png,
                           f"pullback benchmarks ({mode} run, {meta['date']}): time per call")

@@ -364,3 +364,130 @@ def _pullback_imports(text):
         elif isinstance(node, ast.ImportFrom):
             modules.update(f"{node.module}.{a.name}" for a in node.names)
     return {m for m in modules if m.startswith("pullback")}
+
+
+TRY_MODULE = '''
+import numpy as np
+import pullback as pb
+
+LOG = []
+
+
+@pb.differentiable
+def chol_norm(K, y):
+    try:
+        L = np.linalg.cholesky(K)
+    except np.linalg.LinAlgError as err:
+        raise ValueError("K is not positive definite") from err
+    else:
+        z = np.linalg.solve(L, y)
+    return np.sum(z ** 2)
+
+
+@pb.differentiable
+def fallback(x):
+    try:
+        y = 1.0 / x
+    except ZeroDivisionError:
+        y = 0.0
+    finally:
+        LOG.append(1)
+    return y * x * x
+
+
+@pb.differentiable
+def first_big(xs):
+    t = 0.0
+    for x in xs:
+        try:
+            t = t + x * x
+            if t > 1.0:
+                break
+        finally:
+            LOG.append(2)
+    return t
+
+
+@pb.differentiable
+def nested(x):
+    def sq(v):
+        return v * v
+    return sq(x) + sq(2.0 * x)
+
+
+@pb.differentiable
+def star(*xs, k=1.0):
+    return sum(np.sum(x) * k for x in xs)
+'''
+
+
+def test_try_nested_and_variadic_functions_compile_ahead_of_time(tmp_path):
+    # try bodies and nested functions are written into the artifact (their
+    # gradients come from a transform of that copy, made when first called);
+    # a function with *args is compiled per --signature, flattened
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "tries.py").write_text(TRY_MODULE)
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "tries.py"),
+                        "--signature", "star(float64[:], float64[:])"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "compiled ahead of time per signature" in p.stdout + p.stderr
+    text = (proj / "__pullback__" / "tries_pullback.py").read_text()
+    assert _pullback_imports(text) == {"pullback.runtime"}
+    assert "def _make_try_body" in text and "_runtime.control.attempt" in text
+    K = np.array([[2.0, 0.5], [0.5, 1.0]])
+    y = np.array([1.0, 2.0])
+    xs = np.array([0.5, 2.0, 3.0])
+    a, b = np.array([1.0, 2.0]), np.array([-1.0, 0.5, 4.0])
+    np.savez(tmp_path / "in.npz", K=K, y=y, xs=xs, a=a, b=b)
+    out = run(f"""
+        import json, sys
+        import numpy as np
+        sys.path[:0] = [{str(proj / "__pullback__")!r}, {str(proj)!r}]
+        import tries_pullback as art
+        imported_compiler = "pullback.pipeline" in sys.modules
+        d = np.load({str(tmp_path / "in.npz")!r})
+        got = {{}}
+        v, r = art.chol_norm_primal(d["K"], d["y"])
+        got["chol"] = art.chol_norm_adjoint(r, 1.0)
+        try:
+            art.chol_norm_primal(-d["K"], d["y"])
+        except ValueError as e:
+            raised = str(e)
+        for x in (2.0, 0.0):
+            v, r = art.fallback_primal(x)
+            got[f"fallback{{x}}"] = art.fallback_adjoint(r, 1.0)
+        v, r = art.first_big_primal(d["xs"])
+        got["first_big"] = art.first_big_adjoint(r, 1.0)
+        v, r = art.nested_primal(1.5)
+        got["nested"] = art.nested_adjoint(r, 1.0)
+        v, r = art.star_primal_1(d["a"], d["b"], 2.0)     # xs_0, xs_1, then k
+        got["star"] = art.star_adjoint_1(r, 1.0)[:2]
+        np.savez({str(tmp_path / "out.npz")!r},
+                 **{{f"{{k}}_{{i}}": g for k, gs in got.items() for i, g in enumerate(gs)}})
+        print(json.dumps({{"compiler": imported_compiler, "raised": raised}}))
+    """)
+    info = json.loads(out)
+    assert not info["compiler"], "importing an artifact must not need the compiler"
+    assert info["raised"] == "K is not positive definite"
+    got = np.load(tmp_path / "out.npz")
+    sys.path.insert(0, str(proj))
+    os.environ["PULLBACK_ARTIFACTS"] = "0"
+    try:
+        m = importlib.import_module("tries")
+        jit = {"chol": pb.grad(m.chol_norm, argnums=(0, 1))(K, y),
+               "fallback2.0": (pb.grad(m.fallback)(2.0),),
+               "fallback0.0": (pb.grad(m.fallback)(0.0),),
+               "first_big": (pb.grad(m.first_big)(xs),),
+               "nested": (pb.grad(m.nested)(1.5),),
+               "star": pb.grad(lambda u, w: m.star(u, w, k=2.0), argnums=(0, 1))(a, b)}
+    finally:
+        del os.environ["PULLBACK_ARTIFACTS"]
+        sys.path.remove(str(proj))
+    for key, grads in jit.items():
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(got[f"{key}_{i}"], g, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(got["first_big_0"], [1.0, 4.0, 0.0])
+    np.testing.assert_array_equal(got["star_0"], [2.0, 2.0])
+    assert float(got["fallback2.0_0"]) == 1.0 and float(got["fallback0.0_0"]) == 0.0

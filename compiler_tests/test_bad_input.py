@@ -141,6 +141,38 @@ def f_read_before_assignment(x):
     return total
 
 
+def f_try_partial_write(x):
+    y = np.zeros(2)
+    try:
+        y[0] = np.sum(x)
+        z = 1.0 / (x[0] - 0.5)
+    except ZeroDivisionError:
+        z = 0.0
+    return z + y[0]
+
+
+def f_try_partial_read(x):
+    try:
+        s = np.sum(x)
+        z = 1.0 / (x[0] - 0.5)
+    except ZeroDivisionError:
+        z = s
+    return z
+
+
+def f_try_return_in_finally(x):
+    try:
+        y = np.sum(x)
+    finally:
+        return x[0] * y
+
+
+def f_with_enter_from_input(x):
+    with np.printoptions(precision=int(x[0])) as opts:
+        y = np.sum(x) * len(opts)
+    return y
+
+
 UNSUPPORTED = [
     (f_async, "async def f_async", pb.UnsupportedSyntaxError, ["async", "ordinary def"]),
     (f_import, "import math as m", pb.UnsupportedSyntaxError, ["`import`", "module level"]),
@@ -170,6 +202,14 @@ UNSUPPORTED = [
     (f_augassign_view, "y += 1.0", pb.UnsupportedSyntaxError, ["in-place", "y = y + ..."]),
     (f_read_before_assignment, "total = total + np.sum(x)", pb.UnsupportedSyntaxError,
      ["before it is assigned", "Assign `total`"]),
+    (f_try_partial_write, "y[0] = np.sum(x)", pb.UnsupportedSyntaxError,
+     ["`try` body that changes `y`", "keep the change", "assign it after the `try`"]),
+    (f_try_partial_read, "except ZeroDivisionError:", pb.UnsupportedSyntaxError,
+     ["handler that reads `s`", "assign it before the `try`"]),
+    (f_try_return_in_finally, "return x[0] * y", pb.UnsupportedSyntaxError,
+     ["`return` in a `finally` clause", "return after the `try`"]),
+    (f_with_enter_from_input, "np.printoptions(precision=int(x[0]))",
+     pb.UnsupportedSyntaxError, ["context manager built from `x`", "carries no gradient"]),
 ]
 
 

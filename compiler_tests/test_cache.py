@@ -216,3 +216,101 @@ def test_settings_in_the_environment_are_part_of_the_key(module, monkeypatch):
     assert after["env"]["PULLBACK_INPLACE"] == "0" and before != after
     monkeypatch.setenv("PULLBACK_CACHE_DIR", "/elsewhere")       # where, not what
     assert cache.identity(module.f, key, (0,), False) == after
+
+
+# -- JAX's persistent compilation cache, under pullback's -----------------------------
+
+JAX_SCRIPT = """
+import json, sys
+import numpy as np
+import pullback as pb
+
+def chain(x):
+    y = np.tanh(x)
+    y = 2.0 * y + 1.0
+    y = np.sin(y) * x
+    return np.sum(y ** 2)
+
+x = np.linspace(-1.0, 1.0, 4096)
+g = pb.grad(chain)(x)
+import jax
+print(json.dumps({"dir": jax.config.jax_compilation_cache_dir, "g0": float(g[0])}))
+"""
+
+
+def _run_jax(tmp_path, **env):
+    # (JAX's own setting, which pullback only ever lowers to 0.1 s: a kernel this
+    # small may compile faster than that)
+    full = dict(os.environ, PULLBACK_CACHE_DIR=str(tmp_path / "cache"), PULLBACK_ARTIFACTS="0",
+                PULLBACK_JAX_THRESHOLD="1000", JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    full.update(env)
+    (tmp_path / "chain_script.py").write_text(JAX_SCRIPT)
+    p = subprocess.run([sys.executable, str(tmp_path / "chain_script.py")],
+                       capture_output=True, text=True, env=full)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_fused_kernels_go_to_jaxs_cache_under_pullbacks(tmp_path):
+    pytest.importorskip("jax")
+    out = _run_jax(tmp_path)
+    where = tmp_path / "cache" / "jax"
+    assert out["dir"] == str(where)
+    entries = sorted(p.name for p in where.iterdir())
+    assert entries and any("fused" in e for e in entries), entries
+    assert oct(where.stat().st_mode & 0o777) == "0o700"
+    again = _run_jax(tmp_path)         # a second process: the same entries, the same gradient
+    assert sorted(p.name for p in where.iterdir()) == entries and again["g0"] == out["g0"]
+    x0 = -1.0
+    y = np.sin(2.0 * np.tanh(x0) + 1.0) * x0
+    dy = np.sin(2.0 * np.tanh(x0) + 1.0) \
+        + x0 * np.cos(2.0 * np.tanh(x0) + 1.0) * 2.0 * (1 - np.tanh(x0) ** 2)
+    assert out["g0"] == pytest.approx(2 * y * dy, rel=1e-12)
+
+
+def test_cache_off_leaves_jax_alone(tmp_path):
+    pytest.importorskip("jax")
+    out = _run_jax(tmp_path, PULLBACK_CACHE="0")
+    assert out["dir"] is None and not (tmp_path / "cache").exists()
+
+
+class _FakeConfig:
+    def __init__(self, cache_dir=None):
+        self.jax_compilation_cache_dir = cache_dir
+        self.jax_persistent_cache_min_compile_time_secs = 1.0
+
+    def update(self, name, value):
+        setattr(self, name, value)
+
+
+class _FakeJax:
+    def __init__(self, cache_dir=None):
+        self.config = _FakeConfig(cache_dir)
+
+
+def test_jax_compilation_cache_keeps_the_users_own_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(tmp_path / "pb"))
+    mine = _FakeJax(str(tmp_path / "mine"))
+    assert cache.jax_compilation_cache(mine) is None
+    assert mine.config.jax_compilation_cache_dir == str(tmp_path / "mine")
+    assert mine.config.jax_persistent_cache_min_compile_time_secs == 1.0
+    fresh = _FakeJax()
+    assert cache.jax_compilation_cache(fresh) == str(tmp_path / "pb" / "jax")
+    assert fresh.config.jax_compilation_cache_dir == str(tmp_path / "pb" / "jax")
+    assert fresh.config.jax_persistent_cache_min_compile_time_secs == 0.1
+    lower = _FakeJax()
+    lower.config.jax_persistent_cache_min_compile_time_secs = 0.0      # the user's: kept
+    cache.jax_compilation_cache(lower)
+    assert lower.config.jax_persistent_cache_min_compile_time_secs == 0.0
+
+
+def test_jax_compilation_cache_refuses_a_directory_others_can_write(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    (shared / "jax").mkdir(parents=True)
+    os.chmod(shared, 0o700)
+    os.chmod(shared / "jax", 0o777)
+    monkeypatch.setenv("PULLBACK_CACHE_DIR", str(shared))
+    fake = _FakeJax()
+    with pytest.warns(UserWarning):
+        assert cache.jax_compilation_cache(fake) is None
+    assert fake.config.jax_compilation_cache_dir is None

@@ -316,9 +316,16 @@ def test_ndarray_subclasses_and_foreign_arrays_are_refused():
         pb.grad(f)(np.matrix([[1.0, 2.0], [3.0, 4.0]]))
     with pytest.raises(TypeError, match="MaskedArray"):
         pb.grad(f)(np.ma.array([1.0, 2.0], mask=[0, 1]))
-    jnp = pytest.importorskip("jax.numpy")
+    class Foreign:              # another library's array (test_backends: JAX, Dask)
+        __module__ = "torch"
+        shape, ndim = (2,), 1
+
+        def __array_namespace__(self):
+            return None
     with pytest.raises(TypeError, match="np.asarray"):
-        pb.vjp(lambda x: x * 2.0, jnp.ones(2))
+        pb.vjp(lambda x: x * 2.0, Foreign())
+    with pytest.raises(TypeError, match="np.asarray"):
+        pb.grad(lambda x: x * 2.0)(Foreign())
 
 
 # -- threads ----------------------------------------------------------------------

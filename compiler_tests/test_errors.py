@@ -14,15 +14,16 @@ from error_checks import check_error, line_of
 def f_try(x):
     try:
         y = np.log(x)
+        z = 1.0 / x
     except ValueError:
-        y = x
-    return y
+        z = y
+    return z
 
 
 def f_with(x):
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(record=x > 0) as caught:
         y = np.log(x)
-    return y
+    return y * len(caught)
 
 
 def apply(fn, v):
@@ -96,8 +97,10 @@ def f_no_rule(x):
 
 CASES = [
     (f_try, "except ValueError:", pb.UnsupportedSyntaxError,
-     ["`except` handler that lets the function go on", "End the handler with `raise`"]),
-    (f_with, "with warnings.catch_warnings", pb.UnsupportedSyntaxError, ["`with`"]),
+     ["`except` handler that reads `y`, which the `try` body assigns",
+      "assign it before the `try`"]),
+    (f_with, "with warnings.catch_warnings", pb.UnsupportedSyntaxError,
+     ["context manager built from `x`", "carries no gradient"]),
     (f_closure_as_value, "return apply(g, x)", pb.NonDifferentiableError,
      ["used as a value", "as an argument"]),
     (f_yield, "y = yield x", pb.UnsupportedSyntaxError, ["`yield` used as a value"]),

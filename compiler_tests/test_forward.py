@@ -825,3 +825,42 @@ def test_a_structure_built_inside_has_a_structured_tangent():
     # forward mode without a tangent rule: AttributeError; now P(w_dot, b=b_dot)
     out, t = pb.jvp(_through_a_namedtuple, (3.0,), (1.0,))
     assert out == 24.0 and t == 2.0 * 4.0 + 6.0 * 1.0
+
+
+# -- user functions with *args, keyword-only and **kwargs parameters ---------------------------
+
+def _varargs_helper(a, *rest, scale=2.0, **kw):
+    return a * scale + sum(r * r for r in rest) + kw.get("b", 0.0) * a
+
+
+def _varargs_caller(x, y):
+    return _varargs_helper(x, y, np.sin(y), scale=3.0, b=x) + _star(x, y * 2.0, k=0.5)
+
+
+def _star(*xs, k=1.0):
+    return sum(np.tanh(v) * k for v in xs)
+
+
+def _varargs_helper_jax(a, *rest, scale=2.0, **kw):
+    return a * scale + sum(r * r for r in rest) + kw.get("b", 0.0) * a
+
+
+def _star_jax(*xs, k=1.0):
+    return sum(jnp.tanh(v) * k for v in xs)
+
+
+def _varargs_caller_jax(x, y):
+    return _varargs_helper_jax(x, y, jnp.sin(y), scale=3.0, b=x) + _star_jax(x, y * 2.0, k=0.5)
+
+
+def test_varargs_callees_against_jax():
+    x, y = np.array([0.3, -1.2, 0.7]), np.array([1.1, 0.4, -0.5])
+    tx, ty = np.array([1.0, 0.5, -2.0]), np.array([0.25, -1.0, 3.0])
+    assert_close(pb.jvp(_varargs_caller, (x, y), (tx, ty)),
+                 jax.jvp(_varargs_caller_jax, (x, y), (tx, ty)))
+    # a variadic function differentiated itself: one transform per layout
+    assert_close(pb.jvp(_star, (x, y, x), (tx, ty, tx)),
+                 jax.jvp(_star_jax, (x, y, x), (tx, ty, tx)))
+    assert_close(pb.jvp(_star, (x,), (ty,)), jax.jvp(_star_jax, (x,), (ty,)))
+    assert_close(pb.jvp(lambda v: _star(v, v, k=2.0), (y,), (ty,)),
+                 jax.jvp(lambda v: _star_jax(v, v, k=2.0), (y,), (ty,)))

@@ -71,7 +71,7 @@ def f_primal(x, b):
 def f_adjoint(residuals, out_bar):
     h_pow_2, out, h, x_plus_b, x, b = residuals
     # line 3: return np.mean(h ** 2)
-    h_pow_2_bar = unreduce(out_bar / (np.size(h_pow_2) // np.size(out)), h_pow_2)
+    h_pow_2_bar = unreduce(out_bar / per_output(h_pow_2, out), h_pow_2)
     h_bar = h_pow_2_bar * 2 * h
     # line 2: h = np.maximum(x + b, 0.0)
     x_plus_b_bar = tie_share(h_bar, h, x_plus_b, 0.0)

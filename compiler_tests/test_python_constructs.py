@@ -648,33 +648,6 @@ def test_try_except_whose_handlers_raise():
     assert pb.grad(reraises)(3.0) == 6.0
 
 
-def test_try_whose_handler_goes_on_or_reads_locals_is_refused():
-    def fallback(x):
-        try:
-            y = np.log(x)
-        except ValueError:
-            y = x
-        return y
-
-    def reads(x):
-        try:
-            y = np.log(x)
-        except ValueError:
-            raise ValueError(f"bad {x}")
-        return y
-
-    def cleanup(x):
-        try:
-            y = np.log(x)
-        finally:
-            print("done")
-        return y
-    for f, words in ((fallback, "lets the function go on"), (reads, "reads `x`"),
-                     (cleanup, "`finally`")):
-        with pytest.raises(pb.UnsupportedSyntaxError, match=words):
-            pb.grad(f)(1.0)
-
-
 # -- user classes built inside the function --------------------------------------------
 
 import collections      # noqa: E402

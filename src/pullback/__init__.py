@@ -6,6 +6,7 @@ array([2., 4.])
 """
 from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
                   value_and_grad, vjp)
+from .api import check_grads, checkpoint, forward, jacobian, jacrev
 from .api import hessian, hvp
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
@@ -15,3 +16,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "diffe
            "custom_vjp", "custom_jvp", "source", "hessian", "hvp",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]
+__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]

@@ -16,11 +16,13 @@ from .analyses import kinds as kinds_
 from .callees import CustomVJP, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, check_tangents,
-                     fresh_grad, is_inexact, one_like, split_aux)
+                     fresh_grad, is_inexact, jax_boundary, one_like, split_aux)
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
 from .runtime.forward_support import zeros_tangent
+from . import runtime
+from .checks import fun_name
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
            "custom_vjp", "custom_jvp", "source", "hessian", "hvp"]
@@ -62,7 +64,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         handle = derivative_of(fun)
-        args = handle.bind(args, kwargs)
+        bound = handle.bind(args, kwargs)
+        args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
         for i in argnums_t:
             check_differentiable_input(fun, handle, i, args[i])
@@ -71,6 +74,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, one_like(value))
         g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
+        if jx is not None:          # ... and handed back as JAX arrays
+            value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
         result = g[0] if isinstance(argnums, int) else g
         return ((value, aux), result) if has_aux else (value, result)
 
@@ -109,18 +114,23 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     (array([3., 3.]), 3.0)
     """
     handle = derivative_of(fun)
-    args = tuple(primals)
+    args, jx = jax_boundary(tuple(primals))     # JAX arrays: read as NumPy
     wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = split_aux(fun, out, has_aux)
 
     def pullback(ct):
+        if jx is not None:
+            ct = jax_boundary((ct,))[0][0]
         check_cotangent(fun, value, ct)
         grads = handle.call_adjoint(res, ct)
-        return tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
+        grads = tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
+        return grads if jx is None else tuple(jx.back(g, a) for g, a in zip(grads, primals))
 
     pullback.__pullback_api__ = "pb.vjp"
     pullback.__pullback_made__ = Made("vjp", fun, has_aux=has_aux, primals=args)
+    if jx is not None:              # ... and handed back as JAX arrays
+        value = jx.back(value)
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 
@@ -139,10 +149,13 @@ def jvp(fun, primals, tangents, has_aux=False):
     (array([0., 0.]), array([1., 1.]))
     """
     from .forward import calls
+    (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
                                   has_aux, top=True)
+    if jx is not None:              # ... and handed back as JAX arrays
+        out, out_dot = (jx.back(out[0]), out[1]) if has_aux else jx.back(out), jx.back(out_dot)
     if has_aux:
         value, aux = split_aux(fun, out, True)
         return value, out_dot, aux
@@ -199,7 +212,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
             if not is_inexact(args[i]):
                 raise TypeError(f"jacfwd requires float or complex inputs, but argument {i} "
                                 f"is a {type(args[i]).__name__}.")
-        wrt = tuple(sorted(set(argnums_t)))
+        wrt = tuple(sorted(set(i % len(args) for i in argnums_t)))
         leaves = [(i, path, leaf) for i in wrt for path, leaf in jacobian.leaves(args[i])]
         zeros = {i: zeros_tangent(args[i]) for i in wrt}
         out = aux = None
@@ -229,7 +242,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
                 picked = [jacobian.at(c, opath) for c in cols]
                 by_arg.setdefault(i, []).append(
                     (path, jacobian.stack_columns(oleaf, picked, np.shape(leaf))))
-            inner = tuple(jacobian.rebuild(args[i], by_arg[i]) for i in argnums_t)
+            inner = tuple(jacobian.rebuild(args[i], by_arg[i % len(args)]) for i in argnums_t)
             return inner[0] if isinstance(argnums, int) else inner
         result = jacobian.rebuild(out, [(opath, per_output(opath, oleaf))
                                         for opath, oleaf in out_leaves])
@@ -364,3 +377,180 @@ def kernel_sources(fn, *example_args, argnums=None):
             seen.add(id(tag[0]))
             out.append(tag[0].source)
     return "\n\n\n".join(out)
+
+
+# -- Jacobians by reverse mode, gradient checks, checkpointing, forced forward mode ---------
+
+__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]
+
+
+def _check_callable(fun, api):
+    if not callable(fun):
+        raise TypeError(f"{api} expects a function to differentiate, got {fun!r} "
+                        f"(a {type(fun).__name__}).")
+
+
+def jacrev(fun, argnums=0, has_aux=False):
+    """The Jacobian of ``fun`` with respect to the arguments ``argnums``, by
+    reverse mode (as JAX's ``jacrev``): one primal run, then one adjoint
+    sweep per output element.  An output of shape ``S`` and an input of
+    shape ``T`` give a Jacobian of shape ``S + T``; pytrees on either side
+    give JAX's nesting (the output's structure outside, the inputs'
+    inside), and a tuple ``argnums`` a tuple.  Inputs must be float or
+    complex, outputs real floats (``pb.vjp`` takes the others).
+
+    >>> import numpy as np
+    >>> jacrev(lambda x: x[0] * x[1:])(np.array([2.0, 3.0, 5.0]))
+    array([[3., 2., 0.],
+           [5., 0., 2.]])
+    """
+    _check_callable(fun, "pb.jacrev")
+    argnums_t = check_argnums(argnums)
+
+    @functools.wraps(fun)
+    def jacrev_f(*args, **kwargs):
+        from .forward import jacobian
+        handle = derivative_of(fun)
+        args = handle.bind(args, kwargs)
+        n = len(args)
+        check_argnum_range(fun, argnums_t, n)
+        picked = tuple(i % n for i in argnums_t)
+        for i in picked:
+            _check_jacobian_input(fun, handle, i, args[i], "pb.jacrev")
+        wrt = tuple(sorted(set(picked)))
+        out, res = handle.call_primal(args, wrt, has_aux, None)
+        value, aux = split_aux(fun, out, has_aux)
+        out_leaves = list(jacobian.leaves(value))
+        for path, leaf in out_leaves:
+            _check_jacobian_output(fun, path, leaf)
+        zero_ct = runtime.zeros_like(value)
+        in_leaves = {i: list(jacobian.leaves(args[i])) for i in wrt}
+
+        def per_output(opath, oleaf):
+            rows = {(i, path): [] for i in wrt for path, _ in in_leaves[i]}
+            size = int(np.size(oleaf))
+            for k in range(size):
+                unit = np.zeros(np.shape(oleaf), dtype=np.result_type(oleaf))
+                unit.reshape(-1)[k] = 1
+                ct = jacobian.with_leaf(zero_ct, opath, unit if isinstance(oleaf, np.ndarray)
+                                        else type(oleaf)(1) if isinstance(oleaf, float)
+                                        else unit[()])
+                grads = handle.call_adjoint(res, ct)
+                for i in wrt:
+                    g = fresh_grad(grads[i], args[i])
+                    for path, leaf in in_leaves[i]:
+                        rows[(i, path)].append(np.asarray(jacobian.at(g, path)))
+            by_arg = {}
+            for i in wrt:
+                pieces = []
+                for path, leaf in in_leaves[i]:
+                    shape = np.shape(oleaf) + np.shape(leaf)
+                    got = rows[(i, path)]
+                    jac = (np.stack(got) if got else np.zeros((0,) + np.shape(leaf),
+                                                            dtype=np.result_type(leaf)))
+                    jac = jac.reshape(shape)
+                    if not jac.ndim and not isinstance(oleaf, np.ndarray):
+                        jac = jac[()]
+                    pieces.append((path, jac))
+                by_arg[i] = jacobian.rebuild(args[i], pieces)
+            inner = tuple(by_arg[i] for i in picked)
+            return inner[0] if isinstance(argnums, int) else inner
+
+        result = jacobian.rebuild(value, [(opath, per_output(opath, oleaf))
+                                          for opath, oleaf in out_leaves])
+        return (result, aux) if has_aux else result
+
+    jacrev_f.__pullback_api__ = "pb.jacrev"
+    return jacrev_f
+
+
+def jacobian(fun, argnums=0, has_aux=False):
+    """The Jacobian of ``fun``: ``jacrev`` (as JAX's ``jax.jacobian``).
+
+    >>> import numpy as np
+    >>> jacobian(lambda x: np.sin(x))(np.zeros(2))
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    _check_callable(fun, "pb.jacobian")
+    jac = jacrev(fun, argnums, has_aux)
+    jac.__pullback_api__ = "pb.jacobian"
+    return jac
+
+
+def _check_jacobian_input(fun, handle, i, x, api):
+    if is_inexact(x):
+        return
+    try:
+        check_differentiable_input(fun, handle, i, x)
+    except TypeError as err:
+        raise TypeError(str(err).replace("pb.grad", api)) from None
+
+
+def _check_jacobian_output(fun, path, leaf):
+    where = "" if not path else " at " + "".join(f"[{k!r}]" for k in path)
+    if isinstance(leaf, (bool, np.bool_)) or not isinstance(
+            leaf, (float, int, np.ndarray, np.generic, complex)) \
+            or np.result_type(leaf).kind not in "f":
+        kind = type(leaf).__name__ if not isinstance(leaf, (np.ndarray, np.generic)) \
+            else f"an array of {leaf.dtype}"
+        raise TypeError(
+            f"pb.jacrev needs real float outputs, but {fun_name(fun)} returned {kind}{where}. "
+            "Return floats (for a complex output, its real and imaginary parts), or use "
+            "pb.vjp with cotangents of your own.")
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+    """Check ``f``'s derivatives at ``args`` (a tuple) along random
+    directions, as JAX's ``jax.test_util.check_grads``: ``"fwd"`` compares
+    ``pb.jvp`` with central differences of ``f``; ``"rev"`` compares
+    ``pb.vjp`` with central differences through ``<vjp(ct), t> == <ct, df(t)>``,
+    and, with both modes, with ``pb.jvp`` through the same identity.
+    ``order=2`` checks the derivative functions themselves again (the
+    ``jvp`` of ``jvp``, the ``vjp`` of ``vjp``...).  Raises
+    ``AssertionError`` naming the mode, the order and the largest error.
+
+    >>> import numpy as np
+    >>> check_grads(lambda x: np.sum(np.sin(x)), (np.ones(3),), order=1)
+    """
+    from . import checking
+    _check_callable(f, "pb.check_grads")
+    checking.check_grads(f, args, order, modes, atol, rtol, eps,
+                         jvp=jvp, vjp=vjp, grad=grad)
+
+
+def checkpoint(fun):
+    """``fun``, differentiated without storing its residuals: the primal
+    keeps only ``fun``'s arguments, and the adjoint runs ``fun``'s primal
+    again before its own adjoint (memory for one more primal run).  Use it
+    as a decorator, or inline: ``x = pb.checkpoint(step)(x, w)`` in a loop.
+    Forward mode differentiates ``fun`` as it is.
+
+    >>> import numpy as np
+    >>> step = checkpoint(lambda x: np.sin(x) * x)
+    >>> loss = lambda x: step(step(x))
+    >>> round(grad(loss)(1.0), 12)      # s'(s(x)) s'(x), s(x) = x sin(x)
+    1.805082886525
+    """
+    from .checkpointing import checkpoint_of
+    _check_callable(fun, "pb.checkpoint")
+    return checkpoint_of(fun)
+
+
+def forward(fun, store=True):
+    """``fun`` (a real-valued function of a few scalars or small arrays),
+    differentiated by forward mode inside a reverse-mode derivative: its
+    primal runs ``fun``'s tangent function once per scalar input and keeps
+    the partial derivatives (``store=False``: keeps the arguments and
+    computes the partials in the adjoint); the adjoint multiplies them by
+    the output's cotangent.  Pays where ``fun`` takes many steps to compute
+    from few inputs.  Forward mode differentiates ``fun`` as it is.
+
+    >>> import numpy as np
+    >>> f = forward(lambda a, b: a * np.exp(b))
+    >>> grad(f, argnums=(0, 1))(2.0, 0.0)
+    (1.0, 2.0)
+    """
+    from .checkpointing import forward_partials_of
+    _check_callable(fun, "pb.forward")
+    return forward_partials_of(fun, store)

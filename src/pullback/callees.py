@@ -12,9 +12,8 @@ generated code calls for a call site.
 A function with ``*args``, ``**kwargs`` or keyword-only parameters is
 called with its arguments flattened (``flatten_call``): a ``Flat`` tuple, one
 value per parameter of its ``Layout``, and is transformed once per layout.
-``Derivative.call_primal`` also closes the ``with np.errstate`` blocks and
-runs the ``except`` handlers of the ``try`` bodies a primal left
-(``runtime.control``).
+``Derivative.call_primal`` also closes the ``with`` blocks a primal left
+open (``runtime.control``).
 
 Generated code, the reverse pass and the runtime dispatcher hold handles, so
 this module sits low in the tree: it imports no pass.  A ``Derivative``
@@ -26,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import types
 import weakref
 
@@ -34,11 +34,31 @@ import numpy as np
 from . import runtime
 from .checks import sums_onto
 from .runtime import control
-from .runtime.control import (close_contexts, drop_handlers, entered_count, handle_exception,
-                              open_contexts, open_handlers, take_entered)
+from .runtime.control import close_contexts, entered_count, open_contexts, take_entered
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
+_SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None if not in wrt)
+
+
+def _spread(wrt, n):
+    """The function that places the adjoint's gradients of the parameters
+    ``wrt`` among ``n`` parameters (made once per call-site mask: every call
+    of a user function from generated code goes through it)."""
+    if tuple(wrt) == tuple(range(n)):
+        def spread(grads):
+            return grads if type(grads) is tuple else tuple(grads)
+    else:
+        where = {i % n if n else i: k for k, i in enumerate(wrt)}    # argnums=-1: the last
+        pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)]) if n else None
+
+        def spread(grads):
+            if pick is None:
+                return ()
+            out = pick(tuple(grads) + (None,))
+            return out if n != 1 else (out,)
+    _SPREAD[(wrt, n)] = spread
+    return spread
 
 #: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
 #: it is imported (``import pullback`` imports it): this module imports no pass.
@@ -58,11 +78,14 @@ class Derivative:
         self.signature = inspect.signature(fun, follow_wrapped=False)
         self.params = list(self.signature.parameters)
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
+        self.scalar_cache = {}   # the same entries for all-scalar calls, by argument types
         self._masked = {}
         self._locks = {}
         # *args, **kwargs or keyword-only parameters: each call is flattened to
         # one positional argument per value (``Layout``), and the
         # function is transformed once per layout
+        self._by_keyword = all(p.kind is p.POSITIONAL_OR_KEYWORD
+                               for p in self.signature.parameters.values())
         self.variadic = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
                             for p in self.signature.parameters.values())
 
@@ -92,8 +115,16 @@ class Derivative:
 
     def bind(self, args, kwargs):
         if not self.variadic:
-            if not kwargs and len(args) == len(self.params):
+            n = len(self.params)
+            if not kwargs and len(args) == n:
                 return args
+            if self._by_keyword and len(args) + len(kwargs) == n:
+                # a lifted closure's captured values come by keyword
+                # (`g_lifted(x, y=y)`): every remaining parameter named once
+                try:
+                    return args + tuple([kwargs[p] for p in self.params[len(args):]])
+                except KeyError:
+                    pass        # Signature.bind says what is wrong
             b = self.signature.bind(*args, **kwargs)
             b.apply_defaults()
             return tuple(b.arguments.values())
@@ -104,35 +135,29 @@ class Derivative:
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
         if self.variadic and not isinstance(args, Flat):
             args = self.bind(args, {})
-        loaded = self.specialize(args, wrt, has_aux, inplace)
-        # the `with np.errstate` blocks and `try` bodies the primal enters
-        # (runtime.control): those it leaves open are closed here, and an
-        # exception leaving a `try` body runs that body's handlers
-        # they are followed only once one exists (a flag their helpers and
-        # desugar set): none is open before it was set
+        return self.run_primal(self.specialize(args, wrt, has_aux, inplace), args, wrt)
+
+    def run_primal(self, loaded, args, wrt):
+        """``loaded.primal(*args)`` and the residuals ``call_adjoint`` reads."""
+        # the `with` blocks the primal enters (runtime.control): those it leaves
+        # open are closed here; they are followed only once one exists (a flag
+        # their helpers and frontend.exceptions set): none is open before it was set
         tracked = control.blocks_used
-        depth, mark, tries = (open_contexts(), entered_count(), open_handlers()) if tracked \
-            else (0, 0, 0)
+        depth, mark = (open_contexts(), entered_count()) if tracked else (0, 0)
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
             if tracked or control.blocks_used:
-                if open_contexts() > depth:      # `with np.errstate` left by the exception
+                if open_contexts() > depth:      # a `with` block left by the exception
                     close_contexts(depth, err)
                 if entered_count() > mark:
                     take_entered(mark)
             loaded.annotate(err)
-            if (tracked or control.blocks_used) and open_handlers() > tries:
-                new = handle_exception(tries, err)   # a `try` body it left: handlers run
-                if new is not err:
-                    raise new
             raise
         errstate = None
         if tracked or control.blocks_used:
             if open_contexts() > depth:          # ... or by a `return` inside it
                 close_contexts(depth)
-            if open_handlers() > tries:
-                drop_handlers(tries)
             errstate = take_entered(mark) if entered_count() > mark else None
         return out, (loaded, res, wrt, len(args), errstate)
 
@@ -147,10 +172,10 @@ class Derivative:
         except Exception as err:
             loaded.annotate(err)
             raise
-        full = [None] * n
-        for i, g in zip(wrt, grads):
-            full[i] = g
-        return tuple(full)
+        spread = _SPREAD.get((wrt, n))
+        if spread is None:
+            spread = _spread(wrt, n)
+        return spread(grads)
 
     def for_callers(self, mask, inplace=True):
         """A (primal, adjoint) pair for call sites whose active arguments are
@@ -158,9 +183,18 @@ class Derivative:
         place or not (``inplace``): a callee follows its caller."""
         pair = self._masked.get((mask, inplace))
         if pair is None:
+            n = -1 if self.variadic else len(self.params)
+            bind, call_primal, run_primal = self.bind, self.call_primal, self.run_primal
+            scalar_cache = self.scalar_cache
+
             def primal(*args, **kwargs):
-                args = self.bind(args, kwargs)
-                return self.call_primal(args, mask, inplace=inplace)
+                if kwargs or len(args) != n:      # all positional: nothing to bind
+                    args = bind(args, kwargs)
+                else:       # scalar code: the transform by the arguments' types alone
+                    entry = scalar_cache.get((tuple(map(type, args)), mask, False, inplace))
+                    if entry is not None and entry[1].current():
+                        return run_primal(entry[0], args, mask)
+                return call_primal(args, mask, inplace=inplace)
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
             pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
@@ -312,6 +346,10 @@ def _user_location(fallback=None):
 
 def derivative_of(fun):
     """The handle that differentiates ``fun`` (created once per function)."""
+    if type(fun) is types.FunctionType:     # every call of pb.grad's result: made already?
+        handle = _handles.get(fun)
+        if handle is not None:
+            return handle
     if isinstance(fun, CustomVJP):
         return fun
     if getattr(fun, "__pullback_forward_only__", False):

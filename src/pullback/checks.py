@@ -1,7 +1,9 @@
 """Checks of the public API's arguments and results, with the messages that
 say how to fix a call (JAX's conventions: ``TypeError`` for a value that
 carries no gradient, ``ValueError`` for a shape), and the small helpers
-``api`` builds its results with."""
+``api`` builds its results with, and the boundary where JAX arrays are read
+as NumPy arrays and results handed back as JAX arrays (``jax_boundary``;
+the design of the array backends is in ``runtime.backends``)."""
 from __future__ import annotations
 
 import numbers
@@ -9,6 +11,7 @@ import numbers
 import numpy as np
 
 from . import runtime
+from .runtime.backends import backend_of, is_foreign
 
 
 def signature_key(x):
@@ -20,6 +23,8 @@ def signature_key(x):
     if isinstance(x, np.generic):
         return (np.generic, x.dtype.str)
     check_array_type(x)
+    if is_foreign(x):                   # Dask, CuPy: transformed as NumPy arrays are
+        return (type(x), x.dtype.str, x.ndim)
     return type(x)
 
 
@@ -39,13 +44,18 @@ def check_array_type(x):
             f"{t.__module__}.{t.__qualname__} (a subclass whose operators and functions "
             "behave differently). Pass np.asarray(x) (for a masked array, x.filled(v) or "
             "np.where on the mask).")
+    if is_foreign(x):
+        return                  # Dask, CuPy (runtime.backends)
     module = (getattr(t, "__module__", "") or "").split(".")[0]
-    if module in _FOREIGN or hasattr(t, "__array_namespace__") \
-            or hasattr(t, "__jax_array__"):
+    if module in ("jax", "jaxlib") or hasattr(t, "__jax_array__"):
         raise TypeError(
-            f"pullback differentiates NumPy arrays and Python numbers, and this argument is "
-            f"a {t.__module__}.{t.__qualname__}. Pass np.asarray(x); gradients of other "
-            "array libraries' arrays are not supported yet.")
+            f"This argument is a JAX array ({t.__module__}.{t.__qualname__}), which "
+            "pb.grad, pb.value_and_grad, pb.vjp and pb.jvp take (as NumPy arrays, handing "
+            "back JAX arrays); this function does not. Pass np.asarray(x).")
+    if module in _FOREIGN or hasattr(t, "__array_namespace__"):
+        raise TypeError(
+            f"pullback differentiates NumPy, Dask, CuPy and JAX arrays and Python numbers, "
+            f"and this argument is a {t.__module__}.{t.__qualname__}. Pass np.asarray(x).")
 
 
 def is_inexact(x):
@@ -64,6 +74,8 @@ def is_inexact(x):
         check_array_type(x)
         return np.issubdtype(x.dtype, np.inexact)
     check_array_type(x)
+    if is_foreign(x):
+        return x.dtype.kind in "fc"
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)
         return all(is_inexact(v) for _, v in leaves)    # {} or (): no leaves, as JAX
@@ -93,8 +105,8 @@ def check_differentiable_input(fun, handle, i, x):
     name = params[i] if -len(params) <= i < len(params) and not getattr(
         handle, "variadic", False) else str(i)
     what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
-        else f"an array of {x.dtype}"
-    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)):
+        and not is_foreign(x) else f"an array of {x.dtype}"
+    if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)) or is_foreign(x):
         raise TypeError(
             f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
             f"({name}), which is {what}: integer and boolean values carry no gradient. "
@@ -119,6 +131,8 @@ def check_scalar_output(fun, value):
     if value is None:
         raise TypeError(f"pb.grad requires a scalar output, but {fun_name(fun)} returned None: "
                         f"add a `return` (on every path through the function).")
+    if is_foreign(value) and value.ndim == 0 and value.dtype.kind == "f":
+        return                  # a Dask or CuPy scalar (a lazy value, for Dask)
     if np.ndim(value) != 0 or not isinstance(value, (numbers.Number, np.ndarray, np.generic)):
         shape = np.shape(value) if isinstance(value, np.ndarray) else None
         what = f"an array of shape {shape}" if shape is not None else type(value).__name__
@@ -167,6 +181,11 @@ def check_cotangent(fun, value, ct):
 
 
 def one_like(value):
+    if type(value) is np.float64:
+        # the same double as np.float64(1); a Python float keeps scalar
+        # adjoints on Python's float arithmetic (several times faster than
+        # NumPy scalars', in every step of a loop's adjoint)
+        return 1.0
     if isinstance(value, np.generic):
         return value.dtype.type(1)      # a scalar stays a scalar (0-d arrays are slow)
     if isinstance(value, np.ndarray):
@@ -221,3 +240,74 @@ def _check_tangent(i, p, t, path=""):
         raise ValueError(f"A tangent of shape {np.shape(t)} was given for a primal of shape "
                          f"{np.shape(p)} (primal {i}{path}); each tangent must match its "
                          "primal.")
+
+
+# -- JAX: taken at the boundary --------------------------------------------------
+
+class _JaxBoundary:
+    """The device the JAX arguments live on, and the way back to JAX arrays."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def back(self, value, like=None):
+        """``value`` (a NumPy array or number, or a structure of them) as JAX
+        arrays on the inputs' device; with ``like`` (an argument), only where
+        ``like`` held a JAX array."""
+        import jax
+        if value is None:
+            return None
+        if runtime.is_structure(value) and (like is None or runtime.is_structure(like)):
+            items = dict(runtime.fields_of(like)) if like is not None else {}
+            return runtime.rebuild_like(value, {k: self.back(v, items.get(k) if like is not None
+                                                      else None)
+                                        for k, v in runtime.fields_of(value)})
+        if like is not None and backend_of(like) != "jax":
+            return value
+        if isinstance(value, (np.ndarray, np.generic, float, int, complex)) \
+                and not isinstance(value, bool):
+            return jax.device_put(np.asarray(value), self.device)
+        return value
+
+
+def _has_jax(a):
+    if backend_of(a) == "jax":
+        return True
+    return runtime.is_structure(a) and any(_has_jax(v) for _, v in runtime.fields_of(a))
+
+
+def _to_host(a, found):
+    if runtime.is_structure(a):
+        return runtime.rebuild_like(a, {k: _to_host(v, found) for k, v in runtime.fields_of(a)})
+    if backend_of(a) != "jax":
+        return a
+    import jax
+    if isinstance(a, jax.core.Tracer):
+        raise TypeError(
+            "pullback differentiates concrete arrays, and this argument is a traced JAX "
+            f"value ({type(a).__name__}: inside jax.jit, jax.grad or jax.vmap). Call the "
+            "pullback function outside JAX's transforms, or differentiate with jax.grad.")
+    if not found:
+        devices = a.devices() if hasattr(a, "devices") else ()
+        found.append(next(iter(devices)) if len(devices) == 1 else None)
+    return np.asarray(a)
+
+
+def jax_boundary(args):
+    """``(args, boundary)``: the arguments with every JAX array read as a NumPy
+    array, and a ``_JaxBoundary`` whose ``back`` turns results into JAX
+    arrays again; ``(args, None)`` when no argument holds a JAX array (the
+    common case: one type test per argument)."""
+    for a in args:
+        t = type(a)
+        if t is np.ndarray or t is float or t is int:
+            continue
+        if _has_jax(a):
+            break
+    else:
+        return args, None
+    found = []
+    host = tuple(_to_host(a, found) for a in args)
+    if type(args) is not tuple:         # a bound call's flattened arguments (Flat)
+        host = type(args)(host, args.layout) if hasattr(args, "layout") else host
+    return host, _JaxBoundary(found[0] if found else None)

@@ -33,7 +33,8 @@ from __future__ import annotations
 import types
 
 from .analyses import ops as ops_
-from .frontend import closures, desugar as desugar_, parse as frontend, structure as structure_
+from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
+    structure as structure_
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -56,6 +57,10 @@ def parse(t: Transform) -> None:
     t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
 
 
+def lower_blocks(t: Transform) -> None:
+    exceptions.lower_blocks(t.parsed.tree, t.namer, t.parsed)
+
+
 def desugar(t: Transform) -> None:
     desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
 
@@ -76,7 +81,7 @@ def resolve_ops(t: Transform) -> None:
     t.ops = ops_.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, desugar, lift_closures, structure, normalize, resolve_ops]
+FRONT = [parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops]
 
 
 def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:

@@ -12,7 +12,7 @@ the same front end, analyses and lowering, then the tangents pass
 (``forward/tangents``) in place of the reverse pass.
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
-['parse', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
+['parse', 'lower_blocks', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
 """
@@ -27,8 +27,8 @@ import gast
 from .analyses import activity as activity_, defuse, kinds, mutation
 from .backend import loader
 from .errors import PullbackError
-from .front import (FRONT, Transform, desugar, lift_closures, normalize, parse,  # noqa: F401
-                    resolve_ops, structure)
+from .front import (FRONT, Transform, desugar, lift_closures, lower_blocks,  # noqa: F401
+                    normalize, parse, resolve_ops, structure)
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
 from .reverse import propagate_copies as propagate_copies_, reverse
@@ -131,7 +131,7 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, desugar, lift_closures, structure, normalize, resolve_ops,
+    parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
     # analyses
     infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
     # lowering for large arrays (lowering/lower_broadcasts)
@@ -173,7 +173,7 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, desugar, lift_closures, structure, normalize, resolve_ops,
+    parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
     infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end
@@ -182,10 +182,11 @@ FORWARD_STEPS = [
 assert FORWARD_STEPS[:len(FRONT)] == FRONT
 
 
-def forward_transform(fn, param_kinds, wrt, has_aux=False):
+def forward_transform(fn, param_kinds, wrt, has_aux=False, layout=None):
     """The tangent function of ``fn`` for arguments of ``param_kinds`` (name
     -> Kind), with tangents for the parameters named in ``wrt``; return a
-    ``LoadedForward``.
+    ``LoadedForward`` (``layout``: how a call fills ``*args`` and ``**kwargs``,
+    ``callees.Layout``).
 
     >>> import numpy as np
     >>> from pullback.testing import function_from_source
@@ -197,7 +198,7 @@ def forward_transform(fn, param_kinds, wrt, has_aux=False):
     >>> loaded.jvp(0.5, 1.0)          # (f(x), f'(x) * 1.0)
     (np.float64(0.2397127693021015), np.float64(0.9182168195493894))
     """
-    t = Transform(fn, param_kinds, wrt, has_aux)
+    t = Transform(fn, param_kinds, wrt, has_aux, layout=layout)
     for step in FORWARD_STEPS:
         step(t)
     return t.loaded

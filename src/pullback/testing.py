@@ -83,6 +83,15 @@ def desugared(fn):
     return codegen.unparse(desugar.desugar(parsed.tree, namer, parsed))
 
 
+def blocks_lowered(fn):
+    """``fn``'s source after its ``try`` and ``with`` statements are lowered."""
+    from .frontend import exceptions
+    from .ir.naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    return codegen.unparse(exceptions.lower_blocks(parsed.tree, namer, parsed))
+
+
 def lifted(fn):
     """``fn``'s source after closure lifting, followed by the lifted functions."""
     from .frontend import closures

@@ -33,6 +33,7 @@ import numpy as np
 from ..rules.registry import (FLAT, NEW_ARRAYS, REAL_OUTPUT, REDUCTIONS,  # facts(...)
                               RESHAPES, SAME_KIND)
 from .ops import Op, OpKind, all_statements
+from ..runtime.backends import is_foreign
 
 if TYPE_CHECKING:     # (not loaded by `import pullback`)
     from ..frontend.parse import Parsed
@@ -87,6 +88,9 @@ def of_value(x):
                     x.dtype.name)
     if isinstance(x, (tuple, list)):
         return Kind(Shape.CONTAINER, None)
+    if is_foreign(x):           # Dask, CuPy: the transform a NumPy array gets
+        return Kind(Shape.SCALAR if x.ndim == 0 else Shape.ARRAY, x.dtype.kind == "c", x.ndim,
+                    x.dtype.name)
     if hasattr(x, "__array_namespace__") or hasattr(x, "__array_function__"):
         return Kind(Shape.NUMBER, None)
     return UNKNOWN

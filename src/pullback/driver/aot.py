@@ -22,6 +22,16 @@ time.  Importing the file needs NumPy and ``pullback.runtime``, plus the
 module itself only where generated code reads a global defined there: those
 functions then read that module's globals, live, as the originals do.
 
+A function with ``*args``, ``**kwargs`` or keyword-only parameters is
+transformed once per layout of its arguments, so it is written only per
+signature (``star(float64[:], float64[:])``: the positional arguments fill
+``*args``), taking one argument per value of the layout (``star_primal_1(xs_0,
+xs_1, k)``).  Functions the front end made from the user's code (a nested
+function lifted out, the body of a ``try`` run by ``runtime.control.attempt``)
+are written into the file as they were made, reading the module's globals;
+one that is called as a value (a ``try`` body) is differentiated through the
+dispatcher, which transforms that copy the first time it runs.
+
 Fused elementwise kernels (``lower_broadcasts``) are not written ahead of
 time yet: a function whose transform has them is written as transformed with
 the lowering off (``PULLBACK_JAX=0``): plain NumPy, the same gradients, no
@@ -147,6 +157,8 @@ class _Writer:
         self.entries = {}           # (fn, mask, spec) -> _Entry
         self.skipped = []           # (qualname, reason, whether it failed to transform)
         self.preamble = set()
+        self.sourced = {}           # function -> name of its copy in the artifact
+        self.sourced_defs = []      # (name, factory source, its arguments, module)
 
     def entry(self, fn, mask, examples=None, spec=None):
         key = (fn, tuple(mask), spec)
@@ -164,16 +176,33 @@ class _Writer:
                       f"({', '.join(e.fn.__code__.co_freevars)}); it is differentiated "
                       "just in time instead", failed=False)
             return
+        layout = None
+        if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in inspect.signature(e.fn, follow_wrapped=False).parameters.values()):
+            # *args, **kwargs, keyword-only: one transform per layout, so per signature
+            if e.examples is None:
+                self.skip(e, "it takes *args, **kwargs or keyword-only parameters, which are "
+                          "compiled ahead of time per signature: give one with --signature "
+                          f"'{e.fn.__name__}(float64[:], float)' (positional arguments "
+                          "filling *args); it is differentiated just in time otherwise",
+                          failed=False)
+                return
+            from ..callees import flatten_call
+            flat = flatten_call(e.fn, inspect.signature(e.fn, follow_wrapped=False),
+                                e.examples, {})
+            layout = flat.layout
+            e.params = list(layout.params)
         if e.examples is None:
             param_kinds = {p: kinds.NUMBER for p in e.params}
         else:
-            param_kinds = {p: kinds.of_value(a) for p, a in zip(e.params, e.examples)}
+            values = tuple(flat) if layout is not None else e.examples
+            param_kinds = {p: kinds.of_value(a) for p, a in zip(e.params, values)}
         wrt = [e.params[i] for i in e.mask]
         try:
-            loaded = transform(e.fn, param_kinds, wrt)
+            loaded = transform(e.fn, param_kinds, wrt, layout=layout)
             if _kernels(loaded):
                 with _unfused():                # see the module docstring
-                    loaded = transform(e.fn, param_kinds, wrt)
+                    loaded = transform(e.fn, param_kinds, wrt, layout=layout)
                 e.unfused = True
         except PullbackError as err:
             self.skip(e, str(err), failed=True)
@@ -224,6 +253,8 @@ class _Writer:
         return alias
 
     def object_expr(self, e, value):
+        if getattr(value, "__pullback_lifted_source__", None) is not None:
+            return self.source_expr(e, value)
         path = cache.path_of(value, e.fn.__globals__)
         if path is None:
             raise ValueError(f"{e.fn.__qualname__}: its generated code uses {value!r}, which "
@@ -232,6 +263,32 @@ class _Writer:
         if module == ".":
             e.needs_module, module = True, e.fn.__module__
         return f"{self.module_alias(module)}.{qualname}"
+
+    def source_expr(self, e, fn):
+        """The name of a copy, written into the artifact, of ``fn``: a
+        function the front end made from the user's code (a lifted nested
+        function, the body of a ``try``), which reads the globals of the
+        user's module."""
+        name = self.sourced.get(fn)
+        if name is not None:
+            return name
+        base = "".join(c if c.isalnum() else "_" for c in fn.__name__).strip("_")
+        name = f"_{base}"
+        taken = {n for n, *_ in self.sourced_defs}
+        k = 1
+        while name in taken:
+            k += 1
+            name = f"_{base}_{k}"
+        self.sourced[fn] = name
+        free = fn.__code__.co_freevars
+        args = [self.helper_expr(e, c.cell_contents) for c in fn.__closure__ or ()]
+        text = fn.__pullback_lifted_source__.strip("\n")
+        factory = f"def _make{name}({', '.join(free)}):\n" + "".join(
+            f"    {line}\n" if line.strip() else "\n" for line in text.splitlines()) \
+            + f"    return {fn.__name__}\n"
+        e.needs_module = True               # it reads the user's module's globals
+        self.sourced_defs.append((name, factory, args, fn.__module__))
+        return name
 
     def read_globals(self, e, loaded):
         """Import at module level the globals generated code reads, or mark
@@ -370,7 +427,8 @@ def _what(e):
 def _render(w, entries):
     _names(w, entries)
     source_file = w.module.__file__
-    needs = sorted({e.fn.__module__ for e in entries if e.needs_module})
+    needs = sorted({e.fn.__module__ for e in entries if e.needs_module}
+                   | {d[3] for d in w.sourced_defs})
     for m in needs:
         w.module_alias(m)
         w.preamble.add("_in_module")
@@ -396,6 +454,10 @@ def _render(w, entries):
     lines += sorted(set(w.aliases.values()))
     for name in sorted(w.preamble):
         lines += ["", _PREAMBLE[name].rstrip("\n")]
+    for name, factory, args, module in w.sourced_defs:
+        call = f"_make{name}({', '.join(str(_call_arg(a)) for a in args)})"
+        lines += ["", "", factory.rstrip("\n"), "", "",
+                  f"{name}, = _in_module(({call},), {w.module_alias(module)})"]
     meta_entries = []
     for e in entries:
         text = source_lines(e.loaded.text)       # (not splitlines: see codegen)

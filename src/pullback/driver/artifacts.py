@@ -62,6 +62,9 @@ def sources(files, source_file):
     whole keeps its artifacts), with ``/`` between their parts."""
     here = os.path.dirname(os.path.abspath(source_file))
     out = {}
+    # (a function the front end made has a name for its text, not a file: its
+    # text comes from the user's file)
+    files = {f for f in files if not f.startswith("<")}
     for f in sorted({os.path.abspath(f) for f in files} | {os.path.abspath(source_file)}):
         try:
             rel = os.path.relpath(f, here)

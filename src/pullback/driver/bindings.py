@@ -75,10 +75,22 @@ class Bindings:
     """Checks of ``(where, name, snapshot)``: ``where`` is the globals dict, a
     closure cell, or the object an attribute is read from."""
 
-    __slots__ = ("checks",)
+    __slots__ = ("checks", "_same", "_other")
 
     def __init__(self, checks):
         self.checks = checks
+        # checked on every call of every callee, so split once: a global that
+        # must still be the same object (a function, a module) or still be
+        # absent is one dict lookup and an identity test; the rest (data,
+        # closure cells, attributes) goes through the general check
+        same, other = [], []
+        for check in checks:
+            how, where, name, snap = check
+            if how == "global" and (snap is _ABSENT or snap[0] == "is"):
+                same.append((where, name, _ABSENT if snap is _ABSENT else snap[1]))
+            else:
+                other.append(check)
+        self._same, self._other = tuple(same), tuple(other)
 
     @classmethod
     def capture(cls, fn):
@@ -115,7 +127,10 @@ class Bindings:
 
     def current(self):
         """Whether every name still holds what it held at capture."""
-        for how, where, name, snap in self.checks:
+        for where, name, obj in self._same:
+            if where.get(name, _ABSENT) is not obj:
+                return False
+        for how, where, name, snap in self._other:
             if how == "global":
                 v = where.get(name, _ABSENT)
                 if snap is _ABSENT:

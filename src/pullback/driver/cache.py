@@ -25,6 +25,11 @@ global that a call resolved to misses.
 
 ``PULLBACK_CACHE_DIR`` sets the directory (default ``~/.cache/pullback``, or
 ``$XDG_CACHE_HOME/pullback``); ``PULLBACK_CACHE=0`` turns the cache off.
+
+JAX's own persistent compilation cache goes in its ``jax`` subdirectory
+(``jax_compilation_cache``, run when pullback first imports jax): the fused
+kernels a second process needs are loaded, not compiled again.  A cache
+directory the user gave JAX is left as it is.
 ``driver.jit.obtain`` is the single entry point: an up-to-date artifact
 first (see ``artifacts``), then this cache, then the compiler.
 """
@@ -44,7 +49,7 @@ import types
 from ..version import __version__
 
 __all__ = ["load", "store", "enabled", "directory", "compiler_version", "describe", "resolve",
-           "fingerprint", "stats"]
+           "fingerprint", "stats", "jax_compilation_cache"]
 
 #: How each transform this process needed was obtained (tests read these).
 stats = {"transforms": 0, "cache_hits": 0, "cache_stores": 0, "artifact_hits": 0,
@@ -65,6 +70,52 @@ def directory():
         return path
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "pullback")
+
+
+_JAX_MIN_COMPILE_S = 0.1
+
+
+def jax_compilation_cache(jax):
+    """Point JAX's persistent compilation cache at ``<cache dir>/jax``, made
+    private (0700) and checked like the cache directory, and keep what took
+    a tenth of a second to compile (JAX's default keeps only what took a
+    second; a fused kernel takes a few tenths, JAX's own eager operations a
+    few hundredths, and those are not worth a file each).  Nothing is
+    changed when the cache is off, the directory cannot be used, or the user
+    has already given JAX a cache directory.  Returns the directory used,
+    or None."""
+    if not enabled():
+        return None
+    try:
+        if jax.config.jax_compilation_cache_dir:
+            return None                 # the user's own
+    except AttributeError:              # a JAX without a persistent cache
+        return None
+    from . import trust
+    where = os.path.join(directory(), "jax")
+    try:
+        trust.make_private_dir(directory())
+        trust.make_private_dir(where)
+    except OSError:
+        return None
+    if not (trust.trusted_dir(directory(), "cache directory")
+            and trust.trusted_dir(where, "JAX compilation cache directory")):
+        return None
+    try:
+        jax.config.update("jax_compilation_cache_dir", where)
+        if jax.config.jax_persistent_cache_min_compile_time_secs > _JAX_MIN_COMPILE_S:
+            jax.config.update("jax_persistent_cache_min_compile_time_secs", _JAX_MIN_COMPILE_S)
+    except (AttributeError, KeyError, ValueError):
+        return None
+    return where
+
+
+def _install_jax_hook():
+    from ..lowering import jax_bridge
+    jax_bridge.on_import = jax_compilation_cache
+
+
+_install_jax_hook()
 
 
 @functools.lru_cache(maxsize=None)
@@ -129,6 +180,12 @@ def path_of(obj, home_globals):
                 return where, qualname
         except Exception:
             continue
+    if getattr(obj, "jvp_of", None) is not None:
+        # pb.checkpoint(f) or pb.forward(f) bound to a name of its own
+        # (`step_ck = pb.checkpoint(step)`): that name
+        for key, value in list(home_globals.items()):
+            if value is obj and isinstance(key, str) and key.isidentifier():
+                return ".", key
     return None
 
 
@@ -258,6 +315,8 @@ def signature_data(key):
     for k in key:
         if isinstance(k, tuple) and k[0] is np.ndarray:
             out.append(["ndarray", k[1], k[2]])
+        elif isinstance(k, tuple) and len(k) == 3:     # a Dask or CuPy array
+            out.append(["array", k[0].__module__, k[0].__qualname__, k[1], k[2]])
         elif isinstance(k, tuple):
             out.append(["generic", k[1]])
         else:

@@ -46,9 +46,9 @@ from ..callees import _RECEIVER, _unwrap, forward_only
 from .. import runtime
 from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
 from ..analyses.ops import is_library, is_mutating_function
-from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
-from ..runtime.control import nested_value, spread, star_call
+from ..runtime.control import RAISED, attempt, nested_value, spread, star_call
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal"]
 
@@ -136,8 +136,45 @@ def _star_call(mask, inplace, spec, callee, items, kwargs):
     return out, (_Spread(groups), (None, res))
 
 
+class _Attempt:
+    """The residual of a ``try`` body run by ``attempt``: the body's, or, when
+    an exception left it, zeros (no gradient flows through a body that did
+    not finish)."""
+
+    def adjoint(self, r, ct):
+        res, zeros = r
+        return zeros if res is None else dynamic_adjoint(res, ct)
+
+
+def _attempt(mask, inplace, body, args):
+    """``dynamic_call`` of ``attempt(body, *args)`` (``frontend.exceptions``):
+    ``mask`` holds positions among ``attempt``'s own arguments (1...: the
+    body's)."""
+    if 0 in mask or not all(isinstance(k, int) for k in mask):
+        raise NonDifferentiableError(
+            "pullback cannot send a gradient through the function value that runs a `try` "
+            "body.", hint="Pass the values the `try` body reads as arguments.")
+    inner = tuple(k - 1 for k in mask)
+    if isinstance(body, types.FunctionType) and not is_library(body):
+        # the body is transformed before it runs: an error of the transform is
+        # never taken for one the user's handler catches
+        from ..callees import derivative_of
+        derivative_of(body).specialize(tuple(args), tuple(sorted(set(inner))),
+                                       inplace=inplace)
+    try:
+        out, res = dynamic_call(body, inner, inplace, *args)
+    except BaseException as err:
+        if isinstance(err, PullbackError):
+            raise
+        zeros = tuple(runtime.zeros_like(args[k - 1]) for k in mask)
+        return (RAISED, err), (_Attempt(), (None, zeros))
+    return out, (_Attempt(), (res, None))
+
+
 def dynamic_call(callee, mask, inplace, *args, **kwargs):
     """``callee(*args, **kwargs)`` and the residual its adjoint needs."""
+    if callee is attempt:
+        return _attempt(mask, inplace, args[0], args[1:])
     if callee is star_call:
         return _star_call(mask, inplace, args[:2], args[2], args[3:], kwargs)
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, mask)
@@ -167,6 +204,8 @@ def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
     if getattr(fn, "__pullback_forward_only__", False):
         return forward_only(fn)
+    if fn is attempt:
+        return None
     if fn is nested_value:
         return ("This nested function is used as a value and reads a value being "
                 "differentiated from the enclosing function; pullback cannot send a gradient "

@@ -27,7 +27,8 @@ def specialize(handle, args, wrt, has_aux=False):
     for ``args``, with tangents for the parameters ``wrt`` (indices)."""
     from ..lowering import kernels      # late: importing pullback does not load the compiler
     large = kernels.size_class(args)
-    key = (tuple(signature_key(a) for a in args), wrt, has_aux, large)
+    key = (tuple(signature_key(a) for a in args), wrt, has_aux, large,
+           getattr(args, "layout", None))
     entry = handle.cache.get(key)
     if entry is not None and entry[1].current():
         return entry[0]
@@ -48,10 +49,12 @@ def transform(handle, args, wrt, has_aux=False):
     from .. import pipeline
     from ..analyses import kinds as kinds_
     from ..lowering import kernels
-    param_kinds = {p: kinds_.of_value(a) for p, a in zip(handle.params, args)}
+    layout = handle.layout_of(args)
+    params = handle.params if layout is None else layout.params
+    param_kinds = {p: kinds_.of_value(a) for p, a in zip(params, args)}
     with kernels.sizing(args):
-        return pipeline.forward_transform(handle.fun, param_kinds,
-                                          [handle.params[i] for i in wrt], has_aux)
+        return pipeline.forward_transform(handle.fun, param_kinds, [params[i] for i in wrt],
+                                          has_aux, layout=layout)
 
 
 ForwardDerivative.driver = sys.modules[__name__]      # see ForwardDerivative.driver

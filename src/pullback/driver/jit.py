@@ -19,6 +19,7 @@ from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
 from ..runtime import set_odeint_vjp
+from ..runtime.backends import functional_only
 from ..runtime import calls as runtime_calls
 
 __all__ = ["specialize", "transform", "obtain"]
@@ -26,17 +27,33 @@ __all__ = ["specialize", "transform", "obtain"]
 _LOCKS_LOCK = threading.Lock()
 
 
+_SCALAR_TYPES = frozenset((float, int))      # their signature key is the type itself
+_kernels = None
+
+
 def specialize(handle, args, wrt, has_aux=False, inplace=None):
     """The ``Loaded`` transform of ``handle`` (a ``callees.Derivative``) for
     ``args``: the handle's own cache while what it resolved is unchanged, else
-    ``obtain``."""
-    from ..lowering import kernels      # late: importing pullback does not load the compiler
+    ``obtain``.
+
+    Scalar code calls its user functions many times (a recursion, a loop of
+    calls), so a call whose arguments are all Python floats and ints is
+    looked up first by the tuple of their types alone (``handle.scalar_cache``,
+    filled below only for such calls): no signature keys, no sizing."""
+    global _kernels
     inplace = _inplace_default() if inplace is None else bool(inplace)
-    large = kernels.size_class(args)     # large arrays: elementwise work is fused
+    if handle.scalar_cache:         # (empty for a function only ever given arrays)
+        entry = handle.scalar_cache.get((tuple(map(type, args)), wrt, has_aux, inplace))
+        if entry is not None and entry[1].current():
+            return entry[0]
+    if _kernels is None:     # late: importing pullback does not load the compiler
+        from ..lowering import kernels as _kernels
+    large = _kernels.size_class(args)    # large arrays: elementwise work is fused
     layout = handle.layout_of(args)      # *args/**kwargs: one transform per call layout
     key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
     entry = handle.cache.get(key)
     if entry is not None and entry[1].current():
+        _remember(handle, key, entry)
         return entry[0]
     with _lock_for(handle, key):       # one transform per key, however many threads
         entry = handle.cache.get(key)
@@ -47,6 +64,8 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
         bindings = Bindings.capture(handle.fun)
         # an up-to-date artifact, else the on-disk cache, else the compiler
         options = {}
+        if inplace and functional_only(args):   # Dask: a graph, not a buffer
+            inplace = False
         if not inplace:
             options["inplace"] = False
         if large:
@@ -56,8 +75,18 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
         loaded = obtain(handle.fun, key[0], wrt, has_aux,
                         lambda: transform(handle, args, wrt, has_aux, inplace),
                         options or None)
-        handle.cache[key] = (loaded, bindings)
+        entry = handle.cache[key] = (loaded, bindings)
+        _remember(handle, key, entry)
     return loaded
+
+
+def _remember(handle, key, entry):
+    """Enter ``entry`` in the handle's scalar cache if its arguments are all
+    Python floats and ints: their signature keys are then their types (the
+    scalar cache's key), and such a call is never large nor has a layout."""
+    if key[4] or key[5] is not None or not _SCALAR_TYPES.issuperset(key[0]):
+        return
+    handle.scalar_cache[key[:4]] = entry
 
 
 def _lock_for(handle, key):
@@ -81,8 +110,21 @@ def transform(handle, args, wrt, has_aux=False, inplace=True):
                                   has_aux, inplace=inplace, layout=layout)
 
 
+# os.environ.get costs a microsecond when the name is unset (a KeyError
+# raised and caught), on every top-level call; CPython keeps the environment
+# in a dict of bytes on POSIX, read directly when it is there
+_ENV_DATA = getattr(os.environ, "_data", None)
+_INPLACE_KEY = b"PULLBACK_INPLACE"
+if not (isinstance(_ENV_DATA, dict) and os.name == "posix"):
+    _ENV_DATA = None
+
+
 def _inplace_default():
     """In-place gradient accumulation is on unless ``PULLBACK_INPLACE=0``."""
+    if _ENV_DATA is not None:
+        raw = _ENV_DATA.get(_INPLACE_KEY)
+        if raw is None:
+            return True
     return os.environ.get("PULLBACK_INPLACE", "1").strip().lower() not in ("0", "false", "no",
                                                                           "off")
 

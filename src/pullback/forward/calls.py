@@ -26,10 +26,10 @@ import weakref
 import numpy as np
 
 from ..analyses.ops import is_library
-from ..callees import _RECEIVER, CustomVJP, _unwrap as _unwrap_callee
-from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
+from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
-from ..runtime import forward_support as support
+from ..runtime import control, forward_support as support
 
 __all__ = ["ForwardDerivative", "CustomJVP", "forward_of", "dynamic_jvp",
            "dynamic_method_jvp", "jvp_call"]
@@ -55,13 +55,25 @@ class ForwardDerivative:
         self.cache = {}
         self._callers = {}
         self._lock = threading.RLock()
+        # *args, **kwargs or keyword-only parameters: each call is flattened to one
+        # positional argument per value (``callees.Layout``), as in reverse mode
+        self.variadic = is_variadic_signature(self.signature)
 
     def bind(self, args, kwargs):
+        if self.variadic:
+            if isinstance(args, Flat) and not kwargs:
+                return args
+            return flatten_call(self.fun, self.signature, args, kwargs)
         if not kwargs and len(args) == len(self.params):
             return tuple(args)
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()
         return tuple(b.arguments.values())
+
+    def layout_of(self, args):
+        """The layout of flattened ``args`` (None for a function whose
+        parameters are all positional)."""
+        return getattr(args, "layout", None) if self.variadic else None
 
     def specialize(self, args, wrt, has_aux=False):
         """The ``LoadedForward`` for ``args`` (``driver.forward_jit.specialize``)."""
@@ -73,11 +85,27 @@ class ForwardDerivative:
 
     def call(self, args, wrt, tangents, has_aux=False):
         loaded = self.specialize(args, wrt, has_aux)
+        # the `with` blocks a `return` or an exception leaves are closed here, as
+        # reverse mode's call_primal does (runtime.control)
+        tracked = control.blocks_used
+        depth, mark = (control.open_contexts(), control.entered_count()) if tracked \
+            else (0, 0)
         try:
-            return loaded.jvp(*args, *tangents)
+            out = loaded.jvp(*args, *tangents)
         except Exception as err:
+            if tracked or control.blocks_used:
+                if control.open_contexts() > depth:
+                    control.close_contexts(depth, err)
+                if control.entered_count() > mark:
+                    control.take_entered(mark)
             loaded.annotate(err)
             raise
+        if tracked or control.blocks_used:
+            if control.open_contexts() > depth:
+                control.close_contexts(depth)
+            if control.entered_count() > mark:
+                control.take_entered(mark)
+        return out
 
     def for_callers(self, mask):
         """``fwd(tangents, *args, **kwargs) -> (out, out_dot)`` for call sites
@@ -165,6 +193,9 @@ def forward_of(fun):
     """The handle that gives ``fun``'s tangent function (one per function)."""
     if isinstance(fun, CustomJVP):
         return fun
+    if getattr(fun, "jvp_of", None) is not None and isinstance(fun, CustomVJP):
+        # pb.checkpoint, pb.forward: the function's own tangent
+        return forward_of(fun.jvp_of)
     if isinstance(fun, CustomVJP):
         raise NonDifferentiableError(
             f"forward mode has no rule for {getattr(fun, '__name__', fun)}, a pb.custom_vjp "
@@ -229,6 +260,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     ``pb.jvp`` itself, where any Python function is differentiated, as by
     ``pb.grad``; inside a function, pullback's own functions are refused)."""
     from ..driver import dispatch      # late: importing pullback does not load the compiler
+    if callee is control.attempt:
+        return _attempt(args[0], args[1:], tuple(mask), tangents)
     higher = higher_order
     special = higher is not None and (higher.made_by(callee) is not None
                                       or higher.callee_forward(callee) is not None)
@@ -248,7 +281,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])
     if isinstance(fn, CustomVJP):
-        forward_of(fn)       # raises, saying what to do
+        handle = forward_of(fn)       # raises for a custom_vjp, saying what to do
+        return _by_handle(handle, fn.fun, args, kwargs, mask, tangents, has_aux)
     if lookup(fn) is not None:
         wrapper = dispatch._rule_wrapper(fn, len(args), tuple(kwargs))
         return _by_handle(forward_of(wrapper), wrapper, args, kwargs, mask, tangents, has_aux)
@@ -279,21 +313,56 @@ def _by_params(handle, args, kwargs, mask, tangents):
     return full, by_param
 
 
+def _attempt(body, args, mask, tangents):
+    """``attempt(body, *args)`` (a ``try`` body, ``frontend.exceptions``): the
+    body's value and tangent, or ``(2, error)`` with no tangent when an
+    exception left it."""
+    if 0 in mask or not all(isinstance(k, int) for k in mask):
+        raise NonDifferentiableError(
+            "pullback cannot follow a tangent through the function value that runs a `try` "
+            "body.", hint="Pass the values the `try` body reads as arguments.")
+    try:
+        return jvp_call(body, args, {}, tuple(k - 1 for k in mask), tangents)
+    except BaseException as err:
+        if isinstance(err, PullbackError):
+            raise
+        return (control.RAISED, err), (None, None)
+
+
 def _unwrap(fn, args, kwargs, mask):
     if isinstance(fn, CustomJVP):
         return fn, args, kwargs, mask
     return _unwrap_callee(fn, args, kwargs, mask)
 
 
+def is_variadic_signature(sig):
+    return any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in sig.parameters.values())
+
+
+class _Marker:
+    """Stands for the call's argument ``key`` (a position or a keyword) while
+    its place among the flattened parameters is found."""
+
+    def __init__(self, key):
+        self.key = key
+
+
 def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
-    sig = inspect.signature(fn, follow_wrapped=False)
-    params = list(sig.parameters)
-    markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
     where = {}
-    for p, m in markers.items():
-        if isinstance(m, (tuple, dict)):
-            continue
-        where[m] = params.index(p)
+    if getattr(handle, "variadic", False):
+        # *args / **kwargs: the handle flattens the call, one value per parameter
+        flat = handle.bind(tuple(_Marker(i) for i in range(len(args))),
+                           {k: _Marker(k) for k in kwargs})
+        where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
+    else:
+        sig = inspect.signature(fn, follow_wrapped=False)
+        params = list(sig.parameters)
+        markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
+        for p, m in markers.items():
+            if isinstance(m, (tuple, dict)):
+                continue
+            where[m] = params.index(p)
     missing = [k for k in mask if k not in where]
     if missing:
         raise UnsupportedSyntaxError(

@@ -443,6 +443,8 @@ class _Forward(HelperNames):
             from ..lowering.kernels import Kernel
             if isinstance(op.primitive, Kernel):
                 return self.kernel_call(stmt, op, t, active)
+            if getattr(op.primitive, "jvp_of", None) is not None:
+                return self.user_call(stmt, op, t, active)    # pb.checkpoint, pb.forward
             if not active:
                 return [stmt, _assign(self.dot(t), self.zero_of(_name(t)))]
             raise NonDifferentiableError(
@@ -452,6 +454,10 @@ class _Forward(HelperNames):
                 "pb.custom_jvp and its defjvp rule.")
         if op.kind == "dynamic":
             return self.dynamic_call(stmt, op, t)
+        return self.user_call(stmt, op, t, active)
+
+    def user_call(self, stmt, op, t, active):
+        """A call of a user function: its own tangent function."""
         if not active:
             return [stmt, _assign(self.dot(t), self.zero_of(_name(t)))]
         from .calls import forward_of

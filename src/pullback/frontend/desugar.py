@@ -100,12 +100,6 @@ class _Desugar:
             pre = []
             stmt = _Hoist(self, pre).visit_statement(stmt)
             out.extend(pre)
-            if isinstance(stmt, gast.Try):
-                out.extend(self.block(self.try_block(stmt)))
-                continue
-            if isinstance(stmt, gast.With) and self.errstate(stmt):
-                out.extend(self.block(self.with_block(stmt)))
-                continue
             if isinstance(stmt, gast.For):
                 out.extend(self.loop(stmt))
             else:
@@ -241,110 +235,6 @@ class _Desugar:
                 func=_name(self.runtime_name("indexable")), args=[_name(name)],
                 keywords=[])), origin))
         return name
-
-    def try_block(self, stmt):
-        """``try: body except E as e: handler else: rest`` whose handlers end by
-        raising: ``try_enter(h)``, ``body``, ``try_exit(h)``, ``rest``.  If an
-        exception leaves the body, the function stops there, and its
-        handlers run (``runtime.control.handle_exception``, as the primal
-        returns), raising what they raise.  A handler that lets the function
-        go on, or reads its local variables, is refused: pullback would have
-        to differentiate a body that ran only in part."""
-        control.blocks_used = True      # callees' call_primal keeps track from now on
-        if stmt.finalbody:
-            raise self.parsed.unsupported(
-                stmt.finalbody[0], "a `finally` clause",
-                "Do the cleanup after the `try` statement, or outside the function.")
-        clauses = [self.handler(h) for h in stmt.handlers]
-        name = self.namer.fresh("handlers")
-        self.parsed.closure[name] = types.CellType(control.Handlers(tuple(clauses)))
-        enter = self.helper("try_enter", control.try_enter)
-        leave = self.helper("try_exit", control.try_exit)
-
-        def call(fn):
-            return gast.copy_location(gast.Expr(value=gast.Call(
-                func=_name(fn), args=[_name(name)], keywords=[])), stmt)
-        return [call(enter)] + stmt.body + [call(leave)] + stmt.orelse
-
-    def handler(self, h):
-        """``(types, run)`` for one ``except`` clause: Python functions, in the
-        user's module, giving the exception types and running the body."""
-        import ast
-        ename = (h.name.id if isinstance(h.name, gast.Name) else h.name) or "exc"
-        body = h.body
-        if not body or not isinstance(body[-1], gast.Raise):
-            raise self.parsed.unsupported(
-                h, "an `except` handler that lets the function go on",
-                "End the handler with `raise`; compute the fallback outside the "
-                "differentiated function, or test for the condition before it happens.")
-        for n in gast.walk(gast.Module(body=[h.type] if h.type is not None else [],
-                                       type_ignores=[])) if h.type is not None else ():
-            self.handler_reads(n, ename)
-        for s in body:
-            for n in gast.walk(s):
-                if isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                    raise self.parsed.unsupported(
-                        n, "a function defined in an `except` handler",
-                        "Define it at module level.")
-                if isinstance(n, gast.Raise) and n.exc is None:
-                    n.exc = _name(ename)            # a bare `raise`: the exception caught
-                self.handler_reads(n, ename)
-        types_expr = h.type if h.type is not None else _name("BaseException")
-        types_fn = gast.FunctionDef(
-            name="_pullback_except_types", args=gast.arguments(
-                args=[], posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                kwarg=None, defaults=[]),
-            body=[gast.copy_location(gast.Return(value=types_expr), h)], decorator_list=[],
-            returns=None, type_comment=None, type_params=[])
-        run_fn = gast.FunctionDef(
-            name="_pullback_except", args=gast.arguments(
-                args=[_name(ename, gast.Param())], posonlyargs=[], vararg=None,
-                kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
-            body=body, decorator_list=[], returns=None, type_comment=None, type_params=[])
-        fns = []
-        for fn in (types_fn, run_fn):
-            gast.copy_location(fn, h)
-            module = ast.fix_missing_locations(gast.gast_to_ast(
-                gast.Module(body=[fn], type_ignores=[])))
-            code = compile(module, self.parsed.filename, "exec")
-            inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-            fns.append(types.FunctionType(inner, self.parsed.globals, fn.name))
-        return tuple(fns)
-
-    def handler_reads(self, n, ename):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load) and n.id != ename \
-                and (n.id in self.locals or n.id in self.parsed.closure):
-            raise self.parsed.unsupported(
-                n, f"an `except` handler that reads `{n.id}`",
-                "A handler runs when the exception has left the function: it may use the "
-                "exception and module-level names only.")
-
-    def errstate(self, stmt):
-        """Whether every context of the ``with`` is ``np.errstate(...)``."""
-        from ..analyses.ops import static_value
-        import numpy as np
-        return all(isinstance(item.context_expr, gast.Call)
-                   and static_value(item.context_expr.func, self.parsed) is np.errstate
-                   for item in stmt.items)
-
-    def with_block(self, stmt):
-        """``with np.errstate(...) as e: body`` -> ``cm = np.errstate(...)``,
-        ``e = context_enter(cm)``, ``body``, ``context_exit(cm)``; a context a
-        ``return`` or an exception skips is left when the function ends
-        (``runtime.control.close_contexts``)."""
-        control.blocks_used = True      # callees' call_primal keeps track from now on
-        head, tail = [], []
-        for item in stmt.items:
-            cm = self.namer.fresh("context")
-            head.append(_assign(_name(cm, gast.Store()), item.context_expr, stmt))
-            enter = gast.Call(func=_name(self.helper("context_enter", control.context_enter)),
-                              args=[_name(cm)], keywords=[])
-            head.append(_assign(item.optional_vars, enter, stmt) if item.optional_vars
-                        is not None else gast.copy_location(gast.Expr(value=enter), stmt))
-            tail.insert(0, gast.copy_location(gast.Expr(value=gast.Call(
-                func=_name(self.helper("context_exit", control.context_exit)),
-                args=[_name(cm)], keywords=[])), stmt))
-        return head + stmt.body + tail
 
     def is_generator_call(self, expr):
         """``expr`` calls a generator function: one of the module or the
@@ -559,8 +449,7 @@ class _Hoist(gast.NodeTransformer):
         return _name(self.d.comprehension(node, self.pre))
 
 
-nondifferentiable(control.zip_length, control.sort_order, control.context_enter,
-                  control.context_exit, control.try_enter, control.try_exit)
+nondifferentiable(control.zip_length, control.sort_order)
 
 
 def _dict_literal(d, node):

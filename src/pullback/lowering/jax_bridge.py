@@ -68,6 +68,11 @@ def is_cupy(x):
 
 _JAX = []
 
+#: Called with the jax module once it is imported: ``driver.cache`` sets it
+#: (``jax_compilation_cache``) so that JAX keeps the kernels it compiles under
+#: pullback's cache directory and a second process does not compile them again.
+on_import = None
+
 
 def load_jax():
     """The jax module, imported on first use (None if it cannot be)."""
@@ -78,6 +83,8 @@ def load_jax():
             _JAX.append(jax)
         except Exception:       # pragma: no cover - an install without jax
             _JAX.append(None)
+        if _JAX[0] is not None and on_import is not None:
+            on_import(_JAX[0])
     return _JAX[0]
 
 

@@ -119,8 +119,18 @@ def jax_available():
     return importlib.util.find_spec("jax") is not None
 
 
+# read on every call with an array argument (size_class): os.environ.get of an
+# unset name raises and catches a KeyError (~1 us), so CPython's dict of the
+# environment (bytes, POSIX) is asked first when it is there
+_ENV_DATA = getattr(os.environ, "_data", None) if os.name == "posix" else None
+if not isinstance(_ENV_DATA, dict):
+    _ENV_DATA = None
+
+
 def threshold_from_env():
     """``PULLBACK_JAX_THRESHOLD``, else ``DEFAULT_THRESHOLD``."""
+    if _ENV_DATA is not None and b"PULLBACK_JAX_THRESHOLD" not in _ENV_DATA:
+        return DEFAULT_THRESHOLD
     value = os.environ.get("PULLBACK_JAX_THRESHOLD")
     if value is None or not value.strip():
         return DEFAULT_THRESHOLD
@@ -178,18 +188,23 @@ def size_class(args):
     elementwise regions; one for small arrays keeps plain NumPy code.  Part
     of the specialization key."""
     threshold = None            # read only when there is an array to size
+    large = False
     for a in args:
         if type(a) in _NUMBERS:
             continue            # scalar code: the common case, nothing to fuse
         for x in (a if isinstance(a, (tuple, list)) else (a,)):
             if isinstance(x, np.ndarray):
+                if large:
+                    continue
                 if threshold is None:
                     threshold = current_threshold()
                 if x.size >= threshold:
-                    return True
+                    large = True
             elif is_cupy(x):
-                return True
-    return False
+                large = True
+            elif hasattr(x, "__dask_graph__"):
+                return False    # Dask fuses its own graph; a kernel would compute it
+    return large
 
 
 _NUMBERS = frozenset({float, int, bool, complex})

@@ -138,6 +138,15 @@ class Gradients:
         ``b``; returns the statements each branch must append so both agree."""
         (sa_all, na, ea), (sb_all, nb, eb) = a, b
         ea, eb = set(ea), set(eb)
+        plain_zero = zero_for
+
+        def zero_for(name):
+            # the zero a branch binds counts as owned: a container's must be one
+            # that indexed accumulation can update (a tuple's zeros_like is a tuple)
+            kind = self.kinds.get(name)
+            if kind is not None and kind.is_number:
+                return plain_zero(name)
+            return _call(self.helper("owned_zeros", runtime.owned_zeros), _name(name))
         fix_a, fix_b, merged, names = [], [], {}, {}
         for name in sorted(set(sa_all) | set(sb_all)):
             sa, sb = sa_all.get(name, ZERO), sb_all.get(name, ZERO)

@@ -117,9 +117,9 @@ class Residuals:
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
                 loads.append(node)
             elif isinstance(node, gast.Call):
-                pos = _META_POSITION.get(self.ctx.resolve(node.func))
-                if pos is not None and len(node.args) > pos:
-                    meta.add(id(node.args[pos]))
+                for pos in _META_POSITION.get(self.ctx.resolve(node.func), ()):
+                    if len(node.args) > pos:
+                        meta.add(id(node.args[pos]))
             stack.extend(gast.iter_child_nodes(node))
         out |= {n.id for n in loads if id(n) not in meta}
         memo[id(stmt)] = (out, stmt)        # the statement kept, so its id is not reused
@@ -250,20 +250,20 @@ class Residuals:
                         and isinstance(node.ctx, gast.Load):
                     all_uses[node.id] = all_uses.get(node.id, 0) + 1
                 if isinstance(node, gast.Call):
-                    pos = _META_POSITION.get(self.ctx.resolve(node.func))
-                    if pos is not None and len(node.args) > pos \
-                            and isinstance(node.args[pos], gast.Name):
-                        n = node.args[pos].id
-                        meta_uses[n] = meta_uses.get(n, 0) + 1
+                    for pos in _META_POSITION.get(self.ctx.resolve(node.func), ()):
+                        if len(node.args) > pos and isinstance(node.args[pos], gast.Name):
+                            n = node.args[pos].id
+                            meta_uses[n] = meta_uses.get(n, 0) + 1
         return {r for r in candidates if all_uses.get(r) and meta_uses.get(r) == all_uses[r]}
 
 
 
 
-# functions that read only the shape and dtype of their argument at this position
-_META_POSITION = {runtime.unbroadcast: 1, runtime.unreduce: 1, runtime.project: 1,
-                  runtime.realify: 1, runtime.zeros_like: 0, runtime.owned_zeros: 0,
-                  runtime.written_grad: 2, np.shape: 0, np.size: 0, np.ndim: 0}
+# functions that read only the shape and dtype of their arguments at these positions
+_META_POSITION = {runtime.unbroadcast: (1,), runtime.unreduce: (1,), runtime.project: (1,),
+                  runtime.realify: (1,), runtime.zeros_like: (0,), runtime.owned_zeros: (0,),
+                  runtime.written_grad: (2,), runtime.per_output: (0, 1), np.shape: (0,),
+                  np.size: (0,), np.ndim: (0,)}
 
 
 def _views_of(written, stmts, ops, kinds=None):

@@ -18,7 +18,7 @@ Before, reductions; after, their rules inlined in the adjoint:
 def f_adjoint(residuals, out_bar):
     mean_x, x = residuals
     mean_x_bar = unreduce(out_bar, mean_x)
-    x_bar = unreduce(mean_x_bar / (np.size(x) // np.size(mean_x)), x, 0)
+    x_bar = unreduce(mean_x_bar / per_output(x, mean_x), x, 0)
     return (project(x_bar, x, copy=True),)
 >>> pb.grad(f)(np.ones((2, 3)))
 array([[0.5, 0.5, 0.5],
@@ -28,7 +28,7 @@ import numpy as np
 
 from pullback.rules.registry import facts, vjp, jvp, linear
 from pullback.runtime.forward_support import max_jvp as max_jvp_helper, prod_jvp as prod_jvp_helper
-from pullback.runtime import prod_grad, unreduce
+from pullback.runtime import per_output, prod_grad, unreduce
 
 
 @vjp(np.sum, "ndarray.sum")
@@ -39,7 +39,7 @@ def sum_(g, ans, a, axis=None, dtype=None, keepdims=False):
 @vjp(np.mean, "ndarray.mean")
 def mean(g, ans, a, axis=None, dtype=None, keepdims=False):
     # each element weighs 1/n, n = how many were averaged into each output
-    return unreduce(g / (np.size(a) // np.size(ans)), a, axis, keepdims)
+    return unreduce(g / per_output(a, ans), a, axis, keepdims)
 
 
 @vjp(np.prod, "ndarray.prod")
@@ -59,7 +59,7 @@ def max_(g, ans, a, axis=None, keepdims=False):
 def var(g, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
     # d var = 2 Re(conj(a - mean) da) / (n - ddof)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return (unreduce(g, a, axis, keepdims) * (2.0 / (np.size(a) // np.size(ans) - ddof))
+    return (unreduce(g, a, axis, keepdims) * (2.0 / (per_output(a, ans) - ddof))
             * (np.conj(centered) if np.iscomplexobj(centered) else centered))
 
 
@@ -67,7 +67,7 @@ def var(g, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
 def std(g, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
     # d std = d var / (2 std)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return (unreduce(g / ans, a, axis, keepdims) * (1.0 / (np.size(a) // np.size(ans) - ddof))
+    return (unreduce(g / ans, a, axis, keepdims) * (1.0 / (per_output(a, ans) - ddof))
             * (np.conj(centered) if np.iscomplexobj(centered) else centered))
 
 
@@ -98,14 +98,14 @@ def var_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
     # d var = 2 mean(Re(conj(a - mean) da)) n / (n - ddof)
     centered = a - np.mean(a, axis=axis, keepdims=True)
     return (np.sum(np.real(np.conj(centered) * t), axis=axis, keepdims=keepdims)
-            * (2.0 / (np.size(a) // np.size(ans) - ddof)))
+            * (2.0 / (per_output(a, ans) - ddof)))
 
 
 @jvp(np.std, "ndarray.std")
 def std_jvp(t, ans, a, axis=None, dtype=None, ddof=0, keepdims=False):
     centered = a - np.mean(a, axis=axis, keepdims=True)
     return (np.sum(np.real(np.conj(centered) * t), axis=axis, keepdims=keepdims)
-            / (ans * (np.size(a) // np.size(ans) - ddof)))
+            / (ans * (per_output(a, ans) - ddof)))
 
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------

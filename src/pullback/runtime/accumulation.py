@@ -5,6 +5,7 @@ import numpy as np
 
 from .core import FieldGrads, Meta, add_cotangents, fields_of, is_structure, realify, \
     unbroadcast, zeros_like
+from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
 
 __all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed"]
@@ -16,7 +17,9 @@ def owned_copy(g):
     if is_structure(g):
         kind = dict if type(g) is dict else FieldGrads
         return kind((k, owned_copy(v)) for k, v in fields_of(g))
-    return np.array(g, copy=True) if isinstance(g, np.ndarray) else g
+    if isinstance(g, np.ndarray):
+        return np.array(g, copy=True)
+    return g.copy() if is_foreign(g) else g
 
 
 def index_add(buffer, index, g):
@@ -45,9 +48,11 @@ def index_add(buffer, index, g):
         return
     g = realify(g, buffer)
     if np.result_type(g) != buffer.dtype:
-        g = np.asarray(g).astype(buffer.dtype)
+        g = g.astype(buffer.dtype) if is_foreign(g) else np.asarray(g).astype(buffer.dtype)
     if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
         buffer[index] += g
+    elif type(buffer) is not np.ndarray and is_foreign(buffer):
+        add_repeated(buffer, index, g)       # Dask, CuPy: no np.add.at
     else:
         _add_repeated(buffer, index, g)
 
@@ -83,6 +88,8 @@ def owned_zeros(x):
         return FieldGrads.zeros(x)
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
+    if type(x) is not np.ndarray and is_foreign(x):
+        return zeros_for(x)                  # Dask, CuPy: of x's array type
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
 
 
@@ -90,7 +97,9 @@ def owned_zeros(x):
 
 def snapshot(x):
     """The value of ``x`` now, safe from later writes into the array."""
-    return np.array(x, copy=True) if isinstance(x, np.ndarray) else x
+    if isinstance(x, np.ndarray):
+        return np.array(x, copy=True)
+    return x.copy() if is_foreign(x) else x
 
 
 def written_grad(g, index, value, every=False):
@@ -99,7 +108,8 @@ def written_grad(g, index, value, every=False):
     position written twice counts only for its last write (NumPy's buffered
     semantics), or for every write with ``every=True`` (``np.add.at``);
     summed back onto ``value``'s shape."""
-    part = np.array(g[index], copy=True) if isinstance(g, np.ndarray) else g
+    part = np.array(g[index], copy=True) if isinstance(g, np.ndarray) \
+        else g[index].copy() if is_foreign(g) else g
     if not every and not _is_basic_index(index) and not (
             isinstance(index, np.ndarray) and index.dtype == bool):
         part = part * _last_writes(np.shape(g), index, np.shape(part))
@@ -128,6 +138,6 @@ def _last_writes(shape, index, out_shape):
 def zeroed(g, index):
     """A copy of ``g`` with ``g[index]`` set to zero (the out-of-place form of
     ``g[index] = 0``)."""
-    out = np.array(g, copy=True)
+    out = g.copy() if is_foreign(g) else np.array(g, copy=True)
     out[index] = 0
     return out

@@ -1,26 +1,35 @@
 """Helpers for the control constructs and calls the front end writes.
 
-The state of ``with np.errstate`` blocks and ``try`` bodies while a primal
-runs: what ``frontend.desugar`` writes for them calls these helpers, and
-``callees.Derivative.call_primal`` closes what the primal left open and runs
-the handlers of a ``try`` body an exception left.  Per thread.  And
+The state of ``with`` blocks and ``try`` bodies while a primal runs: what
+``frontend.exceptions`` writes for them calls these helpers (``attempt``
+runs a ``try`` body that has a ``finally`` or a handler that goes on), and
+``callees.Derivative.call_primal`` closes the contexts the primal left open.
+Per thread.  And
 ``star_call`` (a call with ``*xs`` or ``**d``, as normalize writes it; the
 dispatcher, ``driver.dispatch``, differentiates it) and ``nested_value`` (a
 nested function used as a value, ``frontend.closures``); ``sort_order`` and
 ``zip_length`` (``sorted`` and ``zip``, as desugar writes them).
 
-Before and after desugar::
+Before and after ``frontend.exceptions``::
 
     with np.errstate(divide="ignore"):      context = np.errstate(divide="ignore")
         y = np.log(x)                       context_enter(context)
                                             y = np.log(x)
                                             context_exit(context)
 
-    try:                                    try_enter(handlers)
-        y = f(x)                            y = f(x)
-    except ValueError as e:                 try_exit(handlers)
-        raise RuntimeError("bad") from e    (handlers: the except clause, compiled
-                                             in the user's module)
+    try:                                    def try_body(x):
+        y = f(x)                                y = f(x)
+    except ValueError:                          return (0, (y,))
+        y = 0.0                             tried = attempt(try_body, x)
+                                            if tried[0] == 2:
+                                                if isinstance(tried[1], ValueError):
+                                                    y = 0.0
+                                                else:
+                                                    raise tried[1]
+                                            elif tried[0] == 1:
+                                                return tried[1]
+                                            else:
+                                                y, = tried[1]
 
 Generated code and ``callees`` import this module; it imports nothing of
 the compiler.
@@ -33,17 +42,17 @@ import threading
 import numpy as np
 
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
-           "entered_count", "take_entered", "Handlers", "try_enter", "try_exit",
-           "open_handlers", "handle_exception", "drop_handlers", "star_call", "spread",
-           "nested_value", "sort_order", "zip_length"]
+           "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
+           "sort_order", "zip_length"]
 
 _open = threading.local()
-blocks_used = False     # set when a `with` or `try` block is first transformed (desugar)
+blocks_used = False     # set when a `with` or `try` block is first transformed (exceptions)
 
 
 def context_enter(cm):
-    """``with cm:`` as desugar writes it (``np.errstate`` only): enter ``cm``
-    and remember it, so that it is left however the function ends."""
+    """``with cm:`` as ``frontend.exceptions`` writes it: enter ``cm`` and
+    remember it, so that it is left however the function ends (the NumPy
+    error settings of an ``np.errstate`` also hold for the adjoint)."""
     global blocks_used
     blocks_used = True
     stack = getattr(_open, "stack", None)
@@ -51,10 +60,11 @@ def context_enter(cm):
         stack = _open.stack = []
     value = cm.__enter__()
     stack.append(cm)
-    entered = getattr(_open, "entered", None)
-    if entered is None:
-        entered = _open.entered = []
-    entered.append(np.geterr())       # the adjoint runs under the same settings
+    if isinstance(cm, np.errstate):
+        entered = getattr(_open, "entered", None)
+        if entered is None:
+            entered = _open.entered = []
+        entered.append(np.geterr())       # the adjoint runs under the same settings
     return value
 
 
@@ -101,64 +111,35 @@ def close_contexts(depth, err=None):
         cm = stack.pop()
         if err is None:
             cm.__exit__(None, None, None)
-        else:
-            cm.__exit__(type(err), err, err.__traceback__)
+        elif cm.__exit__(type(err), err, err.__traceback__):
+            from ..errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError(
+                f"The context manager {type(cm).__name__} swallowed a {type(err).__name__} "
+                "raised in its `with` block; pullback cannot go on with the function after "
+                "the block.", hint="Catch the exception with `try`/`except` in the block, "
+                "or test for the condition before it happens.") from err
 
 
-class Handlers:
-    """The ``except`` clauses of one ``try`` (``frontend.desugar.try_block``): each a
-    function giving the exception types it catches and one running its body
-    (which always raises)."""
-
-    def __init__(self, clauses):
-        self.clauses = clauses        # ((types_fn, handler_fn), ...)
+RAN, RETURNED, RAISED, BROKE, CONTINUED = 0, 1, 2, 3, 4
 
 
-def try_enter(handlers):
-    """The start of a ``try`` body: its handlers run if an exception leaves it."""
-    global blocks_used
-    blocks_used = True
-    stack = getattr(_open, "handlers", None)
-    if stack is None:
-        stack = _open.handlers = []
-    stack.append(handlers)
+def attempt(body, *args):
+    """A ``try`` body run as a function (``frontend.exceptions``): what it
+    returns (``(kind, (value, outputs))``: kind 0 at its end, 1 for a
+    ``return value``, 3 and 4 for a ``break`` and a ``continue``; outputs, what
+    it assigned), or ``(2, error)`` when an exception leaves it.  pullback's own errors are
+    not caught: they are never the user's program's."""
+    try:
+        return body(*args)
+    except BaseException as err:
+        if _is_pullback_error(err):
+            raise
+        return (RAISED, err)
 
 
-def try_exit(handlers):
-    """The end of a ``try`` body, reached without an exception."""
-    stack = _open.handlers
-    if stack and stack[-1] is handlers:
-        stack.pop()
-
-
-def open_handlers():
-    stack = getattr(_open, "handlers", None)
-    return len(stack) if stack else 0
-
-
-def handle_exception(mark, err):
-    """Run, innermost first, the ``except`` clauses of the ``try`` bodies that
-    ``err`` left (those entered after ``mark``); return the exception that
-    leaves the function (the one a handler raised, or ``err``)."""
-    stack = _open.handlers
-    while len(stack) > mark:
-        handlers = stack.pop()
-        for types_of, handler in handlers.clauses:
-            if isinstance(err, types_of()):
-                try:
-                    handler(err)
-                except BaseException as new:     # a handler always raises
-                    if new is not err and new.__context__ is None:
-                        new.__context__ = err
-                    err = new
-                break
-    return err
-
-
-def drop_handlers(mark):
-    """Forget the handlers of ``try`` bodies a ``return`` left."""
-    stack = _open.handlers
-    del stack[mark:]
+def _is_pullback_error(err):
+    from ..errors import PullbackError
+    return isinstance(err, PullbackError)
 
 
 # -- calls the front end writes ----------------------------------------------------

@@ -7,10 +7,12 @@ import numbers
 
 import numpy as np
 
+from .backends import is_foreign, to_namespace
+
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
            "FieldGrads", "indexable", "mapping_keys", "number_to_update", "join_grads",
-           "repeat_grads", "field_cotangent"]
+           "repeat_grads", "field_cotangent", "per_output"]
 
 
 def indexable(seq):
@@ -96,7 +98,18 @@ def unbroadcast(g, x):
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
-    g = np.sum(g, axis=axes, keepdims=False) if axes else g
+    if axes and type(g) is np.ndarray and g.size and not any(g.strides) \
+            and g.dtype.kind in "fc":
+        # one value everywhere (a sum's cotangent, broadcast): the sum over
+        # the axes is that value times their count, with no pass over them
+        count = 1
+        for a in axes:
+            count *= gshape[a]
+        one = g[(0,) * g.ndim]
+        kept = tuple(n for i, n in enumerate(gshape) if i not in axes)
+        g = np.full(kept, one * count, dtype=g.dtype) if kept else g.dtype.type(one * count)
+    elif axes:
+        g = np.sum(g, axis=axes, keepdims=False)
     if np.shape(g) != shape:
         g = np.reshape(g, shape)
     return g
@@ -126,7 +139,10 @@ class Meta:
 
 def meta(x):
     """``x``'s shape and dtype if it is an array, else ``x`` itself."""
-    if type(x) is np.ndarray or isinstance(x, np.ndarray):
+    t = type(x)
+    if t is float:              # scalar code: the common case
+        return x
+    if t is np.ndarray or isinstance(x, np.ndarray):
         return Meta(x.shape, x.dtype)
     return x
 
@@ -159,6 +175,8 @@ def _project_leaf(g, x, copy=False):
     """
     if isinstance(x, bool) or isinstance(x, np.bool_):
         raise TypeError("booleans carry no gradient")
+    if isinstance(x, (numbers.Number, np.generic)) and is_foreign(g):
+        return _project_foreign_scalar(g, x)    # a number's gradient from a Dask batch
     if isinstance(x, (float, int)) and not isinstance(x, np.generic):
         g = np.sum(g) if np.ndim(g) else g
         if isinstance(x, complex):
@@ -171,13 +189,45 @@ def _project_leaf(g, x, copy=False):
     dtype = x.dtype if isinstance(x, Meta) else np.result_type(x)
     if isinstance(x, np.generic):
         return dtype.type(g)
+    if (type(x) is not np.ndarray and is_foreign(x)) or is_foreign(g):
+        return _project_foreign(g, x, dtype, copy)      # stays lazy (Dask), on the device
     if copy or np.shape(g) != np.shape(x):
         return np.array(np.broadcast_to(g, np.shape(x)), dtype=dtype)
     return np.asarray(g, dtype=dtype)
 
 
+def _project_foreign_scalar(g, x):
+    """The gradient of a number ``x`` (a Python or NumPy scalar) from a Dask or
+    CuPy cotangent ``g``: a 0-d array of ``g``'s type, so that a Dask gradient
+    stays lazy and a CuPy one on the device (``float(g)`` computes it)."""
+    g = np.sum(g) if np.ndim(g) else g
+    dtype = np.result_type(x) if isinstance(x, np.generic) else \
+        np.dtype(complex) if isinstance(x, complex) else np.dtype(float)
+    if not np.iscomplexobj(x):
+        g = np.real(g)
+    return g.astype(dtype)
+
+
+def _project_foreign(g, x, dtype, copy):
+    """The projection's last step for a Dask or CuPy primal or cotangent:
+    ``g`` of ``x``'s shape and dtype and of the foreign array type, never
+    converted to NumPy (that would compute a lazy Dask graph or copy a CuPy
+    array to the host): the gradient of a NumPy weight in a loss over a Dask
+    batch is a lazy Dask array too."""
+    if not is_foreign(g):
+        g = to_namespace(np.asarray(g, dtype=dtype), x)
+    if np.shape(g) != np.shape(x):
+        g = np.broadcast_to(g, np.shape(x))
+        copy = True
+    if g.dtype != dtype or copy:
+        g = g.astype(dtype, copy=True)
+    return g
+
+
 def zeros_like(x):
     """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
+    if type(x) is float:        # scalar code: the common case
+        return 0.0
     if x is None:
         return 0.0       # a value that was never assigned on this path
     if isinstance(x, complex):
@@ -196,9 +246,36 @@ def zeros_like(x):
 def unreduce(g, x, axis=None, keepdims=False):
     """Broadcast the cotangent of a reduction back to the reduced array."""
     shape = np.shape(x)
+    if axis is None and (type(g) is float or type(g) is np.float64):
+        # the cotangent of a whole sum: a read-only view of one value, as
+        # np.broadcast_to makes, built directly (broadcast_to's Python layers
+        # cost twice as much, on every gradient of a sum)
+        one = np.array(g)
+        view = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
+        view.flags.writeable = False
+        return view
     if axis is not None and not keepdims:
         g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
     return np.broadcast_to(g, shape)
+
+
+def per_output(a, ans):
+    """How many elements of ``a`` a reduction gathered into each element of its
+    result ``ans`` (``np.size(a) // np.size(ans)``), read from the shapes: a
+    Dask array is not computed for it.
+
+    >>> per_output(np.ones((2, 3)), np.ones(3))
+    2
+    """
+    n = a.size if type(a) is np.ndarray else _count(np.shape(a))
+    return n // (ans.size if isinstance(ans, (np.ndarray, np.generic)) else _count(np.shape(ans)))
+
+
+def _count(shape):
+    n = 1
+    for k in shape:
+        n *= int(k)
+    return n
 
 
 def _normalize_axes(axis, ndim):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backends import add_repeated, is_foreign, set_basic, zeros_for
 from .core import FieldGrads, Meta, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
@@ -57,6 +58,15 @@ def abs_grad(g, x):
     """
     if type(x) is float:
         return g if x > 0 else -g if x < 0 else 0.0 * g
+    if type(x) is np.ndarray and type(g) is np.ndarray and x.dtype.kind == "f" \
+            and g.dtype == x.dtype and g.shape == x.shape and x.ndim and x.size and not any(g.strides):
+        # one value everywhere (the cotangent of a sum, broadcast): sign(x) is
+        # fresh, so scale it in place, and not at all by 1.0 (exactly the same)
+        s = np.sign(x)
+        g0 = g[(0,) * g.ndim]
+        if g0 != 1.0:
+            np.multiply(s, g0, out=s)
+        return s
     if np.iscomplexobj(x):
         return np.real(g) * np.conj(np.sign(x))
     return g * np.sign(x)
@@ -289,9 +299,15 @@ def unindex(g, a, index):
         out[index] = g
         return out
     dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
-    out = np.zeros(np.shape(a), dtype=dtype)
+    foreign = type(a) is not np.ndarray and is_foreign(a)
+    out = zeros_for(a, dtype) if foreign else np.zeros(np.shape(a), dtype=dtype)
     g = realify(g, out)           # projected as an in-place add would project it
-    if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+    if foreign:                         # Dask, CuPy: no np.add.at, no None in Dask's index
+        if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
+            set_basic(out, index, g)
+        else:
+            add_repeated(out, index, g)
+    elif _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
         out[index] = g
     else:
         np.add.at(out, index, g)
@@ -302,6 +318,8 @@ def take_grad(g, a, indices, axis=None):
     """Cotangent of ``np.take(a, indices, axis)``: ``g`` added back at the
     taken positions (repeats accumulate)."""
     dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
+    if type(a) is not np.ndarray and is_foreign(a):
+        return _take_grad_foreign(g, a, indices, axis, dtype)
     out = np.zeros(np.shape(a), dtype=dtype)
     g = realify(g, out)
     if axis is None:
@@ -312,6 +330,23 @@ def take_grad(g, a, indices, axis=None):
     np.add.at(np.moveaxis(out, axis, 0), indices,
               np.moveaxis(g, list(range(axis, axis + k)), list(range(k))))
     return out
+
+
+def _take_grad_foreign(g, a, indices, axis, dtype):
+    """``take_grad`` for a Dask or CuPy ``a``: the taken axis moved first,
+    the cotangent added there (``backends.add_repeated``), and moved back."""
+    indices = np.asarray(indices) if isinstance(indices, (list, int)) else indices
+    if axis is None:
+        out = zeros_for(a, dtype, (int(np.prod(np.shape(a))),))
+        add_repeated(out, indices, realify(g, out))
+        return np.reshape(out, np.shape(a))
+    axis = axis % np.ndim(a)
+    k = np.ndim(indices)
+    shape = np.shape(a)
+    out = zeros_for(a, dtype, (shape[axis],) + shape[:axis] + shape[axis + 1:])
+    add_repeated(out, indices, realify(np.moveaxis(g, list(range(axis, axis + k)),
+                                                   list(range(k))), out))
+    return np.moveaxis(out, 0, axis)
 
 
 def unitem(g, a, args):

@@ -1,0 +1,100 @@
+"""Issue 17's loop and per-call rows, side by side in one process: gradient
+time over the primal's and over the hand-written gradient's, for the
+problems of ``problems.py`` at the issue's sizes, and the cost of one call to
+a user function from generated code.
+
+    python benchmarks/call_cost.py                 # every row
+    python benchmarks/call_cost.py quadrature,fpu_chain
+
+Each row times the primal, the hand-written gradient and
+``pb.value_and_grad`` in turn, three rounds, and prints the median of the
+rounds' medians and the ratio of the fastest calls.  On a shared machine the
+minima move least: a call that takes milliseconds is often cut short by
+another process, a call of microseconds rarely.  Thread pools are pinned to
+one thread, as in ``run.py``.
+"""
+import os
+
+for _k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_k, "1")
+
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import problems as P  # noqa: E402
+import pullback as pb  # noqa: E402
+
+ROWS = [("sum_squares_list", 1_000), ("sum_squares_gen", 1_000), ("evalpoly", 1_000),
+        ("column_loop", 1_000), ("fpu_chain", 1_000), ("quadrature", 10), ("sum_abs", 10_000),
+        ("closure", 10_000)]
+
+
+def timed(f, args, budget=0.4, fewest=5):
+    f(*args)
+    ts, start = [], time.perf_counter()
+    while len(ts) < fewest or (time.perf_counter() - start < budget and len(ts) < 3000):
+        t = time.perf_counter()
+        f(*args)
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts), min(ts)
+
+
+def row(name, n):
+    p = P.BY_NAME[name]
+    args = p.inputs(n)
+    vg = pb.value_and_grad(p.fn, argnums=p.argnums)
+    got = {"primal": [], "hand": [], "pullback": []}
+    for _ in range(3):
+        for system, f in (("primal", p.fn), ("hand", p.hand), ("pullback", vg)):
+            got[system].append(timed(f, args))
+    med = {s: statistics.median(m for m, _ in v) for s, v in got.items()}
+    low = {s: min(m for _, m in v) for s, v in got.items()}
+    print(f"{name:17s} n={n:<6d} median primal {med['primal'] * 1e6:9.1f} us, hand "
+          f"{med['hand'] * 1e6:9.1f} us, pullback {med['pullback'] * 1e6:9.1f} us | "
+          f"pullback/primal {med['pullback'] / med['primal']:5.2f}x (fastest "
+          f"{low['pullback'] / low['primal']:5.2f}x) | pullback/hand "
+          f"{med['pullback'] / med['hand']:5.2f}x (fastest {low['pullback'] / low['hand']:5.2f}x)",
+          flush=True)
+
+
+def scaled(a):
+    return a * 1.5
+
+
+def calls(a, n):
+    s = 0.0
+    for i in range(n):
+        s = s + scaled(a)
+    return s
+
+
+def inline(a, n):
+    s = 0.0
+    for i in range(n):
+        s = s + a * 1.5
+    return s
+
+
+def per_call():
+    """A user call's cost in a gradient: a loop of n calls to ``scaled``
+    against the same loop with the call written out, less the primal's
+    own difference."""
+    n = 1000
+    times = {}
+    for name, f in (("calls", calls), ("inline", inline)):
+        times[name] = (timed(f, (2.0, n))[1], timed(pb.value_and_grad(f), (2.0, n))[1])
+    extra = (times["calls"][1] - times["inline"][1]) - (times["calls"][0] - times["inline"][0])
+    print(f"one call to a user function in a gradient (primal and adjoint): "
+          f"{extra / n * 1e6:.2f} us (fastest of repeated loops of {n})")
+
+
+if __name__ == "__main__":
+    only = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else None
+    for name, n in ROWS:
+        if only is None or name in only:
+            row(name, n)
+    if only is None or "calls" in only:
+        per_call()

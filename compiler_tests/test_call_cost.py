@@ -1,0 +1,209 @@
+"""The cost of a call to a user function from generated code (issue 17).
+
+Counted, not timed: a recursion or a loop of calls in scalar code finds its
+callee's transform by the types of the arguments alone (``scalar_cache``),
+without computing signature keys or sizing the arguments; the bindings
+check still runs on every call, so a rebinding between calls is still seen.
+Gradients are checked against exact values."""
+import math
+import sys
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback import checks
+from pullback.callees import derivative_of
+from pullback.driver import bindings, jit
+
+
+def leaf(t, a):
+    return math.sin(a * t) + t * a
+
+
+def walk(a, lo, hi, depth):
+    mid = 0.5 * (lo + hi)
+    if depth <= 0:
+        return leaf(mid, a) * (hi - lo)
+    return walk(a, lo, mid, depth - 1) + walk(a, mid, hi, depth - 1)
+
+
+def total(a):
+    return walk(a, 0.0, 1.0, 6)
+
+
+def _exact(a, depth=6):
+    n = 2 ** depth
+    mids = [(k + 0.5) / n for k in range(n)]
+    value = sum((math.sin(a * t) + t * a) / n for t in mids)
+    grad = sum((t * math.cos(a * t) + t) / n for t in mids)
+    return value, grad
+
+
+def _count(monkeypatch, module, attr):
+    calls = [0]
+    real = getattr(module, attr)
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, attr, counted)
+    return calls
+
+
+def test_scalar_calls_skip_signature_keys_after_the_first(monkeypatch):
+    m = sys.modules[__name__]
+    vg = pb.value_and_grad(m.total)
+    first = vg(0.7)                        # transforms, fills the caches
+    keys = _count(monkeypatch, jit, "signature_key")
+    sizing = _count(monkeypatch, jit._kernels, "size_class")
+    value, grad = vg(0.7)
+    # 127 calls of walk and 64 of leaf: none computes a signature key or
+    # sizes its arguments (the top-level call, an all-float call, neither)
+    assert keys[0] == 0 and sizing[0] == 0
+    assert (value, grad) == first
+    exact_value, exact_grad = _exact(0.7)
+    assert value == pytest.approx(exact_value, rel=1e-13)
+    assert grad == pytest.approx(exact_grad, rel=1e-13)
+    assert len(derivative_of(m.walk).scalar_cache) == 1
+    assert len(derivative_of(m.leaf).scalar_cache) == 1
+
+
+def test_the_bindings_are_checked_on_every_scalar_call(monkeypatch):
+    m = sys.modules[__name__]
+    vg = pb.value_and_grad(m.total)
+    vg(0.7)
+    checked = _count(monkeypatch, bindings.Bindings, "current")
+    vg(0.7)
+    assert checked[0] == 1 + 127 + 64        # total, every walk, every leaf
+
+
+def test_a_rebinding_between_scalar_calls_is_seen(monkeypatch):
+    m = sys.modules[__name__]
+    vg = pb.value_and_grad(m.total)
+    vg(0.7)
+    monkeypatch.setattr(m, "leaf", lambda t, a: t * a * a)    # walk is transformed again
+    value, grad = vg(0.7)
+    mids = [(k + 0.5) / 64 for k in range(64)]
+    assert value == pytest.approx(sum(t * 0.49 / 64 for t in mids), rel=1e-13)
+    assert grad == pytest.approx(sum(2 * t * 0.7 / 64 for t in mids), rel=1e-13)
+
+
+def test_arrays_and_numpy_scalars_take_the_full_key():
+    m = sys.modules[__name__]
+    pb.value_and_grad(m.total)(0.7)
+    handle = derivative_of(m.walk)
+    before = dict(handle.scalar_cache)
+    g = pb.grad(m.total)(np.float64(0.7))          # NumPy scalars: the full key
+    assert g == pytest.approx(_exact(0.7)[1], rel=1e-13)
+    assert handle.scalar_cache == before
+    assert any(key[0][0] == (np.generic, "<f8") for key in handle.cache)
+
+    def arr(x):
+        return np.sum(scaled_square(x, 0.5))
+
+    def num(a):
+        return scaled_square(2.0, a)
+    assert np.array_equal(pb.grad(arr)(np.array([0.1, 0.2])), np.array([0.1, 0.2]))
+    assert pb.grad(num)(0.5) == 4.0
+    keys = derivative_of(scaled_square).scalar_cache
+    assert [key[0] for key in keys] == [(float, float)]      # the call with floats only
+
+
+def scaled_square(t, a):
+    return t * t * a
+
+
+def test_signature_key_is_the_type_for_python_floats_and_ints():
+    # the scalar cache relies on it: its key is the full key for such calls
+    assert checks.signature_key(1.5) is float and checks.signature_key(3) is int
+    assert checks.signature_key(True) is not int
+
+
+# -- the cotangent of a whole sum: one value broadcast ------------------------------
+
+def test_unreduce_of_a_whole_sum_is_a_read_only_view_of_one_value():
+    from pullback.runtime import unreduce
+    x = np.ones((3, 4))
+    for g in (2.5, np.float64(2.5)):
+        v = unreduce(g, x)
+        assert v.shape == (3, 4) and v.strides == (0, 0) and not v.flags.writeable
+        assert np.array_equal(v, np.broadcast_to(g, (3, 4)))
+    assert unreduce(2.5, 1.0).shape == ()
+    assert np.array_equal(unreduce(np.float32(2.0), x), np.broadcast_to(np.float32(2.0), (3, 4)))
+    assert unreduce(np.float32(2.0), x).dtype == np.float32
+
+
+@pytest.mark.parametrize("g0", [1.0, -0.75, 3.0 ** -40])
+def test_unbroadcast_of_one_value_counts_instead_of_summing(g0, monkeypatch):
+    from pullback.runtime import unbroadcast
+    g = np.broadcast_to(np.float64(g0), (5, 4, 3))
+    sums = _count(monkeypatch, np, "sum")
+    for x, axes in ((np.float64(1.0), (0, 1, 2)), (np.ones(3), (0, 1)),
+                    (np.ones((5, 1, 3)), (1,)), (np.ones((4, 1)), (0, 2))):
+        got = unbroadcast(g, x)
+        want = np.reshape(np.sum(np.asarray(g), axis=axes), np.shape(x))
+        assert np.shape(got) == np.shape(x) and np.allclose(got, want, rtol=1e-15, atol=0)
+        assert type(got) is type(want)
+    assert sums[0] == 4         # only the reference sums above
+    # an ordinary array is still summed
+    assert np.array_equal(unbroadcast(np.arange(6.0).reshape(2, 3), np.ones(3)), [3., 5., 7.])
+
+
+def test_abs_of_a_sum_scales_sign_in_place_and_not_by_one(monkeypatch):
+    x = np.array([-2.0, 0.0, 3.0, -0.0, np.nan])
+    mults = _count(monkeypatch, np, "multiply")
+    assert np.array_equal(pb.grad(lambda x: np.sum(np.abs(x)))(x), np.sign(x), equal_nan=True)
+    assert mults[0] == 0
+    g = pb.grad(lambda x: 2.5 * np.sum(np.abs(x)))(x)
+    assert np.array_equal(g, 2.5 * np.sign(x), equal_nan=True)
+    from pullback.runtime import abs_grad
+    zero_d = np.array(-0.5)             # np.sign of a 0-d array is a scalar: the general path
+    assert abs_grad(np.broadcast_to(np.array(2.0), ()), zero_d) == -2.0
+
+
+def test_a_float64_output_seeds_the_adjoint_with_a_python_float():
+    from pullback.checks import one_like
+    assert type(one_like(np.float64(2.0))) is float and one_like(np.float64(2.0)) == 1.0
+    assert type(one_like(np.float32(2.0))) is np.float32
+    seen = []
+
+    def poly(x, p):
+        ex = p[len(p) - 1]
+        for i in range(len(p) - 2, -1, -1):
+            ex = x * ex + p[i]
+        return ex
+
+    @pb.custom_vjp
+    def spy(v):
+        return v
+
+    spy.defvjp(lambda v: (v, None), lambda _, g: (seen.append(type(g)) or g,))
+
+    def f(x, p):
+        return spy(poly(x, p))
+
+    p = np.array([1.0, -2.0, 0.5, 3.0])
+    gx, gp = pb.grad(f, argnums=(0, 1))(0.75, p)
+    assert seen == [float]
+    assert gx == -2.0 + 2 * 0.5 * 0.75 + 3 * 3.0 * 0.75 ** 2          # exact
+    assert np.array_equal(gp, 0.75 ** np.arange(4)) and gp.dtype == np.float64
+
+
+def test_a_call_sites_gradients_are_spread_by_one_function_per_mask():
+    from pullback import callees
+    vg = pb.value_and_grad(total)
+    vg(0.7)
+    walk_spreads = [k for k in callees._SPREAD if k[1] == 4]
+    assert ((0,), 4) in walk_spreads            # walk: only `a` carries a gradient
+    spread = callees._SPREAD[((0,), 4)]
+    assert spread(("g",)) == ("g", None, None, None)
+    assert callees._spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
+    assert callees._spread((0,), 1)(["a"]) == ("a",)
+    assert callees._spread((), 1)([]) == (None,)
+    assert callees._spread((-1,), 3)(["c"]) == (None, None, "c")      # argnums=-1
+    assert callees._spread((-1, 2), 3)(["c", "z"]) == (None, None, "z")
+    before = dict(callees._SPREAD)
+    vg(0.7)
+    assert callees._SPREAD == before            # nothing made again
