@@ -440,3 +440,45 @@ def f(x):
 """, {"COUNT": 0})
     with pytest.raises(pb.UnsupportedSyntaxError, match="`global`"):
         pb.grad(f)(1.0)
+
+
+# -- every way to get a second name for an array: followed exactly or refused ----------
+
+SECOND_NAMES = ["z = np.asarray(y)", "z = np.ravel(y)", "z = y.ravel()", "z = y.reshape(3)",
+                "z = np.reshape(y, (3,))", "z = np.squeeze(y)", "z = np.atleast_1d(y)",
+                "z = y[...]", "z = y[:]", "z = y[::-1]", "z = np.real(y)", "z = y.flatten()",
+                "z = np.array(y, copy=False)", "z = y.astype(float, copy=False)", "z = y.T",
+                "z = np.transpose(y)", "z = np.expand_dims(y, 0)", "z = y", "z = y.copy()"]
+WRITES = ["z += 1.0", "z[0] = 7.0 * x[1]", "y *= x", "y[1] = 2.0 * x[2]"]
+
+
+@pytest.mark.parametrize("write", WRITES)
+@pytest.mark.parametrize("second", SECOND_NAMES)
+def test_a_write_through_any_second_name_is_exact_or_refused(second, write):
+    """Silently wrong before for `copy=False` (NumPy hands back `y` itself)."""
+    f = function_from_source(f"""
+def f(x):
+    y = x * 1.0
+    {second}
+    {write}
+    return np.sum(y * x) + np.sum(z * z)
+""")
+    x = np.array([1.0, 2.0, 3.0])
+    try:
+        g = pb.grad(f)(x.copy())
+    except pb.PullbackError:
+        return
+    np.testing.assert_allclose(g, central(lambda a: f(a.copy()), x), rtol=1e-6, atol=1e-6)
+    forward_agrees(f, x.copy())
+
+
+def test_copy_false_is_not_taken_for_a_copy():
+    f = function_from_source("""
+def f(x):
+    y = x * 1.0
+    z = np.array(y, copy=False)
+    z += 1.0
+    return np.sum(y * x)
+""")
+    with pytest.raises(pb.UnsupportedSyntaxError, match="in-place update"):
+        pb.grad(f)(np.ones(3))

@@ -293,7 +293,7 @@ def _allocates(op, stmt):
     if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return False
     prim = op.primitive
-    return isinstance(prim, np.ufunc) or prim in FRESH
+    return (isinstance(prim, np.ufunc) or prim in FRESH) and not _may_return_its_argument(op)
 
 
 def _is_view(op, stmt, kinds=None):
@@ -302,7 +302,7 @@ def _is_view(op, stmt, kinds=None):
     index of integers whose array's rank is not known counts as a view."""
     if op.kind is not OpKind.RULE:
         return False
-    if op.primitive in VIEWS:
+    if op.primitive in VIEWS or _may_return_its_argument(op):
         return True
     import operator
     if op.primitive is operator.getitem:
@@ -445,5 +445,12 @@ def _is_view_op(op, kinds):
     of a rule's statement)."""
     if getattr(op.primitive, "__name__", "") == "getitem":
         return _is_view(op, None, kinds)     # `y[0]` of a vector is a number, not a view
-    return _hashable_in(op.primitive, VIEWS)
+    return _hashable_in(op.primitive, VIEWS) or _may_return_its_argument(op)
+
+
+def _may_return_its_argument(op):
+    """``np.array(y, copy=False)``, ``y.astype(t, copy=False)``: without a
+    copy asked for, NumPy hands back ``y`` itself where it can."""
+    copy = op.bound.get("copy", True)
+    return "copy" in op.bound and not (isinstance(copy, gast.Constant) and copy.value is True)
 
