@@ -198,7 +198,7 @@ UNSUPPORTED = [
     # written inside a loop, a writer given an expression, a writer that also
     # rebinds its parameter, one given a loop's row (a view), a reshape's view updated
     (f_view_written_in_a_loop, "v = y[1:]", pb.UnsupportedSyntaxError,
-     ["`v` may share memory", "x.copy()"]),
+     ["`v` is a view of another array", "inside a loop", "Write into the array itself"]),
     (f_writer_given_an_expression, "bump(y[1:])", pb.UnsupportedSyntaxError,
      ["`bump` writes into its argument `s`", "not a variable of this function"]),
     (f_writer_that_rebinds, "bump_or_rebind(y, True)", pb.UnsupportedSyntaxError,

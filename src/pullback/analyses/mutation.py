@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import UnsupportedSyntaxError
 from ..ir.walk import own_nodes
 from ..frontend.parse import Parsed
+from ..frontend.written import argument_written
 from ..normalize.normalize import Normal
 from ..rules.registry import FRESH, VIEWS   # declared beside each rule: facts(...)
 from .kinds import Kind, Shape
@@ -100,7 +101,7 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
     for p in normal.params:
         if p in group:
             stmt = _first_write(normal, ops, group)
-            raise _argument_written(parsed, p, stmt, kinds)
+            raise argument_written(parsed, p, stmt, (kinds or {}).get(p))
     for s in all_statements(normal.tree.body):
         op = ops.get(id(s))
         if op is None or id(s) in renames:
@@ -108,6 +109,15 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
         targets = _targets(s)
         if _placeholder(s):
             continue        # `y = None`, a placeholder for a name a loop defines
+        if any(t in group for t in targets) and not _allocates(op, s) \
+                and _is_view(op, s, kinds) and len(targets) == 1:
+            raise UnsupportedSyntaxError(
+                f"`{targets[0]}` is a view of another array, written into where pullback "
+                "cannot place the change (inside a loop or a branch, or through a view it "
+                f"does not follow), so `{targets[0]}` may share memory with another array.",
+                parsed.location(s), "Write into the array itself (`y[1 + i] = ...` for "
+                "`v = y[1:]`), outside the loop, or make a new array to write into "
+                "(x.copy()).")
         if any(t in group for t in targets) and not _allocates(op, s):
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into arrays the function creates itself, "
@@ -134,27 +144,6 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
     _check_views(normal.tree.body, ops, group, parsed, normal.tree.body, _renames(normal),
                  renames, kinds)
     return group
-
-
-def _argument_written(parsed, p, stmt, kinds):
-    """The refusal of a write into the argument ``p`` that is not an array
-    (frontend.writes copies arrays written into): a list, or a variable a
-    nested function captures (lifted to an argument)."""
-    kind = (kinds or {}).get(p)
-    what = "a list or a tuple" if getattr(kind, "shape", None) is Shape.CONTAINER \
-        else "not known to be an array"
-    nested, captured = getattr(parsed.fn, "__pullback_captured__", (None, ()))
-    if p in captured:
-        return UnsupportedSyntaxError(
-            f"The nested function `{nested}` writes into `{p}`, a variable it captures from "
-            f"the function around it, and `{p}` is {what}; pullback follows such writes "
-            "only into arrays.", parsed.location(stmt),
-            f"Make `{p}` an array (`{p} = np.zeros(1)`), or count with a number: "
-            f"`nonlocal {p}` and `{p} += 1`.")
-    return UnsupportedSyntaxError(
-        f"The function writes into its argument `{p}`, which is {what}; pullback follows "
-        "writes into array arguments (on its own copy) only.", parsed.location(stmt),
-        f"Pass an array, or work on a copy: `{p} = {p}.copy()` at the top of the function.")
 
 
 def versions(normal, name):

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 
-__all__ = ["written_params", "variant", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
+__all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
            "bound_arguments", "scan"]
 
 ITEM, UPDATE, MIXED = "item", "update", "mixed"
@@ -80,8 +80,10 @@ def written_params(fn):
     the caller's object: ``"item"`` (``p[i] = v``, ``p[i] += v``,
     ``np.add.at(p, ...)``, or passed to a function that writes into it),
     ``"update"`` (``p += v``: in place for an array, a rebinding for a number),
-    ``"mixed"`` (written into and also rebound, ``p = ...``, so which object a
-    write reaches depends on the path taken)."""
+    ``"mixed"`` (written into by index and also rebound, ``p = ...``, so which
+    object a write reaches depends on the path taken).  A parameter only
+    updated and also rebound is left out: a number's updates rebind it, an
+    array's are refused by ``updates.check_updates``."""
     fn = getattr(fn, "__pullback_variant__", (fn,))[0]
     try:
         memo = _written.get(fn)
@@ -149,7 +151,10 @@ def scan(tree, parsed):
                     how = written_params(callee).get(q)
                     if how and isinstance(arg, gast.Name):
                         mark(arg.id, how)
-    return {p: (_MIXED if p in rebound else modes[p]) for p in params if p in modes}
+    # `s += v` and `s = ...`: a number's updates only rebind it; an array's
+    # are refused by check_updates (whose object a path reaches is not known)
+    return {p: (_MIXED if p in rebound else modes[p]) for p in params
+            if p in modes and not (p in rebound and modes[p] == _UPDATE)}
 
 
 def _leading_copies(body, params):
@@ -220,6 +225,27 @@ def bound_arguments(callee, call):
 
 
 # -- the runtime side -----------------------------------------------------------------
+
+def argument_written(parsed, p, stmt, kind):
+    """The refusal of a write into the argument ``p`` that is not an array
+    (frontend.writes copies arrays written into): a list, or a variable a
+    nested function captures (lifted to an argument)."""
+    from ..analyses.kinds import Shape
+    what = "a list or a tuple" if getattr(kind, "shape", None) is Shape.CONTAINER \
+        else "not known to be an array"
+    nested, captured = getattr(parsed.fn, "__pullback_captured__", (None, ()))
+    if p in captured:
+        return UnsupportedSyntaxError(
+            f"The nested function `{nested}` writes into `{p}`, a variable it captures from "
+            f"the function around it, and `{p}` is {what}; pullback follows such writes "
+            "only into arrays.", parsed.location(stmt),
+            f"Make `{p}` an array (`{p} = np.zeros(1)`), or count with a number: "
+            f"`nonlocal {p}` and `{p} += 1`.")
+    return UnsupportedSyntaxError(
+        f"The function writes into its argument `{p}`, which is {what}; pullback follows "
+        "writes into array arguments (on its own copy) only.", parsed.location(stmt),
+        f"Pass an array, or work on a copy: `{p} = {p}.copy()` at the top of the function.")
+
 
 def _apart(*pairs):
     """Refuse, when the function runs, arguments written into that share
