@@ -482,3 +482,47 @@ def f(x):
 """)
     with pytest.raises(pb.UnsupportedSyntaxError, match="in-place update"):
         pb.grad(f)(np.ones(3))
+
+
+def twice(s, dt):
+    rotate(s, dt)
+    rotate(dt=2.0 * dt, state=s)
+
+
+def advance(s, dt):
+    s[1] += dt * s[0]
+    return s[0] + s[1]
+
+
+def test_writers_calling_writers_keywords_and_results_in_expressions():
+    f = function_from_source("""
+def f(x):
+    s = x * 1.0
+    twice(s, 0.1)
+    r = 2.0 * advance(s, 0.5)
+    return r * s[1]
+""", {"twice": twice, "advance": advance})
+
+    def ref(x):
+        a, b = x[0], x[1]
+        for dt in (0.1, 0.2):
+            a = a + dt * b
+            b = b - dt * a
+        b = b + 0.5 * a
+        return 2.0 * (a + b) * b
+    x = np.array([0.7, -1.3])
+    np.testing.assert_allclose(pb.grad(f)(x), jax.grad(ref)(x), rtol=1e-14)
+    assert pb.value_and_grad(f)(x)[0] == pytest.approx(float(ref(x)), rel=1e-15)
+    forward_agrees(f, x)
+
+
+@pytest.mark.parametrize("body", [
+    "b = x * np.ones((2, 2))\n    a = b[0]\n    rotate(a, 0.1)\n    return np.sum(b * b)",
+    "b = x * 1.0\n    a = b\n    rotate(a, 0.1)\n    return np.sum(b * b)",
+    "b = x * 1.0\n    lst = [b]\n    rotate(b, 0.1)\n    return np.sum(lst[0] * b)",
+    "b = x * 1.0\n    v = b[:]\n    rotate(b, 0.1)\n    return np.sum(v * b)",
+])
+def test_a_writer_given_an_array_another_name_holds_is_refused(body):
+    f = function_from_source("def f(x):\n    " + body + "\n", {"rotate": rotate})
+    with pytest.raises(pb.UnsupportedSyntaxError, match="`rotate` writes into its argument"):
+        pb.grad(f)(np.array([1.0, 2.0]))

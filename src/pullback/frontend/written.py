@@ -94,8 +94,8 @@ def written_params(fn):
     _written[fn] = {}               # a recursive call: its own writes are found here
     try:
         parsed, _ = _front(fn)
-    except (PullbackError, TypeError, OSError):
-        return {}
+    except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
+        return {}                   # (its own transform refuses it, if it is called)
     found = scan(parsed.tree, parsed)
     _written[fn] = found
     return found
