@@ -526,3 +526,35 @@ def test_a_writer_given_an_array_another_name_holds_is_refused(body):
     f = function_from_source("def f(x):\n    " + body + "\n", {"rotate": rotate})
     with pytest.raises(pb.UnsupportedSyntaxError, match="`rotate` writes into its argument"):
         pb.grad(f)(np.array([1.0, 2.0]))
+
+
+def test_recursive_writers_are_found_to_a_fixpoint():
+    """`r(a, b)` writes into `a` and calls `r(b, a)`: both are written into;
+    a pure recursive function writes into nothing."""
+    from pullback.frontend.written import written_params
+    r = function_from_source("""
+def r(a, b, n):
+    a[0] += 1.0
+    if n > 0:
+        r(b, a, n - 1)
+""")
+    r.__globals__["r"] = r
+    assert written_params(r) == {"a": "item", "b": "item"}
+    fact = function_from_source("""
+def fact(x, n):
+    if n == 0:
+        return 1.0
+    return x * fact(x, n - 1)
+""")
+    fact.__globals__["fact"] = fact
+    assert written_params(fact) == {}
+    f = function_from_source("""
+def f(x):
+    a = x * 1.0
+    b = x * 2.0
+    r(a, b, 2)
+    return np.sum(a * b)
+""", {"r": r})
+    x = np.array([1.0, 2.0])
+    # a0 += 2, b0 += 1: f = (x0 + 2)(2 x0 + 1) + 2 x1^2
+    np.testing.assert_array_equal(pb.grad(f)(x), [2 * (x[0] + 2) + (2 * x[0] + 1), 4 * x[1]])

@@ -89,16 +89,39 @@ def written_params(fn):
         memo = _written.get(fn)
     except TypeError:
         return {}
+    if fn in _progress:             # a recursive call: the approximation so far
+        _progress[fn][1] = True
+        return _progress[fn][0]
     if memo is not None:
         return memo
-    _written[fn] = {}               # a recursive call: its own writes are found here
     try:
         parsed, _ = _front(fn)
     except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
         return {}                   # (its own transform refuses it, if it is called)
-    found = scan(parsed.tree, parsed)
-    _written[fn] = found
+    # recursion: scan again until the writes found stop growing; a result that
+    # read another function's unfinished one is not kept (asked again later)
+    _progress[fn] = [{}, False]
+    try:
+        while True:
+            outer = {g: state[1] for g, state in _progress.items() if g is not fn}
+            for g in outer:
+                _progress[g][1] = False
+            _progress[fn][1] = False
+            found = scan(parsed.tree, parsed)
+            unfinished = any(_progress[g][1] for g in outer)
+            for g, was in outer.items():
+                _progress[g][1] = _progress[g][1] or was
+            if found == _progress[fn][0] or not _progress[fn][1]:
+                break
+            _progress[fn][0] = found
+    finally:
+        del _progress[fn]
+    if not unfinished:
+        _written[fn] = found
     return found
+
+
+_progress = {}      # fn -> [its writes found so far, whether a recursive call read them]
 
 
 def _front(fn, structured=False):
