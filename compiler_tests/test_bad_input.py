@@ -124,16 +124,45 @@ def f_row_view_after_write(x):
     return np.sum(row)
 
 
-def f_add_at_argument(x):
-    np.add.at(x, 0, 1.0)
-    return np.sum(x)
+def bump(s):
+    s[0] += 1.0
 
 
-def f_augassign_view(x):
+def bump_or_rebind(s, c):
+    if c:
+        s = s * 2.0
+    s[0] += 1.0
+
+
+def f_view_written_in_a_loop(x):
     y = x * 2.0
     v = y[1:]
-    y += 1.0
-    return np.sum(v)
+    for i in range(2):
+        v[i] = x[i] * v[i]
+    return np.sum(y)
+
+
+def f_writer_given_an_expression(x):
+    y = x * 1.0
+    bump(y[1:])
+    return np.sum(y)
+
+
+def f_writer_that_rebinds(x):
+    y = x * 1.0
+    bump_or_rebind(y, True)
+    return np.sum(y)
+
+
+def f_writer_in_a_comprehension(x):
+    rows = x * np.ones((2, 3))
+    return np.sum([bump(r) for r in rows])
+
+
+def f_reshape_then_update(x):
+    y = x.reshape(3, 1)
+    y *= 2.0
+    return np.sum(x)
 
 
 def f_read_before_assignment(x):
@@ -197,9 +226,20 @@ UNSUPPORTED = [
     (f_copyto, "np.copyto(y, x)", pb.UnsupportedSyntaxError, ["np.copyto", "in place"]),
     (f_row_view_after_write, "row = y[0]", pb.UnsupportedSyntaxError,
      ["view", "after a write", ".copy()"]),
-    (f_add_at_argument, "np.add.at(x, 0, 1.0)", pb.UnsupportedSyntaxError,
-     ["argument `x`", "x.copy()"]),
-    (f_augassign_view, "y += 1.0", pb.UnsupportedSyntaxError, ["in-place", "y = y + ..."]),
+    # writes pullback cannot place (analyses/aliases.py, frontend/writes.py): a view
+    # written inside a loop, a writer given an expression, a writer that also
+    # rebinds its parameter, one given a loop's row (a view), a reshape's view updated
+    (f_view_written_in_a_loop, "v = y[1:]", pb.UnsupportedSyntaxError,
+     ["`v` is a view of another array", "inside a loop", "Write into the array itself"]),
+    (f_writer_given_an_expression, "bump(y[1:])", pb.UnsupportedSyntaxError,
+     ["`bump` writes into its argument `s`", "not a variable of this function"]),
+    (f_writer_that_rebinds, "bump_or_rebind(y, True)", pb.UnsupportedSyntaxError,
+     ["writes into its argument `s` and also assigns", "s = s.copy()"]),
+    (f_writer_in_a_comprehension, "return np.sum([bump(r) for r in rows])",
+     pb.UnsupportedSyntaxError, ["`bump` writes into its argument `s`", "may share",
+                                 ".copy()"]),
+    (f_reshape_then_update, "y *= 2.0", pb.UnsupportedSyntaxError,
+     ["in-place update of an array that other names may share", "y = y * ..."]),
     (f_read_before_assignment, "total = total + np.sum(x)", pb.UnsupportedSyntaxError,
      ["before it is assigned", "Assign `total`"]),
     (f_try_partial_write, "y[0] = np.sum(x)", pb.UnsupportedSyntaxError,

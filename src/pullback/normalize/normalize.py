@@ -158,6 +158,13 @@ class _Normalizer(Expressions):
 
     def stmt_Assign(self, node):
         targets = node.targets
+        if getattr(node, "updates", None) is not None:
+            # `x = x_new` after a call that wrote into x (frontend.writes): an
+            # in-place update, checked as `x += v` is
+            old = self.load(targets[0])
+            stmt = self.bind(targets[0].id, self.rhs(node.value), node)
+            self.augmented.append((stmt, old.id, node.updates))
+            return
         if len(targets) == 1 and isinstance(targets[0], gast.Name):
             self.bind(targets[0].id, self.rhs(node.value), node)
             return
