@@ -60,6 +60,8 @@ class Block:
         self.adjoint = []
         self.extra = set(also_assigned)         # a loop body's target
         self.recomputed = set()                 # ... when the adjoint loop recomputes it
+        self.owner_if = None                    # a branch's ``if`` statement
+        self.lifted = set()                     # saves kept as residuals, not taped
         self.assigned = (assigned_names(stmts) if assigned is None else assigned) | self.extra
         self.save = []
         if parent is not None:
