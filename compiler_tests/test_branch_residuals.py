@@ -107,3 +107,37 @@ def test_recursive_adaptive_simpson_tapes_nothing_and_matches_the_hand_gradient(
     value, (want,) = P.quadrature_hand(a, tol)
     assert got[0] == value
     assert got[1] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_a_loop_inside_a_branch_outside_loops(c):
+    """The branch's adjoint reads a value its loop carries: returned as a
+    residual, bound (to None) when the other branch ran."""
+    f = function_from_source("""
+def f(x, c, n):
+    h = x * 1.0
+    if c > 0:
+        for i in range(n):
+            h = np.tanh(h) * x
+        y = h * h
+    else:
+        y = x * 3.0
+    return np.sum(y)
+""")
+    x = np.linspace(-0.5, 0.7, 4)
+
+    def ref(v):
+        h = v * 1.0
+        if c > 0:
+            for _ in range(3):
+                h = np.tanh(h) * v
+            return np.sum(h * h)
+        return np.sum(v * 3.0)
+    g = pb.grad(f)(x, c, 3)
+    want = np.zeros_like(x)
+    for i in range(4):
+        up, down = x.copy(), x.copy()
+        up[i] += 1e-6
+        down[i] -= 1e-6
+        want[i] = (ref(up) - ref(down)) / 2e-6
+    np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-9)

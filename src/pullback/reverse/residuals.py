@@ -239,9 +239,10 @@ class Residuals:
     def maybe_unbound(self, top):
         """Names a block saves that only a nested branch may assign: bound to
         None up front, so that saving them never fails."""
-        out = set()
+        out, lifted = set(), set()
 
         def walk(block):
+            lifted.update(block.lifted)     # returned by the function: bound on every path
             direct = {t.id for s in block.stmts if isinstance(s, gast.Assign)
                       for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
                                 else [s.targets[0]]) if isinstance(t, gast.Name)}
@@ -255,7 +256,7 @@ class Residuals:
             for c in block.children:
                 walk(c)
         walk(top)
-        return out - set(self.ctx.normal.carried_names)
+        return (out - set(self.ctx.normal.carried_names)) | lifted
 
     def order_key(self, top):
         """Residuals in the order the adjoint first reads them."""
