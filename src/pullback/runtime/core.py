@@ -226,8 +226,13 @@ def _project_foreign(g, x, dtype, copy):
 
 def zeros_like(x):
     """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
-    if type(x) is float:        # scalar code: the common case
+    t = type(x)
+    if t is float:              # scalar code: the common case
         return 0.0
+    if t is np.ndarray:         # array code: before the structure checks
+        return np.zeros_like(x)
+    if t is Meta:
+        return np.zeros(x.shape, dtype=x.dtype)
     if x is None:
         return 0.0       # a value that was never assigned on this path
     if isinstance(x, complex):
