@@ -24,7 +24,7 @@ import weakref
 
 import gast
 
-from .analyses import activity as activity_, defuse, kinds, mutation
+from .analyses import activity as activity_, attributes, defuse, kinds, mutation
 from .backend import loader
 from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, lift_closures, lower_blocks,  # noqa: F401
@@ -53,6 +53,10 @@ def activity(t: Transform) -> None:
     ops = t.ops
     t.act = activity_.analyze(t.normal.tree, t.chains, t.wrt, t.output,
                               lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
+
+
+def check_attributes(t: Transform) -> None:
+    attributes.check(t.normal, t.parsed, t.act.varied)
 
 
 def check_updates(t: Transform) -> None:
@@ -133,7 +137,7 @@ STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
     parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
     # analyses
-    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    infer_kinds, find_output, def_use, activity, check_attributes, check_updates, check_mutation,
     # lowering for large arrays (lowering/lower_broadcasts)
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # reverse pass (reverse/reverse)
@@ -174,7 +178,7 @@ def load_forward(t):
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
     parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
-    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    infer_kinds, find_output, def_use, activity, check_attributes, check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end
     find_written, tangents, load_forward,

@@ -22,8 +22,10 @@ def f(x, c):
 """
 from __future__ import annotations
 
+import inspect
 import keyword
 import re
+import types
 
 import gast
 
@@ -39,12 +41,44 @@ class Expressions:
 
     def atom(self, node):
         value = self.rhs(node)
-        if is_atom(value, self.locals):
+        if is_atom(value, self.locals) and not self.object_state(value):
             return value
         name = self.local(self.fresh(describe(value)))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), node)
         return _name(name)
+
+    def object_state(self, node):
+        """Whether a static path reads data held by an object (``cfg.scale``,
+        not ``np.pi`` or a method): it is read into a name of its own, so the
+        adjoint sees the value the primal read even if an attribute store (here
+        or in a callee) changes the object in between."""
+        if not isinstance(node, gast.Attribute):
+            return False
+        path = []
+        while isinstance(node, gast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, gast.Name):
+            return False
+        if node.id in self.parsed.closure:
+            try:
+                value = self.parsed.closure[node.id].cell_contents
+            except ValueError:
+                return False
+        elif node.id in self.parsed.globals:
+            value = self.parsed.globals[node.id]
+        else:
+            return False
+        held = False
+        for attr in reversed(path):
+            if isinstance(value, types.ModuleType):
+                value = getattr(value, attr, None)
+            else:
+                held = True       # not run: a property is read where the code reads it
+                value = inspect.getattr_static(value, attr, None)
+        return held and not callable(value) and not isinstance(
+            value, (types.ModuleType, staticmethod, classmethod))
 
     def fresh(self, base):
         """``self.fresh(base)``, the same name, without trying again every
