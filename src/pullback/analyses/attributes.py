@@ -3,7 +3,7 @@
 Normalize writes ``obj.attr = v`` as a call of ``store_attribute`` and
 ``obj.attr op= v`` as ``old = obj.attr`` then ``update_attribute``:
 
-    ctx.calls += 1          calls = ctx.calls
+    ctx.calls += 1      ->  calls = ctx.calls
                             update_attribute(ctx, 'calls', calls, 'Add', 1)
 
 A store whose object and value carry no gradient (neither is varied: not
@@ -17,13 +17,28 @@ reads differentiated as if the store had not happened.  The same holds for
 ``setattr(obj, "attr", v)`` written out.
 
 >>> import numpy as np, pullback as pb
->>> def loss(x, log):
+>>> from pullback.testing import function_from_source, normal_form
+>>> from pullback.backend.codegen import unparse
+>>> loss = function_from_source('''
+... def loss(x, log):
 ...     log.calls += 1
+...     log.last = x.shape
 ...     return np.sum(x * x)
->>> class Log: calls = 0
+... ''')
+>>> print(unparse(normal_form(loss).tree))
+def loss(x, log):
+    calls = log.calls
+    update_attribute(log, 'calls', calls, 'Add', 1)
+    shape = x.shape
+    store_attribute(log, 'last', shape)
+    x_x = x * x
+    out = np.sum(x_x)
+    return out
+>>> class Log:
+...     calls = 0
 >>> log = Log()
->>> float(pb.grad(loss)(np.float64(3.0), log)), log.calls
-(6.0, 1)
+>>> pb.grad(loss)(np.array([3.0]), log), log.calls, log.last
+(array([6.]), 1, (1,))
 """
 from __future__ import annotations
 
