@@ -290,6 +290,18 @@ def test_attribute_stores_refused():
     assert "`a += ...` on an attribute that holds a mutable `ndarray`" in str(excinfo.value)
     assert "obj.a = obj.a + ..." in str(excinfo.value)
     np.testing.assert_array_equal(HOLDER.a, np.ones(3))
+    # into a dataclass that is not differentiated here: a caller may be
+    # differentiating with respect to it, so refused when it runs
+
+    def g(p, x):
+        p.b = 0.0
+        return np.sum(x * p.w)
+
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(g, argnums=1)(p, X)
+    assert "store into the attribute `b` of a dataclass (`P`)" in str(excinfo.value)
+    assert "dataclasses.replace(obj, b=...)" in str(excinfo.value)
+    assert p.b == 1.0
 
 
 def test_refused_under_vjp_and_jvp_too():

@@ -75,17 +75,30 @@ def repeat_grads(g, x, y):
 def store_attribute(obj, name, value):
     """``obj.name = value`` as the user wrote it (a store that carries no
     gradient: the transform refuses the others)."""
-    if isinstance(obj, types.ModuleType):
-        _refuse_module_store(obj, name)
+    _check_store(obj, name)
     setattr(obj, name, value)
 
 
-def _refuse_module_store(obj, name):
+def _check_store(obj, name):
+    """Refuse a store the transform cannot see the consequences of: into a
+    module (its attributes are read as constants), and into a dataclass or an
+    array, which pullback differentiates as values (a caller may be
+    differentiating with respect to this very object)."""
     from ..errors import UnsupportedSyntaxError
-    raise UnsupportedSyntaxError(
-        f"pullback cannot differentiate a store into the module attribute "
-        f"`{obj.__name__}.{name}`: a module's attributes are read as constants.",
-        None, "Pass the value as an argument, or keep it on an object of your own.")
+    if isinstance(obj, types.ModuleType):
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the module attribute "
+            f"`{obj.__name__}.{name}`: a module's attributes are read as constants.",
+            None, "Pass the value as an argument, or keep it on an object of your own.")
+    if is_structure(obj) or isinstance(obj, np.ndarray):
+        kind = "an array" if isinstance(obj, np.ndarray) else \
+            f"a dataclass (`{type(obj).__name__}`)"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the attribute `{name}` of "
+            f"{kind}: pullback differentiates it as a value, and a gradient taken "
+            f"with respect to it would not see the change.",
+            None, "Build a new value instead: `dataclasses.replace(obj, "
+                  f"{name}=...)`, `y = y.reshape(...)`.")
 
 
 _IN_PLACE = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul,
@@ -105,8 +118,7 @@ def update_attribute(obj, name, old, op, value):
     was computed: the in-place operator, then the result stored back.  A
     value that the operator would change in place (an array, a list) is
     refused: a value read from it before may be needed by the adjoint."""
-    if isinstance(obj, types.ModuleType):
-        _refuse_module_store(obj, name)
+    _check_store(obj, name)
     method = _IN_PLACE[op].__name__.replace("i", "__i", 1) + "__"
     if hasattr(type(old), method):
         from ..errors import UnsupportedSyntaxError
