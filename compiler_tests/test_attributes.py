@@ -167,3 +167,25 @@ def test_generated_source_shows_the_stores():
     src = pb.source(counted)
     assert "update_attribute(LOG, 'calls'" in src
     assert "LOG.calls += 1" in src               # the line comment
+
+
+class Ops:
+    pass
+
+
+OPS = Ops()
+OPS.act = np.sin
+
+
+def rebinds_its_callee(x):
+    OPS.act = np.cos                # the call below runs np.cos, as in Python
+    return OPS.act(x)
+
+
+def test_a_callee_stored_by_the_function_is_the_one_called():
+    try:
+        assert pb.grad(rebinds_its_callee)(0.5) == pytest.approx(-math.sin(0.5), rel=1e-15)
+        OPS.act = np.sin
+        assert pb.jvp(rebinds_its_callee, (0.5,), (1.0,))[1] == pytest.approx(-math.sin(0.5))
+    finally:
+        OPS.act = np.sin

@@ -80,6 +80,18 @@ class Expressions:
         return held and not callable(value) and not isinstance(
             value, (types.ModuleType, staticmethod, classmethod))
 
+    def stored_callee(self, func):
+        """Whether the static path ``func`` goes through an attribute the
+        function stores into."""
+        stored = getattr(self, "stored_attributes", set())
+        if not isinstance(func, gast.Attribute):
+            return False
+        while isinstance(func, gast.Attribute):
+            if stored is None or func.attr in stored:
+                return True
+            func = func.value
+        return False
+
     def fresh(self, base):
         """``self.fresh(base)``, the same name, without trying again every
         suffix given out before: ``Namer.fresh`` tries ``base``, ``base_1``,
@@ -180,7 +192,11 @@ class Expressions:
 
     def expr_Call(self, node):
         func = node.func
-        if is_static(func, self.locals):
+        if is_static(func, self.locals) and self.stored_callee(func):
+            # `ops.act(x)` where the function stores into `.act`: the callee is
+            # the one the attribute holds when the call runs (a dynamic call)
+            callee = self.atom_of(func, func.attr)
+        elif is_static(func, self.locals):
             callee = func
         elif isinstance(func, gast.Attribute):
             callee = gast.Attribute(value=self.atom(func.value), attr=func.attr,

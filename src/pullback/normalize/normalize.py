@@ -75,6 +75,7 @@ class _Normalizer(Expressions):
             n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
             and isinstance(n.ctx, (gast.Store, gast.Del))}
         self.env = {p: p for p in self.params}
+        self.stored_attributes = _stored_attributes(fn)
         self.out = []
         self.augmented = []
         self.carried = {}
@@ -476,6 +477,23 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 fn, "a function with *args, **kwargs, keyword-only or positional-only "
                     "parameters", "Give the function plain positional parameters.")
+
+
+def _stored_attributes(fn):
+    """The attribute names the function stores into (``obj.act = ...``,
+    ``setattr(obj, "act", ...)``); ``None`` for a ``setattr`` whose name is
+    not a constant (any attribute)."""
+    out = set()
+    for n in gast.walk(fn):
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Store):
+            out.add(n.attr)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+                and n.func.id == "setattr":
+            name = n.args[1] if len(n.args) > 1 else None
+            if not (isinstance(name, gast.Constant) and isinstance(name.value, str)):
+                return None
+            out.add(name.value)
+    return out
 
 
 def _all_of(errors):
