@@ -82,6 +82,35 @@ def f_attribute_augassign(x):
     return np.sum(y)
 
 
+class _Holder:
+    pass
+
+
+HOLDER = _Holder()
+HOLDER.a = np.ones(3)
+
+
+def f_attribute_store_differentiated(x):
+    HOLDER.val = x * 2.0            # read back below: it would carry no gradient
+    return np.sum(HOLDER.val)
+
+
+def f_setattr_differentiated(x):
+    setattr(HOLDER, "val", x)
+    return np.sum(x)
+
+
+def f_attribute_store_module(x):
+    math.pullback_test_flag = 1
+    return np.sum(x)
+
+
+def f_attribute_augassign_array(x):
+    t = np.sin(x * HOLDER.a)
+    HOLDER.a += 1.0                 # changes the array `t` was computed from
+    return np.sum(t)
+
+
 def f_dict_write(x):
     d = {}
     d["a"] = x
@@ -217,6 +246,14 @@ UNSUPPORTED = [
      ["attribute", "plain local name"]),
     (f_attribute_augassign, "y.real += 1.0", pb.UnsupportedSyntaxError,
      ["attribute", "plain local name"]),
+    (f_attribute_store_differentiated, "HOLDER.val = x * 2.0", pb.UnsupportedSyntaxError,
+     ["store of a differentiated value into the attribute `HOLDER.val`",
+      "plain local name", "carry no gradient"]),
+    (f_setattr_differentiated, 'setattr(HOLDER, "val", x)', pb.UnsupportedSyntaxError,
+     ["store of a differentiated value into the attribute `HOLDER.val`"]),
+    (f_attribute_store_module, "math.pullback_test_flag = 1", pb.UnsupportedSyntaxError,
+     ["the attribute `math.pullback_test_flag`, an attribute of a module",
+      "Pass the value as an argument"]),
     (f_dict_write, "d = {}", pb.UnsupportedSyntaxError, ["`d`", "new array"]),
     (f_element_multiply, "y[0] *= 2.0", pb.UnsupportedSyntaxError,
      ["in-place update of array elements", "y[i] = y[i] * v"]),
@@ -261,6 +298,50 @@ def test_unsupported_construct_names_line_and_fix(fn, text, cls, hint):
         pb.grad(fn)(x)
     check_error(excinfo.value, fn, text, cls, hint)
     np.testing.assert_array_equal(x, X)      # refused before anything ran
+
+
+def test_attribute_stores_refused():
+    # into a differentiated structure: its reads would ignore the store
+    import dataclasses
+
+    @dataclasses.dataclass
+    class P:
+        w: np.ndarray
+        b: float
+
+    def f(p, x):
+        p.b = 3.0
+        return np.sum(x * p.w) + p.b
+
+    p = P(np.ones(3), 1.0)
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(f)(p, X)
+    check_error(excinfo.value, f, "p.b = 3.0", pb.UnsupportedSyntaxError,
+                ["store into the attribute `p.b`", "`p` holds differentiated values",
+                 "plain local name"])
+    assert p.b == 1.0
+    # the same refusal in forward mode
+    with pytest.raises(pb.UnsupportedSyntaxError):
+        pb.jvp(f_attribute_store_differentiated, (X,), (X,))
+    assert not hasattr(HOLDER, "val")
+    # `obj.a += v` on an array held by an object: refused when it runs, before the change
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(f_attribute_augassign_array)(X)
+    assert "`a += ...` on an attribute that holds a mutable `ndarray`" in str(excinfo.value)
+    assert "obj.a = obj.a + ..." in str(excinfo.value)
+    np.testing.assert_array_equal(HOLDER.a, np.ones(3))
+    # into a dataclass that is not differentiated here: a caller may be
+    # differentiating with respect to it, so refused when it runs
+
+    def g(p, x):
+        p.b = 0.0
+        return np.sum(x * p.w)
+
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(g, argnums=1)(p, X)
+    assert "store into the attribute `b` of a dataclass (`P`)" in str(excinfo.value)
+    assert "dataclasses.replace(obj, b=...)" in str(excinfo.value)
+    assert p.b == 1.0
 
 
 def test_refused_under_vjp_and_jvp_too():

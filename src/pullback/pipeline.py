@@ -25,7 +25,7 @@ import weakref
 
 import gast
 
-from .analyses import activity as activity_, aliases, defuse, kinds, mutation, updates
+from .analyses import activity as activity_, aliases, attributes, defuse, kinds, mutation, updates
 from .analyses import ops as ops_
 from .backend import loader
 from .errors import PullbackError
@@ -62,6 +62,10 @@ def activity(t: Transform) -> None:
     ops = t.ops
     t.act = activity_.analyze(t.normal.tree, t.chains, t.wrt, t.output,
                               lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
+
+
+def check_attributes(t: Transform) -> None:
+    attributes.check(t.normal, t.parsed, t.act.varied)
 
 
 def check_updates(t: Transform) -> None:
@@ -143,7 +147,8 @@ STEPS = [
     parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
     resolve_ops,
     # analyses
-    infer_kinds, follow_aliases, find_output, def_use, activity, check_updates, check_mutation,
+    infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes, check_updates,
+    check_mutation,
     # lowering for large arrays (lowering/lower_broadcasts)
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # reverse pass (reverse/reverse)
@@ -184,8 +189,8 @@ def load_forward(t):
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
     parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
-    resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, check_updates,
-    check_mutation,
+    resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes,
+    check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end
     find_written, tangents, load_forward,
