@@ -82,6 +82,35 @@ def f_attribute_augassign(x):
     return np.sum(y)
 
 
+class _Holder:
+    pass
+
+
+HOLDER = _Holder()
+HOLDER.a = np.ones(3)
+
+
+def f_attribute_store_differentiated(x):
+    HOLDER.val = x * 2.0            # read back below: it would carry no gradient
+    return np.sum(HOLDER.val)
+
+
+def f_setattr_differentiated(x):
+    setattr(HOLDER, "val", x)
+    return np.sum(x)
+
+
+def f_attribute_store_module(x):
+    math.pullback_test_flag = 1
+    return np.sum(x)
+
+
+def f_attribute_augassign_array(x):
+    t = np.sin(x * HOLDER.a)
+    HOLDER.a += 1.0                 # changes the array `t` was computed from
+    return np.sum(t)
+
+
 def f_dict_write(x):
     d = {}
     d["a"] = x
@@ -124,16 +153,45 @@ def f_row_view_after_write(x):
     return np.sum(row)
 
 
-def f_add_at_argument(x):
-    np.add.at(x, 0, 1.0)
-    return np.sum(x)
+def bump(s):
+    s[0] += 1.0
 
 
-def f_augassign_view(x):
+def bump_or_rebind(s, c):
+    if c:
+        s = s * 2.0
+    s[0] += 1.0
+
+
+def f_view_written_in_a_loop(x):
     y = x * 2.0
     v = y[1:]
-    y += 1.0
-    return np.sum(v)
+    for i in range(2):
+        v[i] = x[i] * v[i]
+    return np.sum(y)
+
+
+def f_writer_given_an_expression(x):
+    y = x * 1.0
+    bump(y[1:])
+    return np.sum(y)
+
+
+def f_writer_that_rebinds(x):
+    y = x * 1.0
+    bump_or_rebind(y, True)
+    return np.sum(y)
+
+
+def f_writer_in_a_comprehension(x):
+    rows = x * np.ones((2, 3))
+    return np.sum([bump(r) for r in rows])
+
+
+def f_reshape_then_update(x):
+    y = x.reshape(3, 1)
+    y *= 2.0
+    return np.sum(x)
 
 
 def f_read_before_assignment(x):
@@ -188,6 +246,14 @@ UNSUPPORTED = [
      ["attribute", "plain local name"]),
     (f_attribute_augassign, "y.real += 1.0", pb.UnsupportedSyntaxError,
      ["attribute", "plain local name"]),
+    (f_attribute_store_differentiated, "HOLDER.val = x * 2.0", pb.UnsupportedSyntaxError,
+     ["store of a differentiated value into the attribute `HOLDER.val`",
+      "plain local name", "carry no gradient"]),
+    (f_setattr_differentiated, 'setattr(HOLDER, "val", x)', pb.UnsupportedSyntaxError,
+     ["store of a differentiated value into the attribute `HOLDER.val`"]),
+    (f_attribute_store_module, "math.pullback_test_flag = 1", pb.UnsupportedSyntaxError,
+     ["the attribute `math.pullback_test_flag`, an attribute of a module",
+      "Pass the value as an argument"]),
     (f_dict_write, "d = {}", pb.UnsupportedSyntaxError, ["`d`", "new array"]),
     (f_element_multiply, "y[0] *= 2.0", pb.UnsupportedSyntaxError,
      ["in-place update of array elements", "y[i] = y[i] * v"]),
@@ -197,9 +263,20 @@ UNSUPPORTED = [
     (f_copyto, "np.copyto(y, x)", pb.UnsupportedSyntaxError, ["np.copyto", "in place"]),
     (f_row_view_after_write, "row = y[0]", pb.UnsupportedSyntaxError,
      ["view", "after a write", ".copy()"]),
-    (f_add_at_argument, "np.add.at(x, 0, 1.0)", pb.UnsupportedSyntaxError,
-     ["argument `x`", "x.copy()"]),
-    (f_augassign_view, "y += 1.0", pb.UnsupportedSyntaxError, ["in-place", "y = y + ..."]),
+    # writes pullback cannot place (analyses/aliases.py, frontend/writes.py): a view
+    # written inside a loop, a writer given an expression, a writer that also
+    # rebinds its parameter, one given a loop's row (a view), a reshape's view updated
+    (f_view_written_in_a_loop, "v = y[1:]", pb.UnsupportedSyntaxError,
+     ["`v` is a view of another array", "inside a loop", "Write into the array itself"]),
+    (f_writer_given_an_expression, "bump(y[1:])", pb.UnsupportedSyntaxError,
+     ["`bump` writes into its argument `s`", "not a variable of this function"]),
+    (f_writer_that_rebinds, "bump_or_rebind(y, True)", pb.UnsupportedSyntaxError,
+     ["writes into its argument `s` and also assigns", "s = s.copy()"]),
+    (f_writer_in_a_comprehension, "return np.sum([bump(r) for r in rows])",
+     pb.UnsupportedSyntaxError, ["`bump` writes into its argument `s`", "may share",
+                                 ".copy()"]),
+    (f_reshape_then_update, "y *= 2.0", pb.UnsupportedSyntaxError,
+     ["in-place update of an array that other names may share", "y = y * ..."]),
     (f_read_before_assignment, "total = total + np.sum(x)", pb.UnsupportedSyntaxError,
      ["before it is assigned", "Assign `total`"]),
     (f_try_partial_write, "y[0] = np.sum(x)", pb.UnsupportedSyntaxError,
@@ -221,6 +298,50 @@ def test_unsupported_construct_names_line_and_fix(fn, text, cls, hint):
         pb.grad(fn)(x)
     check_error(excinfo.value, fn, text, cls, hint)
     np.testing.assert_array_equal(x, X)      # refused before anything ran
+
+
+def test_attribute_stores_refused():
+    # into a differentiated structure: its reads would ignore the store
+    import dataclasses
+
+    @dataclasses.dataclass
+    class P:
+        w: np.ndarray
+        b: float
+
+    def f(p, x):
+        p.b = 3.0
+        return np.sum(x * p.w) + p.b
+
+    p = P(np.ones(3), 1.0)
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(f)(p, X)
+    check_error(excinfo.value, f, "p.b = 3.0", pb.UnsupportedSyntaxError,
+                ["store into the attribute `p.b`", "`p` holds differentiated values",
+                 "plain local name"])
+    assert p.b == 1.0
+    # the same refusal in forward mode
+    with pytest.raises(pb.UnsupportedSyntaxError):
+        pb.jvp(f_attribute_store_differentiated, (X,), (X,))
+    assert not hasattr(HOLDER, "val")
+    # `obj.a += v` on an array held by an object: refused when it runs, before the change
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(f_attribute_augassign_array)(X)
+    assert "`a += ...` on an attribute that holds a mutable `ndarray`" in str(excinfo.value)
+    assert "obj.a = obj.a + ..." in str(excinfo.value)
+    np.testing.assert_array_equal(HOLDER.a, np.ones(3))
+    # into a dataclass that is not differentiated here: a caller may be
+    # differentiating with respect to it, so refused when it runs
+
+    def g(p, x):
+        p.b = 0.0
+        return np.sum(x * p.w)
+
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(g, argnums=1)(p, X)
+    assert "store into the attribute `b` of a dataclass (`P`)" in str(excinfo.value)
+    assert "dataclasses.replace(obj, b=...)" in str(excinfo.value)
+    assert p.b == 1.0
 
 
 def test_refused_under_vjp_and_jvp_too():

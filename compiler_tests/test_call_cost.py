@@ -207,3 +207,26 @@ def test_a_call_sites_gradients_are_spread_by_one_function_per_mask():
     before = dict(callees._SPREAD)
     vg(0.7)
     assert callees._SPREAD == before            # nothing made again
+
+
+def test_zero_buffers_of_arrays_skip_the_structure_checks(monkeypatch):
+    """``owned_zeros`` and ``zeros_like`` of an array or its ``meta`` make
+    the buffer without asking whether it is a list, dict or dataclass (the
+    FPU chain makes two such buffers per step)."""
+    from pullback.runtime import accumulation, core
+    from pullback.runtime.accumulation import owned_zeros
+    from pullback.runtime.core import meta, zeros_like
+    checked = _count(monkeypatch, core, "is_structure")
+    monkeypatch.setattr(accumulation, "is_structure", core.is_structure)
+    for x in (np.arange(6.0).reshape(2, 3), np.ones(4, dtype=np.float32),
+              np.ones(3, dtype=np.complex128), np.asfortranarray(np.ones((2, 3)))):
+        for f in (owned_zeros, zeros_like):
+            for v in (x, meta(x)):
+                z = f(v)
+                assert type(z) is np.ndarray and z.shape == x.shape and z.dtype == x.dtype
+                assert not z.any() and z is not x
+    assert checked[0] == 0
+    assert zeros_like(np.asfortranarray(np.ones((2, 3)))).flags.f_contiguous
+    # an integer array's buffer is a float one, through the general path
+    z = owned_zeros(np.arange(3))
+    assert z.dtype == np.float64 and checked[0] == 1

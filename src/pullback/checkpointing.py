@@ -78,6 +78,27 @@ class _Made(CustomVJP):
         self.__name__ = f"{self.prefix}_{getattr(fun, '__name__', 'callee')}"
         self.jvp_of = fun
         self.fwd = self.bwd = None
+        self._writes_checked = False
+
+    def _refuse_writer(self):
+        """A ``fun`` that writes into its arguments changes the caller's
+        arrays, which a call through this handle would not follow (a call by
+        name goes to the function's variant, frontend.writes): refused, once
+        per handle, when it is first called."""
+        if self._writes_checked:
+            return
+        from .frontend.written import written_params
+        from .errors import UnsupportedSyntaxError
+        written = written_params(self.fun) if isinstance(self.fun, types.FunctionType) else {}
+        if written:
+            name, p = self.fun.__name__, next(iter(written))
+            api = "pb.checkpoint" if isinstance(self, Checkpoint) else "pb.forward"
+            raise UnsupportedSyntaxError(
+                f"`{name}` writes into its argument `{p}`, and {api} cannot follow that "
+                "change to the caller's array.",
+                hint=f"Make `{name}` return the new `{p}` instead of writing into it, or call "
+                     f"it without {api}.")
+        self._writes_checked = True
 
     def defvjp(self, fwd, bwd):
         raise TypeError(f"{self.__name__} gets its rule from pullback; give a function "
@@ -123,6 +144,7 @@ class Checkpoint(_Made):
         return isinstance(self.inner, Derivative)
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        self._refuse_writer()
         inner = self.inner
         out, _ = inner.call_primal(args, wrt, has_aux, inplace)    # residuals dropped here
         return out, (args, wrt, has_aux, inplace)
@@ -146,6 +168,7 @@ class ForwardPartials(_Made):
         self.store = bool(store)
 
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        self._refuse_writer()
         args = tuple(args)
         if has_aux:
             raise TypeError(f"{self.__name__}: pb.forward takes no has_aux.")

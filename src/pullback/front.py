@@ -35,6 +35,7 @@ import types
 from .analyses import ops as ops_
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
+from .frontend import writes
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -53,7 +54,8 @@ class Transform:
 
 
 def parse(t: Transform) -> None:
-    t.parsed = frontend.parse(t.fn, t.layout)
+    # a variant (frontend.writes) is its function's own source, rewritten
+    t.parsed = frontend.parse(getattr(t.fn, "__pullback_variant__", (t.fn,))[0], t.layout)
     t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
 
 
@@ -73,6 +75,11 @@ def structure(t: Transform) -> None:
     structure_.structure(t.parsed.tree, t.namer, t.parsed)
 
 
+def follow_writes(t: Transform) -> None:
+    writes.follow_writes(t.parsed.tree, t.namer, t.parsed, t.param_kinds,
+                         getattr(t.fn, "__pullback_variant__", None))
+
+
 def normalize(t: Transform) -> None:
     t.normal = normalize_.normalize(t.parsed, t.namer)
 
@@ -81,7 +88,8 @@ def resolve_ops(t: Transform) -> None:
     t.ops = ops_.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops]
+FRONT = [parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
+         resolve_ops]
 
 
 def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:

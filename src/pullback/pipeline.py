@@ -12,7 +12,8 @@ the same front end, analyses and lowering, then the tangents pass
 (``forward/tangents``) in place of the reverse pass.
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
-['parse', 'lower_blocks', 'desugar', 'lift_closures', 'structure', 'normalize', 'resolve_ops']
+['parse', 'lower_blocks', 'desugar', 'lift_closures', 'structure', 'follow_writes', 'normalize',
+ 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
 """
@@ -24,10 +25,12 @@ import weakref
 
 import gast
 
-from .analyses import activity as activity_, defuse, kinds, mutation
+from .analyses import activity as activity_, aliases, attributes, defuse, kinds, mutation, updates
+from .analyses import ops as ops_
 from .backend import loader
 from .errors import PullbackError
-from .front import (FRONT, Transform, desugar, lift_closures, lower_blocks,  # noqa: F401
+from .front import (FRONT, Transform, desugar, follow_writes, lift_closures,  # noqa: F401
+                    lower_blocks,
                     normalize, parse, resolve_ops, structure)
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
@@ -39,6 +42,12 @@ from .reverse import propagate_copies as propagate_copies_, reverse
 def infer_kinds(t: Transform) -> None:
     t.kinds = kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
                                           **t.param_kinds}, t.ops, _returns_of(t.fn))
+
+
+def follow_aliases(t: Transform) -> None:
+    if aliases.follow_aliases(t.normal, t.ops, t.kinds, t.parsed):
+        t.ops = ops_.resolve(t.normal, t.parsed)
+        infer_kinds(t)
 
 
 def find_output(t: Transform) -> None:
@@ -55,8 +64,12 @@ def activity(t: Transform) -> None:
                               lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
 
 
+def check_attributes(t: Transform) -> None:
+    attributes.check(t.normal, t.parsed, t.act.varied)
+
+
 def check_updates(t: Transform) -> None:
-    mutation.check_updates(t.normal, t.kinds, t.chains, t.ops, t.parsed)
+    updates.check_updates(t.normal, t.kinds, t.chains, t.ops, t.parsed)
 
 
 def check_mutation(t: Transform) -> None:
@@ -131,9 +144,11 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
+    parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
+    resolve_ops,
     # analyses
-    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes, check_updates,
+    check_mutation,
     # lowering for large arrays (lowering/lower_broadcasts)
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # reverse pass (reverse/reverse)
@@ -173,8 +188,9 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, lower_blocks, desugar, lift_closures, structure, normalize, resolve_ops,
-    infer_kinds, find_output, def_use, activity, check_updates, check_mutation,
+    parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
+    resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes,
+    check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end
     find_written, tangents, load_forward,

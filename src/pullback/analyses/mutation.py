@@ -7,7 +7,7 @@ writes into arrays the function itself allocated and shares with nothing
 else; the names a loop or a branch gives one variable (``y``, ``y_1``) are
 one object.  Reading a slice of such an array (a view) is fine as long as
 the view is used up before the next write.  An in-place update ``y += v``
-(``check_updates``) is followed where no other name can hold ``y`` when it
+(``updates.check_updates``) is followed where no other name can hold ``y`` when it
 runs.  Anything else is refused at transform time, with the line, rather
 than differentiated wrongly::
 
@@ -28,17 +28,16 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
-from ..ir import build
 from ..ir.walk import own_nodes
 from ..frontend.parse import Parsed
+from ..frontend.written import argument_written
 from ..normalize.normalize import Normal
 from ..rules.registry import FRESH, VIEWS   # declared beside each rule: facts(...)
-from .defuse import Chains
 from .kinds import Kind, Shape
 from .ops import Op, OpKind, all_statements
-from .order import may_run_between, runs_only_after
+from .order import may_run_between, only_after
 
-__all__ = ["mutated_arrays", "check", "check_updates", "versions", "copy_ids", "used_up_before",
+__all__ = ["mutated_arrays", "check", "versions", "copy_ids", "used_up_before",
            "packed_to_be_copied", "VIEWS"]
 
 def mutated_arrays(normal, ops):
@@ -102,10 +101,7 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
     for p in normal.params:
         if p in group:
             stmt = _first_write(normal, ops, group)
-            raise UnsupportedSyntaxError(
-                f"The function writes into its argument `{p}`; pullback never changes the "
-                "caller's arrays.", parsed.location(stmt),
-                f"Work on a copy: `{p} = {p}.copy()` at the top of the function.")
+            raise argument_written(parsed, p, stmt, (kinds or {}).get(p))
     for s in all_statements(normal.tree.body):
         op = ops.get(id(s))
         if op is None or id(s) in renames:
@@ -113,6 +109,15 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
         targets = _targets(s)
         if _placeholder(s):
             continue        # `y = None`, a placeholder for a name a loop defines
+        if any(t in group for t in targets) and not _allocates(op, s) \
+                and _is_view(op, s, kinds) and len(targets) == 1:
+            raise UnsupportedSyntaxError(
+                f"`{targets[0]}` is a view of another array, written into where pullback "
+                "cannot place the change (inside a loop or a branch, or through a view it "
+                f"does not follow), so `{targets[0]}` may share memory with another array.",
+                parsed.location(s), "Write into the array itself (`y[1 + i] = ...` for "
+                "`v = y[1:]`), outside the loop, or make a new array to write into "
+                "(x.copy()).")
         if any(t in group for t in targets) and not _allocates(op, s):
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into arrays the function creates itself, "
@@ -122,10 +127,12 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
         if op.kind in (OpKind.SETITEM, OpKind.NONDIFF):
             continue
         shared = [n for _, n in op.operands if n in group]
-        if not shared:
+        if not shared or variant_reads(op, group):
             continue
         if op.kind is OpKind.PACK and _only_copied(s, targets, normal, ops):
             continue        # `np.stack([y, b])`: the list lives only to be copied
+        if op.kind is OpKind.PACK and _returned_after_writes(normal, ops, group, s, targets):
+            continue        # `return (r, y)`: no write comes after
         if op.kind is OpKind.COPY and not _written_while_read(normal, ops, group, s, targets[0]):
             continue        # `seq = b` after the last write into b (a loop's sequence)
         if op.kind in (OpKind.COPY, OpKind.PACK, OpKind.CONSTRUCT, OpKind.APPEND, OpKind.USER,
@@ -198,6 +205,26 @@ def _written_while_read(normal, ops, group, stmt, name):
                for t in _simple(root) for w in writers)
 
 
+def variant_reads(op, names):
+    """Whether ``op`` calls a variant (``frontend.writes``) and passes it
+    ``names`` only where it takes its own copy (the arguments written into)."""
+    marker = getattr(op.primitive, "__pullback_variant__", None)
+    if op.kind is not OpKind.USER or marker is None:
+        return False
+    return not any(n in names for p, n in op.operands if p not in marker[1])
+
+
+def _returned_after_writes(normal, ops, group, stmt, targets):
+    """Whether ``stmt`` binds the value the function returns, outside any
+    block, after every write into ``group`` (a variant's ``return (r, y)``)."""
+    returned = normal.returned
+    if not (len(targets) == 1 and isinstance(returned, gast.Name)
+            and returned.id == targets[0] and any(t is stmt for t in normal.tree.body)):
+        return False
+    root = normal.tree.body
+    return all(only_after(root, w, stmt) for w in _simple(root) if _writes(w, ops, group))
+
+
 def _only_copied(stmt, targets, normal, ops):
     """Whether the list or tuple ``stmt`` builds is read once, by the next
     statement, a call that copies its elements into a new array (as in
@@ -255,7 +282,7 @@ def _allocates(op, stmt):
     if op.kind not in (OpKind.RULE, OpKind.NONDIFF):
         return False
     prim = op.primitive
-    return isinstance(prim, np.ufunc) or prim in FRESH
+    return (isinstance(prim, np.ufunc) or prim in FRESH) and not _may_return_its_argument(op)
 
 
 def _is_view(op, stmt, kinds=None):
@@ -264,7 +291,7 @@ def _is_view(op, stmt, kinds=None):
     index of integers whose array's rank is not known counts as a view."""
     if op.kind is not OpKind.RULE:
         return False
-    if op.primitive in VIEWS:
+    if op.primitive in VIEWS or _may_return_its_argument(op):
         return True
     import operator
     if op.primitive is operator.getitem:
@@ -396,118 +423,6 @@ def _simple(stmts):
                                                                   gast.While))]
 
 
-# -- in-place updates: `y += v` -----------------------------------------------------
-
-def check_updates(normal: Normal, kind_of: dict[str, Kind], chains: Chains, ops: dict[int, Op],
-                  parsed: Parsed) -> None:
-    """Refuse `y += v` (``normal.augmented``) on an array another name may
-    share: NumPy would mutate the shared array, and the desugared
-    `y = y + v` would not."""
-    guards = []
-    for stmt, old, origin in normal.augmented:
-        kind = kind_of.get(old)
-        if kind is not None and kind.shape is Shape.SCALAR:
-            continue
-        if _tuple_valued(old, normal, chains, ops, set()):
-            continue        # `shape += (k,)`: a tuple is never changed, only rebound
-        # a write into the array (`y[i] = v`), a non-differentiable use
-        # (`y.shape`), a view used up before the update and anything that can
-        # run only after it share nothing; a new array from np.zeros and the
-        # like is the function's own.  The names normalize gives the variable
-        # in loops and branches (joined by its own copies) are one array:
-        # their definitions and uses count.
-        joined = versions(normal, old)
-        copies = copy_ids(normal)
-        readers = [s for v in joined for s in chains.readers(v)
-                   if s is not stmt and id(s) not in copies
-                   and not runs_only_after(normal, stmt, s)]
-        # the objects `old` may hold: its definitions and those copies carry
-        # into it (a later rebinding, `y = m[0]` after the update, is not one)
-        sources = _carried_into({old}, _renames(normal))
-        shared = bool(sources & set(normal.params)) or any(
-            (ops[id(s)].kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM)
-             and not packed_to_be_copied(normal, ops, s)) or (
-                _is_view_op(ops[id(s)], kind_of)
-                and not used_up_before(normal, s, stmt, ops, kind_of))
-            for s in readers)
-        definers = [d for v in sources for d in chains.defs.get(v, ())
-                    if id(d) not in copies and not _placeholder(d)]
-        for definer in definers:
-            op = ops[id(definer)]
-            allocated = op.kind is OpKind.RULE or (op.kind is OpKind.NONDIFF
-                                                   and _hashable_in(op.primitive, FRESH)) or (
-                op.kind is OpKind.PACK and isinstance(definer.value, gast.List)) or (  # a new list
-                isinstance(definer, gast.Assign) and isinstance(definer.value, gast.Constant))
-            # (a number is immutable: `total = 0.0; total += ll` rebinds it)
-            if not allocated or _is_view_op(op, kind_of):
-                shared = True
-        if shared and (kind is None or kind.shape in (Shape.UNKNOWN, Shape.NUMBER)):
-            # a value that may be a number: checked when the update runs
-            # (numbers are never changed in place, so the update only rebinds)
-            guards.append((stmt, old, origin))
-        elif shared:
-            what = "a list" if kind is not None and kind.shape is Shape.CONTAINER else "an array"
-            raise UnsupportedSyntaxError(
-                f"pullback cannot follow an in-place update of {what} that other names "
-                "may share.", parsed.location(origin),
-                f"Write `{origin.target.id} = {origin.target.id} "
-                f"{_symbol(origin.op)} ...` to make a new {what.split()[-1]}, if that is "
-                "what you mean.")
-    _check_numbers(normal, ops, parsed, guards)
-
-
-def _check_numbers(normal, ops, parsed, guards):
-    """Put ``number_to_update(y)`` (``pullback.runtime``) before each update
-    in ``guards`` (stmt, old name, origin): it refuses an array when the
-    update runs.  The check binds no name, so the analyses stand."""
-    if not guards:
-        return
-    import types
-    from .. import runtime
-    name = normal.namer.fresh("number_to_update")
-    parsed.closure[name] = types.CellType(runtime.number_to_update)
-    for stmt, old, origin in guards:
-        call = build.call(name, build.name(old), gast.Constant(value=origin.target.id, kind=None))
-        check = gast.Expr(value=call)
-        for node in (check, call, call.func, *call.args):
-            gast.copy_location(node, origin)
-        block = next(b for b in _blocks(normal.tree.body) if any(t is stmt for t in b))
-        block.insert(next(i for i, t in enumerate(block) if t is stmt), check)
-        ops[id(check)] = Op(OpKind.NONDIFF, label="number_to_update",
-                            primitive=runtime.number_to_update, node=call)
-
-
-def _tuple_valued(name, normal, chains, ops, seen):
-    """Whether ``name`` certainly holds a tuple: every definition (through
-    normalize's copies) is a tuple literal, ``.shape``, ``tuple(...)``, or a
-    tuple joined with ``+``."""
-    if name in seen:
-        return True             # a loop's carried value: its other definitions decide
-    seen.add(name)
-    copies = copy_ids(normal)
-    sources = _carried_into({name}, _renames(normal))
-    if sources & set(normal.params):
-        return False
-    defs = [d for v in sources for d in chains.defs.get(v, ())
-            if id(d) not in copies and not _placeholder(d)]
-    if not defs:
-        return False
-    for d in defs:
-        value = d.value if isinstance(d, gast.Assign) else None
-        if isinstance(value, gast.Tuple) or (isinstance(value, gast.Attribute)
-                                             and value.attr == "shape"):
-            continue
-        if isinstance(value, gast.Call) and ops[id(d)].primitive is tuple:
-            continue
-        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and any(
-                isinstance(side, gast.Name) and _tuple_valued(side.id, normal, chains, ops,
-                                                              seen)
-                for side in (value.left, value.right)):
-            continue
-        return False
-    return True
-
-
 def _placeholder(stmt):
     """`y = None`, which normalize puts before a loop that defines y."""
     return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Constant) \
@@ -519,9 +434,12 @@ def _is_view_op(op, kinds):
     of a rule's statement)."""
     if getattr(op.primitive, "__name__", "") == "getitem":
         return _is_view(op, None, kinds)     # `y[0]` of a vector is a number, not a view
-    return _hashable_in(op.primitive, VIEWS)
+    return _hashable_in(op.primitive, VIEWS) or _may_return_its_argument(op)
 
 
-def _symbol(op):
-    return {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/",
-            gast.MatMult: "@", gast.Pow: "**"}.get(type(op), "op")
+def _may_return_its_argument(op):
+    """``np.array(y, copy=False)``, ``y.astype(t, copy=False)``: without a
+    copy asked for, NumPy hands back ``y`` itself where it can."""
+    copy = op.bound.get("copy", True)
+    return "copy" in op.bound and not (isinstance(copy, gast.Constant) and copy.value is True)
+

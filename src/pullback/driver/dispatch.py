@@ -322,6 +322,7 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
     if is_nondifferentiable(fn):
         return _Constant(fn, mask)
     if isinstance(fn, types.FunctionType) and not is_library(fn):
+        _refuse_writes(fn)
         return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     raise NoRuleError(
@@ -329,6 +330,14 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         "is called here with a value being differentiated.",
         hint=f"Give {name} a rule with pb.custom_vjp (define fwd and bwd), or call a NumPy "
              "function that has a rule or a function defined with def.")
+
+
+def _refuse_writes(fn):
+    """A function that writes into its argument, called through a value:
+    the caller cannot know its array changes (a direct call goes to the
+    function's variant, frontend.writes, which hands the new value back)."""
+    from ..frontend.written import _no_writer
+    _no_writer(fn)
 
 
 _wrappers = {}

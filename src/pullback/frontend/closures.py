@@ -151,6 +151,8 @@ class _Lifter:
         gast.copy_location(new, node)
         self.lifted.append((lifted_name, new))
         cell.cell_contents = self.compile(new)
+        # (for messages: which of its parameters hold what it captures)
+        cell.cell_contents.__pullback_captured__ = (name, tuple(captured))
         return at_def
 
     def as_value(self, name, node):

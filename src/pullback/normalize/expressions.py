@@ -22,8 +22,10 @@ def f(x, c):
 """
 from __future__ import annotations
 
+import inspect
 import keyword
 import re
+import types
 
 import gast
 
@@ -39,12 +41,56 @@ class Expressions:
 
     def atom(self, node):
         value = self.rhs(node)
-        if is_atom(value, self.locals):
+        if is_atom(value, self.locals) and not self.object_state(value):
             return value
         name = self.local(self.fresh(describe(value)))
         self.emit(gast.Assign(targets=[_name(name, gast.Store())], value=value,
                               type_comment=None), node)
         return _name(name)
+
+    def object_state(self, node):
+        """Whether a static path reads data held by an object (``cfg.scale``,
+        not ``np.pi`` or a method): it is read into a name of its own, so the
+        adjoint sees the value the primal read even if an attribute store (here
+        or in a callee) changes the object in between."""
+        if not isinstance(node, gast.Attribute):
+            return False
+        path = []
+        while isinstance(node, gast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, gast.Name):
+            return False
+        if node.id in self.parsed.closure:
+            try:
+                value = self.parsed.closure[node.id].cell_contents
+            except ValueError:
+                return False
+        elif node.id in self.parsed.globals:
+            value = self.parsed.globals[node.id]
+        else:
+            return False
+        held = False
+        for attr in reversed(path):
+            if isinstance(value, types.ModuleType):
+                value = getattr(value, attr, None)
+            else:
+                held = True       # not run: a property is read where the code reads it
+                value = inspect.getattr_static(value, attr, None)
+        return held and not callable(value) and not isinstance(
+            value, (types.ModuleType, staticmethod, classmethod))
+
+    def stored_callee(self, func):
+        """Whether the static path ``func`` goes through an attribute the
+        function stores into."""
+        stored = getattr(self, "stored_attributes", set())
+        if not isinstance(func, gast.Attribute):
+            return False
+        while isinstance(func, gast.Attribute):
+            if stored is None or func.attr in stored:
+                return True
+            func = func.value
+        return False
 
     def fresh(self, base):
         """``self.fresh(base)``, the same name, without trying again every
@@ -146,7 +192,11 @@ class Expressions:
 
     def expr_Call(self, node):
         func = node.func
-        if is_static(func, self.locals):
+        if is_static(func, self.locals) and self.stored_callee(func):
+            # `ops.act(x)` where the function stores into `.act`: the callee is
+            # the one the attribute holds when the call runs (a dynamic call)
+            callee = self.atom_of(func, func.attr)
+        elif is_static(func, self.locals):
             callee = func
         elif isinstance(func, gast.Attribute):
             callee = gast.Attribute(value=self.atom(func.value), attr=func.attr,

@@ -75,6 +75,7 @@ class _Normalizer(Expressions):
             n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
             and isinstance(n.ctx, (gast.Store, gast.Del))}
         self.env = {p: p for p in self.params}
+        self.stored_attributes = _stored_attributes(fn)
         self.out = []
         self.augmented = []
         self.carried = {}
@@ -158,6 +159,13 @@ class _Normalizer(Expressions):
 
     def stmt_Assign(self, node):
         targets = node.targets
+        if getattr(node, "updates", None) is not None:
+            # `x = x_new` after a call that wrote into x (frontend.writes): an
+            # in-place update, checked as `x += v` is
+            old = self.load(targets[0])
+            stmt = self.bind(targets[0].id, self.rhs(node.value), node)
+            self.augmented.append((stmt, old.id, node.updates))
+            return
         if len(targets) == 1 and isinstance(targets[0], gast.Name):
             self.bind(targets[0].id, self.rhs(node.value), node)
             return
@@ -207,6 +215,13 @@ class _Normalizer(Expressions):
         elif isinstance(target, gast.Subscript):
             self.emit(gast.Assign(targets=[self.write_target(target)], value=value,
                                   type_comment=None), origin)
+        elif isinstance(target, gast.Attribute) and value is not None:
+            # obj.attr = v: a call that stores it, in Python's order (v, then obj);
+            # analyses/attributes.py refuses a store that carries a gradient
+            obj = self.atom(target.value)
+            self.emit(gast.Expr(value=gast.Call(
+                func=_name(self.runtime_helper("store_attribute")),
+                args=[obj, gast.Constant(target.attr, None), value], keywords=[])), origin)
         else:
             raise self.parsed.unsupported(
                 target, f"assignment to {type(target).__name__.lower()}",
@@ -256,7 +271,32 @@ class _Normalizer(Expressions):
         return gast.Subscript(value=self.load(target.value), slice=self.index(target.slice),
                               ctx=gast.Store())
 
+    def runtime_helper(self, fn_name):
+        """A name the code can call ``pullback.runtime.<fn_name>`` by (a closure cell)."""
+        import types
+        from .. import runtime
+        names = self.__dict__.setdefault("_runtime_names", {})
+        if fn_name not in names:
+            names[fn_name] = self.namer.fresh(fn_name)
+            self.parsed.closure[names[fn_name]] = types.CellType(getattr(runtime, fn_name))
+        return names[fn_name]
+
     def stmt_AugAssign(self, node):
+        if isinstance(node.target, gast.Attribute):
+            # obj.attr op= v, as Python runs it: obj, then obj.attr read, then v,
+            # then the in-place operator (an array attribute is changed in place)
+            # and the result stored back
+            target = node.target
+            obj = self.atom(target.value)
+            old = self.atom_of(gast.Attribute(value=obj, attr=target.attr, ctx=gast.Load()),
+                               target.attr)
+            value = self.atom(node.value)
+            self.emit(gast.Expr(value=gast.Call(
+                func=_name(self.runtime_helper("update_attribute")),
+                args=[obj, gast.Constant(target.attr, None), old,
+                      gast.Constant(type(node.op).__name__, None), value],
+                keywords=[])), node)
+            return
         if isinstance(node.target, gast.Subscript):
             value = self.atom(node.value)
             self.emit(gast.AugAssign(target=self.write_target(node.target), op=node.op,
@@ -444,6 +484,23 @@ class _Normalizer(Expressions):
             raise self.parsed.unsupported(
                 fn, "a function with *args, **kwargs, keyword-only or positional-only "
                     "parameters", "Give the function plain positional parameters.")
+
+
+def _stored_attributes(fn):
+    """The attribute names the function stores into (``obj.act = ...``,
+    ``setattr(obj, "act", ...)``); ``None`` for a ``setattr`` whose name is
+    not a constant (any attribute)."""
+    out = set()
+    for n in gast.walk(fn):
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Store):
+            out.add(n.attr)
+        elif isinstance(n, gast.Call) and isinstance(n.func, gast.Name) \
+                and n.func.id == "setattr":
+            name = n.args[1] if len(n.args) > 1 else None
+            if not (isinstance(name, gast.Constant) and isinstance(name.value, str)):
+                return None
+            out.add(name.value)
+    return out
 
 
 def _all_of(errors):

@@ -250,10 +250,12 @@ class Adjoints:
     def may_broadcast(self, op, param, t):
         """Whether the output of a broadcasting rule may be larger than the
         argument bound to ``param`` (no, when every other argument, the
-        condition of np.where included, is a scalar, or the output is one)."""
+        condition of np.where included, is a scalar or has its shape
+        (``ctx.same_shape``), or the output is a scalar)."""
         if self.ctx.kind(t).shape is Shape.SCALAR:
             return False
         mine = op.bound.get(param)
+        same = getattr(self.ctx, "same_shape", None)    # (the forward pass has no facts)
         for p, v in op.bound.items():
             if p == param or (isinstance(v, gast.Name) and isinstance(mine, gast.Name)
                               and v.id == mine.id):
@@ -264,7 +266,9 @@ class Adjoints:
                 shape = Shape.SCALAR
             else:
                 shape = Shape.UNKNOWN
-            if shape is not Shape.SCALAR:
+            if shape is not Shape.SCALAR and not (
+                    same is not None and isinstance(v, gast.Name)
+                    and isinstance(mine, gast.Name) and same(v.id, mine.id)):
                 return True
         return False
 

@@ -60,6 +60,8 @@ class Block:
         self.adjoint = []
         self.extra = set(also_assigned)         # a loop body's target
         self.recomputed = set()                 # ... when the adjoint loop recomputes it
+        self.owner_if = None                    # a branch's ``if`` statement
+        self.lifted = set()                     # saves kept as residuals, not taped
         self.assigned = (assigned_names(stmts) if assigned is None else assigned) | self.extra
         self.save = []
         if parent is not None:
@@ -99,6 +101,7 @@ class ReverseContext(HelperNames):
         self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
         self.only_float64 = None          # whole_in_place: every array float64 (lazily)
         self.definitions_of = None        # definitions: name -> its assignments (lazily)
+        self.shape_classes = None         # same_shape: name -> its class (lazily)
         # names the two functions use, given out by the first step (reverse.primal)
         self.out_bar = self.residuals_name = self.tape = self.tape_at = None
 
@@ -176,6 +179,20 @@ class ReverseContext(HelperNames):
     def zero_buffer(self, name):
         return _call(self.runtime("owned_zeros"), _name(name))
 
+    def same_shape(self, a, b):
+        """``a`` and ``b`` are arrays of one shape whenever both are bound:
+        each assigned once, and related by elementwise arithmetic with a
+        scalar or with arrays of the class (``d = x - y``, ``e = 2.0 * d``),
+        a copy, or as slices ``x[k:]`` and ``x[:-k]`` of one array (both
+        ``max(len(x) - k, 0)`` long).  Names assigned more than once (a loop's
+        carried values) are in no class; lists and tuples never are."""
+        if a == b:
+            return True
+        if self.shape_classes is None:
+            self.shape_classes = _shape_classes(self.normal, self.kinds)
+        ca = self.shape_classes.get(a)
+        return ca is not None and ca == self.shape_classes.get(b)
+
     def definitions(self, name):
         """The statements that assign ``name``."""
         if self.definitions_of is None:
@@ -194,6 +211,113 @@ def assignments(body) -> dict[str, list[gast.Assign]]:
                 if isinstance(e, gast.Name):
                     found.setdefault(e.id, []).append(s)
     return found
+
+_ELEMENTWISE = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
+
+
+def _shape_classes(normal, kinds):
+    """Name -> a representative of its equal-shape class (see ``same_shape``)."""
+    counts = {}
+    for s in all_statements(normal.tree.body):
+        if isinstance(s, gast.For):
+            targets = assigned_names([s.target])
+        elif isinstance(s, (gast.If, gast.While)):
+            continue
+        else:
+            targets = assigned_names([s])
+        for n in targets:
+            counts[n] = counts.get(n, 0) + 1
+    for p in normal.params:
+        counts[p] = counts.get(p, 0) + 1
+    # a value read later may be one an earlier iteration left (a branch that
+    # did not run this time, a loop that broke or ran no times): only names
+    # assigned once, outside loops or directly in the body of an outer `for`
+    # without `break`, each read as the latest run assigned it
+    stale = set(normal.carried_names)
+
+    def settle(stmts, in_loop):
+        for s in stmts:
+            if isinstance(s, gast.If):
+                if in_loop:
+                    stale.update(assigned_names(s.body + s.orelse))
+                else:
+                    settle(s.body + s.orelse, False)
+            elif isinstance(s, (gast.For, gast.While)):
+                loose = in_loop or isinstance(s, gast.While) or s.orelse or any(
+                    isinstance(b, gast.If) and any(isinstance(x, (gast.Break, gast.Continue))
+                                                   for x in gast.walk(b)) for b in s.body)
+                if loose:
+                    stale.update(assigned_names([s]))
+                else:
+                    stale.update(assigned_names([s.target]))
+                    settle(s.body, True)
+    settle(normal.tree.body, False)
+    for n in stale:
+        counts[n] = 2
+
+    def array(node):        # (a number the kinds cannot tell apart is a scalar or an array)
+        return isinstance(node, gast.Name) and counts.get(node.id) == 1 \
+            and getattr(kinds.get(node.id), "shape", None) in (Shape.ARRAY, Shape.NUMBER)
+
+    def scalar(node):
+        if isinstance(node, gast.Constant):
+            return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+        return isinstance(node, gast.Name) and getattr(kinds.get(node.id), "shape", None) \
+            is Shape.SCALAR
+
+    def drop(sl):
+        """``k`` for ``x[k:]`` or ``x[:-k]`` (k a positive int constant), else None."""
+        if not isinstance(sl, gast.Slice) or sl.step is not None:
+            return None
+        lo, hi = sl.lower, sl.upper
+        if hi is None and isinstance(lo, gast.Constant) and type(lo.value) is int \
+                and lo.value > 0:
+            return lo.value
+        if lo is None and isinstance(hi, gast.UnaryOp) and isinstance(hi.op, gast.USub):
+            hi = hi.operand
+            return hi.value if isinstance(hi, gast.Constant) and type(hi.value) is int \
+                and hi.value > 0 else None
+        if lo is None and isinstance(hi, gast.Constant) and type(hi.value) is int \
+                and hi.value < 0:
+            return -hi.value
+        return None
+
+    parent, members = {}, set()
+
+    def find(x):
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    def union(x, y):
+        members.update(n for n in (x, y) if isinstance(n, str))
+        rx, ry = find(x), find(y)
+        if rx != ry:
+            parent[rx] = ry
+
+    for s in all_statements(normal.tree.body):
+        if not (isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name)):
+            continue
+        t, v = s.targets[0], s.value
+        if not array(t):
+            continue
+        if isinstance(v, gast.Name) and array(v):
+            union(t.id, v.id)
+        elif isinstance(v, gast.BinOp) and isinstance(v.op, _ELEMENTWISE):
+            left, right = v.left, v.right
+            if array(left) and (scalar(right) or (array(right)
+                                                  and find(left.id) == find(right.id))):
+                union(t.id, left.id)
+            elif array(right) and scalar(left):
+                union(t.id, right.id)
+        elif isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.USub) and array(v.operand):
+            union(t.id, v.operand.id)
+        elif isinstance(v, gast.Subscript) and array(v.value):
+            k = drop(v.slice)
+            if k is not None:
+                union(t.id, ("drop", v.value.id, k))
+    return {n: find(n) for n in members}
+
 
 # dtypes narrower or wider than float64, and the ways to reach them
 _OTHER_FLOAT = {np.float16, np.float32, np.longdouble, np.complex64, np.complex128,

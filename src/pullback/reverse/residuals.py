@@ -45,6 +45,7 @@ from .. import runtime
 from ..again import transforming_again
 from ..analyses.kinds import Shape
 from ..analyses.ops import OpKind
+from ..ir.grammar import assigned_names as _assigned_names
 from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .context import ReverseContext
@@ -129,17 +130,55 @@ class Residuals:
 
     def compute_saves(self, block):
         """Bottom-up: each block saves the values its own adjoint reads that
-        it assigns; the rest are read from where they were assigned."""
+        it assigns; the rest are read from where they were assigned.
+
+        A branch that runs at most once (no loop around it) tapes nothing: a
+        value it saves that nothing outside its ``if`` assigns still holds,
+        when the function returns, what it held at the branch's end (control
+        leaves the ``if`` there and never comes back), so it is returned
+        with the other residuals (``None`` when the other branch ran)."""
+        if block.kind == "top":
+            self._sites = self._assignment_sites(block.stmts)
         need = self.loads(block.adjoint, block)
         for child in block.children:
             child_need = self.compute_saves(child)
-            need |= child_need - child.assigned
+            need |= child_need - (child.assigned - child.lifted)
         if block.kind == "top":
             block.save = sorted(need)
         else:
-            block.save = sorted((need & block.assigned) - block.recomputed)
+            save = (need & block.assigned) - block.recomputed
+            if block.kind == "branch" and not _in_loop(block):
+                inside = self._if_sites(block.owner_if)
+                block.lifted = {n for n in save if n not in self.ctx.normal.params
+                                and inside.get(n, 0) == self._sites.get(n, 0)}
+                save -= block.lifted
+            block.save = sorted(save)
         block.need = need
         return need
+
+    def _assignment_sites(self, stmts):
+        """How many statements assign each name (nested blocks included)."""
+        counts = {}
+        stack = list(stmts)
+        while stack:
+            s = stack.pop()
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                if isinstance(s, gast.For):
+                    for n in _assigned_names([s.target]):
+                        counts[n] = counts.get(n, 0) + 1
+                stack.extend(s.body)
+                stack.extend(s.orelse)
+                continue
+            for n in self.ctx.assigned_in([s]):
+                counts[n] = counts.get(n, 0) + 1
+        return counts
+
+    def _if_sites(self, stmt):
+        memo = self.__dict__.setdefault("_if_memo", {})
+        got = memo.get(id(stmt))
+        if got is None or got[0] is not stmt:
+            got = memo[id(stmt)] = (stmt, self._assignment_sites(stmt.body + stmt.orelse))
+        return got[1]
 
     def need(self, block):
         return block.need
@@ -211,9 +250,10 @@ class Residuals:
     def maybe_unbound(self, top):
         """Names a block saves that only a nested branch may assign: bound to
         None up front, so that saving them never fails."""
-        out = set()
+        out, lifted = set(), set()
 
         def walk(block):
+            lifted.update(block.lifted)     # returned by the function: bound on every path
             direct = {t.id for s in block.stmts if isinstance(s, gast.Assign)
                       for t in (s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
                                 else [s.targets[0]]) if isinstance(t, gast.Name)}
@@ -227,7 +267,7 @@ class Residuals:
             for c in block.children:
                 walk(c)
         walk(top)
-        return out - set(self.ctx.normal.carried_names)
+        return (out - set(self.ctx.normal.carried_names)) | lifted
 
     def order_key(self, top):
         """Residuals in the order the adjoint first reads them."""
@@ -296,6 +336,14 @@ def _write_positions(stmts, ops, written):
                 walk(getattr(s, field, None) or [], inner)
     walk(stmts, frozenset())
     return order, loops, writes
+
+
+def _in_loop(block):
+    while block is not None:
+        if block.kind == "loop":
+            return True
+        block = block.parent
+    return False
 
 
 def _owner(block, stmt):

@@ -337,6 +337,7 @@ class _Reverse:
         after_then = self.ctx.grads.snapshot()
         self.ctx.grads.restore(before)
         other = self.ctx.new_block(stmt.orelse, "branch", block)
+        then.owner_if = other.owner_if = stmt
         other.adjoint = self.adjoint_block(other)
         after_other = self.ctx.grads.snapshot()
         merged, fix_then, fix_other = self.ctx.grads.merge(after_then, after_other, self.loops.zero_for)

@@ -192,9 +192,15 @@ def reshape_jvp(t, ans, a, shape, order="C", copy=None):
     return reshape_tangent(t, a, np.shape(ans), order)
 
 
-@jvp(np.ravel, "ndarray.ravel", "ndarray.flatten")
+@jvp(np.ravel, "ndarray.ravel")
 def ravel_jvp(t, ans, a, order="C"):
     return ravel_tangent(t, a, order)
+
+
+@jvp("ndarray.flatten")
+def flatten_jvp(t, ans, a, order="C"):
+    # a copy, as the primal is: a later write into a's tangent must not reach it
+    return np.copy(ravel_tangent(t, a, order))
 
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------

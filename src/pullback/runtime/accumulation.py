@@ -80,6 +80,11 @@ def owned_zeros(x):
     """A zero gradient buffer for ``x`` that may be updated in place: an array
     of ``x``'s shape and dtype, a list for a list or tuple, a dict for a dict,
     a namedtuple or a dataclass (project gives it ``x``'s type at the end)."""
+    t = type(x)
+    if t is Meta:               # array code: the common cases first
+        return np.zeros(x.shape, dtype=x.dtype)
+    if t is np.ndarray and x.dtype.kind in "fc":
+        return np.zeros(x.shape, dtype=x.dtype)
     if isinstance(x, list) or (isinstance(x, tuple) and not hasattr(x, "_fields")):
         return [zeros_like(v) for v in x]
     if isinstance(x, dict):

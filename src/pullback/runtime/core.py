@@ -4,6 +4,8 @@ from __future__ import annotations
 import copy as copy_module
 import dataclasses
 import numbers
+import operator
+import types
 
 import numpy as np
 
@@ -12,7 +14,8 @@ from .backends import is_foreign, to_namespace
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
            "FieldGrads", "indexable", "mapping_keys", "number_to_update", "join_grads",
-           "repeat_grads", "field_cotangent", "per_output"]
+           "repeat_grads", "field_cotangent", "per_output", "store_attribute",
+           "update_attribute"]
 
 
 def indexable(seq):
@@ -70,6 +73,64 @@ def repeat_grads(g, x, y):
             ct = pack_like(seq, total) if m else seq
             return (ct, 0.0) if first else (0.0, ct)
     return unbroadcast(g * y, x), unbroadcast(g * x, y)
+
+
+def store_attribute(obj, name, value):
+    """``obj.name = value`` as the user wrote it (a store that carries no
+    gradient: the transform refuses the others)."""
+    _check_store(obj, name)
+    setattr(obj, name, value)
+
+
+def _check_store(obj, name):
+    """Refuse a store the transform cannot see the consequences of: into a
+    module (its attributes are read as constants), and into a dataclass or an
+    array, which pullback differentiates as values (a caller may be
+    differentiating with respect to this very object)."""
+    from ..errors import UnsupportedSyntaxError
+    if isinstance(obj, types.ModuleType):
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the module attribute "
+            f"`{obj.__name__}.{name}`: a module's attributes are read as constants.",
+            None, "Pass the value as an argument, or keep it on an object of your own.")
+    if is_structure(obj) or isinstance(obj, np.ndarray):
+        kind = "an array" if isinstance(obj, np.ndarray) else \
+            f"a dataclass (`{type(obj).__name__}`)"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the attribute `{name}` of "
+            f"{kind}: pullback differentiates it as a value, and a gradient taken "
+            f"with respect to it would not see the change.",
+            None, "Build a new value instead: `dataclasses.replace(obj, "
+                  f"{name}=...)`, `y = y.reshape(...)`.")
+
+
+_IN_PLACE = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul,
+             "Div": operator.itruediv, "FloorDiv": operator.ifloordiv,
+             "Mod": operator.imod, "Pow": operator.ipow, "MatMult": operator.imatmul,
+             "LShift": operator.ilshift, "RShift": operator.irshift,
+             "BitOr": operator.ior, "BitXor": operator.ixor, "BitAnd": operator.iand}
+
+
+_SYMBOLS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%",
+            "Pow": "**", "MatMult": "@", "LShift": "<<", "RShift": ">>", "BitOr": "|",
+            "BitXor": "^", "BitAnd": "&"}
+
+
+def update_attribute(obj, name, old, op, value):
+    """``obj.name op= value``, ``old`` being ``obj.name`` read before ``value``
+    was computed: the in-place operator, then the result stored back.  A
+    value that the operator would change in place (an array, a list) is
+    refused: a value read from it before may be needed by the adjoint."""
+    _check_store(obj, name)
+    method = _IN_PLACE[op].__name__.replace("i", "__i", 1) + "__"
+    if hasattr(type(old), method):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{name} {_SYMBOLS[op]}= ...` on an attribute "
+            f"that holds a mutable `{type(old).__name__}`: it would change that value "
+            f"in place, and every earlier read of it with it.",
+            None, f"Store a new value: `obj.{name} = obj.{name} {_SYMBOLS[op]} ...`.")
+    setattr(obj, name, _IN_PLACE[op](old, value))
 
 
 def mapping_keys(d):
@@ -226,8 +287,13 @@ def _project_foreign(g, x, dtype, copy):
 
 def zeros_like(x):
     """A zero cotangent for ``x``: 0.0 for a Python number, else zeros."""
-    if type(x) is float:        # scalar code: the common case
+    t = type(x)
+    if t is float:              # scalar code: the common case
         return 0.0
+    if t is np.ndarray:         # array code: before the structure checks
+        return np.zeros_like(x)
+    if t is Meta:
+        return np.zeros(x.shape, dtype=x.dtype)
     if x is None:
         return 0.0       # a value that was never assigned on this path
     if isinstance(x, complex):
