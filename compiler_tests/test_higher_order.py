@@ -580,3 +580,28 @@ def test_custom_vjp_rules_are_differentiated_again():
     x = np.array([0.3, -1.2, 2.0])
     assert_close(pb.hessian(f)(x),
                  jax.hessian(lambda x: jnp.sum(jax.nn.softplus(x) * x))(x))
+
+
+# -- through pb.checkpoint (its handle's inner function is differentiated again) ----
+
+@pb.checkpoint
+def _ck_step(x, w):
+    return np.tanh(x * w) + 0.1 * x
+
+
+def _ck_loss(x):
+    for i in range(5):
+        x = _ck_step(x, 1.3)
+    return np.sum(x ** 2)
+
+
+def _ck_loss_jax(x):
+    for i in range(5):
+        x = jnp.tanh(x * 1.3) + 0.1 * x
+    return jnp.sum(x ** 2)
+
+
+def test_hessian_through_checkpoint():
+    x = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_allclose(pb.hessian(_ck_loss)(x), jax.hessian(_ck_loss_jax)(x),
+                               rtol=1e-12, atol=1e-12)

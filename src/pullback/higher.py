@@ -492,6 +492,9 @@ class CalleePrimalForward:
     def call(self, args, wrt, tangents, has_aux=False):
         from .callees import CustomVJP, Derivative
         h = self.handle
+        if getattr(h, "jvp_of", None) is not None:      # pb.checkpoint, pb.forward
+            from .callees import derivative_of
+            h = derivative_of(h.jvp_of)
         args = h.bind(tuple(args), {})
         if isinstance(h, Derivative):
             loaded = inner_transform(h, args, self.mask, False)
@@ -538,6 +541,9 @@ class CalleeAdjointForward:
         from .callees import CustomVJP, Derivative
         from . import runtime
         h = self.handle
+        if getattr(h, "jvp_of", None) is not None:      # pb.checkpoint, pb.forward
+            from .callees import derivative_of
+            h = derivative_of(h.jvp_of)
         res, ct = args
         given = dict(zip(wrt, tangents))
         res_dot, ct_dot = given.get(0), given.get(1)
