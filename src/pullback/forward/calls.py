@@ -243,15 +243,32 @@ def _unwrap(fn, args, kwargs, mask):
     return _unwrap_callee(fn, args, kwargs, mask)
 
 
+def _positions(handle, fn, nargs, keys):
+    """``{argument position or keyword: parameter index}`` for a call of ``fn``
+    with ``nargs`` positional arguments and the keywords ``keys``, kept on
+    the handle (``inspect`` binding costs more than a small jvp itself)."""
+    # (kept only for the handle's own function: a memo holding another
+    # function would keep it, and the handle, alive)
+    memo = handle.__dict__.setdefault("_positions", {}) \
+        if fn is getattr(handle, "fun", None) else {}
+    key = (nargs, keys)
+    where = memo.get(key)
+    if where is None:
+        sig = inspect.signature(fn, follow_wrapped=False)
+        params = list(sig.parameters)
+        markers = sig.bind(*range(nargs), **{k: k for k in keys}).arguments
+        where = {}
+        for p, m in markers.items():
+            if isinstance(m, (tuple, dict)):
+                continue
+            where[m] = params.index(p)
+        if len(memo) < 64:
+            memo[key] = where
+    return where
+
+
 def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
-    sig = inspect.signature(fn, follow_wrapped=False)
-    params = list(sig.parameters)
-    markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
-    where = {}
-    for p, m in markers.items():
-        if isinstance(m, (tuple, dict)):
-            continue
-        where[m] = params.index(p)
+    where = _positions(handle, fn, len(args), tuple(kwargs))
     missing = [k for k in mask if k not in where]
     if missing:
         raise UnsupportedSyntaxError(
