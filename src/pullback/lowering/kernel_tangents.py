@@ -47,10 +47,11 @@ from .jax_bridge import from_jax, inexact, is_cupy, load_jax, to_jax, x64
 __all__ = ["for_forward"]
 
 
-def for_forward(kernel, mask):
+def for_forward(kernel, mask, stats):
     """``tangent(*args, tangents) -> (value, tangent)`` of ``kernel`` (a
     ``kernels.Kernel``) for call sites whose inputs at ``mask`` (positions)
-    carry the ``tangents``."""
+    carry the ``tangents``; ``stats`` counts the calls JAX computed
+    (``kernels.stats``)."""
     primal, _ = kernel.for_callers(mask)
     jitted = {}
 
@@ -58,6 +59,7 @@ def for_forward(kernel, mask):
         args, tangents = call[:-1], call[-1]
         got = _on_jax(kernel, args, tangents, mask, jitted)
         if got is not None:
+            stats["jax"] += 1
             return got
         out, res = primal(*args)
         return out, kernel_tangent(res, tangents)
@@ -70,7 +72,6 @@ def for_forward(kernel, mask):
 def _on_jax(kernel, args, tangents, mask, jitted):
     """The value and tangent by one jitted ``jax.jvp``, or None where the
     kernel would not use JAX or the tangents do not match their inputs."""
-    from . import kernels
     amb = kernel._ambient_values()
     if not kernel._jax_pays(args, amb) or any(is_cupy(a) for a in args):
         return None
@@ -108,7 +109,6 @@ def _on_jax(kernel, args, tangents, mask, jitted):
                       "it runs on NumPy from now on.", RuntimeWarning, stacklevel=3)
         kernel.use_jax = False
         return None
-    kernels.stats["jax"] += 1
     return _host(out, kernel.copy_out), _host(dot, kernel.copy_out)
 
 

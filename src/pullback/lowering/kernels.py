@@ -270,7 +270,7 @@ class Kernel(CustomVJP):
         fn = self._pairs.get(key)
         if fn is None:
             from .kernel_tangents import for_forward
-            fn = self._pairs[key] = for_forward(self, tuple(mask))
+            fn = self._pairs[key] = for_forward(self, tuple(mask), stats)
         return fn
 
     @property
