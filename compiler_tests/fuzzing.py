@@ -46,7 +46,11 @@ correct gradient.
 - no gradient shares memory with an input, the cotangent or another gradient;
 - gradients mirror the inputs: structure, shape, dtype (float32 inputs give
   float32 gradients), a Python float for a Python float;
-- the in-place and the out-of-place accumulation give equal gradients.
+- the in-place and the out-of-place accumulation give equal gradients;
+- forward mode agrees: ``<vjp(ct), t> == <ct, jvp(t)>`` for a random tangent
+  ``t`` of every input, ``pb.jvp``'s value is the primal's, and neither the
+  inputs nor the tangents are written to (a program forward mode refuses is
+  counted as refused, with its reason, not as failed).
 
 Run as a script it is the long fuzzing run (``make fuzz``)::
 
@@ -1351,6 +1355,7 @@ def check(program, seed, jax_check=True):
                                       f"{program}")
         np.testing.assert_array_equal(g, k, err_msg=f"second pullback differs\n{program}")
     smooth = check_finite_differences(program, plain, args, ct, grads)
+    check_forward(program, f, args, ct, grads, value, seed)
     if program.returns == "s":
         check_grad_api(program, f, args, grads, ct, value)
         if program.entry:
@@ -1364,6 +1369,52 @@ def check(program, seed, jax_check=True):
         check_rebind(program, f, plain, args, ct, jax_check)
     STATS["checked"] += 1
     return "ok"
+
+
+def random_tangent(x, rng):
+    """A random tangent shaped like ``x`` (floats and float arrays; the same
+    structure for containers; other leaves as they are)."""
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        return rng.standard_normal(x.shape).astype(x.dtype)
+    if isinstance(x, float):
+        return float(rng.standard_normal())
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(random_tangent(v, rng) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(random_tangent(v, rng) for v in x)
+    if isinstance(x, dict):
+        return {k: random_tangent(v, rng) for k, v in x.items()}
+    if dataclasses.is_dataclass(x):
+        return type(x)(**{f.name: random_tangent(getattr(x, f.name), rng)
+                          for f in dataclasses.fields(x)})
+    return x
+
+
+def check_forward(program, f, args, ct, grads, value, seed):
+    """Forward mode against reverse mode: ``<vjp(ct), t> == <ct, jvp(t)>``."""
+    rng = np.random.default_rng(seed + 1)
+    tangents = tuple(random_tangent(a, rng) for a in args)
+    saved = copy.deepcopy((args, tangents))
+    try:
+        out, dot = pb.jvp(f, tuple(args), tangents)
+    except pb.PullbackError as err:
+        STATS["jvp_refused"] += 1
+        STATS["jvp_refused: " + str(err).split("\n")[0][:90]] += 1
+        return
+    assert same_bits(out, value), f"jvp's value {out!r} != plain Python {value!r}\n{program}"
+    assert same_bits(saved[0], args) and same_bits(saved[1], tangents), \
+        f"jvp wrote into an input or a tangent\n{program}"
+    assert np.shape(dot) == np.shape(value), f"jvp's tangent shape {np.shape(dot)}\n{program}"
+    terms = [np.asarray(g, float) * np.asarray(t, float)
+             for (_, g), (_, t) in zip(leaves(grads), leaves(tangents))
+             if isinstance(t, (np.ndarray, float)) and g is not None]
+    lhs = sum(float(np.sum(x)) for x in terms)
+    right = np.asarray(ct) * np.asarray(dot, float)
+    rhs = float(np.sum(right))
+    scale = sum(float(np.sum(np.abs(x))) for x in terms) + float(np.sum(np.abs(right)))
+    assert abs(lhs - rhs) <= 1e-8 * scale + 1e-10, \
+        f"<vjp(ct), t> = {lhs!r} but <ct, jvp(t)> = {rhs!r}\n{program}"
+    STATS["jvp_checked"] += 1
 
 
 def check_refused(program, f, args):
@@ -1688,7 +1739,13 @@ def _main(opts):
           f"refused with their line), {len(failures)} failed; {total['invalid']} draws "
           f"rejected (overflow or NaN); {total['jax_compared']} compared with jax.grad, "
           f"{total['fd_compared']} gradient entries against finite differences "
-          f"({total['fd_skipped']} skipped near a kink); {time.time() - start:.0f} s")
+          f"({total['fd_skipped']} skipped near a kink); forward mode: {total['jvp_checked']} "
+          f"jvp checked against vjp, {total['jvp_refused']} refused; "
+          f"{time.time() - start:.0f} s")
+    reasons = sorted((n, k.split(": ", 1)[1]) for k, n in total.items()
+                     if k.startswith("jvp_refused: "))
+    for n, why in reversed(reasons):
+        print(f"  jvp refused {n:5d}x: {why}")
     return 1 if failures else 0
 
 

@@ -15,11 +15,14 @@ needs no tape)::
                                            return (out, output_tangent(out_dot, out))
 
 Modules, one pass or concern each: ``rules`` (which forward rule a
-statement takes), ``tangents`` (the pass), ``calls`` (user functions,
+statement takes), ``tangents`` (the pass), ``rule_tangents`` (the pass's
+tangents of rule calls: linear, multilinear, inlined), ``calls`` (user functions,
 function values, ``custom_jvp``), ``jacobian`` (``pb.jacfwd``'s assembly of
 columns).  Elsewhere, by stage: the steps run in order by
 ``pipeline.FORWARD_STEPS`` (front end, analyses and lowering as in reverse
 mode), loaded by ``backend.loader.load_forward``, specialised per call
 signature by ``driver.forward_jit``; the generated code's helpers are
-``runtime.forward_support``.
+``runtime.forward_support`` (and the forward rules' ``runtime.linalg_forward``,
+``runtime.reduction_forward``); fused kernels' value-and-tangent calls are
+``lowering.kernel_tangents``.
 """

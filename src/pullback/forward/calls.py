@@ -348,21 +348,38 @@ class _Marker:
         self.key = key
 
 
+def _positions(handle, fn, nargs, keys):
+    """``{argument position or keyword: parameter index}`` for a call of ``fn``
+    with ``nargs`` positional arguments and the keywords ``keys``, kept on
+    the handle (``inspect`` binding costs more than a small jvp itself)."""
+    # (kept only for the handle's own function: a memo holding another
+    # function would keep it, and the handle, alive)
+    memo = handle.__dict__.setdefault("_positions", {}) \
+        if fn is getattr(handle, "fun", None) else {}
+    key = (nargs, keys)
+    where = memo.get(key)
+    if where is None:
+        sig = inspect.signature(fn, follow_wrapped=False)
+        params = list(sig.parameters)
+        markers = sig.bind(*range(nargs), **{k: k for k in keys}).arguments
+        where = {}
+        for p, m in markers.items():
+            if isinstance(m, (tuple, dict)):
+                continue
+            where[m] = params.index(p)
+        if len(memo) < 64:
+            memo[key] = where
+    return where
+
+
 def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
-    where = {}
     if getattr(handle, "variadic", False):
         # *args / **kwargs: the handle flattens the call, one value per parameter
         flat = handle.bind(tuple(_Marker(i) for i in range(len(args))),
                            {k: _Marker(k) for k in kwargs})
         where = {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
     else:
-        sig = inspect.signature(fn, follow_wrapped=False)
-        params = list(sig.parameters)
-        markers = sig.bind(*range(len(args)), **{k: k for k in kwargs}).arguments
-        for p, m in markers.items():
-            if isinstance(m, (tuple, dict)):
-                continue
-            where[m] = params.index(p)
+        where = _positions(handle, fn, len(args), tuple(kwargs))
     missing = [k for k in mask if k not in where]
     if missing:
         raise UnsupportedSyntaxError(

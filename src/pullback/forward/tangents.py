@@ -35,21 +35,20 @@ def f_jvp(x, w, x_dot, w_dot):
 from __future__ import annotations
 
 import dataclasses
-import operator
 
 import gast
 import numpy as np
 
 from ..analyses import kinds as kinds_
 from ..driver import dispatch
-from ..errors import NonDifferentiableError, UnsupportedSyntaxError
+from ..errors import NonDifferentiableError
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..ir.naming import HelperNames
 from ..reverse.adjoints import Adjoints
 from ..reverse.context import assignments
-from ..rules.inline import clone, instantiate
+from ..rules.inline import clone
 from ..runtime import forward_support as support
-from .rules import ELEMENTWISE, complex_exception, how
+from .rule_tangents import RuleTangents
 
 __all__ = ["Tangent", "differentiate"]
 
@@ -68,14 +67,6 @@ def differentiate(normal, parsed, ops, kinds, activity, wrt, output, written=fro
     return _Forward(normal, parsed, ops, kinds, activity, wrt, output, written).run()
 
 
-class _RuleView:
-    """What ``inline.instantiate`` reads of a rule: its function, name and
-    differentiable parameters (a forward rule has its reverse rule's)."""
-
-    def __init__(self, fn, rule):
-        self.fn, self.name, self.diff = fn, fn.__name__, rule.diff
-
-
 class _Forward(HelperNames):
     def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, written):
         self.normal, self.parsed, self.ops, self.kinds = normal, parsed, ops, kinds
@@ -91,6 +82,7 @@ class _Forward(HelperNames):
         # the checks and refusals shared with reverse mode, reading this pass
         # as their context (kind, helper, namer, parsed, varied, definitions)
         self.adjoints = Adjoints(self)
+        self.rules = RuleTangents(self)
 
     # -- names -----------------------------------------------------------------
 
@@ -320,117 +312,10 @@ class _Forward(HelperNames):
         method = gast.Attribute(value=_name(self.dot(items)), attr="append", ctx=gast.Load())
         return [gast.Expr(value=gast.Call(func=method, args=[v], keywords=[]))]
 
-    # -- rules -------------------------------------------------------------------------
+    # -- rules (forward/rule_tangents.py) ------------------------------------------------
 
     def tangent_rule(self, stmt, op, t):
-        self.adjoints.check_static_arguments(op)
-        active = [(p, n) for p, n in op.operands if n in self.active]
-        if not active:
-            return None
-        if op.primitive in (operator.add, operator.mul) and any(
-                self.kind(n).shape == "container" for _, n in op.operands):
-            raise UnsupportedSyntaxError(
-                "pullback cannot differentiate joining or repeating lists and tuples with "
-                "`+` or `*`.", self.parsed.location(op.node),
-                "Join arrays with np.concatenate or np.stack instead.")
-        kind, fn = how(op.rule, op.primitive, op)
-        if kind is None:
-            raise NonDifferentiableError(
-                f"forward mode has no rule for {op.label or op.rule.name} yet.",
-                self.parsed.location(op.node if op.node is not None else stmt),
-                "Use pb.vjp (or pb.grad) for this function, or give this step a forward "
-                "rule with pb.custom_jvp.")
-        if kind == "linear":
-            return self.linear(stmt, op)
-        if kind == "multilinear":
-            return self.multilinear(stmt, op, t)
-        return self.inlined(stmt, op, t, fn, elementwise=kind == ELEMENTWISE)
-
-    def replaced(self, stmt, mapping):
-        """The statement's right-hand side with the atoms in ``mapping`` (by
-        identity) replaced."""
-        def rec(node):
-            if id(node) in mapping:
-                return mapping[id(node)]
-            if isinstance(node, list):
-                return [rec(n) for n in node]
-            if not isinstance(node, gast.AST):
-                return node
-            return type(node)(**{f: rec(getattr(node, f, None)) for f in node._fields})
-        return rec(stmt.value)
-
-    def diff_atoms(self, op):
-        """(param, atom) for every atom bound to a differentiable parameter."""
-        out = []
-        for p in op.rule.diff:
-            v = op.bound.get(p)
-            for a in (v if isinstance(v, tuple) else (v,)):
-                if a is not None:
-                    out.append((p, a))
-        return out
-
-    def linear(self, stmt, op):
-        mapping = {}
-        for _, a in self.diff_atoms(op):
-            mapping[id(a)] = self.tangent_or_zero(a)
-        return self.replaced(stmt, mapping)
-
-    def multilinear(self, stmt, op, t):
-        terms = []
-        for _, a in self.diff_atoms(op):
-            d = self.tangent_of(a)
-            if d is not None:
-                terms.append(self.replaced(stmt, {id(a): d}))
-        return _sum(terms)
-
-    def inlined(self, stmt, op, t, fn, elementwise):
-        rule = op.rule
-        pre = []
-        if elementwise and complex_exception(op.primitive):
-            for _, n in op.operands:
-                if n not in self.active:
-                    continue
-                c = self.kind(n).complex
-                if c is True:
-                    raise NonDifferentiableError(
-                        f"forward mode has no rule for {op.label} of a complex value yet "
-                        "(its derivative is not complex-linear).",
-                        self.parsed.location(op.node),
-                        "Use pb.vjp for this function, or write it with the real and "
-                        "imaginary parts (np.real, np.imag).")
-                if c is None:
-                    pre.append(gast.Expr(value=_call(self.support("check_real"), _name(n),
-                                                     gast.Constant(op.label, None))))
-        view = _RuleView(fn, rule)
-        seen, terms = {}, []
-        for p, name in op.operands:
-            j = seen[p] = seen.get(p, -1) + 1
-            if name not in self.active:
-                continue
-            d = _name(self.dot(name))
-            if elementwise and rule.broadcasts and self.may_broadcast(op, p, t):
-                d = _call(self.support("broadcast_tangent"), d, _name(t))
-            subst = {"g": d, "t": d, "ans": _name(t)}
-            for q in rule.params:
-                if q in op.bound:
-                    v = op.bound[q]
-                    subst[q] = gast.Tuple(elts=list(v), ctx=gast.Load()) \
-                        if isinstance(v, tuple) else self.index_value(v)
-                else:
-                    default = rule.signature.parameters[q].default
-                    subst[q] = gast.Constant(value=default, kind=None) \
-                        if _is_literal(default) else gast.Constant(value=None, kind=None)
-            stmts, exprs = instantiate(view, subst, [p], self.namer, self.helper)
-            pre.extend(stmts)
-            expr = exprs[p]
-            if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
-                k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
-                expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
-            terms.append(expr)
-        # a term has the output's shape: a tangent that may be smaller than the
-        # output was broadcast to it before entering the rule
-        total = _sum(terms)
-        return pre, total
+        return self.rules.tangent_rule(stmt, op, t)
 
     def may_broadcast(self, op, param, t):
         return self.adjoints.may_broadcast(op, param, t)
@@ -479,21 +364,25 @@ class _Forward(HelperNames):
         return [stmt]
 
     def kernel_call(self, stmt, op, t, active):
+        """``y = fused(x, w)`` -> ``y, y_dot = fused_tangent(x, w, (x_dot, w_dot))``:
+        the value and its tangent in one call (``lowering.kernel_tangents``)."""
         kernel = op.primitive
         names = dict(op.operands)
         mask = tuple(sorted(kernel.params.index(p) for p, _ in active))
-        primal, _ = kernel.for_callers(mask)
-        res = self.namer.fresh(f"{t}_res")
-        stmt.value.func = _name(self.helper(f"{kernel.__name__}_primal", primal))
-        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(res, True)], ctx=gast.Store())]
-        tangents = gast.Tuple(elts=[_name(self.dot(names[kernel.params[i]])) for i in mask],
-                              ctx=gast.Load())
-        tangent = _assign(self.dot(t), _call(self.support("kernel_tangent"), _name(res),
-                                             tangents))
+        fn = kernel.for_forward(mask)
+        stmt.value.func = _name(self.helper(fn.__name__, fn))
+        stmt.value.args.append(gast.Tuple(
+            elts=[_name(self.dot(names[kernel.params[i]])) for i in mask], ctx=gast.Load()))
+        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
+                                   ctx=gast.Store())]
+        out = [stmt]
         if t in self.written:
-            tangent.value = _call(self.support("owned_tangent"), tangent.value, _name(t))
+            out.append(_assign(self.dot(t), _call(self.support("owned_tangent"),
+                                                  _name(self.dot(t)), _name(t))))
+        # a new array (NumPy's t * partial, or JAX's, copied where the value
+        # leaves the region: Kernel.copy_out): handed out without a copy
         self.assigned.setdefault(self.dot(t), []).append((self.depth, True))
-        return [stmt, tangent]
+        return out
 
     def dynamic_call(self, stmt, op, t):
         from . import calls
@@ -537,21 +426,7 @@ class _Forward(HelperNames):
         return self.definitions_of.get(name, [])
 
 
-def _sum(terms):
-    if not terms:
-        return None
-    total = terms[0]
-    for term in terms[1:]:
-        total = gast.BinOp(left=total, op=gast.Add(), right=term)
-    return total
-
-
 def _assigned(stmts):
     from ..ir.grammar import assigned_names
     return assigned_names(stmts)
 
-
-def _is_literal(v):
-    if isinstance(v, (tuple, list)):
-        return all(_is_literal(e) for e in v)
-    return v is None or isinstance(v, (bool, int, float, complex, str))

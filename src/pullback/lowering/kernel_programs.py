@@ -358,6 +358,7 @@ def _render_partials(program, mask, name):
             default = rule.signature.parameters[p].default
             subst[p] = gast.Constant(value=None if default is rule.signature.empty
                                      else default, kind=None)
+        shared = _shared_partial(step, rule, subst, mask, tangent, namer, bind_global, emit)
         mine = {}
         for k in mask:
             if step.prim is np.where:       # one select of the two branches' tangents
@@ -377,6 +378,9 @@ def _render_partials(program, mask, name):
                     continue
                 t = tangent.get(a.id, {}).get(k)
                 if t is None:
+                    continue
+                if shared is not None:      # the step's own partial, computed once
+                    terms.append(gast.BinOp(left=t, op=gast.Mult(), right=shared))
                     continue
                 stmts, exprs = instantiate(rule, dict(subst, g=t), [p], namer, bind_global)
                 for s in stmts:
@@ -398,3 +402,53 @@ def _render_partials(program, mask, name):
     constants = {k: outs[k].value for k in mask
                  if isinstance(outs.get(k), gast.Constant)}
     return "\n".join(lines) + "\n", namespace, constants
+
+
+def _shared_partial(step, rule, subst, mask, tangent, namer, bind_global, emit):
+    """The partial derivative of a one-argument ufunc step (``np.sin(w_x)``'s
+    ``np.cos(w_x)``), bound once, when the tangents of several inputs reach
+    its argument and computing it calls a function: each input's tangent is
+    then that input's tangent of the argument times it, and the function is
+    evaluated once, not once per input (``chain2``'s ``np.sin``: 1.2 ms of
+    4.1 at 100,000 elements).  None otherwise (the rule inlined per input)."""
+    import gast
+    from ..rules.inline import instantiate
+    if not (isinstance(step.prim, np.ufunc) and step.prim.nin == 1 and rule.diff
+            and step.args and isinstance(step.args[0], gast.Name)):
+        return None
+    reached = [k for k in mask if tangent.get(step.args[0].id, {}).get(k) is not None]
+    if len(reached) < 2:
+        return None
+    one = gast.Constant(value=1.0, kind=None)
+    stmts, exprs = instantiate(rule, dict(subst, g=one), [rule.diff[0]], namer, bind_global)
+    expr = exprs[rule.diff[0]]
+    if stmts or not any(isinstance(n, gast.Call) for n in gast.walk(expr)):
+        return None
+    return emit(_times_one(expr), f"{step.target}_d")
+
+
+def _times_one(expr):
+    """``1.0 * e`` and ``-1.0 * e`` (a rule's ``g * ...`` with ``g = 1``) as
+    ``e`` and ``-e``."""
+    import gast
+
+    def value(node):
+        if isinstance(node, gast.Constant) and node.value in (1.0, -1.0) \
+                and not isinstance(node.value, bool):
+            return float(node.value)
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) \
+                and isinstance(node.operand, gast.Constant) and node.operand.value == 1.0:
+            return -1.0
+        return None
+
+    if isinstance(expr, gast.BinOp) and isinstance(expr.op, gast.Mult):
+        for unit, other in ((expr.left, expr.right), (expr.right, expr.left)):
+            v = value(unit)
+            if v == 1.0:
+                return _times_one(other)
+            if v == -1.0:
+                return gast.UnaryOp(op=gast.USub(), operand=_times_one(other))
+        left = _times_one(expr.left)
+        if left is not expr.left:
+            return gast.BinOp(left=left, op=gast.Mult(), right=expr.right)
+    return expr

@@ -278,6 +278,16 @@ class Kernel(CustomVJP):
             pair = self._pairs[mask] = self._make_pair(tuple(mask))
         return pair
 
+    def for_forward(self, mask):
+        """``tangent(*inputs, tangents) -> (value, tangent)`` for forward mode's
+        call sites (``kernel_tangents``), cached per mask."""
+        key = ("forward", tuple(mask))
+        fn = self._pairs.get(key)
+        if fn is None:
+            from .kernel_tangents import for_forward
+            fn = self._pairs[key] = for_forward(self, tuple(mask), stats)
+        return fn
+
     @property
     def source(self):
         """The region, its jax.numpy translation and its NumPy forward mode."""

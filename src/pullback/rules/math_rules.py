@@ -35,7 +35,8 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import facts, jvp, linear, nondifferentiable, vjp
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime.reduction_forward import builtin_max_jvp
 from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
 
 # --- exponentials, logarithms, powers ---
@@ -256,6 +257,16 @@ def sequence(g, ans, iterable):
 def max_(g, ans, *args):
     # max(a, b, ...) or max(iterable): the winners share g equally
     return select_grad(g, ans, args)
+
+
+@jvp(max, min)
+def max_jvp(t, ans, *args):
+    # one contribution per argument (t: that argument's tangent), winners sharing
+    return builtin_max_jvp(t, ans, args)
+
+
+# pow(base, exp) of numbers: the reverse rule's partials read forwards
+elementwise(pow)
 
 
 nondifferentiable(

@@ -31,7 +31,8 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import facts, linear, nondifferentiable, vjp
+from pullback.rules.registry import facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime.reduction_forward import angle_jvp as angle_jvp_helper
 from pullback.runtime import abs_grad, clip_grad, tie_share
 
 # --- exponentials and logarithms ---
@@ -226,6 +227,12 @@ def conjugate(g, ans, x):
 def angle(g, ans, z, deg=False):
     # d angle(z) = Im(dz / z) = Re(-1j dz / z)
     return -1j * np.real(g) / z * (180.0 / math.pi if deg else 1.0)
+
+
+@jvp(np.angle)
+def angle_jvp(t, ans, z, deg=False):
+    # Im(dz / z): not complex-linear, so not the reverse rule read forwards
+    return angle_jvp_helper(t, ans, z, deg)
 
 
 # --- selection: ties split equally (JAX's policy) ---

@@ -38,6 +38,13 @@ import numpy as np
 
 from pullback.runtime.forward_support import (diff_jvp as diff_jvp_helper, pad_jvp as pad_jvp_helper,
                                       sort_jvp as sort_jvp_helper)
+from pullback.runtime.reduction_forward import (average_jvp as average_jvp_helper,
+                                                corrcoef_jvp as corrcoef_jvp_helper,
+                                                cov_jvp as cov_jvp_helper,
+                                                cumprod_jvp as cumprod_jvp_helper,
+                                                partition_jvp as partition_jvp_helper,
+                                                ptp_jvp as ptp_jvp_helper,
+                                                real_if_close_jvp as real_if_close_jvp_helper)
 from pullback.rules.registry import facts, elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
@@ -256,6 +263,42 @@ linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.flip
        np.flipud, np.rollaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split,
        np.array_split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack,
        np.append, np.linspace, np.take_along_axis)
+
+
+@jvp(np.cumprod, "ndarray.cumprod")
+def cumprod_jvp(t, ans, a, axis=None, dtype=None):
+    return cumprod_jvp_helper(t, ans, a, axis, dtype)
+
+
+@jvp(np.ptp)
+def ptp_jvp(t, ans, a, axis=None, keepdims=False):
+    return ptp_jvp_helper(t, ans, a, axis, keepdims)
+
+
+@jvp(np.average)
+def average_jvp(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
+    return average_jvp_helper(t, ans, a, axis, weights, returned, keepdims)
+
+
+@jvp(np.cov)
+def cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
+            aweights=None, dtype=None):
+    return cov_jvp_helper(t, ans, m, y, rowvar, bias, ddof, fweights, aweights)
+
+
+@jvp(np.corrcoef)
+def corrcoef_jvp(t, ans, x, y=None, rowvar=True, dtype=None):
+    return corrcoef_jvp_helper(t, ans, x, y, rowvar)
+
+
+@jvp(np.partition)
+def partition_jvp(t, ans, a, kth, axis=-1, kind="introselect", order=None):
+    return partition_jvp_helper(t, ans, a, kth, axis)
+
+
+@jvp(np.real_if_close)
+def real_if_close_jvp(t, ans, a, tol=100):
+    return real_if_close_jvp_helper(t, ans, a, tol)
 
 
 @jvp(np.select)

@@ -55,6 +55,12 @@ from pullback.runtime.forward_support import (cholesky_jvp as cholesky_jvp_helpe
                                       det_jvp as det_jvp_helper,
                                       norm_jvp as norm_jvp_helper,
                                       slogdet_jvp as slogdet_jvp_helper, solve_a_jvp)
+from pullback.runtime.linalg_forward import (eigh_jvp as eigh_jvp_helper, eigvalsh_jvp as
+                                             eigvalsh_jvp_helper, lstsq_jvp as lstsq_jvp_helper,
+                                             matrix_power_jvp as matrix_power_jvp_helper,
+                                             multi_dot_jvp as multi_dot_jvp_helper,
+                                             pinv_jvp as pinv_jvp_helper, qr_jvp as qr_jvp_helper,
+                                             svd_jvp as svd_jvp_helper)
 from pullback.runtime import (cholesky_grad, det_grad, eigh_grad, lstsq_grad,
                               matrix_power_grad, multi_dot_grad, norm_grad, pinv_grad,
                               qr_grad, slogdet_grad, solve_lhs_grad, solve_rhs_grad, svd_grad,
@@ -178,6 +184,47 @@ def cholesky_jvp(t, ans, a, upper=False):
 @jvp(np.linalg.norm)
 def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     return norm_jvp_helper(t, ans, x, ord, axis, keepdims)
+
+
+@jvp(np.linalg.matrix_power)
+def matrix_power_jvp(t, ans, a, n):
+    return matrix_power_jvp_helper(t, ans, a, n)
+
+
+@jvp(np.linalg.multi_dot)
+def multi_dot_jvp(t, ans, arrays, out=None):
+    # t: the tangents of the factors (zeros where a factor has none)
+    return multi_dot_jvp_helper(t, ans, arrays)
+
+
+@jvp(np.linalg.eigh)
+def eigh_jvp(t, ans, a, UPLO="L"):
+    return eigh_jvp_helper(t, ans, a, UPLO)
+
+
+@jvp(np.linalg.eigvalsh)
+def eigvalsh_jvp(t, ans, a, UPLO="L"):
+    return eigvalsh_jvp_helper(t, ans, a, UPLO)
+
+
+@jvp(np.linalg.svd)
+def svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    return svd_jvp_helper(t, ans, a, full_matrices, compute_uv, hermitian)
+
+
+@jvp(np.linalg.qr)
+def qr_jvp(t, ans, a, mode="reduced"):
+    return qr_jvp_helper(t, ans, a, mode)
+
+
+@jvp(np.linalg.pinv)
+def pinv_jvp(t, ans, a, rcond=None, hermitian=False, rtol=None):
+    return pinv_jvp_helper(t, ans, a, rcond, hermitian)
+
+
+@jvp(np.linalg.lstsq)
+def lstsq_jvp(t, ans, a, b, rcond=None):
+    return lstsq_jvp_helper(t, ans, a, b, "a"), lstsq_jvp_helper(t, ans, a, b, "b")
 
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------

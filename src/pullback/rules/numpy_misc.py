@@ -46,7 +46,11 @@ array([6., 6.])
 """
 import numpy as np
 
-from pullback.rules.registry import vjp, linear, multilinear
+from pullback.rules.registry import jvp, vjp, linear, multilinear
+from pullback.runtime.linalg_forward import (eig_jvp as eig_jvp_helper,
+                                             eigvals_jvp as eigvals_jvp_helper)
+from pullback.runtime.reduction_forward import (interp_fp_jvp, interp_x_jvp,
+                                                nanmax_jvp as nanmax_jvp_helper)
 from pullback.runtime import (broadcast_arrays_grads, convolve_grads, correlate_grads,
                               eig_grad, gradient_grad, interp_grads, unreduce)
 
@@ -109,3 +113,24 @@ def eigvals(g, ans, a):
 
 linear(np.gradient, np.broadcast_arrays)
 multilinear(np.convolve, np.correlate)
+
+
+@jvp(np.interp)
+def interp_jvp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    return (interp_x_jvp(t, ans, x, xp, fp, left, right, period),
+            interp_fp_jvp(t, ans, x, xp, fp, left, right, period))
+
+
+@jvp(np.nanmax, np.nanmin)
+def nanmax_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+    return nanmax_jvp_helper(t, ans, a, axis, out, keepdims)
+
+
+@jvp(np.linalg.eig)
+def eig_jvp(t, ans, a):
+    return eig_jvp_helper(t, ans, a)
+
+
+@jvp(np.linalg.eigvals)
+def eigvals_jvp(t, ans, a):
+    return eigvals_jvp_helper(t, ans, a)

@@ -16,7 +16,7 @@ cotangent is the conjugated reverse of that of ``conj(v[::-1])``.
 """
 import scipy.signal as signal
 
-from pullback.rules.registry import vjp
+from pullback.rules.registry import multilinear, vjp
 from pullback.runtime import signal_conv_grad
 
 
@@ -30,3 +30,8 @@ def convolve(g, ans, in1, in2, mode="full", method="auto"):
 def correlate(g, ans, in1, in2, mode="full", method="auto"):
     return (signal_conv_grad(g, in1, in2, mode, "in1", True),
             signal_conv_grad(g, in1, in2, mode, "in2", True))
+
+
+# forward: linear in each input apart (correlate conjugates in2, which is
+# still linear over the reals: the tangent is correlate(in1, in2_dot))
+multilinear(signal.convolve, signal.correlate)

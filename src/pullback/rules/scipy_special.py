@@ -37,8 +37,9 @@ import math
 import numpy as np
 import scipy.special as special
 
-from pullback.rules.registry import declare_elementwise, nondifferentiable, vjp
+from pullback.rules.registry import declare_elementwise, elementwise, jvp, nondifferentiable, vjp
 from pullback.rules.scipy_common import vjp_diff
+from pullback.runtime.reduction_forward import logsumexp_jvp as logsumexp_jvp_helper
 from pullback.runtime import (bessel_grad, incomplete_grad, logsumexp_grad, multigammaln_grad,
                               sp_digamma, sp_polygamma, xlogy_grad)
 
@@ -276,6 +277,32 @@ def softmax(g, ans, x, axis=None):
 def log_softmax(g, ans, x, axis=None):
     return g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True)
 
+
+
+# --- forward rules ---
+
+# g times an elementwise partial: the reverse rule read forwards (the fused
+# kernels' ufuncs below are elementwise by their declaration)
+elementwise(special.digamma, special.psi, special.polygamma, special.rgamma, special.beta,
+            special.betaln, special.multigammaln, special.erfcinv, special.jv, special.jn,
+            special.yv, special.yn, special.j0, special.j1, special.y0, special.y1,
+            special.iv, special.ive, special.gammainc, special.gammaincc, special.betainc)
+
+
+@jvp(special.softmax)
+def softmax_jvp(t, ans, x, axis=None):
+    return ans * (t - np.sum(t * ans, axis=axis, keepdims=True))
+
+
+@jvp(special.log_softmax)
+def log_softmax_jvp(t, ans, x, axis=None):
+    return t - np.sum(np.exp(ans) * t, axis=axis, keepdims=True)
+
+
+@jvp(special.logsumexp)
+def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
+    return (logsumexp_jvp_helper(t, ans, a, axis, b, keepdims, return_sign, "a"),
+            logsumexp_jvp_helper(t, ans, a, axis, b, keepdims, return_sign, "b"))
 
 
 # --- fused kernels: declared where jax.scipy.special computes the same values ---

@@ -28,7 +28,7 @@ from .core import fields_of, is_structure, project, rebuild_like
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
-           "ravel_tangent", "reshape_tangent", "abs_grad_tangent"]
+           "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
 
 
 def _inexact(x):
@@ -104,6 +104,21 @@ def output_tangent(t, y, fresh=False):
     return project(t, y, copy=not fresh)
 
 
+def add_tangents(*terms):
+    """The sum of tangent terms that may be structures (a decomposition's
+    result with two active arguments, ``lstsq(a, b)``): summed entry by entry."""
+    first = terms[0]
+    if isinstance(first, (tuple, list)):
+        parts = [add_tangents(*items) for items in zip(*terms)]
+        return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
+    if isinstance(first, dict):
+        return {k: add_tangents(*(t[k] for t in terms)) for k in first}
+    total = first
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
 def _entry(t, key):
     if t is None:
         return None
@@ -122,6 +137,12 @@ def kernel_tangent(res, tangents):
     total = None
     for p, t in zip(partials, tangents):
         if p is None or t is None:
+            continue
+        if shape is not None and type(t) is np.ndarray and type(p) is np.ndarray \
+                and t.shape == p.shape == shape and t.ndim:
+            # the kernel returned np.sum of its value: sum(t * p) in one pass
+            term = np.dot(t.reshape(-1), p.reshape(-1))
+            total = term if total is None else total + term
             continue
         term = t * p
         if shape is not None:            # the kernel returned np.sum of its value

@@ -1,0 +1,192 @@
+"""Forward rules' helpers for reductions, statistics and selections
+(``np.cumprod``, ``ptp``, ``average``, ``cov``, ``corrcoef``, ``interp``,
+``partition``, ``nanmax``/``nanmin``, ``angle``, ``real_if_close``, builtin
+``max``/``min``), declared with their rules in ``rules/``.
+
+Each takes the tangent ``t`` of one differentiable argument and returns its
+contribution to the output's tangent; ties follow the reverse rules (tied
+winners share equally), so forward and reverse mode agree.
+
+>>> import numpy as np
+>>> a = np.array([2.0, 0.0, 3.0])
+>>> cumprod_jvp(np.array([1.0, 1.0, 1.0]), np.cumprod(a), a)     # exact with a zero
+array([1., 2., 6.])
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .forward_support import max_jvp
+
+__all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
+           "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
+           "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp"]
+
+
+def cumprod_jvp(t, ans, a, axis=None, dtype=None):
+    """Tangent of ``np.cumprod``: ``ans * cumsum(t / a)`` without zeros in
+    ``a``; with zeros, the recurrence ``d_j = a_j d_(j-1) + ans_(j-1) t_j``."""
+    a, ans = np.asarray(a), np.asarray(ans)
+    t = np.broadcast_to(t, a.shape)
+    if axis is None:
+        a, t, axis = np.ravel(a), np.ravel(t), 0
+    if not np.any(a == 0):
+        return (ans * np.cumsum(t / a, axis=axis)).astype(ans.dtype, copy=False)
+    x, tm = np.moveaxis(a, axis, 0), np.moveaxis(t, axis, 0)
+    prev = np.moveaxis(np.reshape(ans, a.shape), axis, 0)
+    out = np.empty(x.shape, dtype=ans.dtype)
+    if len(x):
+        out[0] = tm[0]
+    for j in range(1, len(x)):
+        out[j] = x[j] * out[j - 1] + prev[j - 1] * tm[j]
+    return np.moveaxis(out, 0, axis)
+
+
+def ptp_jvp(t, ans, a, axis=None, keepdims=False):
+    """Tangent of ``np.ptp``: the maximum's minus the minimum's (ties share)."""
+    hi = np.max(a, axis=axis, keepdims=keepdims)
+    lo = np.min(a, axis=axis, keepdims=keepdims)
+    return max_jvp(t, hi, a, axis, keepdims) - max_jvp(t, lo, a, axis, keepdims)
+
+
+def average_jvp(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
+    """Tangent of ``np.average`` (the weights constant): the average of the
+    tangent; with ``returned``, the sum of the weights has a zero tangent."""
+    avg = np.average(t, axis=axis, weights=weights, keepdims=keepdims)
+    if returned:
+        return (avg, np.zeros_like(ans[1]))
+    return avg
+
+
+def _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights):
+    from .layout_support import _cov_rows
+    x = _cov_rows(m, rowvar)
+    if y is not None:
+        x = np.concatenate([x, _cov_rows(y, rowvar)], axis=0)
+    w = np.ones(x.shape[1])
+    for extra in (fweights, aweights):
+        if extra is not None:
+            w = w * np.asarray(extra, dtype=float)
+    total = np.sum(w)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    fact = total - ddof if aweights is None else \
+        total - ddof * np.sum(w * np.asarray(aweights)) / total
+    return x, w, total, fact
+
+
+def cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
+            aweights=None, dtype=None):
+    """Tangent of ``np.cov`` in ``m`` (``y`` and the weights constant): with
+    ``Xc`` the centered rows and ``dXc`` the tangent's, ``(dXc W Xc^H + Xc W
+    dXc^H) / f``."""
+    x, w, total, fact = _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights)
+    from .layout_support import _cov_rows
+    dx = _cov_rows(np.broadcast_to(t, np.shape(m)), rowvar)
+    if y is not None:
+        dx = np.concatenate([dx, np.zeros((x.shape[0] - dx.shape[0], x.shape[1]))], axis=0)
+    xc = x - np.sum(x * w, axis=1, keepdims=True) / total
+    dxc = dx - np.sum(dx * w, axis=1, keepdims=True) / total
+    half = np.matmul(dxc * w, np.conj(xc.T))
+    out = (half + np.conj(half.T)) / fact
+    return np.reshape(out, np.shape(ans)).astype(np.result_type(ans), copy=False)
+
+
+def corrcoef_jvp(t, ans, x, y=None, rowvar=True, dtype=None):
+    """Tangent of ``np.corrcoef``: ``r_ij = c_ij / sqrt(d_i d_j)`` with ``c``
+    the covariance and ``d`` its (real) diagonal."""
+    c = np.atleast_2d(np.cov(x, y, rowvar))
+    dc = np.atleast_2d(cov_jvp(t, c, x, y, rowvar))
+    d = np.real(np.diagonal(c))
+    dd = np.real(np.diagonal(dc))
+    s = np.sqrt(d)
+    r = c / s[:, None] / s[None, :]
+    out = dc / s[:, None] / s[None, :] - r * (dd[:, None] / d[:, None] + dd[None, :] / d[None, :]) / 2
+    return np.reshape(out, np.shape(ans)).astype(np.result_type(ans), copy=False)
+
+
+def interp_x_jvp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    """``x``'s part of ``np.interp``'s tangent: the slope of the piece ``x``
+    lies on (the right one at a knot, 0 outside the knots) times ``t``."""
+    from .fft_support import interp_grads
+    slope = interp_grads(np.ones(np.shape(x)), x, xp, fp, left, right, period)[0]
+    return t * np.asarray(slope)
+
+
+def interp_fp_jvp(t, ans, x, xp, fp, left=None, right=None, period=None):
+    """``fp``'s part: the interpolation of its tangent (``left``/``right``
+    given are constants: zero there)."""
+    if period is None:
+        left = None if left is None else 0.0
+        right = None if right is None else 0.0
+    return np.interp(x, xp, t, left=left, right=right, period=period)
+
+
+def partition_jvp(t, ans, a, kth, axis=-1, kind="introselect", order=None):
+    """Tangent of ``np.partition``: the tangent moved as the values were
+    (equal values matched in stable order, as the reverse rule does)."""
+    t = np.broadcast_to(t, np.shape(a))
+    if axis is None:
+        a, t, axis = np.ravel(a), np.ravel(t), -1
+    src = np.empty(np.shape(ans), dtype=np.intp)
+    np.put_along_axis(src, np.argsort(ans, axis=axis, kind="stable"),
+                      np.argsort(a, axis=axis, kind="stable"), axis=axis)
+    return np.take_along_axis(t, src, axis=axis)
+
+
+def nanmax_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+    """Tangent of ``np.nanmax``/``np.nanmin``: tied winners share it, NaNs
+    never win (an all-NaN slice has a NaN value and a zero tangent)."""
+    full = ans if keepdims or axis is None else np.expand_dims(ans, axis)
+    winners = a == full
+    count = np.sum(winners, axis=axis, keepdims=keepdims)
+    return np.sum(np.where(winners, t, 0), axis=axis, keepdims=keepdims) / np.maximum(count, 1)
+
+
+def angle_jvp(t, ans, z, deg=False):
+    """Tangent of ``np.angle``: ``Im(dz / z)`` (0 for real ``z``, whose angle
+    is 0 or pi)."""
+    if not np.iscomplexobj(z):
+        return np.zeros_like(ans)
+    return np.imag(t / z) * (180.0 / np.pi if deg else 1.0)
+
+
+def real_if_close_jvp(t, ans, a, tol=100):
+    """Tangent of ``np.real_if_close``: its real part where NumPy dropped the
+    imaginary part, the tangent itself otherwise."""
+    return np.real(t) if not np.iscomplexobj(ans) and np.iscomplexobj(t) else t
+
+
+def builtin_max_jvp(t, ans, args):
+    """Tangent of builtin ``max(*args)``/``min(*args)`` for the tangent ``t``
+    of each argument in turn: one contribution per positional argument (the
+    winners share it equally); a single iterable's tangent has its items'."""
+    if len(args) == 1:
+        items = args[0]
+        hits = np.asarray([bool(x == ans) for x in np.ravel(items)] if isinstance(
+            items, np.ndarray) else [bool(x == ans) for x in items])
+        parts = np.ravel(t) if isinstance(items, np.ndarray) else list(t)
+        total = sum(p for p, h in zip(parts, hits) if h)
+        return (total / int(np.sum(hits)),)
+    hits = [bool(x == ans) for x in args]
+    return tuple(t / sum(hits) if h else 0.0 * t for h in hits)
+
+
+def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False, wrt="a"):
+    """``scipy.special.logsumexp``'s tangent along ``a``'s or ``b``'s tangent
+    (``wrt``): ``sum(w t)`` with ``w = b exp(a - ans)`` for ``a`` and
+    ``exp(a - ans)`` for ``b``; with ``return_sign`` the sign's tangent is 0.
+    A negative sum (of ``b exp(a)``) has no real logarithm: NumPy's NaN."""
+    lse = ans[0] if return_sign else ans
+    full = lse if keepdims or axis is None else np.expand_dims(lse, axis)
+    scale = np.exp(np.asarray(a) - full)
+    if return_sign:
+        scale = scale * np.expand_dims(ans[1], axis) if not (keepdims or axis is None) \
+            else scale * ans[1]
+    if wrt == "a" and b is not None:
+        scale = scale * b
+    out = np.sum(scale * t, axis=axis, keepdims=keepdims)
+    if np.iscomplexobj(out) and not np.iscomplexobj(lse):
+        out = np.real(out)
+    if return_sign:
+        return (out, np.zeros_like(ans[1]))
+    return out
