@@ -301,6 +301,20 @@ def test_calling_an_instance_built_from_values_being_differentiated_names_the_cl
     assert "_Scale_w" not in str(info.value)
 
 
+_CALLS = {"n": 0}
+
+
+def test_a_write_into_a_global_names_it():
+    # was: "a write into something that is not a local array"
+    def f(x):
+        _CALLS["n"] += 1
+        return np.sum(np.sin(x))
+    with pytest.raises(pb.UnsupportedSyntaxError, match="write into `_CALLS`, which is not the "
+                       "function's own"):
+        pb.grad(f)(np.ones(2))
+    assert _CALLS == {"n": 0}
+
+
 def apply(fn, x):
     return fn(x)
 

@@ -348,7 +348,9 @@ class Adjoints:
                 if op is None or not (op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK) or (
                         op.kind is OpKind.RULE and op.primitive is operator.getitem)):
                     if (op is not None and isinstance(op.primitive, type)
-                            and not is_library(op.primitive)):
+                            and not is_library(op.primitive)
+                            and isinstance(getattr(op.primitive, "__call__", None),
+                                           types.FunctionType)):
                         # `model = Sequential(layers); model(x)`: an instance, not a closure
                         cls = op.primitive.__name__
                         raise NonDifferentiableError(
