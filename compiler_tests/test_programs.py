@@ -240,7 +240,8 @@ def check_refusal(name):
 
 # ---------------------------------------------------------------- xfails
 
-# Programs that fail today because of the patterns issue 12 names. Strict: the
+# Programs that fail today because of the patterns issues 12 and 13 name (refusals,
+# each with its line; none gives a number). Strict: the
 # moment the fix lands, the test passes, the xfail fails; remove the entry then.
 XFAIL = {
     "symplectic_inplace":

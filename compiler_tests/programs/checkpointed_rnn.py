@@ -28,10 +28,10 @@ def rnn_loss(params, xs, y):
 
 
 def make_inputs(rng):
-    H, D, O, T = 4, 3, 2, 12
+    H, D, n_out, T = 4, 3, 2, 12
     params = {"Wh": 0.4 * rng.standard_normal((H, H)), "Wx": 0.5 * rng.standard_normal((D, H)),
-              "b": 0.1 * rng.standard_normal(H), "Wo": rng.standard_normal((H, O))}
-    return params, rng.standard_normal((T, D)), rng.standard_normal(O)
+              "b": 0.1 * rng.standard_normal(H), "Wo": rng.standard_normal((H, n_out))}
+    return params, rng.standard_normal((T, D)), rng.standard_normal(n_out)
 
 
 fun = rnn_loss

@@ -30,11 +30,11 @@ def deq_loss(W, U, b, V, x, y):
 
 
 def make_inputs(rng):
-    H, D, O = 4, 3, 2
+    H, D, n_out = 4, 3, 2
     W = rng.standard_normal((H, H))
     W = 0.4 * W / np.linalg.norm(W, 2)
     return (W, rng.standard_normal((H, D)) * 0.5, 0.1 * rng.standard_normal(H),
-            rng.standard_normal((O, H)), rng.standard_normal(D), rng.standard_normal(O))
+            rng.standard_normal((n_out, H)), rng.standard_normal(D), rng.standard_normal(n_out))
 
 
 fun = deq_loss
