@@ -284,6 +284,37 @@ def test_factory_of_values_being_differentiated_is_refused():
         pb.grad(f)(1.0)
 
 
+class _Scale:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return self.w * x
+
+
+def test_calling_an_instance_built_from_values_being_differentiated_names_the_class():
+    # was: "The function called here, `_Scale_w`, ... function value" (an internal name)
+    def f(w, x):
+        return np.sum(_Scale(w)(x))
+    with pytest.raises(pb.NonDifferentiableError, match="instance of your class _Scale") as info:
+        pb.grad(f)(np.ones(2), np.ones(2))
+    assert "_Scale_w" not in str(info.value)
+
+
+_CALLS = {"n": 0}
+
+
+def test_a_write_into_a_global_names_it():
+    # was: "a write into something that is not a local array"
+    def f(x):
+        _CALLS["n"] += 1
+        return np.sum(np.sin(x))
+    with pytest.raises(pb.UnsupportedSyntaxError, match="write into `_CALLS`, which is not the "
+                       "function's own"):
+        pb.grad(f)(np.ones(2))
+    assert _CALLS == {"n": 0}
+
+
 def apply(fn, x):
     return fn(x)
 

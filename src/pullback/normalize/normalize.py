@@ -263,6 +263,14 @@ class _Normalizer(Expressions):
     def write_target(self, target):
         """``y[index]`` as the target of a write: ``y`` keeps its name (the
         object is changed, not rebound)."""
+        if isinstance(target.value, gast.Name) and target.value.id not in self.locals:
+            # `CALLS["n"] += 1`, `cache[0] = y`: a global or a captured value
+            name = target.value.id
+            raise self.parsed.unsupported(
+                target, f"a write into `{name}`, which is not the function's own (a global or "
+                "a captured value)",
+                f"Update `{name}` outside the function being differentiated (in its caller), "
+                "or write into a local array (y = np.zeros(n); y[i] = ...).")
         if not (isinstance(target.value, gast.Name) and target.value.id in self.locals):
             raise self.parsed.unsupported(
                 target, "a write into something that is not a local array",

@@ -360,6 +360,18 @@ class Adjoints:
                 op = self.ctx.ops.get(id(s))
                 if op is None or not (op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK) or (
                         op.kind is OpKind.RULE and op.primitive is operator.getitem)):
+                    if (op is not None and isinstance(op.primitive, type)
+                            and not is_library(op.primitive)
+                            and isinstance(getattr(op.primitive, "__call__", None),
+                                           types.FunctionType)):
+                        # `model = Sequential(layers); model(x)`: an instance, not a closure
+                        cls = op.primitive.__name__
+                        raise NonDifferentiableError(
+                            f"pullback cannot yet send gradients through an instance of your "
+                            f"class {cls} created inside the function from values being "
+                            "differentiated and then called.", where,
+                            f"Create the {cls} outside and pass the values being "
+                            "differentiated to its methods as arguments.")
                     raise NonDifferentiableError(
                         f"The function called here, `{name}`, is built from values being "
                         "differentiated, and pullback cannot send a gradient through a "
