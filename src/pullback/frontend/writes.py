@@ -46,6 +46,7 @@ from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import name as _name
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
+                      _no_self_store,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
@@ -192,6 +193,17 @@ class _Calls:
         is unused: a callee that writes into its arguments is refused when
         it runs (a call whose result is used goes to the dispatcher, which
         refuses it there)."""
+        if isinstance(s, gast.Assign) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) \
+                and isinstance(s.value.func.value, gast.Name) \
+                and s.value.func.value.id in self.locals \
+                and not _array_method(s.value.func.attr):
+            # `r = obj.method()`: refused when it runs if `obj` is a dataclass
+            # whose method stores into `self` (a call whose result carries no
+            # gradient runs as plain Python, where the store would go unseen)
+            helper = _helper(self.namer, self.parsed, "no_self_store", _no_self_store)
+            return [_located(gast.Expr(value=gast.Call(func=_name(helper), args=[
+                copy.deepcopy(s.value.func)], keywords=[])), s)]
         if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)):
             return []
         func = s.value.func
@@ -277,6 +289,14 @@ def _replace(root, old, new):
                 for i, v in enumerate(value):
                     if v is old:
                         value[i] = new
+
+
+def _array_method(name):
+    """Whether ``.name()`` is an array method pullback has a rule for (or
+    knows to be non-differentiable): no user method to guard."""
+    from ..rules.registry import is_nondifferentiable, lookup
+    key = f"ndarray.{name}"
+    return lookup(key) is not None or is_nondifferentiable(key)
 
 
 def _helper(namer, parsed, base, obj):

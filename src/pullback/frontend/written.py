@@ -33,7 +33,7 @@ from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 
 __all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
-           "bound_arguments", "scan"]
+           "bound_arguments", "scan", "attribute_stores"]
 
 ITEM, UPDATE, MIXED = "item", "update", "mixed"
 _ITEM, _UPDATE, _MIXED = ITEM, UPDATE, MIXED
@@ -195,6 +195,175 @@ def _leading_copies(body, params):
     return out
 
 
+# -- which parameters a function stores attributes into --------------------------------
+
+_stored = weakref.WeakKeyDictionary()
+_stored_progress = {}   # fn -> [its stores found so far, whether a recursive call read them]
+
+
+def attribute_stores(fn):
+    """``{param: (attribute, function, method)}`` for the parameters ``fn``
+    stores an attribute into, directly or through a call of a function it
+    names (``p.b = v``, ``p.b op= v``, ``del p.b``, ``setattr(p, "b", v)``),
+    also into an object reached from the parameter (``p.layers[0].w = v``)
+    or through a local alias of it: ``(attribute or None, function, None)``,
+    the attribute ``None`` where its name is not a constant, ``function`` the
+    one whose body holds the store.  Methods called on the parameter
+    (``p.reset()``, not an array's or a container's), whose class is known
+    only when they run, give ``(None, function, ("reset", ...))`` where no
+    store is found::
+
+    >>> from pullback.testing import function_from_source
+    >>> h = function_from_source('''
+    ... def h(p, q):
+    ...     r = p
+    ...     r.b = 0.0
+    ...     s = Q(q)
+    ...     s.b = 1.0
+    ... ''')
+    >>> {p: (a, f.__name__, m) for p, (a, f, m) in attribute_stores(h).items()}
+    {'p': ('b', 'h', ())}
+
+    A store into an object the function makes, a global, or a parameter
+    rebound by the first statements (``p = dataclasses.replace(p)``) is not
+    one of them."""
+    fn = getattr(fn, "__pullback_variant__", (fn,))[0]
+    try:
+        memo = _stored.get(fn)
+    except TypeError:
+        return {}
+    if fn in _stored_progress:      # a recursive call: the approximation so far
+        _stored_progress[fn][1] = True
+        return _stored_progress[fn][0]
+    if memo is not None:
+        return memo
+    try:
+        parsed, _ = _front(fn)
+    except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
+        return {}                   # (its own transform refuses it, if it is called)
+    _stored_progress[fn] = [{}, False]
+    unfinished = False
+    try:
+        while True:
+            outer = {g: state[1] for g, state in _stored_progress.items() if g is not fn}
+            for g in outer:
+                _stored_progress[g][1] = False
+            _stored_progress[fn][1] = False
+            found = _scan_stores(parsed.tree, parsed, fn)
+            unfinished = any(_stored_progress[g][1] for g in outer)
+            for g, was in outer.items():
+                _stored_progress[g][1] = _stored_progress[g][1] or was
+            if found == _stored_progress[fn][0] or not _stored_progress[fn][1]:
+                break
+            _stored_progress[fn][0] = found
+    finally:
+        del _stored_progress[fn]
+    if not unfinished:
+        _stored[fn] = found
+    return found
+
+
+def _known_method(name):
+    """A method of arrays (with a rule, or non-differentiable) or of the
+    builtin containers, which stores no attribute."""
+    from ..rules.registry import is_nondifferentiable, lookup
+    if name in _CONTAINER_METHODS:
+        return True
+    key = f"ndarray.{name}"
+    return lookup(key) is not None or is_nondifferentiable(key)
+
+
+_CONTAINER_METHODS = frozenset(
+    n for t in (list, tuple, dict, str, set) for n in dir(t) if not n.startswith("_"))
+
+
+def _root(node):
+    """The name an expression's object is reached from (``p`` for ``p``,
+    ``p.a``, ``p.a[0].b``), else None."""
+    while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def _scan_stores(tree, parsed, fn):
+    args = tree.args
+    params = [a.id for a in args.args + args.kwonlyargs]
+    params += [a.id for a in (args.vararg, args.kwarg) if a is not None]
+    leading = _leading_copies(tree.body, params)
+    reach = {p: p for p in params if p not in leading}     # name -> the parameter it reaches
+    nodes = list(walk(tree.body))
+    changed = True
+    while changed:                  # aliases: `q = p`, `layer = p.layers[0]`, `for l in p.ls`
+        changed = False
+        for node in nodes:
+            pairs = []
+            if isinstance(node, gast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, (gast.For, gast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, gast.NamedExpr):
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, gast.withitem) and node.optional_vars is not None:
+                pairs = [(node.optional_vars, node.context_expr)]
+            for target, value in pairs:
+                values = value.elts if isinstance(value, (gast.Tuple, gast.List)) else [value]
+                src = next((reach[r] for r in map(_root, values) if r in reach), None)
+                if src is None:
+                    continue
+                for n in gast.walk(target):
+                    if isinstance(n, gast.Name) and n.id not in reach:
+                        reach[n.id] = src
+                        changed = True
+    local = {n.id for n in nodes if isinstance(n, gast.Name)
+             and isinstance(n.ctx, gast.Store)} | set(params)
+    found, methods = {}, {}
+
+    def note(obj, attr, where, called=()):
+        r = _root(obj)
+        if r not in reach:
+            return
+        if called:
+            methods[reach[r]] = methods.get(reach[r], ()) + tuple(
+                m for m in called if m not in methods.get(reach[r], ()))
+        elif reach[r] not in found:
+            found[reach[r]] = (attr, where, ())
+
+    for node in nodes:
+        if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Delete)):
+            targets = node.targets if isinstance(node, (gast.Assign, gast.Delete)) \
+                else [node.target]
+            for t in targets:
+                for n in gast.walk(t):
+                    if isinstance(n, gast.Attribute) and isinstance(n.ctx, (gast.Store,
+                                                                            gast.Del)):
+                        note(n.value, n.attr, fn)
+        elif isinstance(node, gast.Call):
+            f = node.func
+            if isinstance(f, gast.Name) and f.id in ("setattr", "delattr") and node.args \
+                    and f.id not in local and f.id not in parsed.globals \
+                    and f.id not in parsed.closure:
+                name = node.args[1] if len(node.args) > 1 else None
+                note(node.args[0], name.value if isinstance(name, gast.Constant)
+                     and isinstance(name.value, str) else None, fn)
+                continue
+            if isinstance(f, gast.Attribute) and _root(f.value) in reach \
+                    and not _known_method(f.attr):
+                note(f.value, None, fn, (f.attr,))  # `p.reset()`: its class is not known here
+            callee = static_callee(f, parsed, local)
+            if callee is not None:
+                stores = attribute_stores(callee)
+                for q, arg in bound_arguments(callee, node).items():
+                    if q in stores:
+                        args = arg if isinstance(arg, tuple) else tuple(arg.values()) \
+                            if isinstance(arg, dict) else (arg,)
+                        for a in args:
+                            note(a, *stores[q])
+    for p, called in methods.items():
+        if p not in found:
+            found[p] = (None, fn, called)
+    return found
+
+
 def walk(stmts):
     """The nodes of ``stmts``, nested functions and lambdas left out."""
     work = list(stmts)
@@ -311,6 +480,7 @@ def _no_writer(fn):
     unused) runs, a callee that writes into its arguments: the caller could
     not know its array changes (a call by name goes to the variant)."""
     import functools
+    _no_self_store(fn)
     while isinstance(fn, (functools.partial, types.MethodType)):
         fn = fn.func if isinstance(fn, functools.partial) else fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
@@ -327,4 +497,53 @@ def _no_writer(fn):
                  f"the new `{p}`.")
 
 
-nondifferentiable(_apart, _number_argument, _result_apart, _no_writer)
+def _no_self_store(method):
+    """Refuse ``obj.reset()`` on a dataclass ``obj`` when ``reset`` stores an
+    attribute into ``self`` (or calls a method that does): pullback
+    differentiates a dataclass as a value (``runtime.core`` refuses such a
+    store inside a differentiated function), and a store made by a call it
+    runs as plain Python would go unseen."""
+    import dataclasses
+    if not (isinstance(method, types.MethodType) and dataclasses.is_dataclass(method.__self__)
+            and isinstance(method.__func__, types.FunctionType)):
+        return
+    fn = method.__func__
+    found = _self_store(type(method.__self__), fn, set())
+    if found is None:
+        return
+    attr, where = found
+    cls = type(method.__self__).__name__
+    via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+    what = f"the attribute `{attr}`" if attr is not None else "an attribute"
+    example = f"dataclasses.replace(self, {attr}=...)" if attr is not None \
+        else "dataclasses.replace(self, ...)"
+    raise UnsupportedSyntaxError(
+        f"pullback cannot differentiate this call of the method `{cls}.{fn.__name__}`: it "
+        f"stores into {what} of `self`{via}, a dataclass (`{cls}`) that pullback "
+        "differentiates as a value, so the reads of it after the call would be "
+        "differentiated as if the store had not happened.",
+        hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, and use "
+             f"it: `obj = obj.{fn.__name__}()`.")
+
+
+def _self_store(cls, fn, seen):
+    """(attribute, function) of a store into ``self`` that calling the method
+    ``fn`` of ``cls`` makes, following the methods it calls on ``self``."""
+    seen.add(fn)
+    params = list(inspect.signature(fn, follow_wrapped=False).parameters)
+    entry = attribute_stores(fn).get(params[0]) if params else None
+    if entry is None:
+        return None
+    attr, where, called = entry
+    if not called:
+        return attr, where
+    for name in called:
+        m = inspect.getattr_static(cls, name, None)
+        if isinstance(m, types.FunctionType) and m not in seen:
+            found = _self_store(cls, m, seen)
+            if found is not None:
+                return found
+    return None
+
+
+nondifferentiable(_apart, _number_argument, _result_apart, _no_writer, _no_self_store)
