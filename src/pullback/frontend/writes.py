@@ -46,7 +46,7 @@ from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import name as _name
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
-                      _no_self_store,
+                      _known_method, _no_self_store,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
@@ -197,7 +197,7 @@ class _Calls:
                 and isinstance(s.value.func, gast.Attribute) \
                 and isinstance(s.value.func.value, gast.Name) \
                 and s.value.func.value.id in self.locals \
-                and not _array_method(s.value.func.attr):
+                and not _known_method(s.value.func.attr):
             # `r = obj.method()`: refused when it runs if `obj` is a dataclass
             # whose method stores into `self` (a call whose result carries no
             # gradient runs as plain Python, where the store would go unseen)
@@ -289,14 +289,6 @@ def _replace(root, old, new):
                 for i, v in enumerate(value):
                     if v is old:
                         value[i] = new
-
-
-def _array_method(name):
-    """Whether ``.name()`` is an array method pullback has a rule for (or
-    knows to be non-differentiable): no user method to guard."""
-    from ..rules.registry import is_nondifferentiable, lookup
-    key = f"ndarray.{name}"
-    return lookup(key) is not None or is_nondifferentiable(key)
 
 
 def _helper(namer, parsed, base, obj):
