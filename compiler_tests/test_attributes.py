@@ -231,6 +231,10 @@ class WB:
     def total(self):
         return self.w + self.b
 
+    def check(self):
+        if self.w < 0:
+            raise ValueError("negative w")
+
 
 def _scaled_total(p, x):
     return p.total() * x            # a method that stores nothing, differentiated
@@ -248,3 +252,15 @@ def test_a_callee_calling_a_method_that_stores_nothing():
     assert p == WB(2.0, 5.0)
     _, t = pb.jvp(reads_through_a_method, (3.0, p), (1.0, WB(1.0, 1.0)))
     assert t == 7.0 + 3.0 * 2.0 + 1.0
+
+
+def checks_then_reads(x, p):
+    p.check()                       # a method of a differentiated dataclass storing nothing
+    return x * p.b + p.w
+
+
+def test_a_method_statement_that_stores_nothing():
+    p = WB(2.0, 5.0)
+    assert pb.grad(checks_then_reads, argnums=(0, 1))(3.0, p) == (5.0, WB(1.0, 3.0))
+    assert pb.jvp(checks_then_reads, (3.0, p), (1.0, WB(1.0, 1.0)))[1] == 5.0 + 3.0 + 1.0
+    assert p == WB(2.0, 5.0)

@@ -424,11 +424,14 @@ def test_callee_storing_into_a_differentiated_argument_is_refused(fn, text, word
         check_error(excinfo.value, fn, text, pb.UnsupportedSyntaxError, words + hint)
         assert str(excinfo.value).count("^") == len(text)      # the caret under the call
         assert p == _WB(2.0, 5.0)                   # refused before anything ran
-    # not differentiated with respect to `p`: the store is plain Python's, and
-    # the gradient is exact (b is 0 when read)
+    # not differentiated with respect to `p`: refused when it runs, as a store
+    # into a dataclass inside the function is (runtime.core), before the call
     p = _WB(2.0, 5.0)
-    assert pb.grad(fn)(3.0, p) == 0.0
-    assert p.b == 0.0
+    with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+        pb.grad(fn)(3.0, p)
+    check_error(excinfo.value, fn, text, pb.UnsupportedSyntaxError,
+                words[:2] + ["here a dataclass (`_WB`)"] + hint)
+    assert p == _WB(2.0, 5.0)
 
 
 def test_callee_storing_into_an_object_made_from_differentiated_values():
@@ -450,13 +453,13 @@ def test_method_storing_into_a_dataclass_is_refused_when_it_runs(fn, text, metho
         with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
             pb.grad(fn, argnums=argnums)(3.0, p)
         check_error(excinfo.value, fn, text, pb.UnsupportedSyntaxError,
-                    [f"call of the method {method}", "attribute `b` of `self`", via,
+                    [f"call of {method}", "attribute `b` of `self`", via,
                      "dataclasses.replace(self, b=...)"])
         assert p == _WB(2.0, 5.0)                   # refused before the call
     p = _WB(2.0, 5.0)
     with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
         pb.jvp(fn, (3.0, p), (1.0, _WB(1.0, 1.0)))
-    assert f"call of the method {method}" in str(excinfo.value)
+    assert f"call of {method}" in str(excinfo.value)
     assert p == _WB(2.0, 5.0)
 
 
@@ -481,6 +484,33 @@ def test_callee_calling_a_method_on_a_differentiated_argument_is_refused():
         check_error(excinfo.value, f_callee_calls_a_storing_method, "_reset_it(p)",
                     pb.UnsupportedSyntaxError,
                     ["call of `_reset_it`", "`q.reset()`", "the argument `p`"])
+        assert p == _WB(2.0, 5.0)
+
+
+def f_store_through_a_value(x, p):
+    fn = _zero_b
+    fn(p)
+    return x * p.b + p.w
+
+
+def f_store_through_a_partial(x, p):
+    fn = functools.partial(_zero_b_nested)
+    r = fn(p=p)
+    return x * p.b + p.w + 0.0 * (r is None)
+
+
+@pytest.mark.parametrize("fn,text,words", [
+    (f_store_through_a_value, "fn(p)", ["call of `_zero_b`", "attribute `b` of `p`"]),
+    (f_store_through_a_partial, "r = fn(p=p)", ["call of `_zero_b_nested`",
+                                                "(in `_zero_b`, which it calls)"]),
+])
+def test_store_through_a_function_value_is_refused_when_it_runs(fn, text, words):
+    for argnums in ((0, 1), 0):
+        p = _WB(2.0, 5.0)
+        with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+            pb.grad(fn, argnums=argnums)(3.0, p)
+        check_error(excinfo.value, fn, text, pb.UnsupportedSyntaxError,
+                    words + ["here a dataclass (`_WB`)"])
         assert p == _WB(2.0, 5.0)
 
 

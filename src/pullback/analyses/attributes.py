@@ -14,7 +14,12 @@ followed as a variable, so a later read of it (here, in a callee, or after
 the call) would see a value with no gradient attached, and an object that
 holds differentiated values (``p.w`` of a differentiated ``p``) would have its
 reads differentiated as if the store had not happened.  The same holds for
-``setattr(obj, "attr", v)`` written out.
+``setattr(obj, "attr", v)`` written out, and for a call of a user function
+that stores into an attribute of an argument holding differentiated values
+(``h(p)`` with ``h`` doing ``p.b = 0.0``, also through the functions it calls:
+``frontend.written.attribute_stores``), refused with the caret on the call.
+Calls through values and methods (``p.reset()``) are checked when they run
+(``frontend.writes`` puts ``no_attribute_store`` before them).
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source, normal_form

@@ -480,7 +480,6 @@ def _no_writer(fn):
     unused) runs, a callee that writes into its arguments: the caller could
     not know its array changes (a call by name goes to the variant)."""
     import functools
-    _no_self_store(fn)
     while isinstance(fn, (functools.partial, types.MethodType)):
         fn = fn.func if isinstance(fn, functools.partial) else fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
@@ -497,41 +496,66 @@ def _no_writer(fn):
                  f"the new `{p}`.")
 
 
-def _no_self_store(method):
-    """Refuse ``obj.reset()`` on a dataclass ``obj`` when ``reset`` stores an
-    attribute into ``self`` (or calls a method that does): pullback
-    differentiates a dataclass as a value (``runtime.core`` refuses such a
-    store inside a differentiated function), and a store made by a call it
-    runs as plain Python would go unseen."""
+def _no_attribute_store(fn, *args, **kwargs):
+    """Refuse, before it runs, a call ``fn(*args, **kwargs)`` that would store
+    an attribute into a dataclass it is given (``p.reset()``, ``h(p)`` with
+    ``h`` doing ``p.b = 0.0``, directly or through the functions and the
+    methods it calls): pullback differentiates a dataclass as a value
+    (``runtime.core`` refuses such a store inside a differentiated function),
+    and a store made by a call it runs as plain Python would go unseen."""
     import dataclasses
-    if not (isinstance(method, types.MethodType) and dataclasses.is_dataclass(method.__self__)
-            and isinstance(method.__func__, types.FunctionType)):
+    import functools
+    first, keywords = [], {}
+    while isinstance(fn, (functools.partial, types.MethodType)):
+        if isinstance(fn, functools.partial):
+            first, keywords = list(fn.args) + first, {**fn.keywords, **keywords}
+            fn = fn.func
+        else:
+            first, fn = [fn.__self__] + first, fn.__func__
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
-    fn = method.__func__
-    found = _self_store(type(method.__self__), fn, set())
-    if found is None:
+    stores = attribute_stores(fn)
+    if not stores:
         return
-    attr, where = found
-    cls = type(method.__self__).__name__
-    via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
-    what = f"the attribute `{attr}`" if attr is not None else "an attribute"
-    example = f"dataclasses.replace(self, {attr}=...)" if attr is not None \
-        else "dataclasses.replace(self, ...)"
-    raise UnsupportedSyntaxError(
-        f"pullback cannot differentiate this call of the method `{cls}.{fn.__name__}`: it "
-        f"stores into {what} of `self`{via}, a dataclass (`{cls}`) that pullback "
-        "differentiates as a value, so the reads of it after the call would be "
-        "differentiated as if the store had not happened.",
-        hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, and use "
-             f"it: `obj = obj.{fn.__name__}()`.")
+    sig = inspect.signature(fn, follow_wrapped=False)
+    try:
+        bound = sig.bind_partial(*first, *args, **{**keywords, **kwargs}).arguments
+    except TypeError:
+        return          # (the call itself raises)
+    for param, value in bound.items():
+        if param not in stores:
+            continue
+        kind = sig.parameters[param].kind
+        values = value if kind is inspect.Parameter.VAR_POSITIONAL else \
+            tuple(value.values()) if kind is inspect.Parameter.VAR_KEYWORD else (value,)
+        for v in values:
+            if not dataclasses.is_dataclass(v) or isinstance(v, type):
+                continue
+            found = _param_store(type(v), fn, param, set())
+            if found is None:
+                continue
+            attr, where = found
+            cls = type(v).__name__
+            name = fn.__qualname__ if param == "self" else fn.__name__
+            via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+            what = f"the attribute `{attr}`" if attr is not None else "an attribute"
+            example = f"dataclasses.replace({param}, {attr}=...)" if attr is not None \
+                else f"dataclasses.replace({param}, ...)"
+            raise UnsupportedSyntaxError(
+                f"pullback cannot differentiate this call of `{name}`: it stores into "
+                f"{what} of `{param}`{via}, here a dataclass (`{cls}`), which pullback "
+                "differentiates as a value, so the reads of it after the call would be "
+                "differentiated as if the store had not happened.",
+                hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, "
+                     "and use it: " + (f"`obj = obj.{fn.__name__}()`." if param == "self"
+                                       else f"`{param} = {fn.__name__}(...)`."))
 
 
-def _self_store(cls, fn, seen):
-    """(attribute, function) of a store into ``self`` that calling the method
-    ``fn`` of ``cls`` makes, following the methods it calls on ``self``."""
+def _param_store(cls, fn, param, seen):
+    """(attribute, function) of a store into the parameter ``param`` of ``fn``
+    holding an instance of ``cls``, following the methods called on it."""
     seen.add(fn)
-    params = list(inspect.signature(fn, follow_wrapped=False).parameters)
-    entry = attribute_stores(fn).get(params[0]) if params else None
+    entry = attribute_stores(fn).get(param)
     if entry is None:
         return None
     attr, where, called = entry
@@ -540,10 +564,11 @@ def _self_store(cls, fn, seen):
     for name in called:
         m = inspect.getattr_static(cls, name, None)
         if isinstance(m, types.FunctionType) and m not in seen:
-            found = _self_store(cls, m, seen)
+            params = list(inspect.signature(m, follow_wrapped=False).parameters)
+            found = _param_store(cls, m, params[0], seen) if params else None
             if found is not None:
                 return found
     return None
 
 
-nondifferentiable(_apart, _number_argument, _result_apart, _no_writer, _no_self_store)
+nondifferentiable(_apart, _number_argument, _result_apart, _no_writer, _no_attribute_store)
