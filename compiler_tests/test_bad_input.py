@@ -514,6 +514,41 @@ def test_store_through_a_function_value_is_refused_when_it_runs(fn, text, words)
         assert p == _WB(2.0, 5.0)
 
 
+def _stash(log, v):
+    y = v * 2.0
+    log.last = y                    # a differentiated value into an attribute
+
+
+def _stash_shape(log, v):
+    log.n = v.shape[0]              # no gradient: fine
+
+
+def f_callee_stashes_a_gradient(x):
+    _stash(HOLDER, x)
+    return np.sum(HOLDER.last * x)
+
+
+def f_callee_stashes_a_shape(x):
+    _stash_shape(HOLDER, x)
+    return np.sum(x * x) / HOLDER.n
+
+
+def test_callee_storing_a_differentiated_value_into_an_attribute_is_refused():
+    # before: the gradient was 2x where 4x is right (HOLDER.last read as a constant)
+    for run in (lambda: pb.grad(f_callee_stashes_a_gradient)(X),
+                lambda: pb.jvp(f_callee_stashes_a_gradient, (X,), (X,))):
+        with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
+            run()
+        check_error(excinfo.value, f_callee_stashes_a_gradient, "_stash(HOLDER, x)",
+                    pb.UnsupportedSyntaxError,
+                    ["call of `_stash`", "value of its parameter `v`",
+                     "attribute `log.last`", "plain local name"])
+    assert not hasattr(HOLDER, "last")
+    x = X.copy()
+    np.testing.assert_allclose(pb.grad(f_callee_stashes_a_shape)(x), 2 * x / len(x),
+                               rtol=1e-15)
+
+
 def test_refused_under_vjp_and_jvp_too():
     with pytest.raises(pb.UnsupportedSyntaxError) as excinfo:
         pb.vjp(f_sort, X)

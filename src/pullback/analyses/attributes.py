@@ -123,8 +123,18 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
     that holds differentiated values: run as plain Python (its result unused
     by the output) the store would go unseen, the reads after it
     differentiated as if it had not happened, and the caller's object changed."""
-    from ..frontend.written import attribute_stores
+    from ..frontend.written import attribute_stores, stored_values
     stores = attribute_stores(fn)
+    for param, (target, where) in stored_values(fn).items():
+        arg = bound.get(param)
+        args = arg if isinstance(arg, tuple) else (arg,)
+        if any(isinstance(a, gast.Name) and a.id in varied for a in args):
+            via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+            return [UnsupportedSyntaxError(
+                f"pullback cannot differentiate this call of `{fn.__name__}`: it stores the "
+                f"value of its parameter `{param}` into the attribute `{target}`{via}, and "
+                f"here `{param}` carries a gradient, which would not follow it there.",
+                parsed.location(call), _HINT)]
     for param, arg in bound.items():
         args = arg if isinstance(arg, tuple) else (arg,)
         if param not in stores or not any(

@@ -33,7 +33,7 @@ from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 
 __all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
-           "bound_arguments", "scan", "attribute_stores"]
+           "bound_arguments", "scan", "attribute_stores", "stored_values"]
 
 ITEM, UPDATE, MIXED = "item", "update", "mixed"
 _ITEM, _UPDATE, _MIXED = ITEM, UPDATE, MIXED
@@ -227,11 +227,35 @@ def attribute_stores(fn):
     A store into an object the function makes, a global, or a parameter
     rebound by the first statements (``p = dataclasses.replace(p)``) is not
     one of them."""
+    return _analysis(fn)[0]
+
+
+def stored_values(fn):
+    """``{param: (target, function)}`` for the parameters whose value ``fn``
+    stores into an attribute of any object (``log.last = v * 2``: ``v``
+    flows into ``log.last``), directly or through the functions it calls by
+    name; values that carry no gradient (``v.shape``, ``len(v)``, a
+    comparison) are not counted::
+
+    >>> from pullback.testing import function_from_source
+    >>> stash = function_from_source('''
+    ... def stash(log, v, w):
+    ...     y = v * 2.0
+    ...     log.last = y
+    ...     log.n = w.shape[0]
+    ... ''')
+    >>> {p: (t, f.__name__) for p, (t, f) in stored_values(stash).items()}
+    {'v': ('log.last', 'stash')}
+    """
+    return _analysis(fn)[1]
+
+
+def _analysis(fn):
     fn = getattr(fn, "__pullback_variant__", (fn,))[0]
     try:
         memo = _stored.get(fn)
     except TypeError:
-        return {}
+        return {}, {}
     if fn in _stored_progress:      # a recursive call: the approximation so far
         _stored_progress[fn][1] = True
         return _stored_progress[fn][0]
@@ -240,8 +264,8 @@ def attribute_stores(fn):
     try:
         parsed, _ = _front(fn)
     except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
-        return {}                   # (its own transform refuses it, if it is called)
-    _stored_progress[fn] = [{}, False]
+        return {}, {}               # (its own transform refuses it, if it is called)
+    _stored_progress[fn] = [({}, {}), False]
     unfinished = False
     try:
         while True:
@@ -285,20 +309,60 @@ def _root(node):
     return node.id if isinstance(node, gast.Name) else None
 
 
+def _target_names(target):
+    """The names a target binds (``a``, ``a, (b, *c)``), not those inside an
+    attribute or an index it stores into."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, gast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return [n for e in target.elts for n in _target_names(e)]
+    return []
+
+
+_NO_GRADIENT_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size"})
+_NO_GRADIENT_CALLS = frozenset({"len", "isinstance", "type", "id", "str", "repr", "bool",
+                                "callable", "hasattr"})
+
+
+def _mentioned(expr, names):
+    """The names of ``names`` whose value may flow into ``expr``'s (not
+    through ``.shape``, ``len(...)``, a comparison, which carry no gradient)."""
+    out, work = [], [expr]
+    while work:
+        node = work.pop()
+        if isinstance(node, gast.Name):
+            if node.id in names:
+                out.append(node.id)
+            continue
+        if isinstance(node, gast.Attribute) and node.attr in _NO_GRADIENT_ATTRIBUTES \
+                or isinstance(node, gast.Compare) \
+                or isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id in _NO_GRADIENT_CALLS:
+            continue
+        if isinstance(node, (gast.Lambda, gast.FunctionDef)):
+            continue
+        work.extend(gast.iter_child_nodes(node))
+    return out
+
+
 def _scan_stores(tree, parsed, fn):
     args = tree.args
     params = [a.id for a in args.args + args.kwonlyargs]
     params += [a.id for a in (args.vararg, args.kwarg) if a is not None]
     leading = _leading_copies(tree.body, params)
     reach = {p: p for p in params if p not in leading}     # name -> the parameter it reaches
+    taint = {p: p for p in params}          # name -> a parameter whose value flows into it
     nodes = list(walk(tree.body))
     changed = True
-    while changed:                  # aliases: `q = p`, `layer = p.layers[0]`, `for l in p.ls`
+    while changed:      # aliases: `q = p`, `layer = p.layers[0]`, `for l in p.ls`; values
         changed = False
         for node in nodes:
             pairs = []
-            if isinstance(node, gast.Assign):
-                pairs = [(t, node.value) for t in node.targets]
+            if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
+                targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+                pairs = [(t, node.value) for t in targets if node.value is not None]
             elif isinstance(node, (gast.For, gast.comprehension)):
                 pairs = [(node.target, node.iter)]
             elif isinstance(node, gast.NamedExpr):
@@ -306,17 +370,20 @@ def _scan_stores(tree, parsed, fn):
             elif isinstance(node, gast.withitem) and node.optional_vars is not None:
                 pairs = [(node.optional_vars, node.context_expr)]
             for target, value in pairs:
+                names = _target_names(target)
                 values = value.elts if isinstance(value, (gast.Tuple, gast.List)) else [value]
                 src = next((reach[r] for r in map(_root, values) if r in reach), None)
-                if src is None:
-                    continue
-                for n in gast.walk(target):
-                    if isinstance(n, gast.Name) and n.id not in reach:
-                        reach[n.id] = src
-                        changed = True
+                if src is not None and not isinstance(node, gast.AugAssign):
+                    for n in names:
+                        if n not in reach:
+                            reach[n], changed = src, True
+                flows = _mentioned(value, taint)
+                for n in names:
+                    if flows and n not in taint:
+                        taint[n], changed = taint[flows[0]], True
     local = {n.id for n in nodes if isinstance(n, gast.Name)
              and isinstance(n.ctx, gast.Store)} | set(params)
-    found, methods = {}, {}
+    found, methods, flows = {}, {}, {}
 
     def note(obj, attr, where, called=()):
         r = _root(obj)
@@ -328,6 +395,10 @@ def _scan_stores(tree, parsed, fn):
         elif reach[r] not in found:
             found[reach[r]] = (attr, where, ())
 
+    def flow(value, target, where):
+        for n in _mentioned(value, taint):
+            flows.setdefault(taint[n], (target, where))
+
     for node in nodes:
         if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Delete)):
             targets = node.targets if isinstance(node, (gast.Assign, gast.Delete)) \
@@ -337,31 +408,46 @@ def _scan_stores(tree, parsed, fn):
                     if isinstance(n, gast.Attribute) and isinstance(n.ctx, (gast.Store,
                                                                             gast.Del)):
                         note(n.value, n.attr, fn)
+                        if getattr(node, "value", None) is not None:
+                            flow(node.value, _text(n), fn)
         elif isinstance(node, gast.Call):
             f = node.func
             if isinstance(f, gast.Name) and f.id in ("setattr", "delattr") and node.args \
                     and f.id not in local and f.id not in parsed.globals \
                     and f.id not in parsed.closure:
                 name = node.args[1] if len(node.args) > 1 else None
-                note(node.args[0], name.value if isinstance(name, gast.Constant)
-                     and isinstance(name.value, str) else None, fn)
+                attr = name.value if isinstance(name, gast.Constant) \
+                    and isinstance(name.value, str) else None
+                note(node.args[0], attr, fn)
+                for v in node.args[2:]:
+                    flow(v, f"{_text(node.args[0])}.{attr or '...'}", fn)
                 continue
             if isinstance(f, gast.Attribute) and _root(f.value) in reach \
                     and not _known_method(f.attr):
                 note(f.value, None, fn, (f.attr,))  # `p.reset()`: its class is not known here
             callee = static_callee(f, parsed, local)
             if callee is not None:
-                stores = attribute_stores(callee)
+                stores, values = _analysis(callee)
                 for q, arg in bound_arguments(callee, node).items():
-                    if q in stores:
-                        args = arg if isinstance(arg, tuple) else tuple(arg.values()) \
-                            if isinstance(arg, dict) else (arg,)
-                        for a in args:
+                    args = arg if isinstance(arg, tuple) else tuple(arg.values()) \
+                        if isinstance(arg, dict) else (arg,)
+                    for a in args:
+                        if q in stores:
                             note(a, *stores[q])
+                        if q in values:
+                            flow(a, *values[q])
     for p, called in methods.items():
         if p not in found:
             found[p] = (None, fn, called)
-    return found
+    return found, flows
+
+
+def _text(node):
+    if isinstance(node, gast.Name):
+        return node.id
+    if isinstance(node, gast.Attribute):
+        return f"{_text(node.value)}.{node.attr}"
+    return "..."
 
 
 def walk(stmts):
