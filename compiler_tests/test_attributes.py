@@ -5,6 +5,7 @@ A store that carries no gradient (a counter, a flag, a shape) runs once in
 the primal, in Python's order, in reverse and forward mode; a read of the
 attribute sees the value Python would see, also in the adjoint.  What stays
 refused is in test_bad_input.py."""
+import dataclasses
 import math
 
 import numpy as np
@@ -189,3 +190,77 @@ def test_a_callee_stored_by_the_function_is_the_one_called():
         assert pb.jvp(rebinds_its_callee, (0.5,), (1.0,))[1] == pytest.approx(-math.sin(0.5))
     finally:
         OPS.act = np.sin
+
+
+# -- calls of functions that store attributes: refused only where the object
+# holds differentiated values (test_bad_input.py); these keep working
+
+def _count(log, n):
+    log.calls += n                  # into an argument holding no differentiated value
+
+
+def _fresh(x):
+    c = Counter(2)                  # into an object the callee makes
+    c.step = 5
+    return c.bump(x) * c.n
+
+
+def calls_that_store(x, log):
+    _count(log, 1)
+    y = _fresh(x)
+    _count(log, 2)
+    return np.sum(y * x)
+
+
+def test_callees_storing_into_objects_without_gradients():
+    log = Log()
+    x = np.array([0.5, -1.0])
+    g = pb.grad(calls_that_store)(x, log)
+    np.testing.assert_allclose(g, 20.0 * x, rtol=1e-15)      # y = 10 x, sum(10 x * x)
+    assert log.calls == 3
+    _, t = pb.jvp(calls_that_store, (x, log), (np.ones(2), log))
+    assert t == pytest.approx(np.sum(20.0 * x), rel=1e-15)
+    assert log.calls == 6
+
+
+@dataclasses.dataclass
+class WB:
+    w: float
+    b: float
+
+    def total(self):
+        return self.w + self.b
+
+    def check(self):
+        if self.w < 0:
+            raise ValueError("negative w")
+
+
+def _scaled_total(p, x):
+    return p.total() * x            # a method that stores nothing, differentiated
+
+
+def reads_through_a_method(x, p):
+    return _scaled_total(p, x) + p.b
+
+
+def test_a_callee_calling_a_method_that_stores_nothing():
+    p = WB(2.0, 5.0)
+    gx, gp = pb.grad(reads_through_a_method, argnums=(0, 1))(3.0, p)
+    # (w + b) x + b: d/dx = w + b, d/dw = x, d/db = x + 1
+    assert (gx, gp) == (7.0, WB(3.0, 4.0))
+    assert p == WB(2.0, 5.0)
+    _, t = pb.jvp(reads_through_a_method, (3.0, p), (1.0, WB(1.0, 1.0)))
+    assert t == 7.0 + 3.0 * 2.0 + 1.0
+
+
+def checks_then_reads(x, p):
+    p.check()                       # a method of a differentiated dataclass storing nothing
+    return x * p.b + p.w
+
+
+def test_a_method_statement_that_stores_nothing():
+    p = WB(2.0, 5.0)
+    assert pb.grad(checks_then_reads, argnums=(0, 1))(3.0, p) == (5.0, WB(1.0, 3.0))
+    assert pb.jvp(checks_then_reads, (3.0, p), (1.0, WB(1.0, 1.0)))[1] == 5.0 + 3.0 + 1.0
+    assert p == WB(2.0, 5.0)

@@ -65,7 +65,7 @@ def activity(t: Transform) -> None:
 
 
 def check_attributes(t: Transform) -> None:
-    attributes.check(t.normal, t.parsed, t.act.varied)
+    attributes.check(t.normal, t.parsed, t.act.varied, t.ops, t.act.useful)
 
 
 def check_updates(t: Transform) -> None:

@@ -14,7 +14,12 @@ followed as a variable, so a later read of it (here, in a callee, or after
 the call) would see a value with no gradient attached, and an object that
 holds differentiated values (``p.w`` of a differentiated ``p``) would have its
 reads differentiated as if the store had not happened.  The same holds for
-``setattr(obj, "attr", v)`` written out.
+``setattr(obj, "attr", v)`` written out, and for a call of a user function
+that stores into an attribute of an argument holding differentiated values
+(``h(p)`` with ``h`` doing ``p.b = 0.0``, also through the functions it calls:
+``frontend.written.attribute_stores``), refused with the caret on the call.
+Calls through values and methods (``p.reset()``) are checked when they run
+(``frontend.writes`` puts ``no_attribute_store`` before them).
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source, normal_form
@@ -48,6 +53,7 @@ import types
 import gast
 
 from .. import runtime
+from ..errors import UnsupportedSyntaxError
 
 __all__ = ["check"]
 
@@ -57,12 +63,16 @@ _HINT = ("pullback does not follow a differentiated value through an attribute. 
          "are fine.")
 
 
-def check(normal, parsed, varied) -> None:
-    """Raise on the first attribute store of ``normal`` that carries a gradient."""
+def check(normal, parsed, varied, ops=None, useful=None) -> None:
+    """Raise on the first attribute store of ``normal`` that carries a gradient,
+    here or in a user function it calls (``ops``: ``analyses.ops.resolve``'s)."""
     errors = []
     local = {n.id for n in gast.walk(normal.tree)
              if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)} | set(normal.params)
     for stmt in gast.walk(normal.tree):
+        call = _called(stmt, ops)
+        if call is not None:
+            errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
             continue
         store = _store(stmt.value, parsed, local)
@@ -89,6 +99,78 @@ def check(normal, parsed, varied) -> None:
     if errors:
         from ..normalize.normalize import _all_of
         raise _all_of(errors)
+
+
+def _called(stmt, ops):
+    """(call node, user function, {param: argument}) of a statement that
+    calls a user function by name, else None."""
+    if ops is None or not isinstance(stmt, (gast.Expr, gast.Assign)) \
+            or not isinstance(stmt.value, gast.Call):
+        return None
+    op = ops.get(id(stmt))
+    if op is None or op.kind != "user":
+        return None
+    fn = op.primitive
+    if isinstance(fn, types.MethodType):    # `COUNTER.bump(x)`: its object is not an argument
+        fn = fn.__func__
+    if not isinstance(fn, types.FunctionType):
+        return None
+    return stmt.value, fn, op.bound
+
+
+def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
+    """The refusal of a call whose callee stores an attribute into an argument
+    that holds differentiated values: run as plain Python (its result unused
+    by the output) the store would go unseen, the reads after it
+    differentiated as if it had not happened, and the caller's object changed."""
+    from ..frontend.written import attribute_stores, stored_values
+    stores = attribute_stores(fn)
+    for param, (target, where) in stored_values(fn).items():
+        arg = bound.get(param)
+        args = arg if isinstance(arg, tuple) else (arg,)
+        if any(isinstance(a, gast.Name) and a.id in varied for a in args):
+            via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+            return [UnsupportedSyntaxError(
+                f"pullback cannot differentiate this call of `{fn.__name__}`: it stores the "
+                f"value of its parameter `{param}` into the attribute `{target}`{via}, and "
+                f"here `{param}` carries a gradient, which would not follow it there.",
+                parsed.location(call), _HINT)]
+    for param, arg in bound.items():
+        args = arg if isinstance(arg, tuple) else (arg,)
+        if param not in stores or not any(
+                isinstance(a, gast.Name) and a.id in varied for a in args):
+            continue
+        attr, where, called = stores[param]
+        name = next(a.id for a in args if isinstance(a, gast.Name) and a.id in varied)
+        if called:
+            # `q.reset()` in the callee: differentiated, it is checked when it
+            # runs (its own transform guards the call); run as plain Python, not
+            if isinstance(stmt, gast.Assign) and useful is not None and all(
+                    isinstance(t, gast.Name) and t.id in varied and t.id in useful
+                    for t in stmt.targets):
+                continue
+            via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+            return [UnsupportedSyntaxError(
+                f"pullback cannot differentiate this call of `{fn.__name__}`: it calls "
+                f"`{param}.{called[0]}()` on its parameter `{param}`{via}, a method that may "
+                f"store into it, and the argument `{name}` holds differentiated values; "
+                f"`{fn.__name__}` runs here as plain Python (its result carries no "
+                "gradient), where such a store would go unseen.", parsed.location(call),
+                f"Make `{called[0]}` and `{fn.__name__}` return a new object instead of "
+                f"changing their argument (`dataclasses.replace({param}, ...)`), or call "
+                f"`{name}.{called[0]}()` here, where pullback checks it.")]
+        what = f"the attribute `{attr}`" if attr is not None else "an attribute"
+        via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
+        example = f"dataclasses.replace({param}, {attr}=...)" if attr is not None \
+            else f"dataclasses.replace({param}, ...)"
+        return [UnsupportedSyntaxError(
+            f"pullback cannot differentiate this call of `{fn.__name__}`: it stores into "
+            f"{what} of its parameter `{param}`{via}, and the argument `{name}` holds "
+            f"differentiated values, so the reads of `{name}` after the call would be "
+            "differentiated as if the store had not happened.", parsed.location(call),
+            f"Make `{fn.__name__}` return a new object instead of changing its argument, "
+            f"e.g. `return {example}`, and use it: `{name} = {fn.__name__}(...)`.")]
+    return []
 
 
 def _store(call, parsed, local):

@@ -46,6 +46,7 @@ from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import name as _name
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
+                      _known_method, _no_attribute_store, attribute_stores,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
@@ -192,15 +193,56 @@ class _Calls:
         is unused: a callee that writes into its arguments is refused when
         it runs (a call whose result is used goes to the dispatcher, which
         refuses it there)."""
+        pre = self.store_guard(s)
         if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Call)):
-            return []
+            return pre
         func = s.value.func
         base = func.value if isinstance(func, gast.Attribute) else func
         if not (isinstance(base, gast.Name) and base.id in self.locals):
-            return []
+            return pre
         helper = _helper(self.namer, self.parsed, "no_writer", _no_writer)
-        return [_located(gast.Expr(value=gast.Call(func=_name(helper), args=[
+        return pre + [_located(gast.Expr(value=gast.Call(func=_name(helper), args=[
             copy.deepcopy(func)], keywords=[])), s)]
+
+    def store_guard(self, s):
+        """``no_attribute_store(fn, a, k=b)`` before ``fn(a, k=b)`` (a statement
+        or an assignment's value), where ``fn`` is a value (``obj.method``,
+        a partial) or a function that stores attributes into a parameter:
+        refused when it runs if the call would store into a dataclass given
+        to it (``analyses.attributes`` refuses at compile time a store into
+        an argument holding differentiated values; a dataclass holding none
+        is refused here, as ``runtime.core`` refuses such a store inside a
+        differentiated function)."""
+        if not (isinstance(s, (gast.Expr, gast.Assign)) and isinstance(s.value, gast.Call)):
+            return []
+        call = s.value
+        func = call.func
+        if isinstance(func, gast.Attribute):
+            if not (isinstance(func.value, gast.Name) and func.value.id in self.locals) \
+                    or _known_method(func.attr):
+                return []
+        elif isinstance(func, gast.Name) and func.id not in self.locals:
+            callee = _static_callee(func, self.parsed, self.locals)
+            if callee is None or not attribute_stores(callee):
+                return []
+        elif not isinstance(func, gast.Name):
+            return []
+
+        def plain(a):       # an argument read again: names and their attributes only
+            inner = a.value if isinstance(a, gast.Starred) else a
+            while isinstance(inner, gast.Attribute):
+                inner = inner.value
+            return copy.deepcopy(a) if isinstance(inner, gast.Name) \
+                else gast.Constant(None, None)
+        if any(isinstance(a, gast.Starred) and not isinstance(plain(a), gast.Starred)
+               for a in call.args):
+            return []       # (the positions after it are not known)
+        helper = _helper(self.namer, self.parsed, "no_attribute_store", _no_attribute_store)
+        return [_located(gast.Expr(value=gast.Call(
+            func=_name(helper), args=[copy.deepcopy(func)] + [plain(a) for a in call.args],
+            keywords=[gast.keyword(arg=k.arg, value=plain(k.value)) for k in call.keywords
+                      if k.arg is not None or not isinstance(plain(k.value), gast.Constant)])),
+            s)]
 
     def refuse(self, call, callee, where, hint):
         return UnsupportedSyntaxError(
