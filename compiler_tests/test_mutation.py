@@ -558,3 +558,108 @@ def f(x):
     x = np.array([1.0, 2.0])
     # a0 += 2, b0 += 1: f = (x0 + 2)(2 x0 + 1) + 2 x1^2
     np.testing.assert_array_equal(pb.grad(f)(x), [2 * (x[0] + 2) + (2 * x[0] + 1), 4 * x[1]])
+
+
+# -- an in-place update after a user call read the array (issue 13) ----------------------
+
+def doubled(q):
+    return 2.0 * q
+
+
+def force(q, a=1.0):
+    return 4.0 * 0.25 * q ** 3 - a * q + 0.1 * (q - q.mean())
+
+
+def kick_drift(q, p, dt):
+    p -= dt * force(q)
+    q += dt * p
+
+
+def test_update_after_a_call_whose_result_is_new():
+    """`r = doubled(q); q += r`: doubled returns a new array, so q is no
+    one else's when it is updated (was refused as shared)."""
+    step = function_from_source("""
+def step(q):
+    r = doubled(q)
+    q += r
+""", {"doubled": doubled})
+    f = function_from_source("""
+def f(x):
+    q = x * 1.0
+    step(q)
+    return np.sum(q * q)
+""", {"step": step})
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(pb.grad(f)(x), 18.0 * x)      # q = 3x
+    np.testing.assert_array_equal(x, [1.0, 2.0])
+    forward_agrees(f, x)
+
+
+def shoot(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    for _ in range(5):
+        kick_drift(q, p, 0.1)
+    return np.sum(q ** 2) + 0.1 * np.sum(p ** 2)
+
+
+def shoot_jax(q, p):
+    for _ in range(5):
+        p = p - 0.1 * (q ** 3 - q + 0.1 * (q - q.mean()))
+        q = q + 0.1 * p
+    return jnp.sum(q ** 2) + 0.1 * jnp.sum(p ** 2)
+
+
+def test_symplectic_step_reading_q_in_a_call_before_updating_it():
+    q, p = np.array([0.5, -1.2, 0.3]), np.array([0.1, 0.4, -0.2])
+    gq, gp = pb.grad(shoot, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(shoot_jax, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-13)
+    np.testing.assert_allclose(gp, jp, rtol=1e-13)
+    np.testing.assert_allclose(gp, central(lambda b: shoot(q, b), p), rtol=1e-7)
+    forward_agrees(shoot, q, p)
+
+
+LOG = []
+
+
+def identity(q):
+    return q
+
+
+def head(q):
+    return q[1:]
+
+
+def logged(q):
+    LOG.append(q)
+    return 2.0 * q
+
+
+def as_is(q):
+    return np.asarray(q)
+
+
+def via_doubled(q):
+    t = doubled(q)
+    return t - q
+
+
+@pytest.mark.parametrize("callee", [identity, head, logged, as_is])
+def test_update_after_a_call_that_may_keep_its_argument_is_refused_naming_it(callee):
+    f = function_from_source(f"""
+def f(x):
+    q = x * 1.0
+    r = {callee.__name__}(q)
+    q += 1.0
+    return np.sum(r * q)
+""", {callee.__name__: callee})
+    with pytest.raises(pb.PullbackError, match=f"call of `{callee.__name__}`.*line .*"
+                                               f"r = {callee.__name__}\\(q\\)"):
+        pb.grad(f)(np.array([1.0, 2.0]))
+
+
+def test_keeps_nothing_is_exact_on_small_callees():
+    from pullback.analyses.updates import keeps_nothing
+    assert keeps_nothing(doubled) and keeps_nothing(force) and keeps_nothing(via_doubled)
+    assert not any(keeps_nothing(g) for g in (identity, head, logged, as_is, kick_drift))
