@@ -663,3 +663,105 @@ def test_keeps_nothing_is_exact_on_small_callees():
     from pullback.analyses.updates import keeps_nothing
     assert keeps_nothing(doubled) and keeps_nothing(force) and keeps_nothing(via_doubled)
     assert not any(keeps_nothing(g) for g in (identity, head, logged, as_is, kick_drift))
+
+
+# -- a method that writes into its arguments (issue 13) ---------------------------------
+
+class Integrator:
+    def __init__(self, dt):
+        self.dt = dt
+
+    def step(self, q, p):
+        p -= self.dt * q
+        q += self.dt * p
+
+
+SOLVER = Integrator(0.1)
+
+
+class Holder:
+    def __init__(self):
+        self.solver = Integrator(0.1)
+
+
+HOLDER = Holder()
+
+
+def oscillate_jax(q, p):
+    for _ in range(3):
+        p = p - 0.1 * q
+        q = q + 0.1 * p
+    return jnp.sum(q * q) + jnp.sum(p)
+
+
+@pytest.mark.parametrize("call", [
+    "Integrator(0.1).step(q, p)",
+    "solver.step(q, p)",
+    "SOLVER.step(q, p)",
+    "Integrator.step(SOLVER, q, p)",
+    "r = Integrator(0.1).step(q, p)",
+])
+def test_a_method_writing_into_its_arguments_is_followed_like_a_direct_call(call):
+    f = function_from_source(f"""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    solver = Integrator(0.1)
+    for _ in range(3):
+        {call}
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator, "SOLVER": SOLVER})
+    q, p = np.array([1.0, 2.0]), np.array([0.5, 0.3])
+    gq, gp = pb.grad(f, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(oscillate_jax, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-14)
+    np.testing.assert_allclose(gp, jp, rtol=1e-14)
+    np.testing.assert_array_equal(q, [1.0, 2.0])
+    forward_agrees(f, q, p)
+
+
+def test_one_step_of_a_method_exact():
+    f = function_from_source("""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    Integrator(0.1).step(q, p)
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator})
+    # q1 = 0.99 q + 0.1 p, p1 = p - 0.1 q
+    q, p = np.array([1.0, 2.0]), np.array([0.5, 0.3])
+    q1 = 0.99 * q + 0.1 * p
+    gq, gp = pb.grad(f, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, 2 * q1 * 0.99 - 0.1, rtol=1e-15)
+    np.testing.assert_allclose(gp, 2 * q1 * 0.1 + 1.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("call, match", [
+    ("HOLDER.solver.step(q, p)", "called as a method of an object"),
+    ("s.step(q, p)", "called as a method of an object"),
+    ("make().step(q, p)", "called as a method of an object"),
+])
+def test_a_writing_method_of_an_object_not_known_at_transform_is_refused(call, match):
+    f = function_from_source(f"""
+def f(q0, p0, s):
+    q = q0.copy()
+    p = p0.copy()
+    {call}
+    return np.sum(q * q) + np.sum(p)
+""", {"HOLDER": HOLDER, "make": lambda: SOLVER})
+    with pytest.raises(pb.UnsupportedSyntaxError, match=match):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2), SOLVER)
+
+
+def test_a_method_shadowed_on_the_instance_is_refused_when_it_runs():
+    f = function_from_source("""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    it = Integrator(0.1)
+    it.step = fake
+    it.step(q, p)
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator, "fake": lambda a, b: None})
+    with pytest.raises(pb.UnsupportedSyntaxError, match="not the method `Integrator.step`"):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2))

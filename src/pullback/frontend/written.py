@@ -311,6 +311,7 @@ def _no_writer(fn):
     unused) runs, a callee that writes into its arguments: the caller could
     not know its array changes (a call by name goes to the variant)."""
     import functools
+    method = isinstance(fn, types.MethodType)
     while isinstance(fn, (functools.partial, types.MethodType)):
         fn = fn.func if isinstance(fn, functools.partial) else fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
@@ -319,6 +320,15 @@ def _no_writer(fn):
     if written:
         p = next(iter(written))
         name = getattr(fn, "__pullback_captured__", (fn.__name__,))[0]
+        if method:
+            raise UnsupportedSyntaxError(
+                f"`{name}` writes into its argument `{p}`, and here it is called as a method "
+                "of an object that pullback cannot tell when it transforms the function (an "
+                "attribute, an argument, an element), so it cannot follow the change to the "
+                "caller's array.",
+                hint=f"Make the object in the function (`solver = {fn.__qualname__.split('.')[0]}"
+                     f"(...)`, then `solver.{fn.__name__}(...)`) or call "
+                     f"`{fn.__qualname__}(obj, ...)`; or make it return the new `{p}`.")
         raise UnsupportedSyntaxError(
             f"`{name}` writes into its argument `{p}`, and here it is called through a "
             "value (a variable, `map`, a partial), where pullback cannot follow the change "
@@ -327,4 +337,18 @@ def _no_writer(fn):
                  f"the new `{p}`.")
 
 
-nondifferentiable(_apart, _number_argument, _result_apart, _no_writer)
+def _same_method(obj, attr, fn):
+    """Refuse, where ``obj.attr(...)`` was turned into ``fn(obj, ...)`` (a
+    method that writes into its arguments, followed as a direct call), an
+    ``obj`` whose ``attr`` is not ``fn`` bound to it (set on the instance)."""
+    bound = getattr(obj, attr, None)
+    if isinstance(bound, types.MethodType) and bound.__func__ is fn and bound.__self__ is obj:
+        return
+    raise UnsupportedSyntaxError(
+        f"`{attr}` of this `{type(obj).__name__}` is not the method "
+        f"`{fn.__qualname__}` that pullback followed (it writes into its arguments): "
+        "the instance holds something else under that name.",
+        hint=f"Call `{fn.__qualname__}` directly, or do not set `{attr}` on the instance.")
+
+
+nondifferentiable(_apart, _number_argument, _result_apart, _no_writer, _same_method)
