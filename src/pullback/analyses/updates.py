@@ -17,8 +17,23 @@ number (numbers are never changed in place), or refuses::
 >>> check_updates(normal, kinds, chains, ops, parse(f))
 Traceback (most recent call last):
 ...
-pullback.errors.UnsupportedSyntaxError: pullback cannot follow an in-place update of an array that other names may share.
+pullback.errors.UnsupportedSyntaxError: pullback cannot follow an in-place update of an array that other names may share: `z = [y]` (line 3) may hold it too.
 ...
+
+A user function that read the array before its update shares nothing when
+it keeps nothing (``keeps_nothing``: its result is a new array), so
+``r = g(q); q += r`` is followed::
+
+>>> g = function_from_source('''
+... def g(q):
+...     return 2.0 * q
+... ''')
+>>> h = function_from_source('''
+... def h(q):
+...     return q[1:]
+... ''')
+>>> keeps_nothing(g), keeps_nothing(h)
+(True, False)
 """
 from __future__ import annotations
 
@@ -202,17 +217,17 @@ def _sharer(stmt, name, normal, ops, parsed):
         return ""
     line = getattr(stmt, "lineno", None)
     text = (parsed.location(stmt).line or "").strip() if line else ""
-    where = f" (line {line}: `{text}`)" if line and text else (f" (line {line})" if line else "")
+    what = f"`{text}` (line {line})" if text else (f"line {line}" if line else "a statement")
     op = ops[id(stmt)]
     if op.kind is OpKind.USER:
         callee = getattr(op.primitive, "__name__", "the callee")
-        return (f": the call of `{callee}`{where} may keep or return the array it is given, "
-                "and pullback could not prove it returns a new one")
+        return (f": the call {what} may keep or return it (pullback could not prove that "
+                f"`{callee}` returns a new array and keeps nothing it is given)")
     if op.kind is OpKind.DYNAMIC:
-        return f": the call{where} goes to a function known only when it runs, which may keep it"
+        return f": {what} calls a function known only when it runs, which may keep it"
     if op.kind is OpKind.RULE:
-        return f": the view made{where} shares it"
-    return f": the statement{where} may hold it"
+        return f": {what} makes a view of it or is one"
+    return f": {what} may hold it too"
 
 
 def _check_numbers(normal, ops, parsed, guards):
