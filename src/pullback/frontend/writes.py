@@ -211,9 +211,12 @@ class _Calls:
         owner = self.static_object(receiver)
         if isinstance(owner, (type, types.ModuleType)):
             # `C.step(obj, q)`, `solvers.step(q)`: the function itself, called by name
-            fn = owner.__dict__.get(attr) if isinstance(owner, type) else getattr(owner, attr, None)
-            if isinstance(fn, types.FunctionType) and not (
-                    getattr(fn, "__module__", "") or "").split(".")[0] in (
+            try:
+                fn = inspect.getattr_static(owner, attr)
+            except AttributeError:
+                fn = None
+            if isinstance(fn, types.FunctionType) and (
+                    getattr(fn, "__module__", "") or "").split(".")[0] not in (
                     "numpy", "scipy", "jax", "pullback") and written_params(fn):
                 call.func = gast.copy_location(_name(_helper(
                     self.namer, self.parsed, fn.__name__, fn)), call.func)
