@@ -296,7 +296,8 @@ class _Calls:
         if isinstance(root, gast.Name):
             # `obj.step(q)`, `self.solver.step(q)`, `SOLVER.step(q)`: not a module's function
             if root.id not in self.locals and (
-                    base is func or isinstance(self.static_object(root), types.ModuleType)):
+                    base is func or isinstance(self.static_object(root), types.ModuleType)
+                    or _builtin_attribute(self.static_object(root), func)):
                 return []
         elif isinstance(func, gast.Attribute):
             # `make().step(q)`: the receiver, evaluated once, first
@@ -385,6 +386,28 @@ def _replace(root, old, new):
                 for i, v in enumerate(value):
                     if v is old:
                         value[i] = new
+
+
+def _builtin_attribute(obj, func):
+    """Whether the attribute chain ``func`` (``LOG.append``) of the object
+    ``obj`` that its root names ends, as things stand, in a function written
+    in C (a method of a list, a dict): not a user function that could write
+    into its arguments."""
+    chain = []
+    node = func
+    while isinstance(node, gast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    try:
+        for k, attr in enumerate(reversed(chain)):
+            if k and hasattr(type(obj), "__get__"):
+                return False        # a property or the like: its value is known when it runs
+            obj = inspect.getattr_static(obj, attr)
+    except AttributeError:
+        return False
+    return isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType,
+                            types.WrapperDescriptorType, types.MethodWrapperType,
+                            types.ClassMethodDescriptorType))
 
 
 def _method_function(cls, attr):
