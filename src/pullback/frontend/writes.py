@@ -47,7 +47,7 @@ from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import name as _name
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
-                      _number_argument, _result_apart, _same_method, bound_arguments as _bound, scan as _scan,
+                      _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
 __all__ = ["follow_writes", "written_params", "variant", "rewritten"]
@@ -241,7 +241,8 @@ class _Calls:
             pre.append(_assign(_name(temp, True), receiver, s))
             receiver = _name(temp)
         method = _helper(self.namer, self.parsed, f"{cls.__name__}_{attr}", fn)
-        check = _helper(self.namer, self.parsed, "same_method", _same_method)
+        from ..runtime.core import same_method
+        check = _helper(self.namer, self.parsed, "same_method", same_method)
         pre.append(_located(gast.Expr(value=gast.Call(func=_name(check), args=[
             copy.deepcopy(receiver), gast.Constant(attr, None), _name(method)],
             keywords=[])), s))

@@ -337,18 +337,4 @@ def _no_writer(fn):
                  f"the new `{p}`.")
 
 
-def _same_method(obj, attr, fn):
-    """Refuse, where ``obj.attr(...)`` was turned into ``fn(obj, ...)`` (a
-    method that writes into its arguments, followed as a direct call), an
-    ``obj`` whose ``attr`` is not ``fn`` bound to it (set on the instance)."""
-    bound = getattr(obj, attr, None)
-    if isinstance(bound, types.MethodType) and bound.__func__ is fn and bound.__self__ is obj:
-        return
-    raise UnsupportedSyntaxError(
-        f"`{attr}` of this `{type(obj).__name__}` is not the method "
-        f"`{fn.__qualname__}` that pullback followed (it writes into its arguments): "
-        "the instance holds something else under that name.",
-        hint=f"Call `{fn.__qualname__}` directly, or do not set `{attr}` on the instance.")
-
-
-nondifferentiable(_apart, _number_argument, _result_apart, _no_writer, _same_method)
+nondifferentiable(_apart, _number_argument, _result_apart, _no_writer)
