@@ -118,12 +118,6 @@ def f_dict_write(x):
     return np.sum(d["a"])
 
 
-def f_element_multiply(x):
-    y = x * 1.0
-    y[0] *= 2.0
-    return np.sum(y)
-
-
 def f_sort(x):
     y = x * 1.0
     y.sort()
@@ -256,8 +250,6 @@ UNSUPPORTED = [
      ["the attribute `math.pullback_test_flag`, an attribute of a module",
       "Pass the value as an argument"]),
     (f_dict_write, "d = {}", pb.UnsupportedSyntaxError, ["`d`", "new array"]),
-    (f_element_multiply, "y[0] *= 2.0", pb.UnsupportedSyntaxError,
-     ["in-place update of array elements", "y[i] = y[i] * v"]),
     (f_sort, "y.sort()", pb.UnsupportedSyntaxError, ["`.sort()`", "in place", "new value"]),
     (f_fill, "x.fill(0.0)", pb.UnsupportedSyntaxError, ["`.fill()`", "np.full_like"]),
     (f_out, "np.sin(x, out=y)", pb.UnsupportedSyntaxError, ["`out=`", "y = np.sin(x)"]),

@@ -558,3 +558,273 @@ def f(x):
     x = np.array([1.0, 2.0])
     # a0 += 2, b0 += 1: f = (x0 + 2)(2 x0 + 1) + 2 x1^2
     np.testing.assert_array_equal(pb.grad(f)(x), [2 * (x[0] + 2) + (2 * x[0] + 1), 4 * x[1]])
+
+
+# -- an in-place update after a user call read the array (issue 13) ----------------------
+
+def doubled(q):
+    return 2.0 * q
+
+
+def force(q, a=1.0):
+    return 4.0 * 0.25 * q ** 3 - a * q + 0.1 * (q - q.mean())
+
+
+def kick_drift(q, p, dt):
+    p -= dt * force(q)
+    q += dt * p
+
+
+def test_update_after_a_call_whose_result_is_new():
+    """`r = doubled(q); q += r`: doubled returns a new array, so q is no
+    one else's when it is updated (was refused as shared)."""
+    step = function_from_source("""
+def step(q):
+    r = doubled(q)
+    q += r
+""", {"doubled": doubled})
+    f = function_from_source("""
+def f(x):
+    q = x * 1.0
+    step(q)
+    return np.sum(q * q)
+""", {"step": step})
+    x = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(pb.grad(f)(x), 18.0 * x)      # q = 3x
+    np.testing.assert_array_equal(x, [1.0, 2.0])
+    forward_agrees(f, x)
+
+
+def shoot(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    for _ in range(5):
+        kick_drift(q, p, 0.1)
+    return np.sum(q ** 2) + 0.1 * np.sum(p ** 2)
+
+
+def shoot_jax(q, p):
+    for _ in range(5):
+        p = p - 0.1 * (q ** 3 - q + 0.1 * (q - q.mean()))
+        q = q + 0.1 * p
+    return jnp.sum(q ** 2) + 0.1 * jnp.sum(p ** 2)
+
+
+def test_symplectic_step_reading_q_in_a_call_before_updating_it():
+    q, p = np.array([0.5, -1.2, 0.3]), np.array([0.1, 0.4, -0.2])
+    gq, gp = pb.grad(shoot, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(shoot_jax, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-13)
+    np.testing.assert_allclose(gp, jp, rtol=1e-13)
+    np.testing.assert_allclose(gp, central(lambda b: shoot(q, b), p), rtol=1e-7)
+    forward_agrees(shoot, q, p)
+
+
+LOG = []
+
+
+def identity(q):
+    return q
+
+
+def head(q):
+    return q[1:]
+
+
+def logged(q):
+    LOG.append(q)
+    return 2.0 * q
+
+
+def as_is(q):
+    return np.asarray(q)
+
+
+def via_doubled(q):
+    t = doubled(q)
+    return t - q
+
+
+@pytest.mark.parametrize("callee", [identity, head, logged, as_is])
+def test_update_after_a_call_that_may_keep_its_argument_is_refused_naming_it(callee):
+    f = function_from_source(f"""
+def f(x):
+    q = x * 1.0
+    r = {callee.__name__}(q)
+    q += 1.0
+    return np.sum(r * q)
+""", {callee.__name__: callee})
+    with pytest.raises(pb.PullbackError,
+                       match=f"the call `r = {callee.__name__}\\(q\\)` \\(line 3\\) may keep"):
+        pb.grad(f)(np.array([1.0, 2.0]))
+
+
+def test_keeps_nothing_is_exact_on_small_callees():
+    from pullback.analyses.updates import keeps_nothing
+    assert keeps_nothing(doubled) and keeps_nothing(force) and keeps_nothing(via_doubled)
+    assert not any(keeps_nothing(g) for g in (identity, head, logged, as_is, kick_drift))
+
+
+# -- a method that writes into its arguments (issue 13) ---------------------------------
+
+class Integrator:
+    def __init__(self, dt):
+        self.dt = dt
+
+    def step(self, q, p):
+        p -= self.dt * q
+        q += self.dt * p
+
+
+SOLVER = Integrator(0.1)
+
+
+class Holder:
+    def __init__(self):
+        self.solver = Integrator(0.1)
+
+
+HOLDER = Holder()
+
+
+def oscillate_jax(q, p):
+    for _ in range(3):
+        p = p - 0.1 * q
+        q = q + 0.1 * p
+    return jnp.sum(q * q) + jnp.sum(p)
+
+
+@pytest.mark.parametrize("call", [
+    "Integrator(0.1).step(q, p)",
+    "solver.step(q, p)",
+    "SOLVER.step(q, p)",
+    "Integrator.step(SOLVER, q, p)",
+    "r = Integrator(0.1).step(q, p)",
+])
+def test_a_method_writing_into_its_arguments_is_followed_like_a_direct_call(call):
+    f = function_from_source(f"""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    solver = Integrator(0.1)
+    for _ in range(3):
+        {call}
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator, "SOLVER": SOLVER})
+    q, p = np.array([1.0, 2.0]), np.array([0.5, 0.3])
+    gq, gp = pb.grad(f, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(oscillate_jax, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-14)
+    np.testing.assert_allclose(gp, jp, rtol=1e-14)
+    np.testing.assert_array_equal(q, [1.0, 2.0])
+    forward_agrees(f, q, p)
+
+
+def test_one_step_of_a_method_exact():
+    f = function_from_source("""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    Integrator(0.1).step(q, p)
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator})
+    # q1 = 0.99 q + 0.1 p, p1 = p - 0.1 q
+    q, p = np.array([1.0, 2.0]), np.array([0.5, 0.3])
+    q1 = 0.99 * q + 0.1 * p
+    gq, gp = pb.grad(f, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, 2 * q1 * 0.99 - 0.1, rtol=1e-15)
+    np.testing.assert_allclose(gp, 2 * q1 * 0.1 + 1.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("call, match", [
+    ("HOLDER.solver.step(q, p)", "called as a method of an object"),
+    ("s.step(q, p)", "called as a method of an object"),
+    ("make().step(q, p)", "called as a method of an object"),
+])
+def test_a_writing_method_of_an_object_not_known_at_transform_is_refused(call, match):
+    f = function_from_source(f"""
+def f(q0, p0, s):
+    q = q0.copy()
+    p = p0.copy()
+    {call}
+    return np.sum(q * q) + np.sum(p)
+""", {"HOLDER": HOLDER, "make": lambda: SOLVER})
+    with pytest.raises(pb.UnsupportedSyntaxError, match=match):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2), SOLVER)
+
+
+def test_a_method_shadowed_on_the_instance_is_refused_when_it_runs():
+    f = function_from_source("""
+def f(q0, p0):
+    q = q0.copy()
+    p = p0.copy()
+    it = Integrator(0.1)
+    it.step = fake
+    it.step(q, p)
+    return np.sum(q * q) + np.sum(p)
+""", {"Integrator": Integrator, "fake": lambda a, b: None})
+    with pytest.raises(pb.UnsupportedSyntaxError, match="not the method `Integrator.step`"):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2))
+
+
+# -- updates of elements (issue 13) -----------------------------------------------------
+
+@pytest.mark.parametrize("op", ["*=", "/=", "**="])
+def test_an_element_update_other_than_add_is_followed(op):
+    """`q[0] *= p[2]` is `q[0] = q[0] * p[2]` (NumPy reads the element,
+    applies the operator, stores it back); was refused."""
+    f = function_from_source(f"""
+def f(q0, p0):
+    q = q0.copy()
+    q[0] {op} p0[2]
+    q[1:] {op} p0[:2]
+    for i in range(2):
+        q[i] {op} 1.5
+    return np.sum(q ** 2)
+""")
+    py = {"*=": "*", "/=": "/", "**=": "**"}[op]
+
+    def ref(q, p):
+        q = q.at[0].set(eval(f"q[0] {py} p[2]"))
+        q = q.at[1:].set(eval(f"q[1:] {py} p[:2]"))
+        for i in range(2):
+            q = q.at[i].set(eval(f"q[i] {py} 1.5"))
+        return jnp.sum(q ** 2)
+    q, p = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.3, 2.0])
+    gq, gp = pb.grad(f, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(ref, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-14)
+    np.testing.assert_allclose(gp, jp, rtol=1e-14)
+    assert pb.value_and_grad(f)(q, p)[0] == pytest.approx(float(ref(jnp.asarray(q), jnp.asarray(p))), rel=1e-15)
+    forward_agrees(f, q, p)
+
+
+def test_a_slice_update_exact():
+    f = function_from_source("""
+def f(x, p):
+    m = x * 1.0
+    m[1:] *= p
+    return np.sum(m * m)
+""")
+    x, p = np.array([1.0, 2.0, 3.0]), np.array([2.0, 3.0])
+    # m = [1, 4, 9]
+    gx, gp = pb.grad(f, argnums=(0, 1))(x, p)
+    np.testing.assert_array_equal(gx, [2.0, 16.0, 54.0])
+    np.testing.assert_array_equal(gp, [16.0, 54.0])
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("body", [
+    "state[1] -= 0.1 * state[0]",
+    "state[1] = state[1] - 0.1 * state[0]",
+])
+def test_a_write_into_a_list_element_is_refused_saying_why(body):
+    f = function_from_source(f"""
+def f(q0, p0):
+    state = [q0.copy(), p0.copy()]
+    {body}
+    return np.sum(state[0] ** 2) + np.sum(state[1])
+""")
+    with pytest.raises(pb.UnsupportedSyntaxError,
+                       match=r"`state` is a list, and it is written into by element \(line 3"):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2))

@@ -244,11 +244,6 @@ def check_refusal(name):
 # each with its line; none gives a number). Strict: the
 # moment the fix lands, the test passes, the xfail fails; remove the entry then.
 XFAIL = {
-    "symplectic_inplace":
-        "`q += dt * p` in step() is refused ('an in-place update of an array that other names "
-        "may share') because q was passed to a user function first (grad_V(q)): "
-        "analyses/updates.check_updates counts every user-call reader as a possible alias, "
-        "though grad_V returns a new array; minimal: `def step(q): r = g(q); q += r`",
     "timed_training_step":
         "`CALLS['n'] += 1` (an int counter in a module-level dict, in the finally block) is "
         "refused as 'a write into `CALLS`, which is not the function's own'; the `with Timer()` "

@@ -118,6 +118,24 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
                 parsed.location(s), "Write into the array itself (`y[1 + i] = ...` for "
                 "`v = y[1:]`), outside the loop, or make a new array to write into "
                 "(x.copy()).")
+        if any(t in group for t in targets) and not _allocates(op, s) \
+                and op.kind is OpKind.PACK and len(targets) == 1 \
+                and isinstance(getattr(s, "value", None), (gast.List, gast.Tuple)):
+            # `state = [q, p]; state[1] -= dt * f`: a list's element written into
+            what = "tuple" if isinstance(s.value, gast.Tuple) else "list"
+            write = _first_write_into(normal, ops, targets[0])
+            where = ""
+            if write is not None:
+                loc = parsed.location(write)
+                where = f" (line {loc.lineno}: `{(loc.line or '').strip()}`)"
+            raise UnsupportedSyntaxError(
+                f"`{targets[0]}` is a {what}, and it is written into by element{where}: "
+                f"pullback follows writes into arrays, not into the elements of a {what}: "
+                f"it does not track which array each element of a {what} holds after a "
+                "write (nor, for `-=` and the like, the array changed in place there).",
+                parsed.location(s), "Keep the arrays in names of their own (`q = q0.copy()`, "
+                "`p = p0.copy()`, then `p -= ...`), or build a new list each time "
+                f"(`{targets[0]} = [{targets[0]}[0], {targets[0]}[1] - ...]`).")
         if any(t in group for t in targets) and not _allocates(op, s):
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into arrays the function creates itself, "
@@ -254,6 +272,14 @@ def _hashable_in(prim, group):
         return prim in group
     except TypeError:
         return False
+
+
+def _first_write_into(normal, ops, name):
+    """The first statement that writes into ``name`` (or a copy of it)."""
+    names = _copies_of(name, _renames(normal))
+    return next((s for s in all_statements(normal.tree.body)
+                 if ops.get(id(s)) is not None and ops[id(s)].kind is OpKind.SETITEM
+                 and getattr(ops[id(s)], "mutates", None) in names), None)
 
 
 def _first_write(normal, ops, group):

@@ -37,6 +37,7 @@ def f(x):
 from __future__ import annotations
 
 import copy
+import inspect
 import types
 
 import gast
@@ -63,7 +64,7 @@ def follow_writes(tree, namer, parsed, param_kinds, marker=None):
         n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
         and isinstance(n.ctx, gast.Store)}
     own = _scan(tree, parsed)         # before the calls go to variants
-    _Calls(namer, parsed, locals_).rewrite(tree)
+    _Calls(namer, parsed, locals_, tree).rewrite(tree)
     if marker is not None:
         _variant_returns(tree, namer, parsed, marker[1], param_kinds, own)
     _copy_on_entry(tree, namer, parsed, param_kinds, own)
@@ -137,8 +138,27 @@ def _variant_returns(tree, namer, parsed, written, param_kinds, own):
 class _Calls:
     """Calls of functions that write into their arguments, to their variants."""
 
-    def __init__(self, namer, parsed, locals_):
+    def __init__(self, namer, parsed, locals_, tree=None):
         self.namer, self.parsed, self.locals = namer, parsed, locals_
+        self.constructed = {} if tree is None else self.single_constructions(tree)
+
+    def single_constructions(self, tree):
+        """``{name: C}`` for the locals bound once in the function (nested
+        functions included), by ``name = C(...)`` with ``C`` a class."""
+        stores = {}
+        for n in gast.walk(tree):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                stores[n.id] = stores.get(n.id, 0) + 1
+        params = {a.id for a in gast.walk(tree.args) if isinstance(a, gast.Name)}
+        found = {}
+        for n in gast.walk(tree):
+            if (isinstance(n, gast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], gast.Name) and isinstance(n.value, gast.Call)
+                    and stores.get(n.targets[0].id) == 1 and n.targets[0].id not in params):
+                cls = self.static_class(n.value.func)
+                if cls is not None:
+                    found[n.targets[0].id] = cls
+        return found
 
     def rewrite(self, tree):
         tree.body = self.block(tree.body)
@@ -175,6 +195,80 @@ class _Calls:
         return found
 
     def stmt(self, s):
+        pre = self.method_call(s)
+        return pre + self.calls(s) if pre else self.calls(s)
+
+    def method_call(self, s):
+        """``C(a).step(q, p)``, or ``obj.step(q, p)`` where ``obj = C(a)`` is
+        the function's only binding of ``obj``, a statement of its own: when
+        ``C.step`` is a plain function that writes into its arguments, the
+        call becomes ``C_step(obj, q, p)``, a direct call (which goes to the
+        variant), after a check that ``obj.step`` is that method when it
+        runs.  Statements before ``s``, which is changed in place."""
+        call = s.value if isinstance(s, (gast.Expr, gast.Assign)) else None
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)):
+            return []
+        receiver, attr = call.func.value, call.func.attr
+        owner = self.static_object(receiver)
+        if isinstance(owner, (type, types.ModuleType)):
+            # `C.step(obj, q)`, `solvers.step(q)`: the function itself, called by name
+            try:
+                fn = inspect.getattr_static(owner, attr)
+            except AttributeError:
+                fn = None
+            if isinstance(fn, types.FunctionType) and (
+                    getattr(fn, "__module__", "") or "").split(".")[0] not in (
+                    "numpy", "scipy", "jax", "pullback") and written_params(fn):
+                call.func = gast.copy_location(_name(_helper(
+                    self.namer, self.parsed, fn.__name__, fn)), call.func)
+                _located(call, s)
+            return []
+        if isinstance(receiver, gast.Call):
+            cls = self.static_class(receiver.func)
+        elif isinstance(receiver, gast.Name) and receiver.id in self.locals:
+            cls = self.constructed.get(receiver.id)
+        elif isinstance(receiver, gast.Name):      # a global instance: `SOLVER.step(q)`
+            obj = self.static_object(receiver)
+            cls = None if obj is None or isinstance(obj, (type, types.ModuleType)) else type(obj)
+        else:
+            cls = None
+        fn = _method_function(cls, attr) if cls is not None else None
+        if fn is None or not written_params(fn):
+            return []
+        pre = []
+        if isinstance(receiver, gast.Call):      # evaluated first, as Python does
+            temp = self.namer.fresh(cls.__name__)
+            self.locals.add(temp)
+            pre.append(_assign(_name(temp, True), receiver, s))
+            receiver = _name(temp)
+        method = _helper(self.namer, self.parsed, f"{cls.__name__}_{attr}", fn)
+        from ..runtime.core import same_method
+        check = _helper(self.namer, self.parsed, "same_method", same_method)
+        pre.append(_located(gast.Expr(value=gast.Call(func=_name(check), args=[
+            copy.deepcopy(receiver), gast.Constant(attr, None), _name(method)],
+            keywords=[])), s))
+        call.func = gast.copy_location(_name(method), call.func)
+        call.args = [copy.deepcopy(receiver)] + call.args
+        _located(call, s)
+        return pre
+
+    def static_class(self, func):
+        """The class ``func`` names (a global or closure variable), or None."""
+        obj = self.static_object(func)
+        return obj if isinstance(obj, type) else None
+
+    def static_object(self, node):
+        """What the global or closure variable ``node`` holds now, or None."""
+        if not isinstance(node, gast.Name) or node.id in self.locals:
+            return None
+        if node.id in self.parsed.closure:
+            try:
+                return self.parsed.closure[node.id].cell_contents
+            except ValueError:
+                return None
+        return self.parsed.globals.get(node.id)
+
+    def calls(self, s):
         calls = self.writing_calls(s)
         if not calls:
             return self.guard(s) + [s]
@@ -198,7 +292,22 @@ class _Calls:
             return pre
         func = s.value.func
         base = func.value if isinstance(func, gast.Attribute) else func
-        if not (isinstance(base, gast.Name) and base.id in self.locals):
+        root = base
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(root, gast.Name):
+            # `obj.step(q)`, `self.solver.step(q)`, `SOLVER.step(q)`: not a module's function
+            if root.id not in self.locals and (
+                    base is func or isinstance(self.static_object(root), types.ModuleType)
+                    or _builtin_attribute(self.static_object(root), func)):
+                return pre
+        elif isinstance(func, gast.Attribute):
+            # `make().step(q)`: the receiver, evaluated once, first
+            temp = self.namer.fresh("receiver")
+            self.locals.add(temp)
+            pre.append(_assign(_name(temp, True), func.value, s))
+            func.value = gast.copy_location(_name(temp), func.value)
+        else:
             return pre
         helper = _helper(self.namer, self.parsed, "no_writer", _no_writer)
         return pre + [_located(gast.Expr(value=gast.Call(func=_name(helper), args=[
@@ -319,6 +428,49 @@ def _replace(root, old, new):
                 for i, v in enumerate(value):
                     if v is old:
                         value[i] = new
+
+
+def _builtin_attribute(obj, func):
+    """Whether the attribute chain ``func`` (``LOG.append``) of the object
+    ``obj`` that its root names ends, as things stand, in a function written
+    in C (a method of a list, a dict): not a user function that could write
+    into its arguments."""
+    chain = []
+    node = func
+    while isinstance(node, gast.Attribute):
+        chain.append(node.attr)
+        node = node.value
+    try:
+        for k, attr in enumerate(reversed(chain)):
+            if k and hasattr(type(obj), "__get__"):
+                return False        # a property or the like: its value is known when it runs
+            obj = inspect.getattr_static(obj, attr)
+    except AttributeError:
+        return False
+    return isinstance(obj, (types.BuiltinFunctionType, types.MethodDescriptorType,
+                            types.WrapperDescriptorType, types.MethodWrapperType,
+                            types.ClassMethodDescriptorType))
+
+
+def _method_function(cls, attr):
+    """``C.attr`` when it is a plain function that every instance of ``C``
+    made by ``C(...)`` finds as ``obj.attr`` unless its own ``__dict__``
+    holds that name (checked when the call runs): ``C`` made by ``type``,
+    with neither ``__new__`` nor ``__getattr__``/``__getattribute__`` of its
+    own; else None."""
+    if type(cls) is not type or cls.__new__ is not object.__new__:
+        return None
+    if any(k in c.__dict__ for c in cls.__mro__[:-1]
+           for k in ("__getattr__", "__getattribute__")):
+        return None
+    try:
+        fn = inspect.getattr_static(cls, attr)
+    except AttributeError:
+        return None
+    if not isinstance(fn, types.FunctionType) or (getattr(fn, "__module__", "") or "").split(
+            ".")[0] in ("numpy", "scipy", "jax", "pullback"):
+        return None
+    return fn
 
 
 def _helper(namer, parsed, base, obj):

@@ -566,6 +566,7 @@ def _no_writer(fn):
     unused) runs, a callee that writes into its arguments: the caller could
     not know its array changes (a call by name goes to the variant)."""
     import functools
+    method = isinstance(fn, types.MethodType)
     while isinstance(fn, (functools.partial, types.MethodType)):
         fn = fn.func if isinstance(fn, functools.partial) else fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
@@ -574,6 +575,15 @@ def _no_writer(fn):
     if written:
         p = next(iter(written))
         name = getattr(fn, "__pullback_captured__", (fn.__name__,))[0]
+        if method:
+            raise UnsupportedSyntaxError(
+                f"`{name}` writes into its argument `{p}`, and here it is called as a method "
+                "of an object that pullback cannot tell when it transforms the function (an "
+                "attribute, an argument, an element), so it cannot follow the change to the "
+                "caller's array.",
+                hint=f"Make the object in the function (`solver = {fn.__qualname__.split('.')[0]}"
+                     f"(...)`, then `solver.{fn.__name__}(...)`) or call "
+                     f"`{fn.__qualname__}(obj, ...)`; or make it return the new `{p}`.")
         raise UnsupportedSyntaxError(
             f"`{name}` writes into its argument `{p}`, and here it is called through a "
             "value (a variable, `map`, a partial), where pullback cannot follow the change "

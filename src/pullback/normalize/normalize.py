@@ -27,6 +27,7 @@ def f(x, w):
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import gast
@@ -304,6 +305,21 @@ class _Normalizer(Expressions):
                 args=[obj, gast.Constant(target.attr, None), old,
                       gast.Constant(type(node.op).__name__, None), value],
                 keywords=[])), node)
+            return
+        if isinstance(node.target, gast.Subscript) and not isinstance(node.op, (gast.Add,
+                                                                                gast.Sub)):
+            # y[i] *= v is y[i] = y[i] * v, the index taken once: NumPy reads y[i] (a
+            # number, a copy, or a view that the in-place operator changes), and
+            # stores the result back into the same elements, as the assignment does
+            target = self.write_target(node.target)
+            old = self.atom_of(gast.copy_location(gast.Subscript(
+                value=_name(target.value.id), slice=copy.deepcopy(target.slice),
+                ctx=gast.Load()), node), f"{target.value.id}_item")
+            value = self.atom(node.value)
+            new = self.atom_of(gast.copy_location(gast.BinOp(left=old, op=node.op,
+                                                             right=value), node),
+                               f"{target.value.id}_item_new")
+            self.emit(gast.Assign(targets=[target], value=new, type_comment=None), node)
             return
         if isinstance(node.target, gast.Subscript):
             value = self.atom(node.value)

@@ -131,6 +131,7 @@ _declare(forward_support.output_tangent, (0,))
 # -- values that carry no derivative ------------------------------------------------
 # (np.result_type: the dtype a rule body asks for, e.g. ``np.sum(w, dtype=np.result_type(x))``)
 nondifferentiable(np.result_type, core.meta, core.zeros_like, core.indexable, core.mapping_keys,
+                  core.same_method,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
                   forward_support.check_real)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

@@ -13,7 +13,8 @@ from .backends import is_foreign, to_namespace
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys", "number_to_update", "join_grads",
+           "FieldGrads", "indexable", "mapping_keys", "number_to_update", "same_method",
+           "join_grads",
            "repeat_grads", "field_cotangent", "per_output", "store_attribute",
            "update_attribute"]
 
@@ -31,6 +32,23 @@ def indexable(seq):
             + ("Loop over d.items(), d.keys() or d.values() instead."
                if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
     return seq
+
+
+def same_method(obj, attr, fn):
+    """Refuse, where ``obj.attr(...)`` was turned into ``fn(obj, ...)`` (a
+    method that writes into its arguments, followed as a direct call by
+    ``frontend.writes``), an ``obj`` whose ``attr`` is not ``fn`` bound to
+    it (something set on the instance under that name)."""
+    import types
+    bound = getattr(obj, attr, None)
+    if isinstance(bound, types.MethodType) and bound.__func__ is fn and bound.__self__ is obj:
+        return
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"`{attr}` of this `{type(obj).__name__}` is not the method "
+        f"`{fn.__qualname__}` that pullback followed (it writes into its arguments): "
+        "the instance holds something else under that name.",
+        hint=f"Call `{fn.__qualname__}` directly, or do not set `{attr}` on the instance.")
 
 
 def number_to_update(y, name):
