@@ -239,7 +239,20 @@ def is_forward_callable(fn):
 def dynamic_jvp(callee, mask, tangents, *args, **kwargs):
     """``callee(*args, **kwargs)`` and its tangent, the arguments keyed by
     ``mask`` (positions, keyword names, -1 for a method's receiver) having
-    the ``tangents``."""
+    the ``tangents``; -2: the callee itself depends on the inputs."""
+    if -2 in mask:
+        from ..callees import _is_callable_instance
+        from .. import runtime
+        if _is_callable_instance(callee) or runtime.is_instance(callee) \
+                or isinstance(callee, (functools.partial, types.MethodType)):
+            raise NonDifferentiableError(
+                f"Forward mode cannot yet follow a tangent through the {type(callee).__name__} "
+                "called here, which is built from values being differentiated.",
+                hint="Use pb.grad, pb.vjp or pb.jacrev (reverse mode), or pass those values "
+                     "to the call as arguments.")
+        keep = [i for i, k in enumerate(mask) if k != -2]      # a function: no tangent
+        mask = tuple(mask[i] for i in keep)
+        tangents = tuple(tangents[i] for i in keep)
     return jvp_call(callee, args, kwargs, mask, tangents)
 
 
