@@ -223,12 +223,28 @@ def test_bound_method_of_an_object_taken_as_a_value_is_refused():
     assert "layer.forward(y)" in str(info.value) or "obj.method(y)" in str(info.value)
 
 
-def test_forward_mode_refuses_an_object_built_from_the_tangent_inputs():
-    def f(W, b, x):
-        return np.sum(Dense(W, b)(x))
-    with pytest.raises(pb.NonDifferentiableError, match="Forward mode.*Dense"):
-        pb.jvp(f, (W1, B1, X), (W1, B1, X))
-    assert pb.vjp(f, W1, B1, X)[0] == pytest.approx(f(W1, B1, X), rel=1e-14)
+def test_forward_mode_follows_objects_too():
+    def f(params, x):
+        return np.sum(build(params)(x))
+    params = [(W1, B1), (W2, B2)]
+    r = np.random.default_rng(2)
+    tangent = [(r.standard_normal(W.shape), r.standard_normal(b.shape)) for W, b in params]
+    tx = r.standard_normal(X.shape)
+    out, out_dot = pb.jvp(f, (params, X), (tangent, tx))
+    _, want = jax.jvp(lambda p, x: jax_mlp(p[0][0], p[0][1], p[1][0], p[1][1], x),
+                      (params, X), (tangent, tx))
+    assert out == pytest.approx(f(params, X), rel=1e-14)
+    np.testing.assert_allclose(out_dot, want, rtol=1e-12)
+
+
+def test_partial_built_from_differentiated_values_is_refused_in_both_modes():
+    def f(w, x):
+        g = functools.partial(np.multiply, w)
+        return np.sum(g(x))
+    for call in (lambda: pb.grad(f)(W1[0], X[0]),
+                 lambda: pb.jvp(f, (W1[0], X[0]), (W1[0], X[0]))):
+        with pytest.raises(pb.PullbackError, match="function value|partial"):
+            call()
 
 
 class _Base:
