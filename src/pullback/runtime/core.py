@@ -5,6 +5,7 @@ import copy as copy_module
 import dataclasses
 import numbers
 import operator
+import sys
 import types
 
 import numpy as np
@@ -437,8 +438,14 @@ def is_instance(x):
     if isinstance(x, (np.ndarray, np.generic, numbers.Number) + _NO_GRADIENT) \
             or is_structure(x) or not isinstance(getattr(x, "__dict__", None), dict):
         return False
+    if is_foreign(x) or any(hasattr(x, a) for a in (
+            "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
+        return False         # a Dask or CuPy array, an array-like
     module = getattr(type(x), "__module__", "") or ""
-    return module.split(".")[0] not in _LIBRARIES
+    if module.split(".")[0] in _LIBRARIES:
+        return False
+    path = getattr(sys.modules.get(module), "__file__", None) or ""
+    return "site-packages" not in path and "dist-packages" not in path   # not a library's
 
 
 def is_structure(x):
