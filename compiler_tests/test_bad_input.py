@@ -226,7 +226,63 @@ def f_with_enter_from_input(x):
     return y
 
 
+class _Checked:
+    def __init__(self, w):
+        self.w = w
+        self.validate()            # `self` passed on: not a plain store
+
+    def validate(self):
+        pass
+
+
+def f_object_init_calls_a_method(x):
+    obj = _Checked(x)
+    return np.sum(obj.w)
+
+
+class _Branchy:
+    def __init__(self, w, flag):
+        if flag:
+            self.w = w
+        else:
+            self.w = -w
+
+
+def f_object_init_stores_in_a_branch(x):
+    return np.sum(_Branchy(x, True).w)
+
+
+class _WithProperty:
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def w(self):
+        return self._w
+
+    @w.setter
+    def w(self, v):
+        self._w = v
+
+
+def f_object_with_a_property(x):
+    return np.sum(_WithProperty(x).w)
+
+
+def f_reduce_with_keyword(x):
+    return functools.reduce(np.add, [x, x], initial=0.0)
+
+
 UNSUPPORTED = [
+    (f_object_init_calls_a_method, "obj = _Checked(x)", pb.NonDifferentiableError,
+     ["your class _Checked", "`self` is used otherwise than to store an attribute",
+      "`self.attr = value`"]),
+    (f_object_init_stores_in_a_branch, "_Branchy(x, True)", pb.NonDifferentiableError,
+     ["your class _Branchy", "inside a block", "top level of __init__"]),
+    (f_object_with_a_property, "_WithProperty(x)", pb.NonDifferentiableError,
+     ["your class _WithProperty", "property"]),
+    (f_reduce_with_keyword, "functools.reduce(np.add, [x, x], initial=0.0)",
+     pb.UnsupportedSyntaxError, ["functools.reduce", "Write a for loop"]),
     (f_async, "async def f_async", pb.UnsupportedSyntaxError, ["async", "ordinary def"]),
     (f_import, "import math as m", pb.UnsupportedSyntaxError, ["`import`", "module level"]),
     (f_raise, "        raise", pb.UnsupportedSyntaxError, ["bare `raise`", "raise ValueError(...)"]),

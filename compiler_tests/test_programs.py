@@ -248,13 +248,6 @@ XFAIL = {
         "`CALLS['n'] += 1` (an int counter in a module-level dict, in the finally block) is "
         "refused as 'a write into `CALLS`, which is not the function's own'; the `with Timer()` "
         "blocks alone (TIMINGS.append in __exit__) are differentiated",
-    "sequential_model":
-        "a Sequential instance built inside the loss from the parameters (build(params)) and "
-        "called, its __call__ looping over a list attribute of Dense objects, is refused as "
-        "'a function value built from values being differentiated'",
-    "planar_flow_reduce":
-        "no rule for functools.reduce over the layers (the same flow written as a for loop "
-        "passes every check)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

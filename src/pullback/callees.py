@@ -38,6 +38,7 @@ from .runtime.control import close_contexts, entered_count, open_contexts, take_
 from .errors import NonDifferentiableError
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
+_CALLEE = -2        # in a call-site mask: the callee itself (an object with __call__)
 _SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None if not in wrt)
 
 

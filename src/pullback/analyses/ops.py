@@ -261,6 +261,18 @@ class _Resolver:
         fields = _structure_fields(obj)
         if fields is not None:
             return self.construct(obj, fields, node, kwargs, label)
+        from ..frontend.instances import ObjectMaker, followed
+        if isinstance(obj, ObjectMaker):        # the end of a rewritten __init__
+            return Op(OpKind.CONSTRUCT, label=obj.cls.__name__, primitive=obj, node=node,
+                      operands=tuple((k, a.id) for k, a in kwargs.items()
+                                     if isinstance(a, gast.Name) and a.id in self.locals))
+        if isinstance(obj, type) and not is_library(obj) and lookup(obj) is None \
+                and not is_nondifferentiable(obj) and not issubclass(obj, BaseException) \
+                and any(isinstance(a, gast.Name) and a.id in self.locals
+                        for a in node.args + list(kwargs.values())):
+            made = followed(obj)
+            if made is not None:    # Dense(W, b): its __init__, returning the object
+                return self.bind_python(made, OpKind.USER, made, node, label)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
         if isinstance(obj, types.FunctionType) and not is_library(obj) \
@@ -365,12 +377,15 @@ class _Resolver:
         """A call whose callee is a value known only when it runs (a parameter,
         an alias, a partial, a bound method, ``obj.method``): the primal hands
         it to the runtime dispatcher (``pullback.driver.dispatch``), which picks its
-        derivative.  Operands are keyed by call position, keyword name, or -1
-        for the receiver of a method call."""
+        derivative.  Operands are keyed by call position, keyword name, -1
+        for the receiver of a method call, or -2 for a local callee (an object
+        of the user's class built from differentiated values carries gradient)."""
         operands = [(i, a.id) for i, a in enumerate(node.args) if isinstance(a, gast.Name)]
         operands += [(k, a.id) for k, a in kwargs.items() if isinstance(a, gast.Name)]
         if receiver is not None:
             operands.append((-1, receiver.id))
+        elif isinstance(node.func, gast.Name) and node.func.id in self.locals:
+            operands.append((-2, node.func.id))    # the callee: `model(x)` of an object
         return Op(OpKind.DYNAMIC, label=label, primitive=static, node=node,
                   bound={"callee": node.func, "receiver": receiver},
                   operands=tuple(operands))

@@ -20,7 +20,8 @@ here), which unwraps it and picks its derivative:
   that names the callee's type (the generated code adds the user's line).
 
 ``mask`` lists the call's arguments that carry a gradient, by position, by
-keyword name, or -1 for the receiver of a method call; ``dynamic_adjoint``
+keyword name, -1 for the receiver of a method call, or -2 for the callee
+itself (an object of the user's class built from those values: ``model(x)``); ``dynamic_adjoint``
 returns one cotangent per entry of ``mask``, in its order::
 
     y, y_res = dynamic_call(fn, (0,), True, x)        # primal: y = fn(x)
@@ -35,6 +36,7 @@ returns one cotangent per entry of ``mask``, in its order::
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import itertools
 import types
@@ -42,7 +44,7 @@ import types
 import numpy as np
 
 from ..backend import codegen
-from ..callees import _RECEIVER, _unwrap, forward_only
+from ..callees import _CALLEE, _RECEIVER, _is_callable_instance, _unwrap, forward_only
 from .. import runtime
 from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
 from ..analyses.ops import is_library, is_mutating_function
@@ -171,8 +173,61 @@ def _attempt(mask, inplace, body, args):
     return out, (_Attempt(), (res, None))
 
 
+class _NoCalleeGradient:
+    """The residual of a call whose callee value depends on the inputs but is
+    a function, which carries no gradient: a zero at the callee's place."""
+
+    def __init__(self, at):
+        self.at = at
+
+    def adjoint(self, r, ct):
+        grads = list(dynamic_adjoint(r, ct))
+        grads.insert(self.at, 0.0)
+        return tuple(grads)
+
+
+class _HeldCallee:
+    """The residual of ``obj.attr(x)`` where ``attr`` is a value ``obj`` holds:
+    the callee's cotangent is that of ``obj``'s attribute ``attr``."""
+
+    def __init__(self, at, name):
+        self.at, self.name = at, name
+
+    def adjoint(self, r, ct):
+        grads = list(dynamic_adjoint(r, ct))
+        grads[self.at] = runtime.FieldGrads({self.name: grads[self.at]})
+        return tuple(grads)
+
+
+def _callee_call(callee, mask, inplace, args, kwargs):
+    """``dynamic_call`` where the callee itself depends on the values being
+    differentiated (``_CALLEE`` in ``mask``): an object of the user's class
+    with ``__call__`` (``model(x)``, ``layer(x)``) gets the gradient of its
+    attributes, as the receiver of ``model.__call__(x)``; a plain function
+    (an activation read off a layer) carries none; a partial or a bound
+    method would hide values that carry one, and is refused."""
+    if _is_callable_instance(callee) and runtime.is_instance(callee):
+        mask = tuple(_RECEIVER if k == _CALLEE else k for k in mask)
+        return dynamic_method_call(callee, "__call__", mask, inplace, *args, **kwargs)
+    if isinstance(callee, (functools.partial, types.MethodType)) \
+            or _is_callable_instance(callee) or runtime.is_instance(callee):
+        raise NonDifferentiableError(
+            f"The function called here (a {type(callee).__name__}) is built from values "
+            "being differentiated, and pullback cannot send a gradient through a function "
+            "value.",
+            hint="Pass those values to the function as arguments instead (for "
+                 "`partial(f, x)(y)`, call `f(x, y)`; for `m = obj.method; m(y)`, call "
+                 "`obj.method(y)`).")
+    at = mask.index(_CALLEE)
+    inner = tuple(k for k in mask if k != _CALLEE)
+    out, res = dynamic_call(callee, inner, inplace, *args, **kwargs)
+    return out, (_NoCalleeGradient(at), res)
+
+
 def dynamic_call(callee, mask, inplace, *args, **kwargs):
     """``callee(*args, **kwargs)`` and the residual its adjoint needs."""
+    if _CALLEE in mask:
+        return _callee_call(callee, mask, inplace, args, kwargs)
     if callee is attempt:
         return _attempt(mask, inplace, args[0], args[1:])
     if callee is star_call:
@@ -191,6 +246,12 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
         mask = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
                      for k in mask)
         return dynamic_call(wrapper, mask, inplace, obj, *args, **kwargs)
+    if _RECEIVER in mask and runtime.is_instance(obj) and name in vars(obj):
+        # `self.activation(z)`, `self.layer1(x)`: a value held by the object, called
+        at = mask.index(_RECEIVER)
+        out, res = dynamic_call(vars(obj)[name], tuple(_CALLEE if k == _RECEIVER else k
+                                                       for k in mask), inplace, *args, **kwargs)
+        return out, (_HeldCallee(at, name), res)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
                                   and method.__self__ is obj):
         raise NonDifferentiableError(

@@ -239,13 +239,40 @@ def is_forward_callable(fn):
 def dynamic_jvp(callee, mask, tangents, *args, **kwargs):
     """``callee(*args, **kwargs)`` and its tangent, the arguments keyed by
     ``mask`` (positions, keyword names, -1 for a method's receiver) having
-    the ``tangents``."""
+    the ``tangents``; -2: the callee itself depends on the inputs."""
+    if -2 in mask:
+        from ..callees import _is_callable_instance
+        from .. import runtime
+        if _is_callable_instance(callee) and runtime.is_instance(callee):
+            # model(x): the object's tangent (an object of its class holding its
+            # attributes' tangents) goes in as the receiver of model.__call__
+            return dynamic_method_jvp(callee, "__call__", tuple(_RECEIVER if k == -2 else k
+                                                               for k in mask),
+                                      tangents, *args, **kwargs)
+        if _is_callable_instance(callee) or runtime.is_instance(callee) \
+                or isinstance(callee, (functools.partial, types.MethodType)):
+            raise NonDifferentiableError(
+                f"Forward mode cannot yet follow a tangent through the {type(callee).__name__} "
+                "called here, which is built from values being differentiated.",
+                hint="Use pb.grad, pb.vjp or pb.jacrev (reverse mode), or pass those values "
+                     "to the call as arguments.")
+        keep = [i for i, k in enumerate(mask) if k != -2]      # a function: no tangent
+        mask = tuple(mask[i] for i in keep)
+        tangents = tuple(tangents[i] for i in keep)
     return jvp_call(callee, args, kwargs, mask, tangents)
 
 
 def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``-1`` in ``mask``: ``obj`` carries a tangent."""
     method = getattr(obj, name)
+    from .. import runtime
+    if _RECEIVER in mask and runtime.is_instance(obj) and name in vars(obj):
+        # self.activation(z), self.inner(x): a value the object holds, called
+        at = list(mask).index(_RECEIVER)
+        tangents = list(tangents)
+        tangents[at] = getattr(tangents[at], name, 0.0)
+        return dynamic_jvp(vars(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
+                           tuple(tangents), *args, **kwargs)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
                                   and method.__self__ is obj):
         raise NonDifferentiableError(

@@ -38,6 +38,7 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 
@@ -374,6 +375,8 @@ class _Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "sorted") and len(node.args) == 1 \
                 and all(k.arg in ("key", "reverse") for k in node.keywords):
             return self.visit(self.sorted_items(node))
+        if self.is_reduce(node.func):
+            return self.reduce(node)
         literal = _dict_literal(d, node)
         if literal is not None:            # dict(a=x), dict([("a", x)])
             return self.visit(literal)
@@ -393,6 +396,64 @@ class _Hoist(gast.NodeTransformer):
             return self.visit(gast.copy_location(
                 gast.IfExp(test=test, body=found, orelse=default), node))
         return self.generic_visit(node)
+
+    def is_reduce(self, func):
+        from ..analyses.ops import static_value
+        if not (isinstance(func, gast.Name) or (isinstance(func, gast.Attribute)
+                                                and isinstance(func.value, gast.Name))):
+            return False
+        root = func if isinstance(func, gast.Name) else func.value
+        if root.id in self.d.locals:
+            return False
+        return static_value(func, self.d.parsed) is functools.reduce
+
+    def reduce(self, node):
+        """``functools.reduce(f, xs, init)`` as the loop it runs::
+
+            acc = init                      acc = xs[0]   (without init)
+            for item in xs:                 for i in range(1, len(xs)):
+                acc = f(acc, item)              acc = f(acc, xs[i])
+
+        so that it is differentiated as a ``for`` loop (``f`` a lambda is
+        called in place, as a nested function)."""
+        d = self.d
+        if node.keywords or not 2 <= len(node.args) <= 3 \
+                or any(isinstance(a, gast.Starred) for a in node.args):
+            raise d.parsed.unsupported(
+                node, "this call of functools.reduce (pullback follows `reduce(f, xs)` and "
+                      "`reduce(f, xs, init)` with positional arguments)",
+                "Write a for loop: `acc = init` then `for x in xs: acc = f(acc, x)`.")
+        fn = node.args[0]
+        if not isinstance(fn, (gast.Name, gast.Lambda)):
+            held = d.namer.fresh("reducer")
+            self.pre.append(_assign(_name(held, gast.Store()), self.visit(fn), node))
+            fn = _name(held)
+        acc = d.namer.fresh("reduced")
+        item = d.namer.fresh("reduce_item")
+        step = _assign(_name(acc, gast.Store()), gast.copy_location(gast.Call(
+            func=fn, args=[_name(acc), _name(item)], keywords=[]), node), node)
+        if len(node.args) == 3:
+            self.pre.append(_assign(_name(acc, gast.Store()), self.visit(node.args[2]), node))
+            loop = gast.For(target=_name(item, gast.Store()), iter=self.visit(node.args[1]),
+                            body=[step], orelse=[], type_comment=None)
+        else:
+            seq = d.namer.fresh("reduce_seq")
+            self.pre.append(_assign(_name(seq, gast.Store()), gast.Call(
+                func=_name("list"), args=[self.visit(node.args[1])], keywords=[]), node))
+            self.pre.append(gast.copy_location(gast.Expr(value=gast.Call(
+                func=_name(d.helper("reduce_start", control.reduce_start)),
+                args=[_name(seq)], keywords=[])), node))
+            self.pre.append(_assign(_name(acc, gast.Store()), gast.Subscript(
+                value=_name(seq), slice=gast.Constant(0, None), ctx=gast.Load()), node))
+            index = d.namer.fresh("reduce_index")
+            step.value.args[1] = gast.Subscript(value=_name(seq), slice=_name(index),
+                                                ctx=gast.Load())
+            loop = gast.For(target=_name(index, gast.Store()),
+                            iter=_range(gast.Constant(1, None), _len(seq)),
+                            body=[step], orelse=[], type_comment=None)
+        gast.copy_location(loop, node)
+        self.pre.extend(d.block([loop]))
+        return _name(acc)
 
     def sorted_items(self, node):
         """``sorted(xs, key=k, reverse=r)`` -> ``[seq[i] for i in order]``, with
@@ -449,7 +510,7 @@ class _Hoist(gast.NodeTransformer):
         return _name(self.d.comprehension(node, self.pre))
 
 
-nondifferentiable(control.zip_length, control.sort_order)
+nondifferentiable(control.zip_length, control.sort_order, control.reduce_start)
 
 
 def _dict_literal(d, node):

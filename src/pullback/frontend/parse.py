@@ -124,7 +124,11 @@ def parse(fn: object, layout: object = None) -> Parsed:
     if layout is not None:
         _apply_layout(tree, layout)
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    return Parsed(fn, tree, filename, fn.__globals__, closure)
+    parsed = Parsed(fn, tree, filename, fn.__globals__, closure)
+    rewrite = getattr(fn, "__pullback_rewrite__", None)
+    if rewrite is not None:    # Dense(W, b): __init__ as the function that builds the object
+        rewrite(tree, parsed)   # (frontend.instances)
+    return parsed
 
 
 def _generator_as_list(tree, fn, filename):

@@ -32,6 +32,7 @@ of place.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import types
 
@@ -346,10 +347,14 @@ class Adjoints:
             self.ctx.grads.add(out, names[k], item, fresh=False)
 
     def check_function_value(self, name, where):
-        """A function value that depends on the inputs (``partial(f, x)``, a
-        closure a call returned) would carry a gradient pullback cannot follow;
-        one taken out of an input structure (``for W, b, act in layers``) is
-        only a leaf that carries none."""
+        """A function value built here from the inputs (``partial(f, x)``, a
+        nested function or lambda capturing them) would carry a gradient
+        pullback cannot follow: refused now.  What a call returned
+        (``model = build(params)``, ``Dense(W, b)``), or a value taken out of
+        a structure, is left to the dispatcher when it runs: an object of the
+        user's class carries its attributes' gradient, a plain function none,
+        and a partial or a closure is refused there."""
+        from ..runtime import control
         seen, work = set(), [name]
         while work:
             n = work.pop()
@@ -358,27 +363,19 @@ class Adjoints:
             seen.add(n)
             for s in self.ctx.definitions(n):
                 op = self.ctx.ops.get(id(s))
-                if op is None or not (op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK) or (
-                        op.kind is OpKind.RULE and op.primitive is operator.getitem)):
-                    if (op is not None and isinstance(op.primitive, type)
-                            and not is_library(op.primitive)
-                            and isinstance(getattr(op.primitive, "__call__", None),
-                                           types.FunctionType)):
-                        # `model = Sequential(layers); model(x)`: an instance, not a closure
-                        cls = op.primitive.__name__
-                        raise NonDifferentiableError(
-                            f"pullback cannot yet send gradients through an instance of your "
-                            f"class {cls} created inside the function from values being "
-                            "differentiated and then called.", where,
-                            f"Create the {cls} outside and pass the values being "
-                            "differentiated to its methods as arguments.")
+                if op is None:
+                    continue
+                if op.kind is OpKind.OPAQUE or op.primitive in (
+                        functools.partial, control.nested_value):
                     raise NonDifferentiableError(
                         f"The function called here, `{name}`, is built from values being "
                         "differentiated, and pullback cannot send a gradient through a "
                         "function value.", where,
                         "Pass those values to the function as arguments instead (for "
                         "`partial(f, x)(y)`, call `f(x, y)`).")
-                work.extend(n2 for _, n2 in op.operands)
+                if op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.UNPACK, OpKind.PACK) or (
+                        op.kind is OpKind.RULE and op.primitive is operator.getitem):
+                    work.extend(n2 for _, n2 in op.operands)
 
     def adjoint_field(self, out, stmt, op, t, g):
         """``t = p.w`` for a namedtuple or dataclass ``p``: ``g`` goes to the
@@ -407,12 +404,16 @@ class Adjoints:
                 "being differentiated.")
         if isinstance(op.primitive, type) and not is_library(op.primitive):
             name = op.primitive.__name__
+            from ..frontend.instances import why_not_followed
+            why = why_not_followed(op.primitive)
             raise NonDifferentiableError(
                 f"pullback cannot yet send gradients through an instance of your class "
-                f"{name} created inside the function from values being differentiated.",
+                f"{name} created inside the function from values being differentiated"
+                + (f": {why}" if why else "") + ".",
                 self.ctx.parsed.location(node),
-                f"Create the {name} outside and pass it in as an argument (a dataclass or a "
-                f"namedtuple: the gradient has its fields), or pass those values to its "
+                f"Store each value with `self.attr = value` at the top level of __init__, "
+                f"or create the {name} outside and pass it in as an argument (a dataclass or "
+                f"a namedtuple: the gradient has its fields), or pass those values to its "
                 f"methods as arguments.")
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "

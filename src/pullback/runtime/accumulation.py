@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FieldGrads, Meta, add_cotangents, fields_of, is_structure, realify, \
+from .core import FieldGrads, Meta, add_cotangents, fields_of, is_instance, is_structure, realify, \
     unbroadcast, zeros_like
 from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
@@ -91,6 +91,8 @@ def owned_zeros(x):
         return {k: zeros_like(v) for k, v in x.items()}
     if is_structure(x):
         return FieldGrads.zeros(x)
+    if is_instance(x):          # an object of the user's class: by attribute
+        return FieldGrads((k, zeros_like(v)) for k, v in vars(x).items())
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
     if type(x) is not np.ndarray and is_foreign(x):

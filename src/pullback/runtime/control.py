@@ -43,7 +43,7 @@ import numpy as np
 
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
-           "sort_order", "zip_length"]
+           "sort_order", "zip_length", "reduce_start"]
 
 _open = threading.local()
 blocks_used = False     # set when a `with` or `try` block is first transformed (exceptions)
@@ -185,6 +185,13 @@ def sort_order(items, key=None, reverse=False):
 def zip_length(rows):
     """How many items ``zip(*rows)`` gives."""
     return min((len(r) for r in rows), default=0)
+
+
+def reduce_start(items):
+    """``functools.reduce(f, xs)`` with no initial value: ``xs`` must have an
+    item to start from (Python's error otherwise)."""
+    if not len(items):
+        raise TypeError("reduce() of empty iterable with no initial value")
 
 
 def nested_value(lifted, **captured):

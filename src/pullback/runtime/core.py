@@ -5,6 +5,7 @@ import copy as copy_module
 import dataclasses
 import numbers
 import operator
+import sys
 import types
 
 import numpy as np
@@ -12,9 +13,9 @@ import numpy as np
 from .backends import is_foreign, to_namespace
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
-           "add_cotangents", "meta", "Meta", "is_structure", "fields_of", "rebuild_like",
-           "FieldGrads", "indexable", "mapping_keys", "number_to_update", "same_method",
-           "join_grads",
+           "add_cotangents", "meta", "Meta", "is_structure", "is_instance", "fields_of",
+           "rebuild_like", "FieldGrads", "indexable", "mapping_keys", "number_to_update",
+           "same_method", "join_grads",
            "repeat_grads", "field_cotangent", "per_output", "store_attribute",
            "update_attribute"]
 
@@ -241,7 +242,24 @@ def project(g, x, copy=False):
         return g.copy() if copy else g   # array code: the common case
     if is_structure(x):
         return _project_structure(g, x, copy)
+    if is_instance(x):
+        return _project_instance(g, x, copy)
     return _project_leaf(g, x, copy)
+
+
+def _project_instance(g, x, copy):
+    """The cotangent of an object of the user's own class: a dict of its
+    attributes' cotangents (zero for those nothing reached, and for functions,
+    strings and the like, which carry none)."""
+    out = {}
+    for k, v in vars(x).items():
+        e = _entry(g, k)
+        if e is None or isinstance(v, _NO_GRADIENT) or v is None \
+                or isinstance(v, (str, bytes, bool)):
+            out[k] = zeros_like(v)
+        else:
+            out[k] = project(e, v, copy)
+    return out
 
 
 def _project_leaf(g, x, copy=False):
@@ -320,6 +338,10 @@ def zeros_like(x):
         return 0.0
     if is_structure(x):
         return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
+    if is_instance(x):
+        return {k: zeros_like(v) for k, v in vars(x).items()}
+    if isinstance(x, _NO_GRADIENT):
+        return 0.0       # a function or a class held by an object: no gradient
     if isinstance(x, np.generic):
         return np.zeros((), dtype=x.dtype)[()]
     if isinstance(x, Meta):
@@ -421,6 +443,27 @@ class FieldGrads(dict):
     @classmethod
     def zeros(cls, x):
         return cls((k, zeros_like(v)) for k, v in fields_of(x))
+
+
+_NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                types.ModuleType, np.ufunc, str, bytes)
+_LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "builtins", "math", "pullback", "functools")
+
+
+def is_instance(x):
+    """``x`` is an object of the user's own class (not a tuple, list, dict,
+    namedtuple or dataclass): its cotangent is a dict of its attributes'."""
+    if isinstance(x, (np.ndarray, np.generic, numbers.Number) + _NO_GRADIENT) \
+            or is_structure(x) or not isinstance(getattr(x, "__dict__", None), dict):
+        return False
+    if is_foreign(x) or any(hasattr(x, a) for a in (
+            "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
+        return False         # a Dask or CuPy array, an array-like
+    module = getattr(type(x), "__module__", "") or ""
+    if module.split(".")[0] in _LIBRARIES:
+        return False
+    path = getattr(sys.modules.get(module), "__file__", None) or ""
+    return "site-packages" not in path and "dist-packages" not in path   # not a library's
 
 
 def is_structure(x):

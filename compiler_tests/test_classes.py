@@ -1,0 +1,274 @@
+"""Objects of the user's own classes built inside a differentiated function
+(issue 13): ``Dense(W, b)(x)``, a list of layers run in a loop, a factory
+``build(params)`` returning a model whose ``__call__`` runs them, methods
+called on the object, attributes computed in ``__init__``; and
+``functools.reduce``, differentiated as the loop it runs.
+
+Gradients are checked against jax.grad (x64) of the same computation written
+without objects, or against exact values.
+"""
+import functools
+from functools import reduce
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+jax.config.update("jax_enable_x64", True)
+
+RNG = np.random.default_rng(13)
+W1, B1 = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+W2, B2 = RNG.standard_normal((4, 2)), RNG.standard_normal(2)
+X = RNG.standard_normal((5, 3))
+
+
+def close(got, want):
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12, atol=1e-12)
+
+
+def relu(z):
+    return np.maximum(z, 0.0)
+
+
+class Dense:
+    def __init__(self, W, b, activation=None):
+        """A layer (the docstring is no store)."""
+        self.W = W
+        self.b = b
+        self.activation = activation
+
+    def __call__(self, x):
+        z = x @ self.W + self.b
+        if self.activation is not None:
+            z = self.activation(z)
+        return z
+
+    def forward(self, x):
+        return np.tanh(x @ self.W + self.b)
+
+
+class Sequential:
+    def __init__(self, layers):
+        self.layers = list(layers)
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def jax_mlp(W1, b1, W2, b2, x):
+    return jnp.sum(jnp.tanh(x @ W1 + b1) @ W2 + b2)
+
+
+def test_dense_built_and_called():
+    def f(W, b, x):
+        return np.sum(Dense(W, b, np.tanh)(x))
+    got = pb.grad(f, argnums=(0, 1, 2))(W1, B1, X)
+    want = jax.grad(lambda W, b, x: jnp.sum(jnp.tanh(x @ W + b)), argnums=(0, 1, 2))(W1, B1, X)
+    close(got, want)
+
+
+def test_method_of_an_object_built_inside():
+    def f(W, b, x):
+        layer = Dense(W, b)
+        return np.sum(layer.forward(x) ** 2)
+    got = pb.grad(f, argnums=(0, 1))(W1, B1, X)
+    want = jax.grad(lambda W, b: jnp.sum(jnp.tanh(X @ W + b) ** 2), argnums=(0, 1))(W1, B1)
+    close(got, want)
+
+
+def test_list_of_layers_in_a_loop():
+    def f(W1, b1, W2, b2, x):
+        layers = [Dense(W1, b1, np.tanh), Dense(W2, b2)]
+        h = x
+        for layer in layers:
+            h = layer(h)
+        return np.sum(h)
+    got = pb.grad(f, argnums=(0, 1, 2, 3, 4))(W1, B1, W2, B2, X)
+    close(got, jax.grad(jax_mlp, argnums=(0, 1, 2, 3, 4))(W1, B1, W2, B2, X))
+
+
+def build(params):
+    acts = [np.tanh, None]
+    return Sequential([Dense(W, b, act) for (W, b), act in zip(params, acts)])
+
+
+def test_factory_returns_a_model_whose_call_loops_over_its_layers():
+    def loss(params, x):
+        model = build(params)
+        return np.sum(model(x))
+    params = [(W1, B1), (W2, B2)]
+    before = [(W.copy(), b.copy()) for W, b in params]
+    value, got = pb.value_and_grad(loss, argnums=(0, 1))(params, X)
+    assert value == pytest.approx(loss(params, X), rel=1e-14)
+    want = jax.grad(lambda p, x: jax_mlp(p[0][0], p[0][1], p[1][0], p[1][1], x),
+                    argnums=(0, 1))(params, X)
+    close(got, want)
+    assert isinstance(got[0], list) and isinstance(got[0][0], tuple)     # mirrors params
+    for (W, b), (W0, b0) in zip(params, before):                          # inputs untouched
+        assert np.array_equal(W, W0) and np.array_equal(b, b0)
+
+
+class Scaled:
+    def __init__(self, w, b):
+        self.w = w * 2.0
+        self.w += b            # updated after it is stored
+        self.s = np.sum(self.w)  # read after it is stored
+
+    def value(self, x):
+        return self.s * np.sum(self.w * x)
+
+
+def test_attributes_computed_in_init():
+    def f(w, b, x):
+        return Scaled(w, b).value(x)
+    w, b, x = np.array([0.5, -1.0]), 0.25, np.array([2.0, 3.0])
+
+    def jf(w, b, x):
+        v = w * 2.0 + b
+        return jnp.sum(v) * jnp.sum(v * x)
+    close(pb.grad(f, argnums=(0, 1, 2))(w, b, x), jax.grad(jf, argnums=(0, 1, 2))(w, b, x))
+
+
+class Outer:
+    def __init__(self, inner, c):
+        self.inner = inner
+        self.c = c
+
+    def __call__(self, x):
+        return self.c * self.inner(x)
+
+
+def test_object_holding_an_object_called_through_its_attribute():
+    def f(W, b, c, x):
+        return np.sum(Outer(Dense(W, b, relu), c)(x))
+
+    def jf(W, b, c, x):
+        return jnp.sum(c * jnp.maximum(x @ W + b, 0.0))
+    got = pb.grad(f, argnums=(0, 1, 2, 3))(W1, B1, 1.5, X)
+    close(got, jax.grad(jf, argnums=(0, 1, 2, 3))(W1, B1, 1.5, X))
+
+
+class Counted:
+    made = []
+
+    def __init__(self, w):
+        Counted.made.append(1)      # a side effect that uses no `self`
+        self.w = w
+
+
+def test_init_side_effects_run_once_and_inactive_objects_are_plain():
+    Counted.made.clear()
+
+    def f(w, k):
+        c = Counted(k)              # no gradient: the class itself runs
+        d = Counted(w)
+        return np.sum(d.w * c.w)
+    assert pb.grad(f)(np.array([1.0, 2.0]), 3.0).tolist() == [3.0, 3.0]
+    assert len(Counted.made) == 2
+
+
+# -- functools.reduce ---------------------------------------------------------------
+
+def step(z, w):
+    return np.sin(z) * w
+
+
+def test_reduce_with_initial_value_lambda_and_named_function():
+    ws, x = [1.5, 0.5, 2.0], np.array([0.3, 0.7])
+
+    def f(ws, x):
+        return np.sum(functools.reduce(lambda z, w: np.tanh(z * w), ws, x))
+
+    def g(ws, x):
+        return np.sum(reduce(step, ws, x))
+    close(pb.grad(f, argnums=(0, 1))(ws, x), jax.grad(
+        lambda ws, x: jnp.sum(functools.reduce(lambda z, w: jnp.tanh(z * w), ws, x)),
+        argnums=(0, 1))(ws, x))
+    close(pb.grad(g, argnums=(0, 1))(ws, x), jax.grad(
+        lambda ws, x: jnp.sum(functools.reduce(lambda z, w: jnp.sin(z) * w, ws, x)),
+        argnums=(0, 1))(ws, x))
+
+
+def test_reduce_without_initial_value():
+    def prod(ws):
+        return reduce(lambda a, b: a * b, ws)
+    assert pb.grad(prod)([1.0, 3.0, 0.75]) == [2.25, 0.75, 3.0]
+    assert pb.grad(prod)((2.0,)) == (1.0,)
+    with pytest.raises(TypeError, match="empty iterable"):
+        pb.grad(prod)([])
+
+
+def test_reduce_over_layers():
+    def f(W1, b1, W2, b2, x):
+        layers = [Dense(W1, b1, np.tanh), Dense(W2, b2)]
+        return np.sum(reduce(lambda z, layer: layer(z), layers, x))
+    got = pb.grad(f, argnums=(0, 1, 2, 3, 4))(W1, B1, W2, B2, X)
+    close(got, jax.grad(jax_mlp, argnums=(0, 1, 2, 3, 4))(W1, B1, W2, B2, X))
+
+
+# -- what stays refused ---------------------------------------------------------------
+
+def test_bound_method_of_an_object_taken_as_a_value_is_refused():
+    def f(W, b, x):
+        fwd = Dense(W, b).forward        # the object's gradient would hide in `fwd`
+        return np.sum(fwd(x))
+    with pytest.raises(pb.NonDifferentiableError, match="function value") as info:
+        pb.grad(f)(W1, B1, X)
+    assert "layer.forward(y)" in str(info.value) or "obj.method(y)" in str(info.value)
+
+
+def test_forward_mode_follows_objects_too():
+    def f(params, x):
+        return np.sum(build(params)(x))
+    params = [(W1, B1), (W2, B2)]
+    r = np.random.default_rng(2)
+    tangent = [(r.standard_normal(W.shape), r.standard_normal(b.shape)) for W, b in params]
+    tx = r.standard_normal(X.shape)
+    out, out_dot = pb.jvp(f, (params, X), (tangent, tx))
+    _, want = jax.jvp(lambda p, x: jax_mlp(p[0][0], p[0][1], p[1][0], p[1][1], x),
+                      (params, X), (tangent, tx))
+    assert out == pytest.approx(f(params, X), rel=1e-14)
+    np.testing.assert_allclose(out_dot, want, rtol=1e-12)
+
+
+def test_partial_built_from_differentiated_values_is_refused_in_both_modes():
+    def f(w, x):
+        g = functools.partial(np.multiply, w)
+        return np.sum(g(x))
+    for call in (lambda: pb.grad(f)(W1[0], X[0]),
+                 lambda: pb.jvp(f, (W1[0], X[0]), (W1[0], X[0]))):
+        with pytest.raises(pb.PullbackError, match="function value|partial"):
+            call()
+
+
+class _Base:
+    def __init__(self, w):
+        self.w = w
+
+
+class _Derived(_Base):
+    def __init__(self, w, c):
+        super().__init__(w)
+        self.c = c
+
+
+class _Inherits(_Base):
+    def scaled(self, x):
+        return self.w * x
+
+
+def test_inherited_init_is_followed_and_super_init_refused():
+    def f(w, x):
+        return np.sum(_Inherits(w).scaled(x))
+    assert pb.grad(f)(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist() == [3.0, 4.0]
+
+    def g(w):
+        return np.sum(_Derived(w, 2.0).w)
+    with pytest.raises(pb.NonDifferentiableError, match="_Derived.*super"):
+        pb.grad(g)(np.ones(2))
