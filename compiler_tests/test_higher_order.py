@@ -10,6 +10,7 @@ pullback and with ``jax.numpy`` for JAX (float64), the oracle
 JAX cannot run as written (indexing writes) has a JAX twin.  Every case is
 also checked against central differences of ``pb.grad``.
 """
+import functools
 import math
 import zlib
 
@@ -62,7 +63,7 @@ def central_hvp(f, args, v, h=1e-5):
 W = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3], [-0.2, 0.2, 0.1], [0.05, -0.1, 0.3]])
 A = np.array([[2.0, 0.3, 0.1, 0.0], [0.3, 1.5, -0.2, 0.1], [0.1, -0.2, 1.8, 0.4],
               [0.0, 0.1, 0.4, 2.2]])
-EXTRA = {"W": W, "A": A}
+EXTRA = {"W": W, "A": A, "functools": functools}
 
 CASES = {
     "elementwise": ("""
@@ -568,6 +569,16 @@ def f(x):
     d = {"a": x, "b": np.cos(x)}
     return parts[0] * d["b"] + parts[1] * d["a"]
 """, None),
+    "function_values": ("""
+def f(x):
+    return apply(np.tanh, x) * apply(g, x) + apply(functools.partial(g, scale=2.0), x)
+
+def apply(fn, x):
+    return fn(x) + x
+
+def g(z, scale=1.0):
+    return np.sin(z) * z * scale
+""", None),
     "linalg": ("""
 def f(x):
     M = A + np.outer(x, x)
@@ -632,7 +643,7 @@ def test_grad_of_jvp_against_jax(name):
 
 
 @pytest.mark.parametrize("name", ["elementwise", "loop", "branches", "indexing_write",
-                                  "user_calls", "linalg"])
+                                  "user_calls", "function_values", "linalg"])
 def test_check_grads_order_2_both_modes(name):
     f, _, x, *_ = vector_case(name)
     pb.check_grads(f, (x,), order=2)

@@ -737,7 +737,7 @@ def callee_forward(fn):
     from .runtime import calls as runtime_calls
     if getattr(fn, "__pullback_nested__", None) is not None \
             or getattr(fn, "__pullback_forward__", None) is not None \
-            or fn is _add_tangents:
+            or fn is _add_tangents or getattr(fn, "__name__", None) == "dynamic_jvp":
         # pb.jvp called inside, or a tangent function's callee (forward over forward)
         from .higher_forward import nested_forward
         return nested_forward(fn)

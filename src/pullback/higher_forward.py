@@ -15,17 +15,18 @@ cached apart from the one ``pb.jvp`` uses.  ``pb.jacfwd(f)``'s tangent is
 that of each of its columns ``jvp(f, x, e_k)``; ``pb.linearize``'s
 ``f_jvp`` is linear in its tangent with the primals fixed.
 
-Before / after: for ``f(x) = np.sin(x) * x``, one line of ``f_jvp``::
+Before / after: for ``f(x) = np.sin(x) * x``, one line of ``f_jvp(x, x_dot)``::
 
     sin_x_dot = x_dot * np.cos(x)
 
-becomes, in the tangent function of ``f_jvp`` (``x_dot_dot``: the tangent
-of the inner tangent ``x_dot``)::
+becomes, in ``f_jvp_jvp(x, x_dot, x_dot_1, x_dot_dot)`` (``x_dot_1``: the
+tangent of ``x``, ``x_dot_dot``: that of the inner tangent ``x_dot``)::
 
     cos_x = np.cos(x)
     cos_x_dot = -x_dot_1 * np.sin(x)
     sin_x_dot = x_dot * cos_x
-    sin_x_dot_dot = x_dot_dot * cos_x + cos_x_dot * x_dot
+    sin_x_dot_dot = (broadcast_tangent(x_dot_dot, sin_x_dot) * cos_x
+                     + broadcast_tangent(cos_x_dot, sin_x_dot) * x_dot)
 
 Reverse over forward.  ``(x, t) -> (f(x), J(x) t)`` with cotangents
 ``(a, b)``: ``t`` gets ``J^T b``, and ``x`` gets ``J^T a + sum_i b_i H_i t``
@@ -210,6 +211,69 @@ class CalleeTangentForward:
                     mask.append(len(full) + k)
                     moves.append(t)
         return _again(h, full, self.mask, inner_t, mask, moves)
+
+
+class DynamicJvpForward:
+    """Forward mode over a generated tangent function's ``dynamic_jvp(callee,
+    mask, tangents, *args)`` (a call of a function value): the callee's
+    tangent function, transformed forwards again.  Plain functions,
+    partials, bound methods and rules' functions, tangents by position only."""
+
+    def call_kw(self, args, kwargs, keys, tangents):
+        from .callees import _unwrap
+        from .driver import dispatch
+        from .forward.calls import ForwardDerivative, forward_of
+        from .rules.registry import lookup
+        callee, mask, inner = args[0], tuple(args[1]), tuple(args[2])
+        rest = tuple(args[3:])
+        given_inner, given = None, {}
+        for k, t in zip(keys, tangents):
+            if t is None or k == 1:
+                continue
+            if k == 0:
+                raise NonDifferentiableError(
+                    "pullback cannot differentiate a tangent again through a function value "
+                    "that depends on the inputs.",
+                    hint="Pass the values the function reads as arguments.")
+            if k == 2:
+                given_inner = t
+            elif isinstance(k, int):
+                given[k - 3] = t
+            else:
+                self._refuse(callee)
+        fn, args2, kwargs2, mask2 = _unwrap(callee, rest, dict(kwargs), mask)
+        if not all(isinstance(k, int) and k >= 0 for k in mask2):
+            self._refuse(fn)
+        if lookup(fn) is not None:
+            fn = dispatch._rule_wrapper(fn, len(args2), tuple(kwargs2))
+        handle = forward_of(fn)
+        if not isinstance(handle, ForwardDerivative) or handle.variadic:
+            self._refuse(fn)
+        full = handle.bind(tuple(args2), dict(kwargs2))    # (the keywords after the positions)
+        shift = len(args2) - len(rest)
+        wrt = tuple(sorted(set(mask2)))
+        if len(wrt) != len(mask2):
+            self._refuse(fn)
+        order = {k: j for j, k in enumerate(mask2)}
+        inner_t = tuple(inner[order[i]] for i in wrt)
+        pos, moves = [], []
+        for k in sorted(given):
+            pos.append(k + shift)
+            moves.append(given[k])
+        if given_inner is not None:
+            for k, i in enumerate(wrt):
+                t = given_inner[order[i]]
+                if t is not None:
+                    pos.append(len(full) + k)
+                    moves.append(t)
+        return _again(handle, full, wrt, inner_t, pos, moves)
+
+    @staticmethod
+    def _refuse(fn):
+        raise NonDifferentiableError(
+            f"pullback differentiates a tangent again through a call of the function value "
+            f"{_name(fn)} only with tangents in positional arguments, for a function "
+            "defined with def, a partial or a bound method.", hint="Call the function directly.")
 
 
 # -- pb.jvp called inside a function differentiated in forward mode --------------------
@@ -527,6 +591,9 @@ def nested_forward(fn):
         return _jvp_forward
     if fn is forward_support.add_tangents:
         return AddTangentsForward()
+    from .forward import calls
+    if fn is calls.dynamic_jvp:
+        return DynamicJvpForward()
     tag = getattr(fn, "__pullback_forward__", None)
     if tag is not None:
         from .forward.calls import ForwardDerivative
