@@ -10,6 +10,7 @@ pullback and with ``jax.numpy`` for JAX (float64), the oracle
 JAX cannot run as written (indexing writes) has a JAX twin.  Every case is
 also checked against central differences of ``pb.grad``.
 """
+import functools
 import math
 import zlib
 
@@ -62,7 +63,7 @@ def central_hvp(f, args, v, h=1e-5):
 W = np.array([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3], [-0.2, 0.2, 0.1], [0.05, -0.1, 0.3]])
 A = np.array([[2.0, 0.3, 0.1, 0.0], [0.3, 1.5, -0.2, 0.1], [0.1, -0.2, 1.8, 0.4],
               [0.0, 0.1, 0.4, 2.2]])
-EXTRA = {"W": W, "A": A}
+EXTRA = {"W": W, "A": A, "functools": functools}
 
 CASES = {
     "elementwise": ("""
@@ -485,10 +486,225 @@ def test_grad_of_value_and_grad_is_refused_for_its_tuple_output():
         pb.grad(pb.value_and_grad(np.sin))(0.3)
 
 
-def test_jvp_made_functions_are_not_differentiated_again():
-    f = pb.jacfwd(lambda x: x ** 2)
-    with pytest.raises(pb.NonDifferentiableError, match=r"made by pullback \(pb.jacfwd\)"):
-        pb.grad(lambda x: np.sum(f(x)))(np.ones(2))
+def test_grad_of_a_jacfwd_made_function_against_jax():
+    """Reverse over pb.jacfwd: one forward over reverse per input element."""
+    f = pb.jacfwd(lambda x: x ** 2 * np.sin(x[0]))
+    fj = jax.jacfwd(lambda x: x ** 2 * jnp.sin(x[0]))
+
+    def loss(x):
+        return np.sum(np.cos(f(x)))
+
+    def loss_j(x):
+        return jnp.sum(jnp.cos(fj(x)))
+    x = np.array([0.3, 0.8, -0.4])
+    assert_close(pb.grad(loss)(x), jax.grad(loss_j)(x))
+    ct = np.arange(9.0).reshape(3, 3) - 4.0
+    assert_close(pb.vjp(f, x)[1](ct), jax.vjp(fj, x)[1](ct))
+
+
+# -- forward over forward, reverse over forward (higher_forward) -----------------------
+
+VECTOR = {
+    "elementwise": ("""
+def f(x):
+    return np.sin(x) * x ** 2 + np.exp(-x) * np.sum(x)
+""", None),
+    "loop": ("""
+def f(x):
+    y = x
+    for i in range(3):
+        y = np.tanh(y) * x + 0.1 * y * y
+    return y
+""", None),
+    "while_loop": ("""
+def f(x):
+    y = x * 1.0
+    k = 0
+    while k < 3:
+        y = np.sin(y) + x * np.sum(y ** 2) * 0.1
+        k = k + 1
+    return y
+""", None),
+    "branches": ("""
+def f(x):
+    if np.sum(x) > 0.0:
+        y = np.sin(x) * np.sum(x)
+    else:
+        y = np.cos(x) * x ** 3
+    return y * x[0]
+""", None),
+    "indexing_write": ("""
+def f(x):
+    y = np.zeros(4)
+    for i in range(4):
+        y[i] = x[i] * x[(i + 1) % 4] ** 2
+    y[0] = y[0] + np.sin(x[3])
+    return y
+""", """
+def f(x):
+    y = jnp.zeros(4)
+    for i in range(4):
+        y = y.at[i].set(x[i] * x[(i + 1) % 4] ** 2)
+    y = y.at[0].set(y[0] + jnp.sin(x[3]))
+    return y
+"""),
+    "user_calls": ("""
+def f(x):
+    h = layer(x, W)
+    return layer(h, W.T) * x
+
+def layer(h, w):
+    return np.tanh(h @ w)
+""", None),
+    "closure": ("""
+def f(x):
+    scale = np.sum(x ** 2)
+    def inner(z):
+        return np.sin(z) * scale
+    return inner(x) + x
+""", None),
+    "containers": ("""
+def f(x):
+    parts = [x * x, np.sin(x)]
+    d = {"a": x, "b": np.cos(x)}
+    return parts[0] * d["b"] + parts[1] * d["a"]
+""", None),
+    "function_values": ("""
+def f(x):
+    return apply(np.tanh, x) * apply(g, x) + apply(functools.partial(g, scale=2.0), x)
+
+def apply(fn, x):
+    return fn(x) + x
+
+def g(z, scale=1.0):
+    return np.sin(z) * z * scale
+""", None),
+    "linalg": ("""
+def f(x):
+    M = A + np.outer(x, x)
+    return np.linalg.solve(M, x) + np.log(np.linalg.det(M))
+""", None),
+    "reductions_where": ("""
+def f(x):
+    y = np.where(x > 0.0, x ** 3, np.sin(x))
+    return y * np.max(x) + np.cumsum(x) * np.mean(x ** 2)
+""", None),
+}
+
+
+def vector_case(name):
+    text, jax_text = VECTOR[name]
+    f, fj = both(text, jax_text, EXTRA)
+    rng = rng_for("vector" + name)
+    x, t, s, u = (rng.standard_normal(4) * 0.7 for _ in range(4))
+    return f, fj, x, t, s, u
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR))
+def test_jacfwd_of_jacfwd_against_jax(name):
+    f, fj, x, *_ = vector_case(name)
+    assert_close(pb.jacfwd(pb.jacfwd(f))(x), jax.jacfwd(jax.jacfwd(fj))(x))
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR))
+def test_jvp_of_jvp_against_jax(name):
+    """pb.jvp of a function calling pb.jvp, the primal and the tangent both
+    moving: (J s, f''[t, s] + J u), against JAX and central differences."""
+    f, fj, x, t, s, u = vector_case(name)
+
+    def inner(x, t):
+        return pb.jvp(f, (x,), (t,))
+
+    def inner_j(x, t):
+        return jax.jvp(fj, (x,), (t,))
+    got = pb.jvp(inner, (x, t), (s, u))
+    want = jax.jvp(inner_j, (x, t), (s, u))
+    assert_close(got, want)
+    h = 1e-5
+    up = pb.jvp(f, (x + h * s,), (t + h * u,))[1]
+    down = pb.jvp(f, (x - h * s,), (t - h * u,))[1]
+    np.testing.assert_allclose(got[1][1], (up - down) / (2 * h), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(VECTOR))
+def test_grad_of_jvp_against_jax(name):
+    """Reverse over forward: pb.grad of a function reading pb.jvp's value
+    and tangent, with respect to the primal and the tangent."""
+    f, fj, x, t, s, u = vector_case(name)
+
+    def loss(x, t):
+        y, y_dot = pb.jvp(f, (x,), (t,))
+        return np.sum(s * y_dot) + np.sum(np.sin(y) * u)
+
+    def loss_j(x, t):
+        y, y_dot = jax.jvp(fj, (x,), (t,))
+        return jnp.sum(s * y_dot) + jnp.sum(jnp.sin(y) * u)
+    assert_close(pb.grad(loss, argnums=(0, 1))(x, t), jax.grad(loss_j, argnums=(0, 1))(x, t))
+
+
+@pytest.mark.parametrize("name", ["elementwise", "loop", "branches", "indexing_write",
+                                  "user_calls", "function_values", "linalg"])
+def test_check_grads_order_2_both_modes(name):
+    f, _, x, *_ = vector_case(name)
+    pb.check_grads(f, (x,), order=2)
+
+
+@pytest.mark.parametrize("name", ["elementwise", "loop_tape", "branches", "indexing_write",
+                                  "user_function_calls", "containers"])
+def test_hessian_by_forward_over_forward_against_jax(name):
+    text, jax_text, spec = CASES[name]
+    f, fj = both(text, jax_text, EXTRA)
+    args = make_args(name, spec)
+    assert_close(pb.jacfwd(pb.jacfwd(f))(args[0], *args[1:]),
+                 jax.hessian(fj)(args[0], *args[1:]))
+
+
+def test_jvp_of_jvp_of_a_custom_jvp_function_differentiates_its_rule():
+    @pb.custom_jvp
+    def softplus(x):
+        return np.log1p(np.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t / (1.0 + np.exp(-x))
+
+    def inner(x, t):
+        return pb.jvp(softplus, (x,), (t,))[1]
+    x, t, s = np.array([0.3, -1.2]), np.array([1.0, 0.5]), np.array([0.4, 2.0])
+    sig = 1.0 / (1.0 + np.exp(-x))
+    np.testing.assert_allclose(pb.jvp(inner, (x, t), (s, 0 * s))[1], sig * (1 - sig) * t * s,
+                               rtol=1e-13)
+
+
+def test_linearize_made_functions_forward_and_reverse():
+    x = np.array([0.3, 0.8])
+    _, lin = pb.linearize(lambda x: np.sin(x) * x[0], x)
+    lin_j = jax.linearize(lambda x: jnp.sin(x) * x[0], x)[1]
+    t, v = np.array([0.5, -1.0]), np.array([0.2, 0.7])
+
+    def sq(t):
+        return lin(t) ** 2
+
+    def sq_j(t):
+        return lin_j(t) ** 2
+    assert_close(pb.jvp(sq, (t,), (v,)), jax.jvp(sq_j, (t,), (v,)))
+    assert_close(pb.vjp(sq, t)[1](v), jax.vjp(sq_j, t)[1](v))
+
+
+def test_reverse_over_jvp_refusals():
+    def f(x):
+        return np.sin(x)
+
+    def with_aux(x):
+        return pb.jvp(lambda z: (f(z), z), (x,), (x,), has_aux=True)[1].sum()
+    with pytest.raises(pb.NonDifferentiableError, match="without has_aux"):
+        pb.grad(with_aux)(np.ones(2))
+
+    def of_complex(x):
+        return np.real(pb.jvp(f, (x * (1 + 1j),), (x + 0j,))[1]).sum()
+    with pytest.raises(pb.NonDifferentiableError, match="real primals"):
+        pb.grad(of_complex)(np.ones(2))
 
 
 # -- the helpers' forward rules are what they declare ----------------------------------

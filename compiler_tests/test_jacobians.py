@@ -393,11 +393,6 @@ def f(x):
         pb.check_grads(f, (1.0,), order=1, modes=("forward",))
 
 
-HIGHER = pytest.mark.xfail(raises=pb.PullbackError, strict=False,
-                           reason="forward over forward (pb.jvp of a pb.jvp-made function) is refused")
-
-
-@HIGHER
 def test_check_grads_order_2():
     f = function_from_source("""
 def f(x, y):
@@ -422,7 +417,6 @@ def f(x):
     pb.check_grads(f, (rng.normal(size=3),), order=2, modes=("rev",))
 
 
-@HIGHER
 def test_check_grads_order_2_catches_a_wrong_second_derivative():
     # right to first order (rounding moves x by 1e-9), flat to second
     @pb.custom_jvp

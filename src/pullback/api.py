@@ -162,6 +162,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     return out, out_dot
 
 
+jvp.__pullback_nested__ = "pb.jvp"      # called inside a differentiated function: higher_forward
+
+
 def linearize(fun, *primals):
     """``fun(*primals)`` and a function of tangents giving the directional
     derivative at ``primals`` (as JAX's ``linearize``; the tangent function
@@ -184,6 +187,7 @@ def linearize(fun, *primals):
                               top=True)[1]
 
     f_jvp.__pullback_api__ = "pb.linearize"
+    f_jvp.__pullback_made__ = Made("linearize", fun, primals=primals)
     return out, f_jvp
 
 
@@ -199,7 +203,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
     array([[2., 0.],
            [0., 4.]])
     """
-    argnums_t = check_argnums(argnums)
+    check_argnums(argnums)
 
     @functools.wraps(fun)
     def jacfwd_f(*args, **kwargs):
@@ -207,48 +211,13 @@ def jacfwd(fun, argnums=0, has_aux=False):
         if kwargs:
             args = calls.forward_of(fun).bind(args, kwargs) if isinstance(
                 fun, types.FunctionType) else args
-        check_argnum_range(fun, argnums_t, len(args))
-        for i in argnums_t:
-            if not is_inexact(args[i]):
-                raise TypeError(f"jacfwd requires float or complex inputs, but argument {i} "
-                                f"is a {type(args[i]).__name__}.")
-        wrt = tuple(sorted(set(i % len(args) for i in argnums_t)))
-        leaves = [(i, path, leaf) for i in wrt for path, leaf in jacobian.leaves(args[i])]
-        zeros = {i: zeros_tangent(args[i]) for i in wrt}
-        out = aux = None
-        columns = []            # per input leaf: the tangent outputs, one per element
-        for i, path, leaf in leaves:
-            cols = []
-            for k in range(max(np.size(leaf), 1) if np.ndim(leaf) else 1):
-                unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
-                unit.reshape(-1)[k] = 1
-                tangent = {j: jacobian.with_leaf(
-                    zeros[j], path, unit if np.ndim(leaf)
-                    else type(leaf)(1) if isinstance(leaf, (float, complex))
-                    else unit[()]) if j == i else zeros[j] for j in wrt}
-                o, d = calls.jvp_call(fun, args, {}, wrt, tuple(tangent[j] for j in wrt),
-                                      has_aux, top=True)
-                if has_aux:
-                    o, aux = o
-                out = o
-                cols.append(d)
-            columns.append((i, path, leaf, cols))
-        # JAX's layout: the output's structure outside, the inputs' inside
-        out_leaves = list(jacobian.leaves(out))
 
-        def per_output(opath, oleaf):
-            by_arg = {}
-            for i, path, leaf, cols in columns:
-                picked = [jacobian.at(c, opath) for c in cols]
-                by_arg.setdefault(i, []).append(
-                    (path, jacobian.stack_columns(oleaf, picked, np.shape(leaf))))
-            inner = tuple(jacobian.rebuild(args[i], by_arg[i % len(args)]) for i in argnums_t)
-            return inner[0] if isinstance(argnums, int) else inner
-        result = jacobian.rebuild(out, [(opath, per_output(opath, oleaf))
-                                        for opath, oleaf in out_leaves])
-        return (result, aux) if has_aux else result
+        def column(args, wrt, tangents, has_aux):
+            return calls.jvp_call(fun, args, {}, wrt, tangents, has_aux, top=True)
+        return jacobian.jacfwd_eval(fun, argnums, has_aux, args, column)
 
     jacfwd_f.__pullback_api__ = "pb.jacfwd"
+    jacfwd_f.__pullback_made__ = Made("jacfwd", fun, argnums, has_aux)
     return jacfwd_f
 
 
@@ -271,7 +240,8 @@ def source(fun, *example_args, argnums=None, mode="reverse"):
     a real number or array); with them, the one specialised to their types.
     """
     from . import higher
-    if higher.made_by(fun) is not None and higher.made_by(fun).kind != "vjp":
+    if higher.made_by(fun) is not None and higher.made_by(fun).kind in ("grad",
+                                                                        "value_and_grad"):
         return higher.source_of(fun, *example_args)
     if mode == "forward":
         return _forward_source(fun, example_args, argnums)

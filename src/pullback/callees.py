@@ -356,6 +356,8 @@ def derivative_of(fun):
     if getattr(fun, "__pullback_forward_only__", False):
         message, hint = forward_only(fun)
         raise NonDifferentiableError(message, hint=hint)
+    if getattr(fun, "__pullback_nested__", None) is not None and higher_order is not None:
+        return higher_order.nested_reverse(fun)        # pb.jvp called inside
     made_by = getattr(fun, "__pullback_api__", None)
     if made_by is not None:
         handle = higher_order.reverse_handle(fun) if higher_order is not None else None
@@ -369,9 +371,9 @@ def derivative_of(fun):
         raise NonDifferentiableError(
             f"pullback cannot differentiate a function made by {made_by}{of} again.",
             _user_location(inner),
-            hint="Differentiate the original function: pb.grad, pb.value_and_grad and pb.vjp "
-                 "functions can be differentiated again, pb.jvp, pb.jacfwd and pb.linearize "
-                 "ones not yet.")
+            hint="Differentiate the original function: pb.grad, pb.value_and_grad, pb.vjp, "
+                 "pb.linearize and (in forward mode) pb.jacfwd functions can be "
+                 "differentiated again.")
     if not isinstance(fun, types.FunctionType):
         if isinstance(fun, (functools.partial, types.MethodType)) \
                 or _is_callable_instance(fun):

@@ -57,7 +57,7 @@ from .checks import (check_argnums, check_scalar_output, is_inexact, one_like,
                      signature_key, split_aux)
 from .again import again
 from .errors import NonDifferentiableError, PullbackError
-from .runtime.forward_support import zeros_tangent
+from .runtime.forward_support import add_tangents as _add_tangents, zeros_tangent
 
 __all__ = ["made_by", "GradVJP", "GradForward", "PullbackForward", "PullbackVJP",
            "forward_over_reverse", "inner_transform", "source_of"]
@@ -70,7 +70,7 @@ class Made:
     differentiates and the options (``pb.grad``: ``argnums``, ``has_aux``)."""
 
     def __init__(self, kind, fun, argnums=0, has_aux=False, primals=None):
-        self.kind = kind                 # "grad", "value_and_grad" or "vjp"
+        self.kind = kind     # "grad", "value_and_grad", "vjp", "jacfwd" or "linearize"
         self.fun = fun
         self.argnums = argnums
         self.argnums_t = check_argnums(argnums) if kind != "vjp" else ()
@@ -188,7 +188,8 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
         (out, res), (out_dot, res_dot) = _jvp(primal, args, wrt, tangents)
         value, aux = split_aux(fun, out, has_aux)
         value_dot, aux_dot = split_aux(fun, out_dot, has_aux) if has_aux else (out_dot, None)
-        check_scalar_output(fun, value)
+        if ct is None:
+            check_scalar_output(fun, value)
         c = one_like(value) if ct is None else ct
         grads, grads_dot = _jvp(adjoint, (res, c), (0, 1), (res_dot, ct_dot))
         return value, aux, grads, value_dot, aux_dot, grads_dot
@@ -734,6 +735,12 @@ def _is_runtime_helper(fn):
 def callee_forward(fn):
     """The forward handle of a generated call's callee primal or adjoint, or None."""
     from .runtime import calls as runtime_calls
+    if getattr(fn, "__pullback_nested__", None) is not None \
+            or getattr(fn, "__pullback_forward__", None) is not None \
+            or fn is _add_tangents or getattr(fn, "__name__", None) == "dynamic_jvp":
+        # pb.jvp called inside, or a tangent function's callee (forward over forward)
+        from .higher_forward import nested_forward
+        return nested_forward(fn)
     if fn is runtime_calls.dynamic_call:
         return DynamicCallForward()
     if fn is runtime_calls.dynamic_adjoint:
@@ -760,6 +767,12 @@ def callee_forward(fn):
     return None
 
 
+def nested_reverse(fn):
+    """The reverse handle of a call of ``pb.jvp`` (``higher_forward``)."""
+    from .higher_forward import nested_reverse
+    return nested_reverse(fn)
+
+
 # -- handles, made once per function ------------------------------------------------
 
 _reverse = weakref.WeakKeyDictionary()
@@ -773,7 +786,11 @@ def reverse_handle(fn):
         return None
     h = _reverse.get(fn)
     if h is None:
-        h = _reverse[fn] = PullbackVJP(fn) if m.kind == "vjp" else GradVJP(fn)
+        if m.kind in ("jacfwd", "linearize"):
+            from .higher_forward import JacfwdVJP, LinearizeVJP
+            h = _reverse[fn] = (JacfwdVJP if m.kind == "jacfwd" else LinearizeVJP)(fn)
+        else:
+            h = _reverse[fn] = PullbackVJP(fn) if m.kind == "vjp" else GradVJP(fn)
     return h
 
 
@@ -784,7 +801,13 @@ def forward_handle(fn):
         return None
     h = _forward.get(fn)
     if h is None:
-        h = _forward[fn] = PullbackForward(fn) if m.kind == "vjp" else GradForward(fn)
+        from . import higher_forward
+        if m.kind == "jacfwd":
+            h = _forward[fn] = higher_forward.JacfwdForward(fn)
+        elif m.kind == "linearize":
+            h = _forward[fn] = higher_forward.LinearizeForward(fn)
+        else:
+            h = _forward[fn] = PullbackForward(fn) if m.kind == "vjp" else GradForward(fn)
     return h
 
 
@@ -848,10 +871,11 @@ def _install():
     """Hand this module's handles to the modules below it (``callees``,
     ``forward.calls``), which import nothing above them."""
     import sys
-    from . import callees
+    from . import callees, higher_forward
     from .forward import calls
     callees.higher_order = sys.modules[__name__]
     calls.higher_order = sys.modules[__name__]
+    higher_forward.higher = sys.modules[__name__]
 
 
 _install()

@@ -273,8 +273,9 @@ def refusal(fn):
                 "through a function value.",
                 "Pass that value to the nested function as an argument instead, or call the "
                 "nested function directly.")
-    if getattr(fn, "__pullback_made__", None) is not None:
-        return None         # a derivative made by pb.grad / pb.value_and_grad / pb.vjp
+    if getattr(fn, "__pullback_made__", None) is not None \
+            or getattr(fn, "__pullback_nested__", None) is not None:
+        return None         # a derivative made by pb.grad / pb.value_and_grad / pb.vjp, pb.jvp
     if getattr(fn, "__pullback_api__", None) or (
             isinstance(fn, types.FunctionType)
             and (fn.__module__ or "").split(".")[0] == "pullback"
@@ -375,7 +376,8 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         raise NonDifferentiableError(why[0], hint=why[1])
     if isinstance(fn, CustomVJP):
         return _Differentiated(fn, fn.fun, nargs, kwnames, mask, inplace)
-    if getattr(fn, "__pullback_made__", None) is not None:     # pb.grad(f) called inside
+    if getattr(fn, "__pullback_made__", None) is not None \
+            or getattr(fn, "__pullback_nested__", None) is not None:  # pb.grad(f), pb.jvp inside
         return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
     if lookup(fn) is not None:
         wrapper = _rule_wrapper(fn, nargs, kwnames)

@@ -210,9 +210,9 @@ def forward_of(fun):
             return handle
         raise NonDifferentiableError(
             f"forward mode cannot differentiate a function made by {made_by} again.",
-            hint="Differentiate the original function: pb.grad, pb.value_and_grad and pb.vjp "
-                 "functions can be differentiated again, pb.jvp, pb.jacfwd and pb.linearize "
-                 "ones not yet.")
+            hint="Differentiate the original function: pb.grad, pb.value_and_grad, pb.vjp, "
+                 "pb.linearize and (in forward mode) pb.jacfwd functions can be "
+                 "differentiated again.")
     if made_by is not None:
         raise NonDifferentiableError(
             f"forward mode cannot differentiate a function made by {made_by}.")

@@ -62,3 +62,51 @@ def rebuild(arg, pieces):
     for path, jac in pieces:
         tree = with_leaf(tree, path, jac)
     return tree
+
+
+def jacfwd_eval(fun, argnums, has_aux, args, column):
+    """``pb.jacfwd(fun, argnums, has_aux)(*args)``, each column's
+    ``(out, out_dot)`` given by ``column(args, wrt, tangents, has_aux)``
+    (``higher_forward.JacfwdForward`` passes one that differentiates it again)."""
+    from ..checks import check_argnum_range, check_argnums, is_inexact
+    from ..runtime.forward_support import zeros_tangent
+    argnums_t = check_argnums(argnums)
+    check_argnum_range(fun, argnums_t, len(args))
+    for i in argnums_t:
+        if not is_inexact(args[i]):
+            raise TypeError(f"jacfwd requires float or complex inputs, but argument {i} "
+                            f"is a {type(args[i]).__name__}.")
+    wrt = tuple(sorted(set(i % len(args) for i in argnums_t)))
+    in_leaves = [(i, path, leaf) for i in wrt for path, leaf in leaves(args[i])]
+    zeros = {i: zeros_tangent(args[i]) for i in wrt}
+    out = aux = None
+    columns = []            # per input leaf: the tangent outputs, one per element
+    for i, path, leaf in in_leaves:
+        cols = []
+        for k in range(max(np.size(leaf), 1) if np.ndim(leaf) else 1):
+            unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
+            unit.reshape(-1)[k] = 1
+            tangent = {j: with_leaf(
+                zeros[j], path, unit if np.ndim(leaf)
+                else type(leaf)(1) if isinstance(leaf, (float, complex))
+                else unit[()]) if j == i else zeros[j] for j in wrt}
+            o, d = column(args, wrt, tuple(tangent[j] for j in wrt), has_aux)
+            if has_aux:
+                o, aux = o
+            out = o
+            cols.append(d)
+        columns.append((i, path, leaf, cols))
+    # JAX's layout: the output's structure outside, the inputs' inside
+    out_leaves = list(leaves(out))
+
+    def per_output(opath, oleaf):
+        by_arg = {}
+        for i, path, leaf, cols in columns:
+            picked = [at(c, opath) for c in cols]
+            by_arg.setdefault(i, []).append(
+                (path, stack_columns(oleaf, picked, np.shape(leaf))))
+        inner = tuple(rebuild(args[i], by_arg[i % len(args)]) for i in argnums_t)
+        return inner[0] if isinstance(argnums, int) else inner
+    result = rebuild(out, [(opath, per_output(opath, oleaf))
+                                    for opath, oleaf in out_leaves])
+    return (result, aux) if has_aux else result

@@ -24,6 +24,8 @@ import numpy as np
 
 from ..errors import NonDifferentiableError
 from .core import fields_of, is_structure, project, rebuild_like
+from .linalg_support import _adjugate
+from .rule_support import abs_grad
 
 __all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
@@ -234,7 +236,6 @@ def det_jvp(t, ans, a):
     ``a`` is singular."""
     if np.all(np.asarray(ans) != 0):
         return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
-    from .linalg_support import _adjugate
     return np.sum(np.swapaxes(_adjugate(a), -1, -2) * t, axis=(-2, -1))
 
 
@@ -343,5 +344,4 @@ def abs_grad_tangent(t, x):
         raise NonDifferentiableError(
             "pullback does not yet differentiate the gradient of abs of a complex value "
             "again.", hint="Write |z| as np.sqrt(z.real**2 + z.imag**2).")
-    from .rule_support import abs_grad
     return abs_grad(t, x)
