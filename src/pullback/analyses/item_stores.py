@@ -1,0 +1,185 @@
+"""Item stores that carry no gradient: plain side effects of the primal.
+
+``d[k] = v``, ``d[k] += v``, ``d[k] -= v`` and ``xs.append(v)`` into a
+container that holds no differentiated value (by the activity analysis: not
+varied), of a value that carries no gradient, run once, where Python runs
+them, in the primal; the adjoint and the tangent code never run them again.
+The container may be the function's own, an argument not differentiated, a
+global, a captured value, or a dict already handed elsewhere (appended to a
+log, say)::
+
+    def loss(x, log):                      def loss_primal(x, log):
+        call = {'n': x.shape}                  call = {'n': x.shape}
+        log.append(call)                       log.append(call)
+        y = np.sum(x * x)           ->         ...
+        call['returned'] = True                call['returned'] = True
+        return y                               ...
+
+A store that would carry a gradient into a dict or a list (a varied value,
+or a container that holds one and is not the function's own list) stays
+refused, naming the container.  So does a store into a container that a
+differentiated operation also reads (``y = x[idx]`` then ``idx.append(2)``):
+the gradient of that operation reads the container after the store.
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x, log):
+...     call = {'kind': 'f'}
+...     log.append(call)
+...     y = np.sum(x * x)
+...     call['returned'] = True
+...     return y
+... ''')
+>>> log = []
+>>> pb.grad(f)(np.array([3.0]), log), log
+(array([6.]), [{'kind': 'f', 'returned': True}])
+"""
+from __future__ import annotations
+
+import gast
+
+from ..errors import UnsupportedSyntaxError
+from .kinds import Shape
+from .mutation import _derived
+from .ops import OpKind, all_statements
+from .order import only_after
+
+__all__ = ["mark"]
+
+
+def mark(normal, ops, varied, parsed, kinds=None) -> None:
+    """Flag ``op.effect`` on every item store of ``normal`` that carries no
+    gradient; refuse the stores pullback cannot follow into a dict or a list."""
+    renames = {id(s): (s.targets[0].id, s.value.id) for s in all_statements(normal.tree.body)
+               if id(s) in normal.renames}
+    stores = []
+    for s in all_statements(normal.tree.body):
+        op = ops.get(id(s))
+        if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
+            continue
+        if op.kind is OpKind.SETITEM and op.bound.get("mode") == "add_at":
+            continue                              # np.add.at: an array's own path
+        container = op.mutates
+        values = [n for _, n in op.operands if n != container]
+        if container in varied or any(v in varied for v in values):
+            outer = _outer(container, normal)
+            if outer is not None and op.kind is OpKind.SETITEM:
+                raise UnsupportedSyntaxError(
+                    f"pullback cannot differentiate a write of a differentiated value into "
+                    f"`{outer}`, which is not the function's own (a global or a captured "
+                    "value): its later reads would carry no gradient.", parsed.location(s),
+                    f"Update `{outer}` outside the function being differentiated (in its "
+                    "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
+            kind = _container_kind(container, normal, ops, kinds)
+            if kind is not None and op.kind is OpKind.SETITEM:
+                raise UnsupportedSyntaxError(
+                    f"pullback does not follow a differentiated value through an item of "
+                    f"the {kind} `{container}`: a store into it is not followed as a "
+                    f"variable, so later reads would carry no gradient.",
+                    parsed.location(s),
+                    f"Build the {kind} with the value in it, in one display "
+                    f"(`{container} = {_display(kind)}`), or keep the value in a plain "
+                    "local name and pass it on or return it; stores of values that carry "
+                    "no gradient (counters, flags, shapes) are fine.")
+            continue
+        shape = getattr((kinds or {}).get(container), "shape", None)
+        if shape in (Shape.ARRAY, Shape.NUMBER, Shape.SCALAR):
+            continue                              # an array: mutation.py follows it
+        stores.append((s, op, shape))
+    if not stores:
+        return
+    # the container, the names normalize's copies join to it and (where it may
+    # be an array) its views, or (for `d[k] += v`, which may change the item in
+    # place) the items read from it, must not be read by a differentiated
+    # statement: its gradient would read them after the store
+    pairs = list(renames.values())
+    effects = {id(s) for s, _, _ in stores}
+    for s, op, shape in stores:
+        container = op.mutates
+        group = _joined({container}, pairs)
+        if shape is not Shape.CONTAINER:
+            group = _derived(normal.tree.body, ops, kinds, group)
+        if isinstance(s, gast.AugAssign):
+            group |= _read_from(normal, ops, group)
+        for t in all_statements(normal.tree.body):
+            if isinstance(t, (gast.If, gast.For, gast.While)) or id(t) in renames \
+                    or id(t) in effects:
+                continue
+            if ops.get(id(t)) is None or only_after(normal.tree.body, s, t):
+                continue                          # (what runs after the store sees it)
+            loads = {n.id for n in gast.walk(t) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, gast.Load)}
+            if not (loads & group and ((loads - group) & set(varied)
+                                       or _binds(t) & set(varied))):
+                continue
+            if shape is Shape.CONTAINER or _container_kind(container, normal, ops, kinds):
+                raise UnsupportedSyntaxError(
+                    f"`{container}` is changed in place here, and a differentiated "
+                    f"operation at line {getattr(t, 'lineno', '?')} reads it: its gradient "
+                    f"would see `{container}` as it is after the change.",
+                    parsed.location(s),
+                    f"Give that operation its own copy (`list({container})`, "
+                    f"`dict({container})`, `np.array({container})`), or change a new "
+                    f"container instead of `{container}`.")
+            break                                 # may be an array: mutation.py decides
+        else:
+            op.effect = True
+
+
+def _binds(stmt):
+    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Store)}
+
+
+def _read_from(normal, ops, group):
+    """Names bound by reading an item or an attribute of a name in ``group``."""
+    out = set()
+    for t in all_statements(normal.tree.body):
+        if isinstance(t, gast.Assign) and len(t.targets) == 1 \
+                and isinstance(t.targets[0], gast.Name) \
+                and isinstance(t.value, (gast.Subscript, gast.Attribute)) \
+                and isinstance(t.value.value, gast.Name) and t.value.value.id in group:
+            out.add(t.targets[0].id)
+    return out
+
+
+def _display(kind):
+    return "{'w': w, 'b': b}" if kind == "dict" else "[a, b]"
+
+
+def _joined(names, pairs):
+    group = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if (a in group) != (b in group):
+                group |= {a, b}
+                changed = True
+    return group
+
+
+def _outer(name, normal):
+    """The global or captured name that ``name`` was bound to, if it was."""
+    local = set(normal.params) | {n.id for n in gast.walk(normal.tree)
+                                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+    for s in all_statements(normal.tree.body):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name \
+                and isinstance(s.value, gast.Name) and s.value.id not in local:
+            return s.value.id
+    return None
+
+
+def _container_kind(name, normal, ops, kinds):
+    """"dict" or "list" where ``name`` is known to hold one (bound by a dict or
+    list display, or of a container kind), else None (it may be an array)."""
+    for s in all_statements(normal.tree.body):
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name:
+            if isinstance(s.value, gast.Dict):
+                return "dict"
+            if isinstance(s.value, gast.List):
+                return "list"
+    return None
