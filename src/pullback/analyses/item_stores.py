@@ -47,6 +47,8 @@ from .order import only_after
 
 __all__ = ["mark"]
 
+_SYMBOL = {"add": "+", "sub": "-"}
+
 
 def mark(normal, ops, varied, parsed, kinds=None) -> None:
     """Flag ``op.effect`` on every item store of ``normal`` that carries no
@@ -113,6 +115,14 @@ def mark(normal, ops, varied, parsed, kinds=None) -> None:
             if not (loads & group and ((loads - group) & set(varied)
                                        or _binds(t) & set(varied))):
                 continue
+            if isinstance(s, gast.AugAssign) and not loads & _joined({container}, pairs):
+                raise UnsupportedSyntaxError(
+                    f"`{container}[...] {_SYMBOL.get(op.bound.get('mode'), '+')}= ...` may "
+                    f"change the item in place, and a differentiated operation at line "
+                    f"{getattr(t, 'lineno', '?')} read it before: its gradient would see "
+                    "the item as it is after the change.", parsed.location(s),
+                    f"Store a new value: `{container}[k] = {container}[k] "
+                    f"{_SYMBOL.get(op.bound.get('mode'), '+')} v`.")
             if shape is Shape.CONTAINER or _container_kind(container, normal, ops, kinds):
                 raise UnsupportedSyntaxError(
                     f"`{container}` is changed in place here, and a differentiated "
