@@ -132,3 +132,38 @@ def test_second_derivative_through_a_logging_function():
     x = 0.7
     assert pb.grad(outer)(x) == pytest.approx(2 * np.cos(x) - x * np.sin(x), rel=1e-14)
     assert calls and all(c == {"kind": "inner", "returned": True} for c in calls)
+
+
+def _text(e, n):
+    return str(e)[:n]
+
+
+def test_an_error_caught_in_a_handler_carries_no_gradient():
+    # the harness's `call['raised'] = _exc_text(e, 200)`: the text of a caught
+    # error stored into the log (was: "a differentiated value through an item")
+    calls = []
+
+    def f(x, k):
+        call = {"k": k}
+        calls.append(call)
+        try:
+            y = np.sum(x * x) * (1 / k)
+        except ZeroDivisionError as e:
+            call["raised"] = _text(e, 20)
+            y = np.sum(x)
+        call["returned"] = True
+        return y
+    np.testing.assert_array_equal(pb.grad(f)(X, 2), 2 * X * 0.5)
+    np.testing.assert_array_equal(pb.grad(f)(X, 0), np.ones(3))
+    assert calls == [{"k": 2, "returned": True},
+                     {"k": 0, "raised": "division by zero", "returned": True}]
+
+
+def test_an_error_holding_numbers_is_refused_in_its_handler():
+    def f(x):
+        try:
+            raise ValueError(float(x))
+        except ValueError as e:
+            return e.args[0] * 2.0
+    with pytest.raises(pb.UnsupportedSyntaxError, match="holds numbers"):
+        pb.grad(f)(1.5)
