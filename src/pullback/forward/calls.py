@@ -255,6 +255,57 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     return jvp_call(method, args, kwargs, mask, tangents)
 
 
+def _star_call(args, kwargs, mask, tangents, has_aux):
+    """``star_call(how, method, callee, *items, **kwargs)`` (normalize's
+    call with ``*xs`` or ``**d``) and its tangent: the call is spread, and the
+    tangent of a spread item with it (``mask`` holds positions among
+    ``star_call``'s own arguments, 2: the callee or the object a method is
+    called on, 3...: the items, and keyword names), as reverse mode's
+    ``dispatch._star_call`` spreads its gradients."""
+    how, method, callee = args[0], args[1], args[2]
+    items = list(args[3:])
+    given = dict(zip(mask, tangents))
+    for i, (h, v) in enumerate(zip(how, items)):
+        if h == "*" and not isinstance(v, (tuple, list, np.ndarray)):
+            if i + 3 in given:
+                raise NonDifferentiableError(
+                    f"pullback can follow a tangent through `*xs` when xs is a tuple, a list "
+                    f"or an array, and here it is a {type(v).__name__}.",
+                    hint="Make it a tuple first: `f(*tuple(xs))`.")
+            items[i] = tuple(v)
+    fn, call_args, call_kwargs = control.spread((how, method), callee, items, kwargs)
+    inner_mask, inner_tangents, position = [], [], 0
+    for i, (h, v) in enumerate(zip(how, items)):
+        t = given.get(i + 3)
+        if h == "p":
+            if t is not None:
+                inner_mask.append(position)
+                inner_tangents.append(t)
+            position += 1
+        elif h == "*":
+            if t is not None:
+                inner_mask.extend(range(position, position + len(v)))
+                inner_tangents.extend(t[j] for j in range(len(v)))
+            position += len(v)
+        elif t is not None:
+            inner_mask.extend(v.keys())
+            inner_tangents.extend(t[k] for k in v.keys())
+    for k in mask:
+        if isinstance(k, str):
+            inner_mask.append(k)
+            inner_tangents.append(given[k])
+    if 2 in given:
+        if method is None:
+            raise NonDifferentiableError(
+                "pullback cannot follow a tangent through a function value called with "
+                "`*xs` or `**d`.", hint="Call the function by its name.")
+        return dynamic_method_jvp(callee, method, tuple(inner_mask) + (_RECEIVER,),
+                                  tuple(inner_tangents) + (given[2],), *call_args,
+                                  **call_kwargs)
+    return jvp_call(fn, call_args, call_kwargs, tuple(inner_mask), tuple(inner_tangents),
+                    has_aux)
+
+
 def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     """``callee(*args, **kwargs)`` and its tangent (``top``: called by
     ``pb.jvp`` itself, where any Python function is differentiated, as by
@@ -262,6 +313,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     from ..driver import dispatch      # late: importing pullback does not load the compiler
     if callee is control.attempt:
         return _attempt(args[0], args[1:], tuple(mask), tangents)
+    if callee is control.star_call:
+        return _star_call(args, kwargs, tuple(mask), tangents, has_aux)
     higher = higher_order
     special = higher is not None and (higher.made_by(callee) is not None
                                       or higher.callee_forward(callee) is not None)
