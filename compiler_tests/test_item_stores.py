@@ -167,3 +167,29 @@ def test_an_error_holding_numbers_is_refused_in_its_handler():
             return e.args[0] * 2.0
     with pytest.raises(pb.UnsupportedSyntaxError, match="holds numbers"):
         pb.grad(f)(1.5)
+
+
+def test_a_log_holding_differentiated_values_takes_a_flag():
+    # `call` holds x (varied), but nothing read from it reaches the output
+    calls = []
+
+    def f(x):
+        call = {"x": x, "n": 0}
+        calls.append(call)
+        y = np.sum(np.sin(x))
+        call["returned"] = True
+        call["n"] += 1
+        return y
+    np.testing.assert_array_equal(pb.grad(f)(X), np.cos(X))
+    assert calls[0]["returned"] is True and calls[0]["n"] == 1
+    np.testing.assert_array_equal(calls[0]["x"], X)
+
+
+def test_a_flag_into_a_dict_whose_items_reach_the_output_is_refused():
+    def f(x):
+        d = {"w": x}
+        d["flag"] = 1.0
+        return np.sum(d["w"])
+    with pytest.raises(pb.UnsupportedSyntaxError, match="a store into the dict `d`, which "
+                       "holds differentiated values"):
+        pb.grad(f)(X)

@@ -249,10 +249,6 @@ XFAIL = {
         "may share') because q was passed to a user function first (grad_V(q)): "
         "analyses/updates.check_updates counts every user-call reader as a possible alias, "
         "though grad_V returns a new array; minimal: `def step(q): r = g(q); q += r`",
-    "timed_training_step":
-        "`CALLS['n'] += 1` (an int counter in a module-level dict, in the finally block) is "
-        "refused as 'a write into `CALLS`, which is not the function's own'; the `with Timer()` "
-        "blocks alone (TIMINGS.append in __exit__) are differentiated",
     "sequential_model":
         "a Sequential instance built inside the loss from the parameters (build(params)) and "
         "called, its __call__ looping over a list attribute of Dense objects, is refused as "

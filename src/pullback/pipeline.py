@@ -66,7 +66,7 @@ def activity(t: Transform) -> None:
 
 
 def mark_item_stores(t: Transform) -> None:
-    item_stores.mark(t.normal, t.ops, t.act.varied, t.parsed, t.kinds)
+    item_stores.mark(t.normal, t.ops, t.act, t.parsed, t.kinds)
 
 
 def check_attributes(t: Transform) -> None:

@@ -6,7 +6,8 @@ varied), of a value that carries no gradient, run once, where Python runs
 them, in the primal; the adjoint and the tangent code never run them again.
 The container may be the function's own, an argument not differentiated, a
 global, a captured value, or a dict already handed elsewhere (appended to a
-log, say)::
+log, say); it may even hold differentiated values, so long as nothing read
+from it reaches the output (a log of the arguments)::
 
     def loss(x, log):                      def loss_primal(x, log):
         call = {'n': x.shape}                  call = {'n': x.shape}
@@ -50,9 +51,11 @@ __all__ = ["mark"]
 _SYMBOL = {"add": "+", "sub": "-"}
 
 
-def mark(normal, ops, varied, parsed, kinds=None) -> None:
+def mark(normal, ops, act, parsed, kinds=None) -> None:
     """Flag ``op.effect`` on every item store of ``normal`` that carries no
-    gradient; refuse the stores pullback cannot follow into a dict or a list."""
+    gradient (``act``: the activity analysis); refuse the stores pullback
+    cannot follow into a dict or a list."""
+    varied, active = act.varied, act.active
     renames = {id(s): (s.targets[0].id, s.value.id) for s in all_statements(normal.tree.body)
                if id(s) in normal.renames}
     stores = []
@@ -64,7 +67,12 @@ def mark(normal, ops, varied, parsed, kinds=None) -> None:
             continue                              # np.add.at: an array's own path
         container = op.mutates
         values = [n for _, n in op.operands if n != container]
-        if container in varied or any(v in varied for v in values):
+        # a container that holds differentiated values but from which nothing
+        # reaches the output (a log the values were written into) takes a
+        # value with no gradient as it would take a constant
+        joined = _joined({container}, [(a, b) for a, b in renames.values()])
+        if any(v in varied for v in values) or (container in varied
+                                                 and joined & set(act.useful)):
             outer = _outer(container, normal)
             if outer is not None and op.kind is OpKind.SETITEM:
                 raise UnsupportedSyntaxError(
@@ -75,10 +83,13 @@ def mark(normal, ops, varied, parsed, kinds=None) -> None:
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
             kind = _container_kind(container, normal, ops, kinds)
             if kind is not None and op.kind is OpKind.SETITEM:
+                what = (f"a differentiated value through an item of the {kind} "
+                        f"`{container}`" if any(v in varied for v in values) else
+                        f"a store into the {kind} `{container}`, which holds differentiated "
+                        "values that reach the output")
                 raise UnsupportedSyntaxError(
-                    f"pullback does not follow a differentiated value through an item of "
-                    f"the {kind} `{container}`: a store into it is not followed as a "
-                    f"variable, so later reads would carry no gradient.",
+                    f"pullback does not follow {what}: a store into it is not followed as "
+                    f"a variable, so its reads would not see the gradient right.",
                     parsed.location(s),
                     f"Build the {kind} with the value in it, in one display "
                     f"(`{container} = {_display(kind)}`), or keep the value in a plain "
@@ -108,12 +119,13 @@ def mark(normal, ops, varied, parsed, kinds=None) -> None:
             if isinstance(t, (gast.If, gast.For, gast.While)) or id(t) in renames \
                     or id(t) in effects:
                 continue
-            if ops.get(id(t)) is None or only_after(normal.tree.body, s, t):
+            top = ops.get(id(t))
+            if top is None or only_after(normal.tree.body, s, t):
                 continue                          # (what runs after the store sees it)
             loads = {n.id for n in gast.walk(t) if isinstance(n, gast.Name)
                      and isinstance(n.ctx, gast.Load)}
-            if not (loads & group and ((loads - group) & set(varied)
-                                       or _binds(t) & set(varied))):
+            written = {top.mutates} if top.mutates else set()
+            if not (loads & group and (_binds(t) | written) & active):
                 continue
             if isinstance(s, gast.AugAssign) and not loads & _joined({container}, pairs):
                 raise UnsupportedSyntaxError(
