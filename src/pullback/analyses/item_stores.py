@@ -59,7 +59,15 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
     renames = {id(s): (s.targets[0].id, s.value.id) for s in all_statements(normal.tree.body)
                if id(s) in normal.renames}
     stores = []
-    for s in all_statements(normal.tree.body):
+    statements = list(all_statements(normal.tree.body))
+    bound = {}                      # name -> the value an assignment binds it to
+    for s in statements:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name):
+            bound.setdefault(s.targets[0].id, s.value)
+    local = set(normal.params) | set(bound) | {
+        n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, gast.Store)}
+    for s in statements:
         op = ops.get(id(s))
         if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
             continue
@@ -70,10 +78,9 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
         # a container that holds differentiated values but from which nothing
         # reaches the output (a log the values were written into) takes a
         # value with no gradient as it would take a constant
-        joined = _joined({container}, [(a, b) for a, b in renames.values()])
-        if any(v in varied for v in values) or (container in varied
-                                                 and joined & set(act.useful)):
-            outer = _outer(container, normal)
+        if any(v in varied for v in values) or (container in varied and _joined(
+                {container}, list(renames.values())) & set(act.useful)):
+            outer = _outer(container, bound, local)
             if outer is not None and op.kind is OpKind.SETITEM:
                 raise UnsupportedSyntaxError(
                     f"pullback cannot differentiate a write of a differentiated value into "
@@ -81,7 +88,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "value): its later reads would carry no gradient.", parsed.location(s),
                     f"Update `{outer}` outside the function being differentiated (in its "
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
-            kind = _container_kind(container, normal, ops, kinds)
+            kind = _container_kind(container, bound)
             if kind is not None and op.kind is OpKind.SETITEM:
                 what = (f"a differentiated value through an item of the {kind} "
                         f"`{container}`" if any(v in varied for v in values) else
@@ -115,18 +122,19 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             group = _derived(normal.tree.body, ops, kinds, group)
         if isinstance(s, gast.AugAssign):
             group |= _read_from(normal, ops, group)
-        for t in all_statements(normal.tree.body):
+        for t in statements:
             if isinstance(t, (gast.If, gast.For, gast.While)) or id(t) in renames \
                     or id(t) in effects:
                 continue
             top = ops.get(id(t))
-            if top is None or only_after(normal.tree.body, s, t):
-                continue                          # (what runs after the store sees it)
+            if top is None:
+                continue
             loads = {n.id for n in gast.walk(t) if isinstance(n, gast.Name)
                      and isinstance(n.ctx, gast.Load)}
             written = {top.mutates} if top.mutates else set()
-            if not (loads & group and (_binds(t) | written) & active):
-                continue
+            if not (loads & group and (_binds(t) | written) & active) \
+                    or only_after(normal.tree.body, s, t):
+                continue                          # (what runs after the store sees it)
             if isinstance(s, gast.AugAssign) and not loads & _joined({container}, pairs):
                 raise UnsupportedSyntaxError(
                     f"`{container}[...] {_SYMBOL.get(op.bound.get('mode'), '+')}= ...` may "
@@ -135,7 +143,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "the item as it is after the change.", parsed.location(s),
                     f"Store a new value: `{container}[k] = {container}[k] "
                     f"{_SYMBOL.get(op.bound.get('mode'), '+')} v`.")
-            if shape is Shape.CONTAINER or _container_kind(container, normal, ops, kinds):
+            if shape is Shape.CONTAINER or _container_kind(container, bound):
                 raise UnsupportedSyntaxError(
                     f"`{container}` is changed in place here, and a differentiated "
                     f"operation at line {getattr(t, 'lineno', '?')} reads it: its gradient "
@@ -147,6 +155,11 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             break                                 # may be an array: mutation.py decides
         else:
             op.effect = True
+
+
+def _own_names(stmt):
+    from ..ir.walk import own_nodes
+    return [n for n in own_nodes(stmt) if isinstance(n, gast.Name)]
 
 
 def _binds(stmt):
@@ -182,26 +195,15 @@ def _joined(names, pairs):
     return group
 
 
-def _outer(name, normal):
+def _outer(name, bound, local):
     """The global or captured name that ``name`` was bound to, if it was."""
-    local = set(normal.params) | {n.id for n in gast.walk(normal.tree)
-                                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-    for s in all_statements(normal.tree.body):
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name \
-                and isinstance(s.value, gast.Name) and s.value.id not in local:
-            return s.value.id
-    return None
+    value = bound.get(name)
+    return value.id if isinstance(value, gast.Name) and value.id not in local else None
 
 
-def _container_kind(name, normal, ops, kinds):
+def _container_kind(name, bound):
     """"dict" or "list" where ``name`` is known to hold one (bound by a dict or
-    list display, or of a container kind), else None (it may be an array)."""
-    for s in all_statements(normal.tree.body):
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name:
-            if isinstance(s.value, gast.Dict):
-                return "dict"
-            if isinstance(s.value, gast.List):
-                return "list"
-    return None
+    list display), else None (it may be an array)."""
+    value = bound.get(name)
+    return "dict" if isinstance(value, gast.Dict) else \
+        "list" if isinstance(value, gast.List) else None
