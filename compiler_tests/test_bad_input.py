@@ -118,6 +118,29 @@ def f_dict_write(x):
     return np.sum(d["a"])
 
 
+_STORE = {}
+
+
+def f_gradient_into_a_global_dict(x):
+    _STORE["y"] = np.sin(x)
+    return np.sum(_STORE["y"])
+
+
+def f_list_changed_after_a_gradient_read_it(x):
+    idx = [0, 1]
+    y = x[idx]
+    idx.append(2)
+    return np.sum(y * y)
+
+
+def f_item_updated_in_place_after_a_gradient_read_it(x):
+    d = {"w": np.ones(3)}
+    w = d["w"]
+    y = x * w
+    d["w"] += 1.0
+    return np.sum(y)
+
+
 def f_sort(x):
     y = x * 1.0
     y.sort()
@@ -305,7 +328,15 @@ UNSUPPORTED = [
     (f_attribute_store_module, "math.pullback_test_flag = 1", pb.UnsupportedSyntaxError,
      ["the attribute `math.pullback_test_flag`, an attribute of a module",
       "Pass the value as an argument"]),
-    (f_dict_write, "d = {}", pb.UnsupportedSyntaxError, ["`d`", "new array"]),
+    (f_dict_write, 'd["a"] = x', pb.UnsupportedSyntaxError,
+     ["an item of the dict `d`", "in one display"]),
+    (f_gradient_into_a_global_dict, '_STORE["y"] = np.sin(x)', pb.UnsupportedSyntaxError,
+     ["differentiated value into `_STORE`", "not the function's own", "in its caller"]),
+    (f_list_changed_after_a_gradient_read_it, "idx.append(2)", pb.UnsupportedSyntaxError,
+     ["`idx` is changed in place", "line", "its own copy (`list(idx)`"]),
+    (f_item_updated_in_place_after_a_gradient_read_it, 'd["w"] += 1.0',
+     pb.UnsupportedSyntaxError, ["`d[...] += ...` may change the item in place",
+                                 '`d[k] = d[k] + v`']),
     (f_sort, "y.sort()", pb.UnsupportedSyntaxError, ["`.sort()`", "in place", "new value"]),
     (f_fill, "x.fill(0.0)", pb.UnsupportedSyntaxError, ["`.fill()`", "np.full_like"]),
     (f_out, "np.sin(x, out=y)", pb.UnsupportedSyntaxError, ["`out=`", "y = np.sin(x)"]),

@@ -303,14 +303,23 @@ def test_calling_an_instance_built_from_values_being_differentiated():
 _CALLS = {"n": 0}
 
 
-def test_a_write_into_a_global_names_it():
-    # was: "a write into something that is not a local array"
+def test_a_global_counter_runs_once_and_a_differentiated_write_into_a_global_names_it():
+    # a counter carries no gradient: it runs once per call (analyses/item_stores.py)
     def f(x):
         _CALLS["n"] += 1
         return np.sum(np.sin(x))
-    with pytest.raises(pb.UnsupportedSyntaxError, match="write into `_CALLS`, which is not the "
-                       "function's own"):
-        pb.grad(f)(np.ones(2))
+    g = pb.grad(f)(np.ones(2))
+    np.testing.assert_array_equal(g, np.cos(np.ones(2)))
+    assert _CALLS == {"n": 1}
+    _CALLS["n"] = 0
+
+    # was: "a write into something that is not a local array"
+    def h(x):
+        _CALLS["x"] = x
+        return np.sum(np.sin(x))
+    with pytest.raises(pb.UnsupportedSyntaxError, match="write of a differentiated value into "
+                       "`_CALLS`, which is not the function's own"):
+        pb.grad(h)(np.ones(2))
     assert _CALLS == {"n": 0}
 
 

@@ -25,7 +25,8 @@ import weakref
 
 import gast
 
-from .analyses import activity as activity_, aliases, attributes, defuse, kinds, mutation, updates
+from .analyses import (activity as activity_, aliases, attributes, defuse, item_stores, kinds,
+                       mutation, updates)
 from .analyses import ops as ops_
 from .backend import loader
 from .errors import PullbackError
@@ -62,6 +63,10 @@ def activity(t: Transform) -> None:
     ops = t.ops
     t.act = activity_.analyze(t.normal.tree, t.chains, t.wrt, t.output,
                               lambda s: ops[id(s)].names(), lambda s: ops[id(s)].mutates)
+
+
+def mark_item_stores(t: Transform) -> None:
+    item_stores.mark(t.normal, t.ops, t.act, t.parsed, t.kinds)
 
 
 def check_attributes(t: Transform) -> None:
@@ -147,7 +152,7 @@ STEPS = [
     parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
     resolve_ops,
     # analyses
-    infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes, check_updates,
+    infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes, check_updates,
     check_mutation,
     # lowering for large arrays (lowering/lower_broadcasts)
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
@@ -189,7 +194,7 @@ def load_forward(t):
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
     parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
-    resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, check_attributes,
+    resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,
     check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end

@@ -45,7 +45,8 @@ def mutated_arrays(normal, ops):
     copies (loop-carried and merged) carry to one written into: a name a
     merge only reads from a written one is a later binding, which a write
     that came before cannot reach (`b[0] = v` then, in a branch, `b = m[2]`)."""
-    written = {op.mutates for op in ops.values() if op.kind is OpKind.SETITEM}
+    written = {op.mutates for op in ops.values()
+               if op.kind is OpKind.SETITEM and not op.effect}
     return _carried_into(written, _renames(normal))
 
 
@@ -285,7 +286,8 @@ def _first_write_into(normal, ops, name):
 def _first_write(normal, ops, group):
     for s in all_statements(normal.tree.body):
         op = ops.get(id(s))
-        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group:
+        if op is not None and op.kind is OpKind.SETITEM and op.mutates in group \
+                and not op.effect:
             return s
     return normal.tree
 

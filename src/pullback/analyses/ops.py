@@ -85,6 +85,7 @@ class Op:
     operands: tuple[tuple[object, str], ...] = ()   # (param, name) pairs that carry a gradient
     node: gast.AST | None = None    # the right-hand side, for error messages
     mutates: str | None = None      # the local list an `append` adds to
+    effect: bool = False            # a store that carries no gradient (analyses/item_stores)
 
     def __post_init__(self):
         self.kind = OpKind(self.kind)    # (a string names the same kind)

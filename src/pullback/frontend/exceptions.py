@@ -196,7 +196,11 @@ class _Blocks:
                 ename = h.name.id if isinstance(h.name, gast.Name) else h.name
                 bound = _name(ename, gast.Store())
                 bound.handler_name = True     # Python deletes it when the handler ends
-                hbody = [_assign(bound, _sub(tried, 1))] + hbody
+                # the error carries no gradient (control.caught_exception)
+                hbody = [_assign(bound, gast.Call(
+                    func=_name(self.helper("caught_exception", control.caught_exception)),
+                    args=[_name(tried)],
+                    keywords=[]))] + hbody
                 for s in hbody:
                     for n in gast.walk(s):
                         if isinstance(n, gast.Raise) and n.exc is None:

@@ -72,7 +72,9 @@ def follow_writes(tree, namer, parsed, param_kinds, marker=None):
 
 def _copy_on_entry(tree, namer, parsed, param_kinds, own):
     # an array, or (written into by index) a value that can only be one
-    maybe = (kinds_.Shape.ARRAY, kinds_.Shape.NUMBER, kinds_.Shape.UNKNOWN, None)
+    # (a dict is of no known shape: the caller's own, changed as Python changes
+    # it where the stores carry no gradient, analyses/item_stores.py)
+    maybe = (kinds_.Shape.ARRAY, kinds_.Shape.NUMBER, None)
     arrays = [p for p, how in own.items()
               if getattr(param_kinds.get(p), "shape", None) is kinds_.Shape.ARRAY
               or (how == _ITEM and getattr(param_kinds.get(p), "shape", None) in maybe)]

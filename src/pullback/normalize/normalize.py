@@ -36,7 +36,7 @@ from ..frontend.parse import Parsed
 from ..ir.build import name as _name
 from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
 from ..errors import UnsupportedSyntaxError
-from ..ir.naming import Namer
+from ..ir.naming import Namer, describe
 from .expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
 
 __all__ = ["Normal", "normalize", "check", "is_atom", "is_static"]
@@ -264,19 +264,13 @@ class _Normalizer(Expressions):
     def write_target(self, target):
         """``y[index]`` as the target of a write: ``y`` keeps its name (the
         object is changed, not rebound)."""
-        if isinstance(target.value, gast.Name) and target.value.id not in self.locals:
-            # `CALLS["n"] += 1`, `cache[0] = y`: a global or a captured value
-            name = target.value.id
-            raise self.parsed.unsupported(
-                target, f"a write into `{name}`, which is not the function's own (a global or "
-                "a captured value)",
-                f"Update `{name}` outside the function being differentiated (in its caller), "
-                "or write into a local array (y = np.zeros(n); y[i] = ...).")
         if not (isinstance(target.value, gast.Name) and target.value.id in self.locals):
-            raise self.parsed.unsupported(
-                target, "a write into something that is not a local array",
-                "Write into a local array (y = np.zeros(n); y[i] = ...), or build a new "
-                "value instead.")
+            # `CALLS["n"] += 1`, `ctx.calls[-1]["k"] = v`: a global, a captured value
+            # or an object's item, bound to a local name first (Python reads it
+            # before the index); analyses/item_stores.py lets the stores that
+            # carry no gradient run and refuses the others
+            obj = self.atom_of(self.rhs(target.value), describe(target.value))
+            return gast.Subscript(value=obj, slice=self.index(target.slice), ctx=gast.Store())
         return gast.Subscript(value=self.load(target.value), slice=self.index(target.slice),
                               ctx=gast.Store())
 

@@ -32,7 +32,7 @@ import linecache
 
 import numpy as np
 
-from ..runtime import core, accumulation, rule_support, forward_support
+from ..runtime import core, accumulation, control, rule_support, forward_support
 from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
 from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
@@ -133,5 +133,5 @@ _declare(forward_support.output_tangent, (0,))
 nondifferentiable(np.result_type, core.meta, core.zeros_like, core.indexable, core.mapping_keys,
                   core.same_method,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
-                  forward_support.check_real)
+                  forward_support.check_real, control.caught_exception)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

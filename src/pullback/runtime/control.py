@@ -43,7 +43,7 @@ import numpy as np
 
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
-           "sort_order", "zip_length", "reduce_start"]
+           "sort_order", "zip_length", "reduce_start", "caught_exception"]
 
 _open = threading.local()
 blocks_used = False     # set when a `with` or `try` block is first transformed (exceptions)
@@ -135,6 +135,23 @@ def attempt(body, *args):
         if _is_pullback_error(err):
             raise
         return (RAISED, err)
+
+
+def caught_exception(tried):
+    """The error an ``except ... as e`` handler binds (``tried``: what
+    ``attempt`` returned).  It carries no gradient: an error that holds
+    numbers (in its ``args`` or attributes) is refused rather than handed on
+    as constants."""
+    err = tried[1]
+    held = list(getattr(err, "args", ())) + list(getattr(err, "__dict__", {}).values())
+    if any(isinstance(v, (float, complex, np.inexact)) or (
+            isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.inexact)) for v in held):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback treats an error caught by `except ... as e` as carrying no gradient, "
+            f"and this `{type(err).__name__}` holds numbers.", None,
+            "Return or assign the numbers in the `try` body instead of raising them.")
+    return err
 
 
 def _is_pullback_error(err):

@@ -1,0 +1,209 @@
+"""Item stores that carry no gradient: plain side effects of the primal.
+
+``d[k] = v``, ``d[k] += v``, ``d[k] -= v`` and ``xs.append(v)`` into a
+container that holds no differentiated value (by the activity analysis: not
+varied), of a value that carries no gradient, run once, where Python runs
+them, in the primal; the adjoint and the tangent code never run them again.
+The container may be the function's own, an argument not differentiated, a
+global, a captured value, or a dict already handed elsewhere (appended to a
+log, say); it may even hold differentiated values, so long as nothing read
+from it reaches the output (a log of the arguments)::
+
+    def loss(x, log):                      def loss_primal(x, log):
+        call = {'n': x.shape}                  call = {'n': x.shape}
+        log.append(call)                       log.append(call)
+        y = np.sum(x * x)           ->         ...
+        call['returned'] = True                call['returned'] = True
+        return y                               ...
+
+A store that would carry a gradient into a dict or a list (a varied value,
+or a container that holds one and is not the function's own list) stays
+refused, naming the container.  So does a store into a container that a
+differentiated operation also reads (``y = x[idx]`` then ``idx.append(2)``):
+the gradient of that operation reads the container after the store.
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x, log):
+...     call = {'kind': 'f'}
+...     log.append(call)
+...     y = np.sum(x * x)
+...     call['returned'] = True
+...     return y
+... ''')
+>>> log = []
+>>> pb.grad(f)(np.array([3.0]), log), log
+(array([6.]), [{'kind': 'f', 'returned': True}])
+"""
+from __future__ import annotations
+
+import gast
+
+from ..errors import UnsupportedSyntaxError
+from .kinds import Shape
+from .mutation import _derived
+from .ops import OpKind, all_statements
+from .order import only_after
+
+__all__ = ["mark"]
+
+_SYMBOL = {"add": "+", "sub": "-"}
+
+
+def mark(normal, ops, act, parsed, kinds=None) -> None:
+    """Flag ``op.effect`` on every item store of ``normal`` that carries no
+    gradient (``act``: the activity analysis); refuse the stores pullback
+    cannot follow into a dict or a list."""
+    varied, active = act.varied, act.active
+    renames = {id(s): (s.targets[0].id, s.value.id) for s in all_statements(normal.tree.body)
+               if id(s) in normal.renames}
+    stores = []
+    statements = list(all_statements(normal.tree.body))
+    bound = {}                      # name -> the value an assignment binds it to
+    for s in statements:
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name):
+            bound.setdefault(s.targets[0].id, s.value)
+    local = set(normal.params) | set(bound) | {
+        n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, gast.Store)}
+    for s in statements:
+        op = ops.get(id(s))
+        if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
+            continue
+        if op.kind is OpKind.SETITEM and op.bound.get("mode") == "add_at":
+            continue                              # np.add.at: an array's own path
+        container = op.mutates
+        values = [n for _, n in op.operands if n != container]
+        # a container that holds differentiated values but from which nothing
+        # reaches the output (a log the values were written into) takes a
+        # value with no gradient as it would take a constant
+        if any(v in varied for v in values) or (container in varied and _joined(
+                {container}, list(renames.values())) & set(act.useful)):
+            outer = _outer(container, bound, local)
+            if outer is not None and op.kind is OpKind.SETITEM:
+                raise UnsupportedSyntaxError(
+                    f"pullback cannot differentiate a write of a differentiated value into "
+                    f"`{outer}`, which is not the function's own (a global or a captured "
+                    "value): its later reads would carry no gradient.", parsed.location(s),
+                    f"Update `{outer}` outside the function being differentiated (in its "
+                    "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
+            kind = _container_kind(container, bound)
+            if kind is not None and op.kind is OpKind.SETITEM:
+                what = (f"a differentiated value through an item of the {kind} "
+                        f"`{container}`" if any(v in varied for v in values) else
+                        f"a store into the {kind} `{container}`, which holds differentiated "
+                        "values that reach the output")
+                raise UnsupportedSyntaxError(
+                    f"pullback does not follow {what}: a store into it is not followed as "
+                    f"a variable, so its reads would not see the gradient right.",
+                    parsed.location(s),
+                    f"Build the {kind} with the value in it, in one display "
+                    f"(`{container} = {_display(kind)}`), or keep the value in a plain "
+                    "local name and pass it on or return it; stores of values that carry "
+                    "no gradient (counters, flags, shapes) are fine.")
+            continue
+        shape = getattr((kinds or {}).get(container), "shape", None)
+        if shape in (Shape.ARRAY, Shape.NUMBER, Shape.SCALAR):
+            continue                              # an array: mutation.py follows it
+        stores.append((s, op, shape))
+    if not stores:
+        return
+    # the container, the names normalize's copies join to it and (where it may
+    # be an array) its views, or (for `d[k] += v`, which may change the item in
+    # place) the items read from it, must not be read by a differentiated
+    # statement: its gradient would read them after the store
+    pairs = list(renames.values())
+    effects = {id(s) for s, _, _ in stores}
+    for s, op, shape in stores:
+        container = op.mutates
+        group = _joined({container}, pairs)
+        if shape is not Shape.CONTAINER:
+            group = _derived(normal.tree.body, ops, kinds, group)
+        if isinstance(s, gast.AugAssign):
+            group |= _read_from(normal, ops, group)
+        for t in statements:
+            if isinstance(t, (gast.If, gast.For, gast.While)) or id(t) in renames \
+                    or id(t) in effects:
+                continue
+            top = ops.get(id(t))
+            if top is None:
+                continue
+            loads = {n.id for n in gast.walk(t) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, gast.Load)}
+            written = {top.mutates} if top.mutates else set()
+            if not (loads & group and (_binds(t) | written) & active) \
+                    or only_after(normal.tree.body, s, t):
+                continue                          # (what runs after the store sees it)
+            if isinstance(s, gast.AugAssign) and not loads & _joined({container}, pairs):
+                raise UnsupportedSyntaxError(
+                    f"`{container}[...] {_SYMBOL.get(op.bound.get('mode'), '+')}= ...` may "
+                    f"change the item in place, and a differentiated operation at line "
+                    f"{getattr(t, 'lineno', '?')} read it before: its gradient would see "
+                    "the item as it is after the change.", parsed.location(s),
+                    f"Store a new value: `{container}[k] = {container}[k] "
+                    f"{_SYMBOL.get(op.bound.get('mode'), '+')} v`.")
+            if shape is Shape.CONTAINER or _container_kind(container, bound):
+                raise UnsupportedSyntaxError(
+                    f"`{container}` is changed in place here, and a differentiated "
+                    f"operation at line {getattr(t, 'lineno', '?')} reads it: its gradient "
+                    f"would see `{container}` as it is after the change.",
+                    parsed.location(s),
+                    f"Give that operation its own copy (`list({container})`, "
+                    f"`dict({container})`, `np.array({container})`), or change a new "
+                    f"container instead of `{container}`.")
+            break                                 # may be an array: mutation.py decides
+        else:
+            op.effect = True
+
+
+def _own_names(stmt):
+    from ..ir.walk import own_nodes
+    return [n for n in own_nodes(stmt) if isinstance(n, gast.Name)]
+
+
+def _binds(stmt):
+    return {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Store)}
+
+
+def _read_from(normal, ops, group):
+    """Names bound by reading an item or an attribute of a name in ``group``."""
+    out = set()
+    for t in all_statements(normal.tree.body):
+        if isinstance(t, gast.Assign) and len(t.targets) == 1 \
+                and isinstance(t.targets[0], gast.Name) \
+                and isinstance(t.value, (gast.Subscript, gast.Attribute)) \
+                and isinstance(t.value.value, gast.Name) and t.value.value.id in group:
+            out.add(t.targets[0].id)
+    return out
+
+
+def _display(kind):
+    return "{'w': w, 'b': b}" if kind == "dict" else "[a, b]"
+
+
+def _joined(names, pairs):
+    group = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            if (a in group) != (b in group):
+                group |= {a, b}
+                changed = True
+    return group
+
+
+def _outer(name, bound, local):
+    """The global or captured name that ``name`` was bound to, if it was."""
+    value = bound.get(name)
+    return value.id if isinstance(value, gast.Name) and value.id not in local else None
+
+
+def _container_kind(name, bound):
+    """"dict" or "list" where ``name`` is known to hold one (bound by a dict or
+    list display), else None (it may be an array)."""
+    value = bound.get(name)
+    return "dict" if isinstance(value, gast.Dict) else \
+        "list" if isinstance(value, gast.List) else None
