@@ -43,6 +43,9 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/transform_time.py
+	$(PY) benchmarks/forward.py          # jvp of elementwise chains vs primal, jax.jit(jax.jvp)
+	$(PY) benchmarks/higher_order.py     # the MLP loss's HVP vs jax.jit of JAX's HVP
+	$(PY) benchmarks/call_cost.py        # issue 17's loop and per-call rows
 
 # first-transform time against function size (issue 17): N -> seconds, ms per
 # statement, and the ratio of the two largest sizes (2 linear, 4 quadratic)
