@@ -315,7 +315,7 @@ def _gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy")
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy (issue 18: run benchmarks/gpu_check.sh where one is lent)")
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_cupy_gradients_stay_on_the_device_and_equal_numpy(name):
     import cupy
@@ -333,7 +333,7 @@ def _gpu_jax():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu_jax(), reason="needs a GPU with CuPy and a CUDA build of JAX")
+@pytest.mark.skipif(not _gpu_jax(), reason="needs a GPU with CuPy and a CUDA build of JAX (issue 18: run benchmarks/gpu_check.sh where one is lent)")
 def test_cupy_large_elementwise_chain_uses_the_fused_kernel():
     import cupy
     x = rng.normal(size=200_000)

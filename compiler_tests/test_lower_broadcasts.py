@@ -555,7 +555,7 @@ def _gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy and a CUDA build of JAX")
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy and a CUDA build of JAX (issue 18: run benchmarks/gpu_check.sh where one is lent)")
 def test_cupy_arrays_reach_jax_without_a_copy():
     import cupy
     import jax

@@ -40,12 +40,11 @@ def f(x):
 from __future__ import annotations
 
 import copy
-import types
 
 import gast
 import numpy as np
 
-from ..ir.build import name as _name
+from ..ir.build import closure_name as _helper, name as _name
 from ..ir.walk import all_statements
 from .kinds import ARRAY, Shape  # noqa: F401  (ARRAY: the docstring's)
 from .ops import OpKind
@@ -302,13 +301,3 @@ def _at(stmt, where):
     return stmt
 
 
-def _helper(namer, parsed, base, obj):
-    for k, cell in parsed.closure.items():
-        try:
-            if cell.cell_contents is obj:
-                return k
-        except ValueError:
-            continue
-    name = namer.fresh(base)
-    parsed.closure[name] = types.CellType(obj)
-    return name

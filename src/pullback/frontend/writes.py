@@ -45,7 +45,7 @@ import numpy as np
 
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
-from ..ir.build import name as _name
+from ..ir.build import closure_name as _helper, name as _name
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
                       _known_method, _no_attribute_store, attribute_stores,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
@@ -473,18 +473,6 @@ def _method_function(cls, attr):
             ".")[0] in ("numpy", "scipy", "jax", "pullback"):
         return None
     return fn
-
-
-def _helper(namer, parsed, base, obj):
-    for k, cell in parsed.closure.items():
-        try:
-            if cell.cell_contents is obj:
-                return k
-        except ValueError:
-            continue
-    name = namer.fresh(base)
-    parsed.closure[name] = types.CellType(obj)
-    return name
 
 
 def _assign(target, value, where):

@@ -35,3 +35,16 @@ def assign(target, value, lineno=None):
     return stmt
 
 
+def closure_name(namer, parsed, base, obj):
+    """The closure variable through which generated code reaches ``obj``:
+    the one already holding it, or a fresh name (from ``base``) bound to it."""
+    import types
+    for k, cell in parsed.closure.items():
+        try:
+            if cell.cell_contents is obj:
+                return k
+        except ValueError:
+            continue
+    name = namer.fresh(base)
+    parsed.closure[name] = types.CellType(obj)
+    return name
