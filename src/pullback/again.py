@@ -1,6 +1,6 @@
 """Whether the reverse transform being made will be differentiated again.
 
-``higher.inner_transform`` sets it while it transforms a function whose
+``higher.inner.inner_transform`` sets it while it transforms a function whose
 primal and adjoint forward mode will then transform (derivatives of
 derivatives); the reverse pass reads it (``reverse.reverse``,
 ``reverse.residuals``) to write code forward mode can follow: an array the

@@ -162,7 +162,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return out, out_dot
 
 
-jvp.__pullback_nested__ = "pb.jvp"      # called inside a differentiated function: higher_forward
+jvp.__pullback_nested__ = "pb.jvp"      # called inside a differentiated function: higher.forward_over_forward
 
 
 def linearize(fun, *primals):

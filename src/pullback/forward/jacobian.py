@@ -67,7 +67,7 @@ def rebuild(arg, pieces):
 def jacfwd_eval(fun, argnums, has_aux, args, column):
     """``pb.jacfwd(fun, argnums, has_aux)(*args)``, each column's
     ``(out, out_dot)`` given by ``column(args, wrt, tangents, has_aux)``
-    (``higher_forward.JacfwdForward`` passes one that differentiates it again)."""
+    (``higher.forward_over_forward.JacfwdForward`` passes one that differentiates it again)."""
     from ..checks import check_argnum_range, check_argnums, is_inexact
     from ..runtime.forward_support import zeros_tangent
     argnums_t = check_argnums(argnums)

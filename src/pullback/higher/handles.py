@@ -1,0 +1,53 @@
+"""The reverse- and forward-mode handles of functions made by pullback's API,
+made once per function.
+
+``callees.derivative_of`` and ``forward.calls.forward_of`` ask here for a
+function made by ``pb.grad``, ``pb.value_and_grad``, ``pb.vjp``,
+``pb.jacfwd`` or ``pb.linearize``::
+
+    reverse_handle(pb.grad(f))      # GradVJP: reverse over reverse
+    forward_handle(pb.grad(f))      # GradForward: forward over reverse
+    forward_handle(pb.jacfwd(f))    # JacfwdForward: forward over forward
+    reverse_handle(pb.jacfwd(f))    # JacfwdVJP: reverse over forward
+"""
+from __future__ import annotations
+
+import weakref
+
+from .forward_over_forward import JacfwdForward, LinearizeForward
+from .forward_over_reverse import GradForward, PullbackForward
+from .made import made_by
+from .reverse_over_forward import JacfwdVJP, LinearizeVJP
+from .reverse_over_reverse import GradVJP, PullbackVJP
+
+__all__ = ["reverse_handle", "forward_handle"]
+
+_reverse = weakref.WeakKeyDictionary()
+_forward = weakref.WeakKeyDictionary()
+
+_REVERSE = {"grad": GradVJP, "value_and_grad": GradVJP, "vjp": PullbackVJP,
+            "jacfwd": JacfwdVJP, "linearize": LinearizeVJP}
+_FORWARD = {"grad": GradForward, "value_and_grad": GradForward, "vjp": PullbackForward,
+            "jacfwd": JacfwdForward, "linearize": LinearizeForward}
+
+
+def reverse_handle(fn):
+    """``callees.derivative_of`` of a function made by pullback's API, else None."""
+    m = made_by(fn)
+    if m is None:
+        return None
+    h = _reverse.get(fn)
+    if h is None:
+        h = _reverse[fn] = _REVERSE.get(m.kind, GradVJP)(fn)
+    return h
+
+
+def forward_handle(fn):
+    """``forward.calls.forward_of`` of a function made by pullback's API, else None."""
+    m = made_by(fn)
+    if m is None:
+        return None
+    h = _forward.get(fn)
+    if h is None:
+        h = _forward[fn] = _FORWARD.get(m.kind, GradForward)(fn)
+    return h
