@@ -11,7 +11,8 @@ import gast
 
 from .walk import all_statements  # noqa: F401  (re-exported)
 
-__all__ = ["name", "call", "assign", "all_statements"]
+__all__ = ["name", "call", "assign", "assign_at", "item", "length", "range_of",
+           "all_statements"]
 
 
 def name(id_, store=False):
@@ -33,6 +34,32 @@ def assign(target, value, lineno=None):
     if lineno is not None:
         stmt.lineno = lineno
     return stmt
+
+
+def assign_at(target, value, origin):
+    """``target = value`` at ``origin``'s location; ``target`` (a node) is
+    made a store target."""
+    if isinstance(target, gast.AST) and hasattr(target, "ctx"):
+        for n in gast.walk(target):
+            if hasattr(n, "ctx") and isinstance(n, (gast.Name, gast.Tuple, gast.List)):
+                n.ctx = gast.Store()
+    stmt = gast.Assign(targets=[target], value=value, type_comment=None)
+    return gast.copy_location(stmt, origin)
+
+
+def item(seq, index):
+    """``seq[index]`` of two names."""
+    return gast.Subscript(value=name(seq), slice=name(index), ctx=gast.Load())
+
+
+def length(seq):
+    """``len(seq)`` of a name."""
+    return gast.Call(func=name("len"), args=[name(seq)], keywords=[])
+
+
+def range_of(*args):
+    """``range(*args)``."""
+    return gast.Call(func=name("range"), args=list(args), keywords=[])
 
 
 def closure_name(namer, parsed, base, obj):
