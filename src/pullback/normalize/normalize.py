@@ -27,7 +27,6 @@ def f(x, w):
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import gast
@@ -36,7 +35,9 @@ from ..frontend.parse import Parsed
 from ..ir.build import name as _name
 from ..ir.grammar import assigned_names, check, is_atom, is_static  # noqa: F401  (re-exported)
 from ..errors import UnsupportedSyntaxError
-from ..ir.naming import Namer, describe
+from ..ir.naming import Namer
+from .assignments import Assignments
+from .control_flow import ControlFlow
 from .expressions import Expressions, _DESCRIBE, _HINTS, _HINT_DEFAULT
 
 __all__ = ["Normal", "normalize", "check", "is_atom", "is_static"]
@@ -65,7 +66,11 @@ def normalize(parsed: Parsed, namer: Namer | None = None) -> Normal:
     return _Normalizer(parsed, namer).run()
 
 
-class _Normalizer(Expressions):
+class _Normalizer(Assignments, ControlFlow, Expressions):
+    """Normalize one function: the statements here, assignments
+    (``assignments``), control flow (``control_flow``) and expressions
+    (``expressions``) in the mixins."""
+
     def __init__(self, parsed, namer):
         self.parsed = parsed
         self.namer = namer
@@ -158,122 +163,6 @@ class _Normalizer(Expressions):
                 self.env.setdefault(name, name)
                 self.locals.add(name)
 
-    def stmt_Assign(self, node):
-        targets = node.targets
-        if getattr(node, "updates", None) is not None:
-            # `x = x_new` after a call that wrote into x (frontend.writes): an
-            # in-place update, checked as `x += v` is
-            old = self.load(targets[0])
-            stmt = self.bind(targets[0].id, self.rhs(node.value), node)
-            self.augmented.append((stmt, old.id, node.updates))
-            return
-        if len(targets) == 1 and isinstance(targets[0], gast.Name):
-            self.bind(targets[0].id, self.rhs(node.value), node)
-            return
-        if len(targets) == 1 and isinstance(targets[0], (gast.Tuple, gast.List)) \
-                and isinstance(node.value, (gast.Tuple, gast.List)) \
-                and len(node.value.elts) == len(targets[0].elts) \
-                and not any(isinstance(e, gast.Starred) for e in node.value.elts):
-            # a, b = b, a: evaluate every right-hand side before binding any
-            values = [self.atom(v) for v in node.value.elts]
-            for target, value in zip(targets[0].elts, values):
-                self.assign_target(target, value, node)
-            return
-        value = self.atom(node.value)
-        for target in targets:
-            self.assign_target(target, value, node)
-
-    def stmt_AnnAssign(self, node):
-        if node.value is None:
-            return
-        self.stmt_Assign(gast.copy_location(
-            gast.Assign(targets=[node.target], value=node.value, type_comment=None), node))
-
-    def assign_target(self, target, value, origin):
-        if isinstance(target, gast.Name):
-            self.bind(target.id, value, origin)
-        elif isinstance(target, (gast.Tuple, gast.List)):
-            if any(isinstance(e, gast.Starred) for e in target.elts):
-                self.starred_unpack(target, value, origin)
-                return
-            parts = []
-            for elt in target.elts:
-                if isinstance(elt, gast.Name):
-                    parts.append((elt, None))
-                else:
-                    parts.append((elt, self.local(self.fresh("part"))))
-            new = [self.new_version(e.id) if tmp is None else tmp for e, tmp in parts]
-            self.emit(gast.Assign(
-                targets=[gast.Tuple(elts=[gast.Name(id=n, ctx=gast.Store(), annotation=None,
-                                                    type_comment=None) for n in new],
-                                    ctx=gast.Store())],
-                value=value, type_comment=None), origin)
-            for (elt, tmp), n in zip(parts, new):
-                if tmp is None:
-                    self.env[elt.id] = n
-                else:
-                    self.assign_target(elt, _name(n), origin)
-        elif isinstance(target, gast.Subscript):
-            self.emit(gast.Assign(targets=[self.write_target(target)], value=value,
-                                  type_comment=None), origin)
-        elif isinstance(target, gast.Attribute) and value is not None:
-            # obj.attr = v: a call that stores it, in Python's order (v, then obj);
-            # analyses/attributes.py refuses a store that carries a gradient
-            obj = self.atom(target.value)
-            self.emit(gast.Expr(value=gast.Call(
-                func=_name(self.runtime_helper("store_attribute")),
-                args=[obj, gast.Constant(target.attr, None), value], keywords=[])), origin)
-        else:
-            raise self.parsed.unsupported(
-                target, f"assignment to {type(target).__name__.lower()}",
-                "Assign to a plain local name.")
-
-    def starred_unpack(self, target, value, origin):
-        """``a, *rest, z = xs``: ``a = xs[0]``, ``z = xs[-1]``, and
-        ``rest = list(xs[1:-1])`` (a list, as in Python), after checking that
-        ``xs`` has enough items."""
-        elts = target.elts
-        k = next(i for i, e in enumerate(elts) if isinstance(e, gast.Starred))
-        if sum(isinstance(e, gast.Starred) for e in elts) > 1:
-            raise self.parsed.unsupported(target, "two starred names in one assignment",
-                                          "Use one starred name.")
-        m = len(elts) - k - 1
-        if not isinstance(value, gast.Name):
-            value = self.atom_of(value, "unpacked")
-        size = self.atom_of(gast.Call(func=_name("len"), args=[_name(value.id)], keywords=[]),
-                            "size")
-        enough = self.atom_of(gast.Compare(left=size, ops=[gast.GtE()],
-                                           comparators=[gast.Constant(len(elts) - 1, None)]),
-                              "enough")
-        self.emit(gast.Assert(test=enough, msg=gast.Constant(
-            f"not enough values to unpack (expected at least {len(elts) - 1})", None)), origin)
-        for i, e in enumerate(elts):
-            if i == k:
-                continue
-            index = gast.Constant(i if i < k else i - len(elts), None)
-            item = self.atom_of(gast.Subscript(value=_name(value.id), slice=index,
-                                               ctx=gast.Load()),
-                                "item")
-            self.assign_target(e, item, origin)
-        part = self.atom_of(gast.Subscript(value=_name(value.id), slice=gast.Slice(
-            gast.Constant(k, None), gast.Constant(-m, None) if m else None, None),
-            ctx=gast.Load()), "rest")
-        self.assign_target(elts[k].value, gast.Call(func=_name("list"), args=[part],
-                                                    keywords=[]), origin)
-
-    def write_target(self, target):
-        """``y[index]`` as the target of a write: ``y`` keeps its name (the
-        object is changed, not rebound)."""
-        if not (isinstance(target.value, gast.Name) and target.value.id in self.locals):
-            # `CALLS["n"] += 1`, `ctx.calls[-1]["k"] = v`: a global, a captured value
-            # or an object's item, bound to a local name first (Python reads it
-            # before the index); analyses/item_stores.py lets the stores that
-            # carry no gradient run and refuses the others
-            obj = self.atom_of(self.rhs(target.value), describe(target.value))
-            return gast.Subscript(value=obj, slice=self.index(target.slice), ctx=gast.Store())
-        return gast.Subscript(value=self.load(target.value), slice=self.index(target.slice),
-                              ctx=gast.Store())
-
     def runtime_helper(self, fn_name):
         """A name the code can call ``pullback.runtime.<fn_name>`` by (a closure cell)."""
         import types
@@ -283,50 +172,6 @@ class _Normalizer(Expressions):
             names[fn_name] = self.namer.fresh(fn_name)
             self.parsed.closure[names[fn_name]] = types.CellType(getattr(runtime, fn_name))
         return names[fn_name]
-
-    def stmt_AugAssign(self, node):
-        if isinstance(node.target, gast.Attribute):
-            # obj.attr op= v, as Python runs it: obj, then obj.attr read, then v,
-            # then the in-place operator (an array attribute is changed in place)
-            # and the result stored back
-            target = node.target
-            obj = self.atom(target.value)
-            old = self.atom_of(gast.Attribute(value=obj, attr=target.attr, ctx=gast.Load()),
-                               target.attr)
-            value = self.atom(node.value)
-            self.emit(gast.Expr(value=gast.Call(
-                func=_name(self.runtime_helper("update_attribute")),
-                args=[obj, gast.Constant(target.attr, None), old,
-                      gast.Constant(type(node.op).__name__, None), value],
-                keywords=[])), node)
-            return
-        if isinstance(node.target, gast.Subscript) and not isinstance(node.op, (gast.Add,
-                                                                                gast.Sub)):
-            # y[i] *= v is y[i] = y[i] * v, the index taken once: NumPy reads y[i] (a
-            # number, a copy, or a view that the in-place operator changes), and
-            # stores the result back into the same elements, as the assignment does
-            target = self.write_target(node.target)
-            old = self.atom_of(gast.copy_location(gast.Subscript(
-                value=_name(target.value.id), slice=copy.deepcopy(target.slice),
-                ctx=gast.Load()), node), f"{target.value.id}_item")
-            value = self.atom(node.value)
-            new = self.atom_of(gast.copy_location(gast.BinOp(left=old, op=node.op,
-                                                             right=value), node),
-                               f"{target.value.id}_item_new")
-            self.emit(gast.Assign(targets=[target], value=new, type_comment=None), node)
-            return
-        if isinstance(node.target, gast.Subscript):
-            value = self.atom(node.value)
-            self.emit(gast.AugAssign(target=self.write_target(node.target), op=node.op,
-                                     value=value), node)
-            return
-        if not isinstance(node.target, gast.Name):
-            self.assign_target(node.target, None, node)  # raises
-        old = self.load(node.target)
-        rhs = gast.BinOp(left=old, op=node.op, right=self.atom(node.value))
-        gast.copy_location(rhs, node)
-        stmt = self.bind(node.target.id, rhs, node)
-        self.augmented.append((stmt, old.id, node))
 
     def stmt_Return(self, node):
         if node.value is None:
@@ -361,127 +206,6 @@ class _Normalizer(Expressions):
     def stmt_Assert(self, node):
         self.emit(gast.Assert(test=self.atom(node.test),
                               msg=None if node.msg is None else self.atom(node.msg)), node)
-
-    # -- control flow -------------------------------------------------------
-
-    def stmt_If(self, node):
-        test = self.atom(node.test)
-        if len(node.body) == 1 and isinstance(node.body[0], gast.Break) and not node.orelse:
-            self.emit(gast.If(test=test, body=[gast.Break()], orelse=[]), node)
-            return
-        before = dict(self.env)
-        body = self.block(node.body)
-        after_body, self.env = self.env, dict(before)
-        orelse = self.block(node.orelse)
-        after_else = self.env
-        merged = dict(before)
-        for v in sorted(set(after_body) | set(after_else)):
-            a, b = after_body.get(v), after_else.get(v)
-            if a == b:
-                merged[v] = a
-                continue
-            new = self.local(self.version(v))
-            for branch, src in ((body, a), (orelse, b)):
-                if src is not None:
-                    if src in self.maybe_unbound:
-                        self.preinit.add(src)
-                    branch.append(self.copy(new, src))
-            if a is None or b is None or a in self.maybe_unbound or b in self.maybe_unbound:
-                self.maybe_unbound.add(new)
-            merged[v] = new
-        self.env = merged
-        self.emit(gast.If(test=test, body=body or [gast.Pass()], orelse=orelse), node)
-
-    def stmt_For(self, node):
-        if not isinstance(node.target, gast.Name):
-            raise self.parsed.unsupported(node.target, "a `for` loop with this target",
-                                          "Loop over one name and unpack inside the body.")
-        iterable = self.atom(node.iter)
-        target = node.target.id
-        prev = self.env.get(target)
-        carried = self.enter_loop(node.body, exclude={target})
-        if prev is not None:
-            # after the loop the name holds its last value in the loop, or,
-            # if the loop ran no times, the one it had before: a carried name
-            if prev in self.maybe_unbound:
-                self.preinit.add(prev)
-            carried[target] = self.local(self.version(target))
-            self.emit(self.copy(carried[target], prev))
-        before = set(self.env)
-        head = self.env[target] = self.local(self.new_version(target))
-        body = self.block(node.body)
-        self.leave_loop(body, carried, before)
-        loop = gast.For(target=_name(head, gast.Store()), iter=iterable,
-                        body=body, orelse=[], type_comment=None)
-        if prev is None:
-            # the last iteration's value, unbound if the loop ran no times
-            self.maybe_unbound.add(self.env[target])
-        self.emit(loop, node)
-        self.carried[id(loop)] = set(carried.values())
-        self.statements(node.orelse)
-
-    def stmt_While(self, node):
-        cond = self.local(self.fresh("loop_cond"))
-        self.emit(self.copy_value(cond, self.atom(node.test)), node)
-        self.env[cond] = cond
-        carried = self.enter_loop(node.body, extra=[cond])
-        before = set(self.env)
-        body = self.block(node.body)
-        saved, self.out = self.out, []
-        test = self.atom(node.test)             # the condition, recomputed
-        if not isinstance(test, gast.Name):
-            tmp = self.local(self.fresh("loop_cond"))
-            self.out.append(self.copy_value(tmp, test))
-            test = _name(tmp)
-        recompute, self.out = self.out, saved
-        self.env[cond] = test.id
-        _insert_before_break(body, recompute)
-        self.leave_loop(body, carried, before)
-        del self.env[cond]
-        loop = self.emit(gast.While(test=_name(cond), body=body, orelse=[]), node)
-        self.carried[id(loop)] = set(carried.values())
-        self.statements(node.orelse)
-
-    def enter_loop(self, body, exclude=(), extra=()):
-        """Give every variable the loop body assigns, and that exists already,
-        a fresh name copied in just before the loop (its loop-carried name)."""
-        carried = {}
-        for v in sorted(assigned_names(body) - set(exclude)):
-            if v in self.env:
-                if self.env[v] in self.maybe_unbound:
-                    self.preinit.add(self.env[v])
-                carried[v] = self.local(self.version(v))
-                self.emit(self.copy(carried[v], self.env[v]))
-                self.env[v] = carried[v]
-        for v in extra:
-            carried[v] = self.env[v]
-        return carried
-
-    def leave_loop(self, body, carried, before=None):
-        """Copy each carried variable's last value back to its carried name at
-        the end of the body (before a final `if flag: break`).  A variable the
-        body defines first is unbound after a loop that ran no iteration."""
-        for v, current in self.env.items():
-            if before is not None and v not in before:
-                self.maybe_unbound.add(current)
-        copies = [self.copy(name, self.env[v]) for v, name in carried.items()
-                  if self.env.get(v) not in (None, name)]
-        _insert_before_break(body, copies)
-        for v, name in carried.items():
-            self.env[v] = name
-
-    def copy(self, target, source):
-        return self.copy_value(target, _name(source))
-
-    def copy_value(self, target, value):
-        stmt = gast.Assign(targets=[_name(target, gast.Store())], value=value, type_comment=None)
-        stmt.lineno = self.lineno
-        if isinstance(value, gast.Name):
-            self.renames.add(id(stmt))
-        return stmt
-
-    def stmt_Break(self, node):
-        raise self.parsed.unsupported(node, "a `break` here", "Use a flag.")
 
     def bind(self, name, rhs, origin):
         new = self.new_version(name)
@@ -534,15 +258,6 @@ def _all_of(errors):
         more.append(f"- {err.message}\n{where}\n  {err.hint or ''}".rstrip())
     hint = (first.hint + "\n" if first.hint else "") + "\n".join(more)
     return type(first)(first.message, first.location, hint)
-
-
-def _insert_before_break(body, stmts):
-    """Append ``stmts`` to a loop body, before its final ``if flag: break``."""
-    last = body[-1] if body else None
-    if isinstance(last, gast.If) and last.body and isinstance(last.body[0], gast.Break):
-        body[-1:-1] = stmts
-    else:
-        body.extend(stmts)
 
 
 def show(source):
