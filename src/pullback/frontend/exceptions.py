@@ -57,7 +57,8 @@ A handler that goes on is exact only where the body's partial work cannot be
 seen: a variable the body assigns is read after the ``try`` only if every
 handler assigns it first, and the body changes no value made before it
 (``x[i] = v``, ``x += v`` on an array, ``.append``); otherwise the ``try`` is
-refused.  On a path an exception leaves the function by, the handlers and
+refused (``try_names`` holds these checks and the facts they read).  On a
+path an exception leaves the function by, the handlers and
 ``finally`` see the values from before the ``try`` for what the body
 assigns (no gradient is taken on that path).  ``with cm as v:`` becomes ``v = context_enter(cm)``, the body,
 ``context_exit(cm)``; a context a ``return`` or an exception skips is left
@@ -78,12 +79,10 @@ from ..rules.registry import nondifferentiable
 from ..runtime import control
 from ..ir.naming import Namer
 from .parse import Parsed
+from .try_names import (EVERY_NAME, bound_names, check_partial_work, in_loop, raising,
+                        reads_before_bound, surely_bound, walk_here)
 
 __all__ = ["lower_blocks"]
-
-_MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update",
-                     "setdefault", "popitem", "sort", "reverse", "add", "discard", "fill",
-                     "resize", "put", "itemset", "setfield", "partition", "__setitem__"}
 
 
 def lower_blocks(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
@@ -128,13 +127,6 @@ class _Blocks:
             self.parsed.closure[self.helpers[name]] = types.CellType(fn)
         return self.helpers[name]
 
-    # -- try: the cheap path ---------------------------------------------------------
-
-    def raising(self, h):
-        """Whether handler ``h`` ends by raising (the function then stops, and
-        the body's partial work is never differentiated)."""
-        return bool(h.body) and isinstance(h.body[-1], gast.Raise)
-
     # -- try: the body as a function, the path taken as a branch ------------------------
 
     def attempt_block(self, stmt):
@@ -148,20 +140,20 @@ class _Blocks:
         body = self.block(stmt.body)      # an inner try first: its own function
         final = self.block(stmt.finalbody)
         for s in final:
-            for n in _walk_here(s):
+            for n in walk_here(s):
                 if isinstance(n, gast.Return) or (isinstance(n, (gast.Break, gast.Continue))
-                                                   and not _in_loop(s, n)):
+                                                   and not in_loop(s, n)):
                     raise self.parsed.unsupported(
                         n, f"`{_keyword(n)}` in a `finally` clause",
                         "Leave the `finally` clause by its end; return after the `try`.")
-        assigned = _assigned(body)
-        if any(not self.raising(h) for h in stmt.handlers):
-            self.check_partial_work(stmt, body, assigned)
+        assigned = bound_names(body)
+        if any(not raising(h) for h in stmt.handlers):
+            check_partial_work(self.parsed, stmt, body, assigned, self.outer_reads)
         # inputs: what the body reads, and what it may leave unassigned
         reads = set()
-        _reads_before_bound(body, set(), reads, self.generated)
-        sure = _surely_assigned(body)
-        sure = set(assigned) if sure is _ALL else sure
+        reads_before_bound(body, set(), reads, self.generated)
+        sure = surely_bound(body)
+        sure = set(assigned) if sure is EVERY_NAME else sure
         # outputs: what the body binds that is read outside it (or by itself, again)
         inside = {id(n) for s in body for n in gast.walk(s)}
         read_outside = {n.id for n in self.outer_reads if id(n) not in inside} | reads
@@ -250,57 +242,6 @@ class _Blocks:
                     if getattr(n, "lineno", None) is None:
                         gast.copy_location(n, stmt)
         return out
-
-    def check_partial_work(self, stmt, body, assigned):
-        """Refuse a ``try`` whose body's partial work a handler that goes on
-        would let the function see."""
-        inside = {id(n) for s in body for n in gast.walk(s)}
-        handled = [h for h in stmt.handlers]
-        for s in body:
-            for n in gast.walk(s):
-                target = None
-                if isinstance(n, (gast.Subscript, gast.Attribute)) \
-                        and isinstance(n.ctx, (gast.Store, gast.Del)):
-                    target = _base(n)
-                elif isinstance(n, gast.AugAssign) and isinstance(n.target, gast.Name):
-                    target = n.target.id
-                elif isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                        and n.func.attr in _MUTATING_METHODS:
-                    target = _base(n.func.value)
-                elif isinstance(n, (gast.Global, gast.Nonlocal)):
-                    target = n.names[0]
-                if target is not None and (target not in assigned or isinstance(
-                        n, (gast.AugAssign, gast.Global, gast.Nonlocal))):
-                    raise self.parsed.unsupported(
-                        n, f"a `try` body that changes `{target}` when one of its handlers "
-                           "lets the function go on",
-                        "Python would keep the change made before the exception: build a "
-                        "new value in the `try` body, and assign it after the `try`.")
-        last = body[-1] if body else None
-        atomic = set()
-        if isinstance(last, (gast.Assign, gast.AugAssign)) and all(
-                isinstance(t, gast.Name) or (isinstance(t, gast.Tuple) and all(
-                    isinstance(e, gast.Name) for e in t.elts))
-                for t in getattr(last, "targets", None) or [last.target]):
-            # bound by the body's last statement only: an exception leaves it unbound
-            atomic = set(_assigned([last])) - set(_assigned(body[:-1]))
-        for name in assigned:
-            if name in atomic:
-                continue
-            for h in handled:
-                if self.raising(h):
-                    continue
-                first = _first_use(h.body, name)
-                if first == "read":
-                    raise self.parsed.unsupported(
-                        h, f"an `except` handler that reads `{name}`, which the `try` body "
-                           "assigns", "Python would see the value the body had reached: "
-                           "assign it before the `try`.")
-                if first is None and any(n.id == name and id(n) not in inside
-                                         for n in self.outer_reads):
-                    raise self.parsed.unsupported(
-                        h, f"an `except` handler after which `{name}` may hold what the "
-                           "`try` body had reached", f"Assign `{name}` in the handler too.")
 
     # -- with ---------------------------------------------------------------------------
 
@@ -396,135 +337,6 @@ class _Exits(gast.NodeTransformer):
 
     def visit_Continue(self, node):
         return self.exit(node, 4)
-
-
-def _walk_here(node):
-    """The nodes of ``node`` outside the functions and classes it defines."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        for child in gast.iter_child_nodes(n):
-            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                stack.append(child)
-
-
-def _in_loop(top, target):
-    """Whether ``target`` sits inside a loop within ``top``."""
-    def find(n, looped):
-        if n is target:
-            return looped
-        for child in gast.iter_child_nodes(n):
-            if isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                continue
-            r = find(child, looped or isinstance(n, (gast.For, gast.While)))
-            if r is not None:
-                return r
-        return None
-    return bool(find(top, False))
-
-
-def _assigned(stmts):
-    """The names ``stmts`` bind, in order of first binding."""
-    seen = []
-    for s in stmts:
-        for n in _walk_here(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)) \
-                    and n.id not in seen and not getattr(n, "handler_name", False):
-                seen.append(n.id)
-            if isinstance(n, gast.FunctionDef) and n.name not in seen:
-                seen.append(n.name)
-    for s in stmts:
-        if isinstance(s, gast.FunctionDef) and s.name not in seen:
-            seen.append(s.name)
-    return seen
-
-
-_ALL = None     # every name: what a block that ends by raising or returning leaves bound
-
-
-def _surely_assigned(stmts):
-    """The names bound whenever ``stmts`` run to their end (a branch that
-    raises or returns binds them all)."""
-    sure = set()
-    for s in stmts:
-        if isinstance(s, (gast.Raise, gast.Return, gast.Break, gast.Continue)):
-            return _ALL
-        if isinstance(s, gast.Assign):
-            sure |= {n.id for t in s.targets for n in gast.walk(t)
-                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
-        elif isinstance(s, (gast.AugAssign, gast.AnnAssign)) and isinstance(s.target, gast.Name):
-            sure.add(s.target.id)
-        elif isinstance(s, (gast.FunctionDef, gast.ClassDef)):
-            sure.add(s.name)
-        elif isinstance(s, gast.If):
-            a, b = _surely_assigned(s.body), _surely_assigned(s.orelse)
-            if a is _ALL and b is _ALL:
-                return _ALL
-            sure |= b if a is _ALL else a if b is _ALL else a & b
-    return sure
-
-
-def _reads_before_bound(stmts, bound, reads, skip):
-    """Add to ``reads`` the names ``stmts`` may read before binding them
-    (given ``bound``); the functions named in ``skip`` are not looked into."""
-    def loads(node):
-        return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-                and isinstance(n.ctx, gast.Load)} if node is not None else set()
-    bound = set(bound)
-    for s in stmts:
-        if isinstance(s, gast.FunctionDef) and s.name in skip:
-            bound.add(s.name)
-            continue
-        if isinstance(s, gast.If):
-            reads |= loads(s.test) - bound
-            _reads_before_bound(s.body, bound, reads, skip)
-            _reads_before_bound(s.orelse, bound, reads, skip)
-        elif isinstance(s, (gast.For, gast.While)):
-            reads |= loads(getattr(s, "iter", None)) - bound
-            reads |= loads(getattr(s, "test", None)) - bound
-            inner = bound | {n.id for n in gast.walk(s.target) if isinstance(n, gast.Name)} \
-                if isinstance(s, gast.For) else bound
-            _reads_before_bound(s.body, inner, reads, skip)
-            _reads_before_bound(s.orelse, bound, reads, skip)
-        elif isinstance(s, gast.Assign):
-            reads |= loads(s.value) - bound
-            reads |= set().union(*(loads(t) for t in s.targets)) - bound
-        else:
-            reads |= loads(s) - bound
-        now = _surely_assigned([s])
-        if now is not _ALL:
-            bound |= now
-
-
-def _first_use(stmts, name):
-    """``"read"`` if ``stmts`` (in order, top level first) may read ``name``
-    before assigning it, ``"write"`` if a top-level statement assigns it
-    first (or the statements end by raising or returning), else None."""
-    for s in stmts:
-        if isinstance(s, (gast.Raise, gast.Return)):
-            # the function stops here: only what the statement itself reads counts
-            if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-                   for n in gast.walk(s)):
-                return "read"
-            return "write"
-        if isinstance(s, gast.Assign):
-            if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-                   for n in gast.walk(s.value)):
-                return "read"
-            if any(isinstance(t, gast.Name) and t.id == name for t in s.targets):
-                return "write"
-            continue
-        if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
-               for n in gast.walk(s)):
-            return "read"
-    return None
-
-
-def _base(node):
-    while isinstance(node, (gast.Subscript, gast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else "an object"
 
 
 def _keyword(n):
