@@ -47,7 +47,8 @@ from ..analyses import purity
 from ..analyses.ops import OpKind, dotted, static_value
 from ..errors import UnsupportedSyntaxError
 from ..ir.walk import own_nodes
-from .kernel_programs import BINARY, UNARY, Cast, Program, Step
+from .kernel_programs import Program, Step
+from .kernel_text import BINARY, UNARY, Cast
 
 __all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
            "resolve", "ProgramBuilder", "load_name"]

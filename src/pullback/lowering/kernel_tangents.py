@@ -122,11 +122,11 @@ def _host(x, copy):
 def _jvp_kernel(program, diff, name):
     """A jitted ``(inputs, tangents) -> (value, tangent)`` of the region,
     the tangents those of the inputs at positions ``diff``."""
-    from .kernel_programs import _exec, _render_values
+    from .kernel_text import exec_text, render_values
     jx = load_jax()
     jnp = jx.numpy
-    text, namespace = _render_values(program, "jax", name + "_jax", summed=False)
-    f = _exec(text, namespace, name + "_jax")
+    text, namespace = render_values(program, "jax", name + "_jax", summed=False)
+    f = exec_text(text, namespace, name + "_jax")
     strong = namespace["strong"]
 
     def kernel(inputs, tangents):
