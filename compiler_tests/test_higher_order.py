@@ -659,6 +659,100 @@ def test_hessian_by_forward_over_forward_against_jax(name):
                  jax.hessian(fj)(args[0], *args[1:]))
 
 
+# forward over forward of functions with *args, keyword-only parameters and
+# defaults: each call is flattened to one value per parameter (callees.Flat)
+
+VARIADIC = {
+    "star_args": ("""
+def f(*xs):
+    return np.sin(xs[0]) * xs[1] ** 2 + np.exp(-xs[0]) * np.sum(xs[1])
+""", 2),
+    "named_then_star": ("""
+def f(a, *rest):
+    total = a * 1.0
+    for r in rest:
+        total = total * np.tanh(r) + a ** 2
+    return total
+""", 3),
+    "keyword_only": ("""
+def f(a, *rest, scale=3.0):
+    return scale * np.sin(a * rest[0]) * np.sum(rest[1] ** 2)
+""", 3),
+    "default": ("""
+def f(a, b, c=2.0):
+    return np.sin(a) * b ** 2 * c
+""", 2),
+    "calls_star_callee": ("""
+def f(x, y):
+    return k(x, y, y * x) + k(y)
+
+def k(x, *ys):
+    total = x * 1.0
+    for v in ys:
+        total = total + x * np.tanh(v) ** 2
+    return total
+""", 2),
+}
+
+
+def variadic_case(name):
+    text, n = VARIADIC[name]
+    f, fj = both(text)
+    rng = rng_for("variadic" + name)
+    return f, fj, [rng.standard_normal(3) * 0.7 for _ in range(4 * n)], n
+
+
+@pytest.mark.parametrize("name", sorted(VARIADIC))
+def test_jacfwd_of_jacfwd_of_variadic_functions_against_jax(name):
+    f, fj, vals, n = variadic_case(name)
+    args = vals[:n]
+    for a in range(n):
+        assert_close(pb.jacfwd(pb.jacfwd(f, argnums=a), argnums=tuple(range(n)))(*args),
+                     jax.jacfwd(jax.jacfwd(fj, argnums=a), argnums=tuple(range(n)))(*args))
+
+
+@pytest.mark.parametrize("name", sorted(VARIADIC))
+def test_jvp_of_jvp_of_variadic_functions_against_jax(name):
+    """The primals and the inner tangents both moving: the inner tangents
+    sit after every flattened argument (defaults, keyword-only ones)."""
+    f, fj, vals, n = variadic_case(name)
+    xs, ts, ss, us = vals[:n], vals[n:2 * n], vals[2 * n:3 * n], vals[3 * n:]
+
+    def inner(*xt):
+        return pb.jvp(f, tuple(xt[:n]), tuple(xt[n:]))
+
+    def inner_j(*xt):
+        return jax.jvp(fj, tuple(xt[:n]), tuple(xt[n:]))
+    got = pb.jvp(inner, tuple(xs + ts), tuple(ss + us))
+    assert_close(got, jax.jvp(inner_j, tuple(xs + ts), tuple(ss + us)))
+    # the inner tangent alone moving (primals fixed): J u
+    assert_close(pb.jvp(lambda *t: pb.jvp(f, tuple(xs), t)[1], tuple(ts), tuple(us)),
+                 jax.jvp(lambda *t: jax.jvp(fj, tuple(xs), t)[1], tuple(ts), tuple(us)))
+
+
+def test_jvp_of_jvp_with_a_default_parameter_moves_the_tangent_not_the_default():
+    """Was silently wrong: the inner tangent's position was counted from the
+    primals given, so with ``c`` left to its default the tangent's tangent
+    went to ``c`` (0.315 where 0.573 is right)."""
+    def f(a, c=2.0):
+        return np.sin(a) * c
+
+    x, t, u = np.array([0.3, 0.7]), np.array([1.1, -0.4]), np.array([0.3, 0.7])
+
+    def inner(t):
+        return pb.jvp(f, (x,), (t,))[1]
+    np.testing.assert_allclose(pb.jvp(inner, (t,), (u,))[1], 2.0 * np.cos(x) * u, rtol=1e-14)
+
+
+def test_hessian_of_a_star_args_function_against_jax():
+    f, fj = both("""
+def f(*xs):
+    return np.sum(np.sin(xs[0]) * xs[1] ** 2)
+""")
+    x, y = np.array([0.3, 0.7]), np.array([1.1, -0.4])
+    assert_close(pb.hessian(f, argnums=(0, 1))(x, y), jax.hessian(fj, argnums=(0, 1))(x, y))
+
+
 def test_jvp_of_jvp_of_a_custom_jvp_function_differentiates_its_rule():
     @pb.custom_jvp
     def softplus(x):

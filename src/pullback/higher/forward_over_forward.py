@@ -61,7 +61,15 @@ def forward_over_forward(fun, primals, tangents, p_dot, t_dot, has_aux=False):
     ``(value, aux)``."""
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
-    n = len(primals)
+    from ..forward.calls import CustomJVP, forward_of
+    if isinstance(forward_of(fun), CustomJVP) and not has_aux:
+        return _custom_again(forward_of(fun), primals, tangents, p_dot, t_dot)
+    handle = _plain_handle(fun, "pb.jvp")
+    # the primals fill the positional parameters, then *args, in order: primal i
+    # is argument i of the bound call (defaults and keyword-only ones after them,
+    # one per value for a function with *args: ``callees.Flat``)
+    args = handle.bind(primals, {})
+    n = len(args)
     mask, moves = [], []
     for i in wrt:
         if p_dot is not None and p_dot[i] is not None:
@@ -71,16 +79,6 @@ def forward_over_forward(fun, primals, tangents, p_dot, t_dot, has_aux=False):
         if t_dot is not None and t_dot[i] is not None:
             mask.append(n + k)
             moves.append(t_dot[i])
-    from ..forward.calls import CustomJVP, forward_of
-    if isinstance(forward_of(fun), CustomJVP) and not has_aux:
-        return _custom_again(forward_of(fun), primals, tangents, p_dot, t_dot)
-    handle = _plain_handle(fun, "pb.jvp")
-    args = handle.bind(primals, {})
-    if getattr(args, "layout", None) is not None:
-        raise NonDifferentiableError(
-            f"pullback differentiates pb.jvp of {name_of(fun)} again only for a function "
-            "with positional parameters (no *args, **kwargs or keyword-only ones).",
-            hint="Give the function named parameters.")
     return again_forward(handle, args, wrt, tuple(tangents[i] for i in wrt), mask, moves,
                          has_aux)
 

@@ -62,9 +62,13 @@ class MadeHandle:
         self.made = made_by(fn)
         self.signature = base_signature(fn)
         self.params = list(self.signature.parameters)
+        # *args or keyword-only parameters: a positional call is kept as it is
+        # (the function's own handle flattens it: ``callees.Flat``)
+        self.positional = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+                              for p in self.signature.parameters.values())
 
     def bind(self, args, kwargs):
-        if not kwargs and len(args) == len(self.params):
+        if not kwargs and (len(args) == len(self.params) or self.positional):
             return tuple(args)
         b = self.signature.bind(*args, **kwargs)
         b.apply_defaults()

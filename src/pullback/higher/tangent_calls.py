@@ -41,11 +41,11 @@ class CalleeTangentForward:
                 given_t = t
             else:
                 given[k - 1 if isinstance(k, int) else k] = t
-        if getattr(h, "variadic", False) or not isinstance(h.fun, type(name_of)):
+        if not isinstance(h.fun, type(name_of)):
             raise NonDifferentiableError(
                 f"pullback differentiates the tangent of {name_of(h.fun)} again only for a "
-                "plain function with positional parameters.",
-                hint="Give the function named parameters.")
+                "plain function defined with def.",
+                hint="Call a plain function defined with def.")
         full, by_param = params_of(h, h.fun, call_args, kwargs, given)
         mask = sorted(by_param)
         moves = [by_param[i] for i in mask]
@@ -91,9 +91,11 @@ class DynamicJvpForward:
         if lookup(fn) is not None:
             fn = dispatch._rule_wrapper(fn, len(args2), tuple(kwargs2))
         handle = forward_of(fn)
-        if not isinstance(handle, ForwardDerivative) or handle.variadic:
+        if not isinstance(handle, ForwardDerivative):
             self._refuse(fn)
-        full = handle.bind(tuple(args2), dict(kwargs2))    # (the keywords after the positions)
+        # (the keywords after the positions; a function with *args: one value per
+        # parameter, the positions first, as the call gave them)
+        full = handle.bind(tuple(args2), dict(kwargs2))
         shift = len(args2) - len(rest)
         wrt = tuple(sorted(set(mask2)))
         if len(wrt) != len(mask2):
