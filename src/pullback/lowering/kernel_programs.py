@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from .jax_bridge import load_jax
 from .kernel_partials import render_partials
-from .kernel_text import exec_text, free_early, passes_tangent, render_values
+from .kernel_text import exec_text, free_early, jax_values, passes_tangent, render_values
 
 __all__ = ["Step", "Program"]
 
@@ -131,8 +131,7 @@ class Program:
         derivatives with respect to the inputs at positions ``diff``."""
         jx = load_jax()
         jnp = jx.numpy
-        text, namespace = render_values(self, "jax", name + "_jax", summed=False)
-        f = exec_text(text, namespace, name + "_jax")
+        f, namespace = jax_values(self, name + "_jax")
         constants = self.constant_partials(diff)
 
         def kernel(*args):

@@ -122,11 +122,10 @@ def _host(x, copy):
 def _jvp_kernel(program, diff, name):
     """A jitted ``(inputs, tangents) -> (value, tangent)`` of the region,
     the tangents those of the inputs at positions ``diff``."""
-    from .kernel_text import exec_text, render_values
+    from .kernel_text import jax_values
     jx = load_jax()
     jnp = jx.numpy
-    text, namespace = render_values(program, "jax", name + "_jax", summed=False)
-    f = exec_text(text, namespace, name + "_jax")
+    f, namespace = jax_values(program, name + "_jax")
     strong = namespace["strong"]
 
     def kernel(inputs, tangents):

@@ -37,7 +37,7 @@ import numpy as np
 from .jax_bridge import load_jax
 
 __all__ = ["BINARY", "UNARY", "Cast", "passes_tangent", "step_text", "namespace_for",
-           "render_values", "free_early", "exec_text"]
+           "render_values", "free_early", "exec_text", "jax_values"]
 
 _counter = itertools.count()
 
@@ -167,3 +167,10 @@ def exec_text(text, namespace, name):
     register_source(filename, text)
     exec(compile(text, filename, "exec"), namespace)
     return namespace[name]
+
+
+def jax_values(program, name):
+    """The region in ``jax.numpy`` as a function of all its inputs, its value
+    not summed (a kernel sums after ``jax.jvp``), and its namespace."""
+    text, namespace = render_values(program, "jax", name, summed=False)
+    return exec_text(text, namespace, name), namespace
