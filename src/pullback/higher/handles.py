@@ -31,23 +31,22 @@ _FORWARD = {"grad": GradForward, "value_and_grad": GradForward, "vjp": PullbackF
             "jacfwd": JacfwdForward, "linearize": LinearizeForward}
 
 
-def reverse_handle(fn):
-    """``callees.derivative_of`` of a function made by pullback's API, else None."""
+def _handle(fn, kinds, made):
+    """The handle of ``fn`` (made by pullback's API) of ``kinds``, made once, else None."""
     m = made_by(fn)
     if m is None:
         return None
-    h = _reverse.get(fn)
+    h = made.get(fn)
     if h is None:
-        h = _reverse[fn] = _REVERSE.get(m.kind, GradVJP)(fn)
+        h = made[fn] = kinds.get(m.kind, kinds["grad"])(fn)
     return h
+
+
+def reverse_handle(fn):
+    """``callees.derivative_of`` of a function made by pullback's API, else None."""
+    return _handle(fn, _REVERSE, _reverse)
 
 
 def forward_handle(fn):
     """``forward.calls.forward_of`` of a function made by pullback's API, else None."""
-    m = made_by(fn)
-    if m is None:
-        return None
-    h = _forward.get(fn)
-    if h is None:
-        h = _forward[fn] = _FORWARD.get(m.kind, GradForward)(fn)
-    return h
+    return _handle(fn, _FORWARD, _forward)
