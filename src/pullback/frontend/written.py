@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
+from ..runtime.arguments import arguments_apart, number_argument, result_apart
 
 __all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
            "bound_arguments", "scan", "attribute_stores", "stored_values"]
@@ -525,40 +526,8 @@ def argument_written(parsed, p, stmt, kind):
         f"Pass an array, or work on a copy: `{p} = {p}.copy()` at the top of the function.")
 
 
-def _apart(*pairs):
-    """Refuse, when the function runs, arguments written into that share
-    memory with another argument: NumPy would show the write through both
-    (``pairs``: name, value, name, value...)."""
-    arrays = [(n, v) for n, v in zip(pairs[::2], pairs[1::2]) if isinstance(v, np.ndarray)]
-    for i, (n, v) in enumerate(arrays):
-        for m, w in arrays[i + 1:]:
-            if np.shares_memory(v, w):
-                raise UnsupportedSyntaxError(
-                    f"The arguments `{n}` and `{m}` share memory, and the function writes "
-                    "into one of them, so NumPy would show the write through the other.",
-                    hint=f"Pass a copy: `{m}.copy()`.")
-
-
-def _result_apart(result, *pairs):
-    """Refuse a result that shares memory with an argument the function
-    writes into (``return s`` from ``step(s)``; ``pairs``: name, value...)."""
-    for n, v in zip(pairs[::2], pairs[1::2]):
-        if isinstance(v, np.ndarray) and isinstance(result, np.ndarray) \
-                and np.shares_memory(result, v):
-            raise UnsupportedSyntaxError(
-                f"The function returns an array that shares memory with its argument `{n}`, "
-                "which it writes into; pullback does not follow the two as one.",
-                hint=f"Return a copy (`{n}.copy()`), or nothing: the caller's `{n}` changes.")
-
-
-def _number_argument(x, name):
-    """A variant's parameter updated with ``op=`` that is not an array: a
-    number, which the update rebinds; a 0-d array would change in place."""
-    if isinstance(x, np.ndarray):
-        raise UnsupportedSyntaxError(
-            f"`{name}` is a 0-d array that the function updates in place (`{name} op= v`), "
-            "which pullback does not follow.", hint=f"Pass a number (`float({name})`) or a "
-            "1-d array of one element.")
+# (generated code calls these; they live in the runtime, which artifacts import)
+_apart, _result_apart, _number_argument = arguments_apart, result_apart, number_argument
 
 
 def _no_writer(fn):
