@@ -130,10 +130,12 @@ def _front(fn, structured=False):
     ``structured``, its early exits made flags): the tree the pass sees."""
     from ..ir.naming import Namer
     from . import closures, desugar, parse, structure
+    from .list_items import split_lists
     parsed = parse.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
     closures.lift_closures(parsed.tree, namer, parsed)
+    split_lists(parsed.tree, namer, parsed)       # (as follow_writes does first)
     if structured:
         structure.structure(parsed.tree, namer, parsed)
     return parsed, namer
@@ -144,9 +146,20 @@ def scan(tree, parsed):
     modes, rebound = {}, set()
     leading = _leading_copies(tree.body, params)
 
-    def mark(p, how):
+    # `z = p` (or an item of a list `state = [q, p]`, named by list_items):
+    # a write through z reaches p where z holds p's array
+    sources = {}
+    for node in walk(tree.body):
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], gast.Name) and isinstance(node.value, gast.Name):
+            sources.setdefault(node.targets[0].id, set()).add(node.value.id)
+
+    def mark(p, how, seen=()):
         if p in params and p not in leading:
             modes[p] = _ITEM if _ITEM in (how, modes.get(p)) else how
+        for q in sources.get(p, ()):
+            if q not in seen:
+                mark(q, how, (*seen, p))
 
     for node in walk(tree.body):
         if isinstance(node, (gast.Assign, gast.AugAssign)):
