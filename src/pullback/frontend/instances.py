@@ -34,8 +34,8 @@ An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
 bases), or a class with its own ``__new__``, ``__setattr__``, ``__slots__``, a
 metaclass or a property among the stored names, is refused naming the class.
-A property read where the object carries a gradient is refused when the
-adjoint runs (``runtime.core.FieldGrads``).
+A property read is a call of its getter where the class is known
+(``frontend.properties``), else refused when the adjoint runs.
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source
