@@ -14,9 +14,11 @@ imports only ``pullback.runtime``)::
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-__all__ = ["arguments_apart", "result_apart", "number_argument"]
+__all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of"]
 
 
 def _refuse(message, hint):
@@ -65,3 +67,37 @@ def number_argument(x, name):
             f"`{name}` is a 0-d array that the function updates in place (`{name} op= v`), "
             "which pullback does not follow.",
             f"Pass a number (`float({name})`) or a 1-d array of one element.")
+
+
+def view_of(view, base, view_name, base_name):
+    """Check, where ``view = base[...]`` runs in a function whose later
+    writes through either name pullback spells out (``frontend.view_writes``),
+    that ``view`` is a view of the array ``base``: a slice of a list is a
+    copy, and an integer index of a vector gives a number."""
+    if isinstance(base, np.ndarray) and isinstance(view, np.ndarray) \
+            and np.shares_memory(view, base):
+        return
+    raise _refuse(
+        f"`{view_name}` is written into later, and pullback follows such a write to "
+        f"`{base_name}` only where `{view_name}` is a view of the array `{base_name}`; here "
+        f"`{base_name}` is a {type(base).__name__} and `{view_name}` a "
+        f"{type(view).__name__} that does not share its memory.",
+        f"Write into `{base_name}` itself, or make `{view_name}` a new value: "
+        f"`{view_name} = {base_name}[...].copy()`.")
+
+
+def alias_of(alias, base, alias_name, base_name):
+    """Where ``alias = base`` runs in a function whose later writes through
+    either name pullback spells out (``frontend.view_writes``): True for an
+    array (a write through one name changes the other), False for a number
+    or a tuple (an update rebinds the name); a list or another mutable
+    object is refused."""
+    if isinstance(base, np.ndarray):
+        return True
+    if isinstance(base, (numbers.Number, np.generic, tuple, str, bytes)):
+        return False
+    raise _refuse(
+        f"`{alias_name} = {base_name}` makes two names of one {type(base).__name__}, which "
+        f"the function then changes through one of them; pullback follows that for arrays "
+        "and numbers only.",
+        f"Make `{alias_name}` a copy: `{alias_name} = {base_name}.copy()`.")
