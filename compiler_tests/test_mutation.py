@@ -1095,3 +1095,27 @@ def test_aliased_arguments_written_through_a_local_alias_are_refused():
     gq, gp = pb.grad(f, argnums=(0, 1))(x, x.copy())
     np.testing.assert_allclose(gq, x - 0.2 * x)
     np.testing.assert_array_equal(gp, x)
+
+
+def test_writes_through_a_local_name_of_an_argument_count_as_its_own():
+    from pullback.frontend.written import written_params
+    through = function_from_source('''
+def through(s):
+    t = s
+    t[0] = 1.0
+''')
+    rebound = function_from_source('''
+def rebound(s):
+    t = s
+    t = t * 2.0
+    t[0] = 1.0
+    return t
+''')
+    listed = function_from_source('''
+def listed(q, p):
+    state = [q, p]
+    state[1] -= q
+''')
+    assert written_params(through) == {"s": "item"}
+    assert written_params(rebound) == {}          # t is a new array when written
+    assert written_params(listed) == {"p": "update"}

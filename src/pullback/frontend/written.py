@@ -148,11 +148,17 @@ def scan(tree, parsed):
 
     # `z = p` (or an item of a list `state = [q, p]`, named by list_items):
     # a write through z reaches p where z holds p's array
-    sources = {}
+    # (a name bound only so: one rebound to a new array writes into that)
+    sources, bindings = {}, {}
     for node in walk(tree.body):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            bindings[node.id] = bindings.get(node.id, 0) + 1
+        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            bindings[node.target.id] = bindings.get(node.target.id, 0) - 1
         if isinstance(node, gast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], gast.Name) and isinstance(node.value, gast.Name):
-            sources.setdefault(node.targets[0].id, set()).add(node.value.id)
+            sources.setdefault(node.targets[0].id, []).append(node.value.id)
+    sources = {z: set(ps) for z, ps in sources.items() if len(ps) == bindings.get(z)}
 
     def mark(p, how, seen=()):
         if p in params and p not in leading:
