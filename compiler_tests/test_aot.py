@@ -491,3 +491,117 @@ def test_try_nested_and_variadic_functions_compile_ahead_of_time(tmp_path):
     np.testing.assert_array_equal(got["first_big_0"], [1.0, 4.0, 0.0])
     np.testing.assert_array_equal(got["star_0"], [2.0, 2.0])
     assert float(got["fallback2.0_0"]) == 1.0 and float(got["fallback0.0_0"]) == 0.0
+
+
+WRITER_MODULE = '''
+import numpy as np
+import pullback as pb
+
+
+def step(q, p, dt):
+    p -= dt * q ** 3
+    q += dt * p
+
+
+@pb.differentiable
+def energy(q, p):
+    for _ in range(3):
+        step(q, p, 0.1)
+    return np.sum(q ** 2 + p ** 2)
+
+
+def scale(y):
+    y *= 2.0
+
+
+@pb.differentiable
+def bare(x):
+    y = x * 1.0
+    scale(y)
+    return np.sum(y ** 2)
+'''
+
+
+def _energy_by_hand(q, p):
+    q, p = q.copy(), p.copy()
+    for _ in range(3):
+        p -= 0.1 * q ** 3
+        q += 0.1 * p
+    return np.sum(q ** 2 + p ** 2)
+
+
+def test_functions_calling_writers_compile_ahead_of_time(tmp_path):
+    # a call of a function writing into its argument goes to the writer's
+    # variant (frontend.written): written into the artifact as an entry of its
+    # own in a generic transform, made again through the runtime's
+    # derivative_of(step, writes=True) in a specialised one; the checks on a
+    # writer's arguments come from pullback.runtime, not the compiler
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "writer.py").write_text(WRITER_MODULE)
+    p = subprocess.run([sys.executable, "-m", "pullback", "compile", str(proj / "writer.py"),
+                        "--signature", "energy(float64[:], float64[:])",
+                        "--signature", "bare(float64[:])"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    text = (proj / "__pullback__" / "writer_pullback.py").read_text()
+    assert _pullback_imports(text) == {"pullback.runtime"}
+    assert "def _make_step_writes" in text
+    assert "derivative_of(_writer.step, writes=True)" in text
+    q, pm = np.array([0.5, -1.0]), np.array([1.0, 0.25])
+    x = np.array([1.0, 2.0])
+    np.savez(tmp_path / "in.npz", q=q, p=pm, x=x)
+    out = run(f"""
+        import json, sys
+        import numpy as np
+        sys.path[:0] = [{str(proj / "__pullback__")!r}, {str(proj)!r}]
+        import writer_pullback as art
+        d = np.load({str(tmp_path / "in.npz")!r})
+        q, p, x = d["q"].copy(), d["p"].copy(), d["x"].copy()
+        got = {{}}
+        v, r = art.energy_primal_1(q, p)
+        got["energy"] = art.energy_adjoint_1(r, 1.0)
+        unchanged = bool((q == d["q"]).all() and (p == d["p"]).all())
+        v, r = art.bare_primal_1(x)
+        got["bare"] = art.bare_adjoint_1(r, 1.0)
+        v, r = art.energy_primal(0.5, 1.0)      # generic: numbers, rebound in step
+        got["energy_numbers"] = art.energy_adjoint(r, 1.0)
+        v, r = art.bare_primal(1.5)
+        got["bare_number"] = art.bare_adjoint(r, 1.0)
+        try:
+            art.energy_primal(q, p)               # generic entry given arrays
+            refused = ""
+        except Exception as e:
+            refused = type(e).__name__ + ": " + str(e)
+        np.savez({str(tmp_path / "out.npz")!r},
+                 **{{f"{{k}}_{{i}}": g for k, gs in got.items() for i, g in enumerate(gs)}})
+        print(json.dumps({{"unchanged": unchanged, "refused": refused}}))
+    """)
+    info = json.loads(out)
+    assert info["unchanged"], "the artifact's primal changed the caller's arrays"
+    assert info["refused"].startswith("UnsupportedSyntaxError: `q` is an array that the "
+                                      "function updates in place")
+    assert "--signature" in info["refused"]
+    got = np.load(tmp_path / "out.npz")
+    sys.path.insert(0, str(proj))
+    os.environ["PULLBACK_ARTIFACTS"] = "0"
+    try:
+        m = importlib.import_module("writer")
+        jit = {"energy": pb.grad(m.energy, argnums=(0, 1))(q, pm),
+               "bare": (pb.grad(m.bare)(x),),
+               "energy_numbers": pb.grad(m.energy, argnums=(0, 1))(0.5, 1.0),
+               "bare_number": (pb.grad(m.bare)(1.5),)}
+    finally:
+        del os.environ["PULLBACK_ARTIFACTS"]
+        sys.path.remove(str(proj))
+        sys.modules.pop("writer", None)
+    for key, grads in jit.items():
+        for i, g in enumerate(grads):
+            np.testing.assert_allclose(got[f"{key}_{i}"], g, rtol=1e-12, atol=0)
+    h = 1e-6
+    fd = [(_energy_by_hand(q + h * e, pm) - _energy_by_hand(q - h * e, pm)) / (2 * h)
+          for e in np.eye(2)]
+    np.testing.assert_allclose(got["energy_0"], fd, rtol=1e-7)
+    np.testing.assert_array_equal(got["bare_0"], 8.0 * x)
+    # numbers updated in a callee stay the caller's (Python): d/dq of q**2 + p**2
+    assert float(got["energy_numbers_0"]) == 1.0 and float(got["energy_numbers_1"]) == 2.0
+    assert float(got["bare_number_0"]) == 3.0

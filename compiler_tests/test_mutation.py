@@ -814,18 +814,308 @@ def f(x, p):
     np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
 
 
-@pytest.mark.parametrize("body", [
-    "state[1] -= 0.1 * state[0]",
-    "state[1] = state[1] - 0.1 * state[0]",
+# -- lists of arrays written into by item (frontend/list_items.py) -----------------------
+
+def grad_V(q):
+    return q ** 3
+
+
+def leapfrog_list(q, p):
+    state = [q * 1.0, p * 1.0]
+    for _ in range(3):
+        state[1] -= 0.1 * grad_V(state[0])
+        state[0] += 0.1 * state[1]
+    return np.sum(state[0] ** 2) + np.sum(state[1] ** 2)
+
+
+def leapfrog_jax(q, p):
+    for _ in range(3):
+        p = p - 0.1 * q ** 3
+        q = q + 0.1 * p
+    return jnp.sum(q ** 2) + jnp.sum(p ** 2)
+
+
+def test_a_list_of_arrays_updated_by_item_as_a_solver_keeps_its_state():
+    q, p = np.array([0.5, 1.0, -0.3]), np.array([0.2, -0.1, 0.4])
+    gq, gp = pb.grad(leapfrog_list, argnums=(0, 1))(q, p)
+    jq, jp = jax.grad(leapfrog_jax, argnums=(0, 1))(q, p)
+    np.testing.assert_allclose(gq, jq, rtol=1e-13)
+    np.testing.assert_allclose(gp, jp, rtol=1e-13)
+    np.testing.assert_allclose(gq, central(lambda a: leapfrog_list(a, p), q), rtol=1e-7)
+    forward_agrees(leapfrog_list, q, p)
+
+
+def item_update_reaches_the_argument(q, p):
+    # Python: the list holds p itself, so `state[1] -= ...` changes p in place
+    state = [q, p]
+    state[1] -= 0.1 * grad_V(state[0])
+    return np.sum(p * q)
+
+
+def test_an_item_update_changes_the_array_the_list_holds():
+    q, p = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    q0, p0 = q.copy(), p.copy()
+    gq, gp = pb.grad(item_update_reaches_the_argument, argnums=(0, 1))(q, p)
+    # value: sum((p - 0.1 q^3) q) = sum(p q - 0.1 q^4)
+    np.testing.assert_allclose(gq, p0 - 0.4 * q0 ** 3, rtol=1e-15)
+    np.testing.assert_array_equal(gp, q0)
+    np.testing.assert_array_equal(q, q0)        # pb.grad works on its own copy
+    np.testing.assert_array_equal(p, p0)
+    item_update_reaches_the_argument(q, p)     # a plain call does change p, as NumPy does
+    np.testing.assert_allclose(p, p0 - 0.1 * q0 ** 3)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="share memory"):
+        pb.grad(item_update_reaches_the_argument, argnums=(0, 1))(q, q)
+
+
+def item_update_of_a_number(a, x):
+    # a float item is rebound, not changed: `a` keeps its value
+    state = [a, x * 1.0]
+    state[0] -= 0.5 * a
+    return state[0] * a + np.sum(state[1])
+
+
+def test_an_item_update_of_a_number_rebinds_the_item():
+    ga, gx = pb.grad(item_update_of_a_number, argnums=(0, 1))(3.0, np.array([1.0, 2.0]))
+    assert ga == 3.0          # 0.5 a * a
+    np.testing.assert_array_equal(gx, [1.0, 1.0])
+
+
+def sgd_over_layers(a, b, x):
+    params = [a * 1.0, b * 1.0]
+    g = [2.0 * a, 3.0 * b]
+    for i in range(len(params)):
+        params[i] -= 0.1 * g[i]
+    for w in params:
+        x = np.tanh(x * w)
+    return np.sum(x)
+
+
+def test_params_updated_in_a_loop_over_the_layers():
+    def ref(a, b, x):
+        for w in (a - 0.2 * a, b - 0.3 * b):
+            x = jnp.tanh(x * w)
+        return jnp.sum(x)
+    a, b, x = np.array([0.5, -1.0]), np.array([1.5, 0.3]), np.array([0.7, 0.2])
+    got = pb.grad(sgd_over_layers, argnums=(0, 1, 2))(a, b, x)
+    want = jax.grad(ref, argnums=(0, 1, 2))(a, b, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-13)
+    forward_agrees(sgd_over_layers, a, b, x)
+
+
+def item_of_item(q, p):
+    state = [q, p * 1.0]
+    state[1][0] = 3.0 * state[0][0]
+    state[-1][1] *= q[1]
+    return np.sum(state[1] ** 2)
+
+
+def test_a_write_into_an_element_of_a_list_item():
+    q, p = np.array([0.5, 2.0]), np.array([1.0, -1.0])
+    gq, gp = pb.grad(item_of_item, argnums=(0, 1))(q, p)
+    # state[1] = [3 q0, p1 q1] = [1.5, -2]: value 9 q0^2 + p1^2 q1^2
+    np.testing.assert_array_equal(gq, [9.0, 4.0])
+    np.testing.assert_array_equal(gp, [0.0, -8.0])
+
+
+def returns_the_list(q, p):
+    state = [q * 1.0, p * 1.0]
+    state[1] += state[0]
+    return state
+
+
+def test_a_list_written_by_item_and_returned():
+    q, p = np.array([0.5, 2.0]), np.array([1.0, -1.0])
+    out, back = pb.vjp(returns_the_list, q, p)
+    np.testing.assert_array_equal(out[1], q + p)
+    gq, gp = back([np.ones(2), 2.0 * np.ones(2)])
+    np.testing.assert_array_equal(gq, [3.0, 3.0])
+    np.testing.assert_array_equal(gp, [2.0, 2.0])
+
+
+KEPT = []
+
+
+def keep(s):
+    KEPT.append(s)
+
+
+@pytest.mark.parametrize("body,why", [
+    ("state[k] -= 0.1 * state[0]", "item of the list `state`"),     # index known when it runs
+    ("keep(state)\n    state[1] -= 0.1 * state[0]", "`state`"),      # handed to a function
 ])
-def test_a_write_into_a_list_element_is_refused_saying_why(body):
+def test_a_list_pullback_cannot_split_stays_refused(body, why):
     f = function_from_source(f"""
-def f(q0, p0):
-    state = [q0.copy(), p0.copy()]
+def f(q0, p0, k):
+    state = [q0 * 1.0, p0 * 1.0]
     {body}
     return np.sum(state[0] ** 2) + np.sum(state[1])
-""")
-    # (analyses/item_stores refuses it first, naming the list and quoting line 3)
-    with pytest.raises(pb.UnsupportedSyntaxError,
-                       match=r"(?s)through an item of the list `state`.*line 3\n    state\[1\]"):
-        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2))
+""", {"keep": keep})
+    with pytest.raises(pb.UnsupportedSyntaxError, match=why):
+        pb.grad(f, argnums=(0, 1))(np.ones(2), np.ones(2), 1)
+
+
+# -- writes through views and aliases inside loops and branches (frontend/view_writes.py)
+
+def view_scaled_in_a_loop(x):
+    y = x * 1.0
+    v = y[1:]
+    for i in range(2):
+        v *= 2.0
+    return np.sum(y ** 2)
+
+
+def view_written_in_a_branch(x, c):
+    y = x * 1.0
+    v = y[1:]
+    if c > 0:
+        v[0] = 3.0 * x[0]
+    return np.sum(y ** 2) + np.sum(v)
+
+
+def column_view_and_base_in_a_loop(x, n):
+    y = x * 1.0
+    v = y[:, 1]
+    for i in range(n):
+        y *= 1.5
+        v += y[:, 0]
+    return np.sum(y * v[0])
+
+
+def column_view_jax(x, n):
+    y = x
+    for i in range(n):
+        y = y * 1.5
+        y = y.at[:, 1].add(y[:, 0])
+    return jnp.sum(y * y[0, 1])
+
+
+def alias_on_one_path(x, c):
+    y = x * 1.0
+    if c > 0:
+        z = y
+    else:
+        z = y * 1.0
+    z += 1.0
+    return np.sum(y ** 2) + np.sum(z)
+
+
+def alias_in_a_loop(x):
+    y = x * 1.0
+    z = y
+    for i in range(3):
+        z *= 1.5
+        y[0] += 1.0
+    return np.sum(y ** 2) + np.sum(z * x)
+
+
+def alias_in_a_loop_jax(x):
+    y = x
+    for i in range(3):
+        y = y * 1.5
+        y = y.at[0].add(1.0)
+    return jnp.sum(y ** 2) + jnp.sum(y * x)
+
+
+def test_a_view_written_in_a_loop_changes_its_base():
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(pb.grad(view_scaled_in_a_loop)(x), [2.0, 64.0, 96.0])
+    assert view_scaled_in_a_loop(x.copy()) == 1.0 + 64.0 + 144.0
+    forward_agrees(view_scaled_in_a_loop, x)
+
+
+def test_a_view_written_in_a_branch_on_either_path():
+    x = np.array([1.0, 2.0, 3.0])
+    # taken: y = [1, 3, 3], v = [3, 3]: 1 + 9 x0^2 + 9 + 3 x0 + x2
+    np.testing.assert_array_equal(pb.grad(view_written_in_a_branch)(x, 1.0), [23.0, 0.0, 7.0])
+    np.testing.assert_array_equal(pb.grad(view_written_in_a_branch)(x, -1.0), [2.0, 5.0, 7.0])
+    np.testing.assert_allclose(pb.grad(view_written_in_a_branch)(x, 1.0),
+                               central(lambda a: view_written_in_a_branch(a, 1.0), x),
+                               rtol=1e-7)
+
+
+def test_a_column_view_and_its_base_written_in_a_loop():
+    x = np.arange(6.0).reshape(3, 2) + 1.0
+    got = pb.grad(column_view_and_base_in_a_loop)(x, 2)
+    np.testing.assert_allclose(got, jax.grad(column_view_jax)(x, 2), rtol=1e-13)
+
+
+def test_an_alias_made_on_one_path_then_updated():
+    x = np.array([1.0, 2.0, 3.0])
+    # aliased: y = x + 1 too: sum((x+1)^2) + sum(x+1); copied: y = x
+    np.testing.assert_array_equal(pb.grad(alias_on_one_path)(x, 1.0), 2.0 * (x + 1.0) + 1.0)
+    np.testing.assert_array_equal(pb.grad(alias_on_one_path)(x, -1.0), 2.0 * x + 1.0)
+    forward_agrees(lambda a: alias_on_one_path(a, 1.0), x)
+
+
+def test_an_alias_and_its_base_written_in_a_loop():
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(pb.grad(alias_in_a_loop)(x), jax.grad(alias_in_a_loop_jax)(x),
+                               rtol=1e-13)
+
+
+def test_a_number_alias_updated_in_a_branch_is_rebound():
+    def f(a, c):
+        y = a * 1.0
+        z = y
+        if c > 0:
+            z += 2.0
+        return y * z
+    assert pb.grad(f)(1.5, 1.0) == 5.0          # y stays a: a (a + 2)
+
+
+def test_writes_through_a_list_alias_or_a_list_slice_are_refused():
+    def f(x, c):
+        y = [x[0], x[1]]
+        z = y
+        if c > 0:
+            z[0] = 3.0 * x[1]
+        return np.sum(x) * c
+    with pytest.raises(pb.UnsupportedSyntaxError, match="two names of one list"):
+        pb.grad(f)(np.array([1.0, 2.0]), 1.0)
+
+    def g(x, c):
+        y = [x[0], x[1], x[2]]
+        v = y[1:]
+        if c > 0:
+            v[0] = 3.0 * x[1]
+        return np.sum(y) * c
+    with pytest.raises(pb.UnsupportedSyntaxError, match="`v` is written into later"):
+        pb.grad(g)(np.array([1.0, 2.0, 3.0]), 1.0)
+
+
+def test_aliased_arguments_written_through_a_local_alias_are_refused():
+    def f(q, p):                 # (was a silent wrong gradient for f(x, x))
+        s = p
+        s -= 0.1 * q
+        return np.sum(s * q)
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(pb.UnsupportedSyntaxError, match="share memory"):
+        pb.grad(f, argnums=(0, 1))(x, x)
+    gq, gp = pb.grad(f, argnums=(0, 1))(x, x.copy())
+    np.testing.assert_allclose(gq, x - 0.2 * x)
+    np.testing.assert_array_equal(gp, x)
+
+
+def test_writes_through_a_local_name_of_an_argument_count_as_its_own():
+    from pullback.frontend.written import written_params
+    through = function_from_source('''
+def through(s):
+    t = s
+    t[0] = 1.0
+''')
+    rebound = function_from_source('''
+def rebound(s):
+    t = s
+    t = t * 2.0
+    t[0] = 1.0
+    return t
+''')
+    listed = function_from_source('''
+def listed(q, p):
+    state = [q, p]
+    state[1] -= q
+''')
+    assert written_params(through) == {"s": "item"}
+    assert written_params(rebound) == {}          # t is a new array when written
+    assert written_params(listed) == {"p": "update"}

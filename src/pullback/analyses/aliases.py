@@ -146,6 +146,7 @@ def _blocked(normal, ops, kinds, merges, updates, is_array):
     anything but NumPy (a list, a call of a user function).  Then nothing
     is rewritten, and ``mutation`` checks the function as it is."""
     from .mutation import _is_view, _is_view_op
+    from .updates import keeps_nothing
     body = normal.tree.body
     top = {id(s) for s in body}
     names, views = set(), set()
@@ -182,8 +183,9 @@ def _blocked(normal, ops, kinds, merges, updates, is_array):
         if nested and (op.kind is OpKind.SETITEM or id(s) in updates
                        or op.kind is OpKind.COPY or _is_view_op(op, kinds)):
             return True
-        if op.kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM, OpKind.COPY):
-            return True             # shared with a list, a call, ...
+        if op.kind not in (OpKind.RULE, OpKind.NONDIFF, OpKind.SETITEM, OpKind.COPY) \
+                and not (op.kind is OpKind.USER and keeps_nothing(op.primitive)):
+            return True             # shared with a list, a call that may keep it, ...
         if op.kind is OpKind.RULE and _is_view_op(op, kinds) \
                 and _view_of(s, op, kinds, _is_view) is None:
             return True             # a view this pass does not follow (reshape, ...)

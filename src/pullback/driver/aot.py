@@ -29,6 +29,12 @@ signature (``star(float64[:], float64[:])``: the positional arguments fill
 xs_1, k)``).  Functions the front end made from the user's code (a nested
 function lifted out, the body of a ``try`` run by ``runtime.control.attempt``)
 are written into the file as they were made, reading the module's globals;
+a call of a function that writes into its arguments goes to that function's
+variant (``frontend.written``), which gets an entry of its own
+(``step_writes_primal``) or, in a specialised transform, is made again by
+``runtime.derivative_of(step, writes=True)`` (the decorator does not take such
+a caller from the file: its code depends on what the callee writes into, which
+the file's checks do not see, so it is transformed just in time);
 one that is called as a value (a ``try`` body) is differentiated through the
 dispatcher, which transforms that copy the first time it runs.
 
@@ -142,6 +148,9 @@ class Result:
 class _Entry:
     def __init__(self, fn, mask, examples=None, spec=None):
         self.fn, self.mask, self.examples, self.spec = fn, tuple(mask), examples, spec
+        # the user's function whose code this is: for a writer's variant (a call
+        # that must see the writes goes to it: frontend.written), the writer
+        self.home = getattr(fn, "__pullback_variant__", (fn,))[0]
         self.params = list(inspect.signature(fn, follow_wrapped=False).parameters)
         self.loaded = None          # None while transforming, or if it failed
         self.exprs = {}             # helper name -> expression (or callee entry)
@@ -171,9 +180,9 @@ class _Writer:
         from ..analyses import kinds
         from ..errors import PullbackError
         from ..pipeline import transform
-        if e.fn.__closure__:
+        if e.home.__closure__:
             self.skip(e, "it reads variables of an enclosing function "
-                      f"({', '.join(e.fn.__code__.co_freevars)}); it is differentiated "
+                      f"({', '.join(e.home.__code__.co_freevars)}); it is differentiated "
                       "just in time instead", failed=False)
             return
         layout = None
@@ -238,8 +247,13 @@ class _Writer:
                     return sub
                 self.preamble.add("_callee_adjoint")
                 return ("_callee_adjoint", sub, len(sub.params), tuple(mask))
-        handle_src = f"{self.module_alias('pullback.runtime')}.derivative_of(" \
-                     f"{self.object_expr(e, target)})"
+        home = getattr(target, "__pullback_variant__", None)
+        if home is not None:        # a writer's variant (frontend.written), made again
+            handle_src = f"{self.module_alias('pullback.runtime')}.derivative_of(" \
+                         f"{self.object_expr(e, home[0])}, writes=True)"
+        else:
+            handle_src = f"{self.module_alias('pullback.runtime')}.derivative_of(" \
+                         f"{self.object_expr(e, target)})"
         if which == "adjoint":
             return f"{handle_src}.call_adjoint"
         return f"{handle_src}.for_callers({tuple(mask)!r})[0]"
@@ -255,7 +269,7 @@ class _Writer:
     def object_expr(self, e, value):
         if getattr(value, "__pullback_lifted_source__", None) is not None:
             return self.source_expr(e, value)
-        path = cache.path_of(value, e.fn.__globals__)
+        path = cache.path_of(value, e.home.__globals__)
         if path is None:
             raise ValueError(f"{e.fn.__qualname__}: its generated code uses {value!r}, which "
                              "cannot be imported by name, so it cannot be compiled ahead of time")
@@ -299,8 +313,9 @@ class _Writer:
             names.update(i.argval for i in dis.get_instructions(code)
                          if i.opname == "LOAD_GLOBAL")
             codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        for name in sorted(n for n in names if n in e.fn.__globals__):
-            line = _import_line(name, e.fn.__globals__[name], e.fn.__globals__)
+        home = e.home.__globals__
+        for name in sorted(n for n in names if n in home):
+            line = _import_line(name, home[name], home)
             if line is None or name.startswith("_") or self.imports.get(name, line) != line:
                 e.needs_module = True
             else:
@@ -473,12 +488,12 @@ def _render(w, entries):
             call = f"_in_module({call}, {w.module_alias(e.fn.__module__)})"
         lines += ["", "", f"{e.public[0]}, {e.public[1]} = {call}"]
         meta_entries.append(_meta(e, start, start + len(text) - 1,
-                                  e.fn.__module__ == w.module.__name__))
+                                  e.fn.__module__ == w.module.__name__ and e.home is e.fn))
     meta = {"format": FORMAT, "pullback": cache.compiler_version(),
             "source": os.path.basename(source_file),
             "source_sha256": cache.file_sha256(source_file),
             "root": os.path.dirname(os.path.abspath(source_file)),
-            "sources": sources({e.fn.__code__.co_filename for e in entries}, source_file),
+            "sources": sources({e.home.__code__.co_filename for e in entries}, source_file),
             "module": w.module.__name__,
             "entries": meta_entries}
     lines += ["", "", "# What pullback checks before using this file in place of a transform.",
@@ -488,11 +503,11 @@ def _render(w, entries):
 
 
 def _meta(e, first, last, own):
-    helpers = {n: cache.describe(e.loaded.helpers[n], e.fn.__globals__) for n in e.used}
+    helpers = {n: cache.describe(e.loaded.helpers[n], e.home.__globals__) for n in e.used}
     usable = all(d is not None for d in helpers.values())
     return {"qualname": e.fn.__qualname__, "module": e.fn.__module__, "own": own,
             "signature": getattr(e, "signature", None), "wrt": list(e.mask),
             "factory": e.factory, "lines": [first, last],
             "names": [e.loaded.primal.__name__, e.loaded.adjoint.__name__],
-            "helpers": helpers if usable else None, "fingerprint": cache.fingerprint(e.fn),
+            "helpers": helpers if usable else None, "fingerprint": cache.fingerprint(e.home),
             "env": cache.settings()}

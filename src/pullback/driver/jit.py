@@ -179,4 +179,11 @@ def _dispatcher():
     return dispatch
 
 
-runtime_calls.install(dispatcher=_dispatcher)   # generated code's dynamic_call comes here
+def _writes_variant(fn):
+    from ..frontend.written import variant      # (late, as above)
+    return variant(fn)
+
+
+# generated code's dynamic_call comes here; an artifact's call of a function
+# writing into its arguments gets its variant (derivative_of(f, writes=True))
+runtime_calls.install(dispatcher=_dispatcher, writes_variant=_writes_variant)

@@ -17,10 +17,25 @@ that carries a gradient (``driver/dispatch``)::
             self.act = act                          return new_object(W=self_W, b=self_b,
                                                                       act=self_act)
 
+Stores inside a branch or a loop become stores into the attribute's local; an
+attribute stored only on some paths starts as ``NOT_STORED`` and is left off
+the object where the path taken did not store it (as Python leaves it).
+``super().__init__(...)`` (single inheritance) and ``Base.__init__(self, ...)``
+call the base class's function, rewritten the same way, and take the
+attributes it stored::
+
+    class Scaled(Layer):                        def Scaled_init(w, scale=2.0):
+        def __init__(self, w, scale=2.0):          self_Layer = Layer_init(w * scale)
+            super().__init__(w * scale)    ->      self_w = self_Layer.w
+            if scale > 1.0:                        self_scale = self_w
+                self.scale = self.w                ...
+
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
-on, ``super().__init__``, stores inside a branch or a loop), or a class with
-its own ``__new__``, ``__setattr__``, ``__slots__``, a metaclass or a
-property among the stored names, is refused naming the class.
+on, runs the base's ``__init__`` inside a block, ``super()`` with several
+bases), or a class with its own ``__new__``, ``__setattr__``, ``__slots__``, a
+metaclass or a property among the stored names, is refused naming the class.
+A property read is a call of its getter where the class is known
+(``frontend.properties``), else refused when the adjoint runs.
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source
@@ -59,7 +74,8 @@ import gast
 
 from ..errors import NonDifferentiableError, PullbackError
 
-__all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker"]
+__all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
+           "NOT_STORED"]
 
 _made = weakref.WeakKeyDictionary()      # class -> its fields function
 
@@ -74,7 +90,8 @@ class ObjectMaker:
     def __call__(self, **attributes):
         obj = object.__new__(self.cls)
         for k, v in attributes.items():
-            object.__setattr__(obj, k, v)
+            if v is not NOT_STORED:
+                object.__setattr__(obj, k, v)
         return obj
 
 
@@ -162,10 +179,6 @@ def rewrite_init(tree, parsed, cls):
             f"level of __init__, or make {name} a dataclass, or create the object outside "
             f"and pass the values being differentiated to its methods as arguments.")
 
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Name) and node.id in ("super", "__class__"):
-            refuse(node, "__init__ calls `super()` (the base class's __init__ would run on "
-                         "an object pullback does not follow)")
     args = tree.args
     if not args.args:
         refuse(tree, "__init__ takes no `self`")
@@ -173,14 +186,18 @@ def rewrite_init(tree, parsed, cls):
     args.args = args.args[1:]
     taken = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)}
     locals_, order = {}, []
+    unset = [None]              # the name of the "not stored on this path" marker
+
+    def fresh(base):
+        v = base
+        while v in taken or v in parsed.globals or v in parsed.closure:
+            v += "_"
+        taken.add(v)
+        return v
 
     def local(attr):
         if attr not in locals_:
-            v = f"{me}_{attr}"
-            while v in taken:
-                v += "_"
-            taken.add(v)
-            locals_[attr] = v
+            locals_[attr] = fresh(f"{me}_{attr}")
             order.append(attr)
         return locals_[attr]
 
@@ -188,13 +205,18 @@ def rewrite_init(tree, parsed, cls):
         return isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name) \
             and node.value.id == me
 
+    def load(n):
+        return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+
+    def store(n):
+        return gast.Name(id=n, ctx=gast.Store(), annotation=None, type_comment=None)
+
     class Reads(gast.NodeTransformer):
         def visit_Attribute(self, node):
             if is_self_attr(node) and isinstance(node.ctx, gast.Load):
                 if node.attr not in locals_:
                     refuse(node, f"`{me}.{node.attr}` is read before __init__ stores it")
-                return gast.copy_location(gast.Name(id=locals_[node.attr], ctx=gast.Load(),
-                                                    annotation=None, type_comment=None), node)
+                return gast.copy_location(load(locals_[node.attr]), node)
             return self.generic_visit(node)
 
         def visit_Name(self, node):
@@ -202,53 +224,178 @@ def rewrite_init(tree, parsed, cls):
                 refuse(node, f"`{me}` is used otherwise than to store or read an attribute")
             return node
 
-    body = []
-    for stmt in tree.body:
-        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
-                and isinstance(stmt.value.value, str):
-            continue       # the docstring
-        if isinstance(stmt, gast.Return) and stmt.value is None and stmt is tree.body[-1]:
-            continue
-        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
-                and is_self_attr(stmt.targets[0]):
-            stmt.value = Reads().visit(stmt.value)
-            target = stmt.targets[0]
-            _check_descriptor(cls, target.attr, target, refuse)
-            stmt.targets = [gast.copy_location(gast.Name(
-                id=local(target.attr), ctx=gast.Store(), annotation=None, type_comment=None),
-                target)]
-            body.append(stmt)
-            continue
-        if isinstance(stmt, gast.AugAssign) and is_self_attr(stmt.target):
-            if stmt.target.attr not in locals_:
-                refuse(stmt, f"`{me}.{stmt.target.attr}` is updated before __init__ stores it")
-            stmt.value = Reads().visit(stmt.value)
-            stmt.target = gast.copy_location(gast.Name(
-                id=locals_[stmt.target.attr], ctx=gast.Store(), annotation=None,
-                type_comment=None), stmt.target)
-            body.append(stmt)
-            continue
-        for node in gast.walk(stmt):
-            if isinstance(node, gast.Name) and node.id == me:
-                if isinstance(stmt, (gast.If, gast.For, gast.While, gast.With, gast.Try)):
-                    refuse(node, f"`{me}` is used inside a block (a branch or a loop)")
-                refuse(node, f"`{me}` is used otherwise than to store an attribute")
-        body.append(Reads().visit(stmt))
-    maker = "new_object"
-    while maker in taken or maker in parsed.globals:
-        maker += "_"
+    def base_init(stmt):
+        """``super().__init__(...)`` (or ``Base.__init__(self, ...)``): the
+        statements that run the base class's __init__, rewritten the same way,
+        and take the attributes it stores."""
+        call = stmt.value
+        base = _base_class(cls, tree, call, me, parsed)
+        if base is None:
+            return None
+        if isinstance(base, str):
+            refuse(stmt, base)
+        if base is object:
+            if call.args or call.keywords:
+                refuse(stmt, "`super().__init__` is object's and is given arguments")
+            return []
+        fn = followed(base)
+        if fn is None:
+            refuse(stmt, f"the base class {base.__name__}'s __init__ is not followed: "
+                         f"{why_not_followed(base)}")
+        made = fresh(f"{me}_{base.__name__}")
+        helper = fresh(f"{base.__name__}_init")
+        parsed.closure[helper] = types.CellType(fn)
+        args = [a for a in call.args]
+        if isinstance(call.func.value, gast.Name):      # Base.__init__(self, ...)
+            args = args[1:]
+        out = [gast.Assign(targets=[store(made)], value=gast.Call(
+            func=load(helper), args=[Reads().visit(a) for a in args],
+            keywords=[gast.keyword(arg=k.arg, value=Reads().visit(k.value))
+                      for k in call.keywords]), type_comment=None)]
+        for attr in _stored.get(base, ()):
+            out.append(gast.Assign(targets=[store(local(attr))], value=gast.Attribute(
+                value=load(made), attr=attr, ctx=gast.Load()), type_comment=None))
+        for o in out:
+            for n in gast.walk(o):
+                gast.copy_location(n, stmt)
+        return out
+
+    def block(stmts, top):
+        body = []
+        for stmt in stmts:
+            if top and isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
+                    and isinstance(stmt.value.value, str):
+                continue       # the docstring
+            if top and isinstance(stmt, gast.Return) and stmt.value is None \
+                    and stmt is tree.body[-1]:
+                continue
+            if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
+                    and is_self_attr(stmt.targets[0]):
+                stmt.value = Reads().visit(stmt.value)
+                target = stmt.targets[0]
+                _check_descriptor(cls, target.attr, target, refuse)
+                if not top and target.attr not in locals_:
+                    unset[0] = unset[0] or fresh("not_stored")
+                local(target.attr)
+                stmt.targets = [gast.copy_location(store(locals_[target.attr]), target)]
+                body.append(stmt)
+                continue
+            if isinstance(stmt, gast.AugAssign) and is_self_attr(stmt.target):
+                if stmt.target.attr not in locals_:
+                    refuse(stmt, f"`{me}.{stmt.target.attr}` is updated before __init__ "
+                                 "stores it")
+                stmt.value = Reads().visit(stmt.value)
+                stmt.target = gast.copy_location(store(locals_[stmt.target.attr]),
+                                                 stmt.target)
+                body.append(stmt)
+                continue
+            if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call) \
+                    and isinstance(stmt.value.func, gast.Attribute) \
+                    and stmt.value.func.attr == "__init__":
+                inlined = base_init(stmt)
+                if inlined is not None:
+                    if not top:
+                        refuse(stmt, "the base class's __init__ runs inside a block (a "
+                                     "branch or a loop)")
+                    body.extend(inlined)
+                    continue
+            if isinstance(stmt, (gast.If, gast.For, gast.While)):
+                # stores in a branch or a loop: the attribute's local, which a
+                # path that does not store it leaves unset (then not set on the object)
+                for field in ("test", "iter", "target"):
+                    if getattr(stmt, field, None) is not None:
+                        setattr(stmt, field, Reads().visit(getattr(stmt, field)))
+                stmt.body = block(stmt.body, False)
+                stmt.orelse = block(stmt.orelse, False)
+                body.append(stmt)
+                continue
+            for node in gast.walk(stmt):
+                if isinstance(node, gast.Name) and node.id == me:
+                    if isinstance(stmt, (gast.With, gast.Try)):
+                        refuse(node, f"`{me}` is used inside a `with` or `try` block")
+                    refuse(node, f"`{me}` is used otherwise than to store an attribute")
+            body.append(Reads().visit(stmt))
+        return body
+
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Name) and node.id == "__class__":
+            refuse(node, "__init__ reads `__class__`")
+    body = block(tree.body, True)
+    maker = fresh("new_object")
     parsed.closure[maker] = types.CellType(ObjectMaker(cls))
+    pre = []
+    if unset[0] is not None:
+        # an attribute stored only on some paths: marked unset on entry, and
+        # left off the object where the path taken did not store it
+        parsed.closure[unset[0]] = types.CellType(NOT_STORED)
+        first = tree.body[0]
+        for attr in order:
+            pre.append(gast.copy_location(gast.Assign(
+                targets=[store(locals_[attr])], value=load(unset[0]), type_comment=None), first))
+            for n in gast.walk(pre[-1]):
+                gast.copy_location(n, first)
     ret = gast.Return(value=gast.Call(
-        func=gast.Name(id=maker, ctx=gast.Load(), annotation=None, type_comment=None),
-        args=[], keywords=[gast.keyword(arg=a, value=gast.Name(
-            id=locals_[a], ctx=gast.Load(), annotation=None, type_comment=None))
-            for a in order]))
+        func=load(maker), args=[], keywords=[gast.keyword(arg=a, value=load(locals_[a]))
+                                             for a in order]))
     last = tree.body[-1]
-    gast.copy_location(ret, last)
-    gast.copy_location(ret.value, last)
-    tree.body = body + [ret]
+    for n in gast.walk(ret):
+        gast.copy_location(n, last)
+    tree.body = pre + body + [ret]
     tree.name = f"{name}_init"
+    _stored[cls] = tuple(order)
     return tree
+
+
+_stored = weakref.WeakKeyDictionary()   # class -> the attributes its __init__ stores
+
+
+class _NotStored:
+    """An attribute's value on a path of __init__ that does not store it."""
+
+    def __repr__(self):
+        return "NOT_STORED"
+
+
+NOT_STORED = _NotStored()
+
+
+def _base_class(cls, tree, call, me, parsed):
+    """The class whose __init__ ``call`` runs: ``super().__init__(...)`` or
+    ``Base.__init__(self, ...)``; None for another call; a sentence where it
+    cannot be told."""
+    func = call.func
+    if isinstance(func.value, gast.Call) and isinstance(func.value.func, gast.Name) \
+            and func.value.func.id == "super":
+        if func.value.args:
+            return "__init__ calls `super(...)` with arguments"
+        init = cls.__init__
+        cells = dict(zip(init.__code__.co_freevars, init.__closure__ or ()))
+        home = cells.get("__class__")
+        home = home.cell_contents if home is not None else None
+        mro = cls.__mro__
+        if home not in mro:
+            return "__init__ calls `super()` where its class is not known"
+        if any(len(c.__bases__) > 1 for c in mro):
+            return "__init__ calls `super()` in a class with several bases"
+        for c in mro[mro.index(home) + 1:]:
+            if "__init__" in vars(c):
+                return c
+        return object
+    if isinstance(func.value, gast.Name) and call.args and isinstance(call.args[0], gast.Name) \
+            and call.args[0].id == me:
+        value = parsed.globals.get(func.value.id)
+        cell = parsed.closure.get(func.value.id)
+        if cell is not None:
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                value = None
+        if isinstance(value, type) and value in cls.__mro__ and value is not cls:
+            return value if "__init__" in vars(value) or value is object else next(
+                (c for c in value.__mro__ if "__init__" in vars(c)), object)
+        return f"`{func.value.id}.__init__(self, ...)` runs the __init__ of a class that " \
+               f"is not a base of {cls.__name__}"
+    return None
 
 
 def _check_descriptor(cls, attr, node, refuse):

@@ -46,6 +46,9 @@ import numpy as np
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper, name as _name
+from .list_items import split_lists
+from .properties import follow_properties
+from .view_writes import write_views
 from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
                       _known_method, _no_attribute_store, attribute_stores,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
@@ -59,7 +62,15 @@ __all__ = ["follow_writes", "written_params", "variant", "rewritten"]
 def follow_writes(tree, namer, parsed, param_kinds, marker=None):
     """Rewrite ``tree`` (after ``structure``): calls of functions that write
     into their arguments go to their variants; the function's own parameters
-    written into are copied on entry; a variant's returns add the new values."""
+    written into are copied on entry; a variant's returns add the new values.
+    Lists written into by item are first given one name per item
+    (``list_items``), so that those writes are followed as names are, and
+    property reads of objects of a known class become calls of their getters
+    (``properties``), and writes through a view in a loop or a branch are
+    spelled out (``view_writes``)."""
+    split_lists(tree, namer, parsed)
+    follow_properties(tree, namer, parsed)
+    write_views(tree, namer, parsed)
     locals_ = {a.id for a in tree.args.args} | {
         n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
         and isinstance(n.ctx, gast.Store)}

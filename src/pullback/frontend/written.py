@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
+from ..runtime.arguments import arguments_apart, number_argument, result_apart
 
 __all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
            "bound_arguments", "scan", "attribute_stores", "stored_values"]
@@ -129,10 +130,12 @@ def _front(fn, structured=False):
     ``structured``, its early exits made flags): the tree the pass sees."""
     from ..ir.naming import Namer
     from . import closures, desugar, parse, structure
+    from .list_items import split_lists
     parsed = parse.parse(fn)
     namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
     desugar.desugar(parsed.tree, namer, parsed)
     closures.lift_closures(parsed.tree, namer, parsed)
+    split_lists(parsed.tree, namer, parsed)       # (as follow_writes does first)
     if structured:
         structure.structure(parsed.tree, namer, parsed)
     return parsed, namer
@@ -143,9 +146,26 @@ def scan(tree, parsed):
     modes, rebound = {}, set()
     leading = _leading_copies(tree.body, params)
 
-    def mark(p, how):
+    # `z = p` (or an item of a list `state = [q, p]`, named by list_items):
+    # a write through z reaches p where z holds p's array
+    # (a name bound only so: one rebound to a new array writes into that)
+    sources, bindings = {}, {}
+    for node in walk(tree.body):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            bindings[node.id] = bindings.get(node.id, 0) + 1
+        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            bindings[node.target.id] = bindings.get(node.target.id, 0) - 1
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], gast.Name) and isinstance(node.value, gast.Name):
+            sources.setdefault(node.targets[0].id, []).append(node.value.id)
+    sources = {z: set(ps) for z, ps in sources.items() if len(ps) == bindings.get(z)}
+
+    def mark(p, how, seen=()):
         if p in params and p not in leading:
             modes[p] = _ITEM if _ITEM in (how, modes.get(p)) else how
+        for q in sources.get(p, ()):
+            if q not in seen:
+                mark(q, how, (*seen, p))
 
     for node in walk(tree.body):
         if isinstance(node, (gast.Assign, gast.AugAssign)):
@@ -525,40 +545,8 @@ def argument_written(parsed, p, stmt, kind):
         f"Pass an array, or work on a copy: `{p} = {p}.copy()` at the top of the function.")
 
 
-def _apart(*pairs):
-    """Refuse, when the function runs, arguments written into that share
-    memory with another argument: NumPy would show the write through both
-    (``pairs``: name, value, name, value...)."""
-    arrays = [(n, v) for n, v in zip(pairs[::2], pairs[1::2]) if isinstance(v, np.ndarray)]
-    for i, (n, v) in enumerate(arrays):
-        for m, w in arrays[i + 1:]:
-            if np.shares_memory(v, w):
-                raise UnsupportedSyntaxError(
-                    f"The arguments `{n}` and `{m}` share memory, and the function writes "
-                    "into one of them, so NumPy would show the write through the other.",
-                    hint=f"Pass a copy: `{m}.copy()`.")
-
-
-def _result_apart(result, *pairs):
-    """Refuse a result that shares memory with an argument the function
-    writes into (``return s`` from ``step(s)``; ``pairs``: name, value...)."""
-    for n, v in zip(pairs[::2], pairs[1::2]):
-        if isinstance(v, np.ndarray) and isinstance(result, np.ndarray) \
-                and np.shares_memory(result, v):
-            raise UnsupportedSyntaxError(
-                f"The function returns an array that shares memory with its argument `{n}`, "
-                "which it writes into; pullback does not follow the two as one.",
-                hint=f"Return a copy (`{n}.copy()`), or nothing: the caller's `{n}` changes.")
-
-
-def _number_argument(x, name):
-    """A variant's parameter updated with ``op=`` that is not an array: a
-    number, which the update rebinds; a 0-d array would change in place."""
-    if isinstance(x, np.ndarray):
-        raise UnsupportedSyntaxError(
-            f"`{name}` is a 0-d array that the function updates in place (`{name} op= v`), "
-            "which pullback does not follow.", hint=f"Pass a number (`float({name})`) or a "
-            "1-d array of one element.")
+# (generated code calls these; they live in the runtime, which artifacts import)
+_apart, _result_apart, _number_argument = arguments_apart, result_apart, number_argument
 
 
 def _no_writer(fn):

@@ -11,6 +11,7 @@ adjoints call them on hot paths.
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
 - ``scipy_support``, ``scipy_solvers``: the SciPy rules' helpers (special
   functions and distributions; linalg, signal, odeint), SciPy imported when one runs;
+- ``arguments``: checks on the arguments of a function that writes into them;
 - ``calls``: calls into pullback itself (a callee known only at run time,
   a callee's handle), through hooks the driver installs.
 - ``control`` (not re-exported here, reached as ``runtime.control``): ``with
@@ -23,6 +24,8 @@ adjoints call them on hot paths.
 from . import control  # noqa: F401
 from .accumulation import *  # noqa: F401,F403
 from .accumulation import __all__ as _accumulation
+from .arguments import *  # noqa: F401,F403
+from .arguments import __all__ as _arguments
 from .calls import *  # noqa: F401,F403
 from .calls import __all__ as _calls
 from .core import *  # noqa: F401,F403
@@ -41,4 +44,4 @@ from .scipy_solvers import *  # noqa: F401,F403
 from .scipy_solvers import __all__ as _scipy_solvers
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls)
+           + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments)

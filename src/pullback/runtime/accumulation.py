@@ -92,7 +92,9 @@ def owned_zeros(x):
     if is_structure(x):
         return FieldGrads.zeros(x)
     if is_instance(x):          # an object of the user's class: by attribute
-        return FieldGrads((k, zeros_like(v)) for k, v in vars(x).items())
+        out = FieldGrads((k, zeros_like(v)) for k, v in vars(x).items())
+        out.of = t
+        return out
     if isinstance(x, Meta):
         return np.zeros(x.shape, dtype=x.dtype)
     if type(x) is not np.ndarray and is_foreign(x):

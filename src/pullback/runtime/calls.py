@@ -23,7 +23,8 @@ from __future__ import annotations
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "derivative_of"]
 
 #: Set by ``install``: ``"dispatcher"`` -> a function returning the
-#: dispatcher (``driver.dispatch``), ``"derivative_of"`` -> ``callees.derivative_of``.
+#: dispatcher (``driver.dispatch``), ``"derivative_of"`` -> ``callees.derivative_of``,
+#: ``"writes_variant"`` -> ``frontend.written.variant``.
 _HOOKS = {}
 
 
@@ -56,6 +57,10 @@ def dynamic_adjoint(res, ct):
     return plan.adjoint(r, ct)
 
 
-def derivative_of(fun):
-    """The handle that differentiates ``fun`` (``callees.derivative_of``)."""
+def derivative_of(fun, writes=False):
+    """The handle that differentiates ``fun`` (``callees.derivative_of``);
+    with ``writes``, ``fun``'s variant that also returns the new values of
+    the arguments it writes into (``frontend.written.variant``)."""
+    if writes:
+        fun = _hook("writes_variant")(fun)
     return _hook("derivative_of")(fun)

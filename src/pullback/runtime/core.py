@@ -438,11 +438,34 @@ class FieldGrads(dict):
             return names[index]
         if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
             return [names[index]]
+        if index not in self and isinstance(index, str):
+            _computed_attribute(getattr(self, "of", None), index)
         return [index]
 
     @classmethod
     def zeros(cls, x):
-        return cls((k, zeros_like(v)) for k, v in fields_of(x))
+        out = cls((k, zeros_like(v)) for k, v in fields_of(x))
+        out.of = type(x)
+        return out
+
+
+def _computed_attribute(cls, name):
+    """Refuse a gradient for ``obj.name`` where ``name`` is a property (or
+    another descriptor) of ``obj``'s class ``cls``: its value comes from the
+    stored attributes through code the adjoint does not see, so the gradient
+    would be dropped, silently."""
+    for c in getattr(cls, "__mro__", ()):
+        d = vars(c).get(name)
+        if d is not None and hasattr(type(d), "__get__") and not isinstance(
+                d, (types.FunctionType, staticmethod, classmethod)):
+            from ..errors import NonDifferentiableError
+            raise NonDifferentiableError(
+                f"pullback does not send a gradient through `.{name}`, a property of "
+                f"{cls.__name__} read where the object carries a gradient: its value comes "
+                "from the object's attributes through the property's code.",
+                hint=f"Read the attributes it is computed from (for `@property def {name}"
+                     f"(self): return self._w * self.scale`, write `obj._w * obj.scale`), or "
+                     f"make it a method and call it: `obj.{name}()`.")
 
 
 _NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,

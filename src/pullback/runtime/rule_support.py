@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import add_repeated, is_foreign, set_basic, zeros_for
-from .core import FieldGrads, Meta, is_structure, realify, unbroadcast, unreduce, zeros_like
+from .core import FieldGrads, Meta, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
@@ -279,9 +279,14 @@ def unindex(g, a, index):
     Repeated integer indices accumulate (``np.add.at``).  Lists, tuples and
     dicts get the same structure with zeros elsewhere.
     """
+    out = None
     if is_structure(a) and not isinstance(a, (list, dict)) \
             and not (isinstance(a, tuple) and not hasattr(a, "_fields")):
         out = FieldGrads.zeros(a)          # a namedtuple or a dataclass
+    elif is_instance(a):                   # an object of the user's class: by attribute
+        out = FieldGrads((k, zeros_like(v)) for k, v in vars(a).items())
+        out.of = type(a)
+    if out is not None:
         keys = out.keys_at(index)
         for k, gk in zip(keys, g if isinstance(index, slice) else [g]):
             out[k] = gk

@@ -1,0 +1,179 @@
+"""Properties of the user's classes read inside a differentiated function,
+followed as calls of their getter.
+
+``m.weight`` for a ``@property`` runs the getter's code on ``m``'s
+attributes, so the gradient must go through that code: the read becomes a
+call of the getter, a user function taking the object (which carries the
+gradient, as ``self`` does in a method call).  The class must be known when
+transforming: ``m`` bound once by ``m = Scaled(w)`` (a class the function
+names), or ``self`` in a method of the class (checked when the function runs:
+an object whose class overrides the property is refused)::
+
+    class Scaled:                              def energy(self):
+        @property                                  same_property(self, 'weight', Scaled_weight_prop)
+        def weight(self):                ->        return np.sum(Scaled_weight(self) ** 2)
+            return self._w * self.scale
+        def energy(self):
+            return np.sum(self.weight ** 2)
+
+Other reads of a property where the object carries a gradient are refused
+when the adjoint runs (``runtime.core.FieldGrads``).
+
+>>> import numpy as np, pullback as pb
+>>> class Scaled:
+...     def __init__(self, w):
+...         self._w = w
+...         self.scale = 3.0
+...     @property
+...     def weight(self):
+...         return self._w * self.scale
+>>> owner_class(Scaled.weight.fget) is Scaled
+True
+"""
+from __future__ import annotations
+
+import types
+
+import gast
+
+from ..ir.build import closure_name as _helper
+
+__all__ = ["follow_properties", "owner_class", "same_property"]
+
+
+def follow_properties(tree, namer, parsed):
+    """Rewrite, in the FunctionDef ``tree``, reads of properties of objects
+    whose class is known into calls of the getters (module docstring)."""
+    known = _built_here(tree, parsed)
+    owner = owner_class(parsed.fn)
+    me = tree.args.args[0].id if owner is not None and tree.args.args else None
+    if me is not None and _stored_once(tree).get(me, 0):
+        me = None                   # `self` rebound: its class is not known
+    if not known and me is None:
+        return
+    checks = {}
+
+    class Reads(gast.NodeTransformer):
+        def visit_Attribute(self, node):
+            self.generic_visit(node)
+            if not (isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name)):
+                return node
+            name = node.value.id
+            cls = known.get(name) or (owner if name == me else None)
+            prop = _property(cls, node.attr) if cls is not None else None
+            if prop is None:
+                return node
+            getter = _helper(namer, parsed, f"{cls.__name__}_{node.attr}", prop.fget)
+            if name == me and name not in known:
+                checks[node.attr] = (cls, prop)
+            call = gast.Call(func=gast.Name(id=getter, ctx=gast.Load(), annotation=None,
+                                            type_comment=None),
+                             args=[gast.Name(id=name, ctx=gast.Load(), annotation=None,
+                                             type_comment=None)], keywords=[])
+            for n in gast.walk(call):
+                gast.copy_location(n, node)
+            return call
+
+        def visit_FunctionDef(self, node):
+            return node if node is not tree else self.generic_visit(node)
+
+        def visit_Lambda(self, node):
+            return node
+
+    Reads().visit(tree)
+    if not checks:
+        return
+    check = _helper(namer, parsed, "same_property", same_property)
+    first = tree.body[0]
+    pre = []
+    for attr, (cls, prop) in checks.items():
+        held = _helper(namer, parsed, f"{cls.__name__}_{attr}_prop", prop)
+        stmt = gast.Expr(value=gast.Call(
+            func=gast.Name(id=check, ctx=gast.Load(), annotation=None, type_comment=None),
+            args=[gast.Name(id=me, ctx=gast.Load(), annotation=None, type_comment=None),
+                  gast.Constant(attr, None),
+                  gast.Name(id=held, ctx=gast.Load(), annotation=None, type_comment=None)],
+            keywords=[]))
+        for n in gast.walk(stmt):
+            gast.copy_location(n, first)
+        pre.append(stmt)
+    tree.body[:0] = pre
+
+
+def same_property(obj, attr, prop):
+    """Refuse, when a method runs, an object whose class resolves ``attr`` to
+    another property than the one the method was transformed with."""
+    for c in type(obj).__mro__:
+        if attr in vars(c):
+            if vars(c)[attr] is prop:
+                return
+            break
+    from ..errors import NonDifferentiableError
+    raise NonDifferentiableError(
+        f"`{type(obj).__name__}` overrides `.{attr}`, which a method of its base class reads "
+        "as the base's property; pullback differentiated the method with the base's.",
+        hint=f"Call the method on an object of the base class, or read `.{attr}` in a method "
+             f"of {type(obj).__name__} itself.")
+
+
+def owner_class(fn):
+    """The class whose body defines the function ``fn`` (by its qualified
+    name, in its module), or None."""
+    qual = getattr(fn, "__qualname__", "")
+    parts = qual.split(".")
+    if len(parts) < 2 or "<locals>" in parts:
+        return None
+    obj = getattr(fn, "__globals__", {}).get(parts[0])
+    for p in parts[1:-1]:
+        obj = getattr(obj, p, None)
+    if not isinstance(obj, type) or vars(obj).get(parts[-1]) is None:
+        return None
+    defined = vars(obj)[parts[-1]]
+    if isinstance(defined, property):
+        defined = defined.fget
+    return obj if getattr(defined, "__code__", None) is getattr(fn, "__code__", 0) else None
+
+
+def _property(cls, attr):
+    for c in cls.__mro__:
+        if attr in vars(c):
+            d = vars(c)[attr]
+            if isinstance(d, property) and type(d) is property \
+                    and isinstance(d.fget, types.FunctionType):
+                return d
+            return None
+    return None
+
+
+def _stored_once(tree):
+    counts = {}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def _built_here(tree, parsed):
+    """Local name -> class, for names bound once by ``m = C(...)`` with ``C``
+    a class the function names (a global or a captured value)."""
+    counts = _stored_once(tree)
+    params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
+    out = {}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name) and isinstance(n.value, gast.Call) \
+                and isinstance(n.value.func, gast.Name):
+            name, func = n.targets[0].id, n.value.func.id
+            if counts.get(name) != 1 or name in params or func in counts or func in params:
+                continue
+            value = parsed.globals.get(func)
+            cell = parsed.closure.get(func)
+            if cell is not None:
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    value = None
+            if isinstance(value, type) and type(value) is type \
+                    and value.__new__ is object.__new__:
+                out[name] = value
+    return out
