@@ -489,3 +489,29 @@ def test_bad_inputs_are_refused_with_the_reason():
     cfg = Config()
     _, back = pb.vjp(lambda c, x: x * c.n, cfg, 2.0)
     assert back(1.0) == (None, 3.0)
+
+
+class Pair:
+    def __init__(self, a, b):
+        self.a = a
+        self.b = b
+
+
+# flattened in the other order than stored, to catch a swapped gradient
+pb.register_pytree_node(Pair, lambda p: ((p.b, p.a), None), lambda _, ch: Pair(ch[1], ch[0]))
+
+
+def test_children_that_are_one_shared_constant():
+    p = Pair(0.0, 0.0)              # one float object: Python shares the constant
+    assert p.a is p.b
+    g = pb.grad(lambda p: p.a * 2.0 + p.b * 3.0 + p.a * p.b)(p)
+    assert (g.a, g.b) == (2.0, 3.0)
+
+
+def test_jvp_holds_a_plain_object_constant_with_a_none_tangent():
+    layer = Layer(np.array([[1.0, 2.0]]).T, 0.5)
+    x = np.array([[0.3, -0.2]])
+    y, yd = pb.jvp(layer_loss, (layer, x), (None, np.ones_like(x)))
+    assert yd == pytest.approx(np.sum(pb.grad(layer_loss, argnums=1)(layer, x)), rel=1e-12)
+    with pytest.raises(TypeError, match="pass None to hold the object constant"):
+        pb.jvp(layer_loss, (layer, x), (layer, np.ones_like(x)))

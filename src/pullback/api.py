@@ -158,7 +158,8 @@ def jvp(fun, primals, tangents, has_aux=False):
     from .forward import calls
     (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
     primals, tangents = check_tangents(primals, tangents)
-    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
+    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a) and not (
+        tangents[i] is None and pytrees.is_plain_object(a)))   # None: an object held constant
     tangents = _internal_tangents(primals, tangents)
     out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
                                   has_aux, top=True)
@@ -178,7 +179,14 @@ def _internal_tangents(primals, tangents):
     reads them (objects whose attributes are tangents)."""
     if not any(needs_boundary(p) for p in primals):
         return tangents
-    return tuple(pytrees.to_internal_tangent(t, p, f"primal {i}") if needs_boundary(p) else t
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if t is p and pytrees.is_plain_object(p):
+            raise TypeError(
+                f"The tangent of primal {i} is the primal itself (a {type(p).__name__}): pass "
+                "None to hold the object constant, or an object of its class whose float "
+                "attributes are the tangents (t = copy.copy(p); t.w = ...).")
+    return tuple(t if t is None and pytrees.is_plain_object(p) else
+                 pytrees.to_internal_tangent(t, p, f"primal {i}") if needs_boundary(p) else t
                  for i, (p, t) in enumerate(zip(primals, tangents)))
 
 

@@ -231,11 +231,16 @@ def children_of(x):
     found = {}
     _index(x, (), found, set(), 0)
     paths = []
+    shared = [id(c) for c in children if c is not None and _is_number(c)
+              and len(found.get(id(c), [])) > 1]
+    probed = _probe(x, shared, found) if shared else None
     for i, c in enumerate(children):
         if c is None:
             paths.append(None)
             continue
         where = found.get(id(c), [])
+        if probed is not None and len(where) > 1 and probed[i] is not None:
+            where = [probed[i]]
         if len(where) != 1:
             name = type(x).__name__
             if not where:
@@ -255,6 +260,52 @@ def children_of(x):
                 "Give each attribute its own value (a copy: `x.copy()`), or store it once.")
         paths.append(where[0])
     return children, aux, paths
+
+
+def _is_number(v):
+    return type(v) in (float, complex) or isinstance(v, np.generic)
+
+
+def _probe(x, shared, found):
+    """The paths of the children that are one number held at several places
+    (``P(0.0, 0.0)``: Python shares the constant between the attributes):
+    ``x`` is flattened again as a copy in which each of those places holds
+    a number of its own, equal to it; None where that does not tell."""
+    probe, marks, keep = x, {}, []
+    for cid in set(shared):
+        for path in found[cid]:
+            old = _user_at(x, path)
+            fresh = complex(old.real, old.imag) if type(old) is complex else \
+                old * 1.0 if type(old) is float else old.copy()
+            if fresh is old:
+                return None
+            keep.append(fresh)
+            marks[id(fresh)] = path
+            probe = _replace_path(probe, path, fresh)
+    got = [marks.get(id(c)) for c in registration(x)[0](probe)[0]]
+    named = [p for p in got if p is not None]
+    return got if len(set(named)) == len(named) else None
+
+
+def _user_at(x, path):
+    for k in path:
+        x = dict(core.fields_of(x))[k] if core.is_structure(x) else vars(x)[k]
+    return x
+
+
+def _replace_path(x, path, value):
+    """A copy of the user's tree ``x`` with ``value`` at ``path`` (copies
+    along the path only; nothing of ``x`` is changed)."""
+    if not path:
+        return value
+    k, rest = path[0], path[1:]
+    if core.is_structure(x):
+        fields = dict(core.fields_of(x))
+        fields[k] = _replace_path(fields[k], rest, value)
+        return core.rebuild_like(x, fields)
+    new = copy_module.copy(x)
+    vars(new)[k] = _replace_path(vars(x)[k], rest, value)
+    return new
 
 
 def _show(path):
