@@ -330,7 +330,7 @@ def test_plain_object_gradient_is_an_object_of_its_class():
 def test_plain_object_in_value_and_grad_vjp_and_jvp():
     layer = Layer(rng.normal(size=(2, 3)), 0.25)
     x = rng.normal(size=(4, 2))
-    (v, aux), g = pb.value_and_grad(lambda l, x: (layer_loss(l, x), l.name), has_aux=True)(
+    (v, aux), g = pb.value_and_grad(lambda lay, x: (layer_loss(lay, x), lay.name), has_aux=True)(
         layer, x)
     assert aux == "layer" and v == pytest.approx(layer_loss(layer, x), rel=1e-14)
     out, back = pb.vjp(layer_loss, layer, x)
@@ -386,8 +386,8 @@ def test_objects_holding_objects_lists_and_dicts():
 def test_vjp_and_jvp_of_a_function_returning_a_plain_object():
     layer = Layer(np.array([[1.0, 2.0, 3.0]]), np.array([0.5, 0.0, -0.5]))
 
-    def double(l):
-        return Layer(l.w * 2.0, l.b ** 2, l.name, l.units, l.act)
+    def double(lay):
+        return Layer(lay.w * 2.0, lay.b ** 2, lay.name, lay.units, lay.act)
     out, back = pb.vjp(double, layer)
     ct = Layer(np.ones((1, 3)), np.array([1.0, 2.0, 3.0]))
     (g,) = back(ct)
@@ -406,8 +406,8 @@ def test_jacobians_of_plain_objects():
     layer = Layer(np.array([[1.0, 2.0, 3.0]]), np.array([0.5, 0.0, -0.5]))
     x = np.array([[0.3]])
 
-    def f(l, x):
-        return l.forward(x).ravel()
+    def f(lay, x):
+        return lay.forward(x).ravel()
     for jac in (pb.jacrev, pb.jacfwd):
         j = jac(f)(layer, x)
         assert type(j) is Layer and j.name == "layer"
@@ -466,7 +466,7 @@ def test_bad_inputs_are_refused_with_the_reason():
     pb_plain = Layer(w, 1.0)
     pb_plain.parent = pb_plain
     with pytest.raises(pb.NonDifferentiableError, match="holds itself"):
-        pb.grad(lambda l: np.sum(l.w))(pb_plain)
+        pb.grad(lambda lay: np.sum(lay.w))(pb_plain)
     with pytest.raises(pb.NonDifferentiableError, match="not one of the object's attributes"):
         pb.grad(lambda c: np.sum(c.w))(Copied(w))
     with pytest.raises(pb.NonDifferentiableError, match="at two places"):
@@ -515,3 +515,21 @@ def test_jvp_holds_a_plain_object_constant_with_a_none_tangent():
     assert yd == pytest.approx(np.sum(pb.grad(layer_loss, argnums=1)(layer, x)), rel=1e-12)
     with pytest.raises(TypeError, match="pass None to hold the object constant"):
         pb.jvp(layer_loss, (layer, x), (layer, np.ones_like(x)))
+
+
+def test_second_derivatives_refuse_objects_but_hold_them_constant():
+    layer = Layer(np.array([[1.0, 2.0]]).T, 0.5)
+    x = np.array([[0.3, -0.2]])
+    with pytest.raises(pb.NonDifferentiableError, match="derivative again with respect to an "
+                                                       "object of your class"):
+        pb.hessian(layer_loss)(layer, x)
+
+    class Scale:
+        def __init__(self):
+            self.s = 2.0
+            self.k = 3
+
+    def cubic(x, c):
+        return np.sum(x ** 3) * c.s
+    xv = np.array([1.0, 2.0])
+    np.testing.assert_array_equal(pb.hessian(cubic)(xv, Scale()), np.diag(12.0 * xv))

@@ -157,6 +157,8 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
     aux_dot, grads_dot))``, ``grads`` one per index of ``argnums``.  The
     output cotangent is 1 (``ct``/``ct_dot``: another, and its tangent)."""
     from .callees import Bound, CustomVJP, Derivative, derivative_of
+    from .pytrees import refuse_objects_again
+    refuse_objects_again(args, set(argnums) | set(wrt))
     handle = derivative_of(fun)
     if isinstance(handle, Bound):
         lead = handle.lead
