@@ -533,3 +533,37 @@ def test_second_derivatives_refuse_objects_but_hold_them_constant():
         return np.sum(x ** 3) * c.s
     xv = np.array([1.0, 2.0])
     np.testing.assert_array_equal(pb.hessian(cubic)(xv, Scale()), np.diag(12.0 * xv))
+
+
+class Settings:
+    def __init__(self):
+        self.n = 2
+        self.name = "settings"
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+        self.settings = Settings()      # an object holding no float
+        self.opts = {"k": 3}
+        self.act = np.tanh
+        self.shape = (2,)
+
+
+def holder_loss(h, x):
+    return np.sum(h.act(h.w * x)) * h.settings.n * h.opts["k"] + h.shape[0]
+
+
+def test_objects_holding_no_float_inside_a_differentiated_object():
+    h = Holder(np.array([1.0, 2.0]))
+    x = np.array([0.5, 0.1])
+    g = pb.grad(holder_loss)(h, x)
+    expected = 6.0 * x * (1 - np.tanh(h.w * x) ** 2)
+    np.testing.assert_allclose(g.w, expected, rtol=1e-14)
+    assert g.settings is h.settings and g.opts == {"k": 3} and g.shape == (2,)
+    t = copy.copy(h)
+    t.w = np.array([1.0, -1.0])
+    _, yd = pb.jvp(holder_loss, (h, x), (t, np.zeros(2)))
+    assert yd == pytest.approx(np.sum(expected * t.w), rel=1e-14)
+    for jac in (pb.jacrev, pb.jacfwd):
+        np.testing.assert_allclose(jac(holder_loss)(h, x).w, expected, rtol=1e-14)

@@ -508,7 +508,8 @@ def to_internal_tangent(t, p, where="the primal"):
         new = copy_module.copy(p)
         d = vars(new)
         for k, v in _attributes(p).items():
-            d[k] = _kept(t, k, v, leaf) if _holds_float(v, set()) else zeros_tangent(v)
+            d[k] = _kept(t, k, v, leaf) if _holds_float(v, set()) \
+                else _tangent_zeros(v, zeros_tangent)
         return new
     return t
 
