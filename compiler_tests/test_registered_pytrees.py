@@ -567,3 +567,20 @@ def test_objects_holding_no_float_inside_a_differentiated_object():
     assert yd == pytest.approx(np.sum(expected * t.w), rel=1e-14)
     for jac in (pb.jacrev, pb.jacfwd):
         np.testing.assert_allclose(jac(holder_loss)(h, x).w, expected, rtol=1e-14)
+
+
+class CopiesToItself:
+    def __init__(self, w):
+        self.w = w
+
+    def __copy__(self):
+        return self
+
+
+def test_a_class_whose_copy_returns_itself_is_never_written_into():
+    w = np.array([1.0, 2.0])
+    obj = CopiesToItself(w)
+    g = pb.grad(lambda o: np.sum(o.w ** 2))(obj)
+    assert type(g) is CopiesToItself and g is not obj and obj.w is w
+    np.testing.assert_array_equal(w, [1.0, 2.0])
+    np.testing.assert_array_equal(g.w, 2 * w)

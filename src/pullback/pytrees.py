@@ -303,8 +303,19 @@ def _replace_path(x, path, value):
         fields = dict(core.fields_of(x))
         fields[k] = _replace_path(fields[k], rest, value)
         return core.rebuild_like(x, fields)
-    new = copy_module.copy(x)
+    new = _copy_object(x)
     vars(new)[k] = _replace_path(vars(x)[k], rest, value)
+    return new
+
+
+def _copy_object(x):
+    """A shallow copy of the object ``x`` with a ``__dict__`` of its own
+    (``copy.copy``; never ``x`` itself, whatever its ``__copy__`` does, so the
+    user's object is never written into; ``__init__`` is not called)."""
+    new = copy_module.copy(x)
+    if new is x or getattr(new, "__dict__", None) is getattr(x, "__dict__", None):
+        new = object.__new__(type(x))
+        vars(new).update(vars(x))
     return new
 
 
@@ -354,7 +365,7 @@ def _set(tree, path, value):
         return core.pack_like(tree, items) if isinstance(tree, tuple) else items
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
         return core.rebuild_like(tree, {k: _set(getattr(tree, k), rest, value)})
-    new = copy_module.copy(tree)
+    new = _copy_object(tree)
     vars(new)[k] = _set(getattr(tree, k, None), rest, value)
     return new
 
@@ -394,7 +405,7 @@ def _grad_leaf(g, v):
 def _object_like(x, t, leaf):
     """A copy of the plain object ``x`` whose float-holding attributes are
     ``leaf(entry of t, value)``; the others are left (arrays copied)."""
-    new = copy_module.copy(x)
+    new = _copy_object(x)
     d = vars(new)
     for k, v in _attributes(x).items():
         d[k] = _kept(t, k, v, leaf)
@@ -505,7 +516,7 @@ def to_internal_tangent(t, p, where="the primal"):
             if _float_leaf(v):
                 return zeros_tangent(v) if e is None else e
             return to_internal_tangent(e, v, where)
-        new = copy_module.copy(p)
+        new = _copy_object(p)
         d = vars(new)
         for k, v in _attributes(p).items():
             d[k] = _kept(t, k, v, leaf) if _holds_float(v, set()) \
@@ -522,7 +533,7 @@ def _tangent_zeros(p, zeros_tangent):
                                      for k, v in core.fields_of(p)})
     if getattr(p, "__dict__", None) is not None and (core.is_instance(p)
                                                     or registration(p) is not None):
-        new = copy_module.copy(p)
+        new = _copy_object(p)
         d = vars(new)
         for k, v in vars(p).items():
             d[k] = _tangent_zeros(v, zeros_tangent)
@@ -598,7 +609,7 @@ def tree_replace(x, values):
         return reg[1](aux, children)
     if core.is_structure(x):
         return core.rebuild_like(x, {k: values.get(k, v) for k, v in core.fields_of(x)})
-    new = copy_module.copy(x)
+    new = _copy_object(x)
     vars(new).update(values)
     return new
 
