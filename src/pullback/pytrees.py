@@ -46,7 +46,7 @@ __all__ = ["register_pytree_node", "register_pytree_node_class", "register_datac
            "to_internal_tangent", "to_user_tangent", "object_inexact", "children_of",
            "tree_items", "tree_replace", "zero_tree", "refuse_objects_again"]
 
-_REGISTRY = {}      # class -> (flatten, unflatten)
+_REGISTRY = core.REGISTERED     # class -> (flatten, unflatten)
 _BUILTIN = (tuple, list, dict, type(None), np.ndarray, np.generic, numbers.Number, str, bytes)
 
 

@@ -490,6 +490,9 @@ _NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.Metho
 _LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "builtins", "math", "pullback", "functools")
 
 
+REGISTERED = {}      # class -> (flatten, unflatten): pytrees.register_pytree_node
+
+
 def is_instance(x):
     """``x`` is an object of the user's own class (not a tuple, list, dict,
     namedtuple or dataclass): its cotangent is a dict of its attributes'."""
@@ -499,6 +502,8 @@ def is_instance(x):
     if is_foreign(x) or any(hasattr(x, a) for a in (
             "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
         return False         # a Dask or CuPy array, an array-like
+    if type(x) in REGISTERED:
+        return True          # registered as a pytree node (pullback.pytrees): the user's
     module = getattr(type(x), "__module__", "") or ""
     if module.split(".")[0] in _LIBRARIES:
         return False
