@@ -434,6 +434,17 @@ class Slotted:
         self.w = w
 
 
+class SlottedRegistered:
+    __slots__ = ("w",)
+
+    def __init__(self, w):
+        self.w = w
+
+
+pb.register_pytree_node(SlottedRegistered, lambda s: ((s.w,), None),
+                        lambda _, ch: SlottedRegistered(*ch))
+
+
 class Copied:
     def __init__(self, w):
         self.w = w
@@ -461,6 +472,8 @@ def test_bad_inputs_are_refused_with_the_reason():
         WithProperty(w)).w, np.ones(2))
     with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
         pb.grad(lambda s: np.sum(s.w))(Slotted(w))
+    with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
+        pb.grad(lambda s: np.sum(s.w))(SlottedRegistered(w))
     cyc = Copied(w)
     cyc.me = cyc
     pb_plain = Layer(w, 1.0)
@@ -584,3 +597,26 @@ def test_a_class_whose_copy_returns_itself_is_never_written_into():
     assert type(g) is CopiesToItself and g is not obj and obj.w is w
     np.testing.assert_array_equal(w, [1.0, 2.0])
     np.testing.assert_array_equal(g.w, 2 * w)
+
+
+@dataclasses.dataclass
+class Bundle:
+    model: Model
+    layer: Layer
+    bias: float
+
+
+def bundle_loss(bn, x):
+    return model_loss(bn.model, {"x": x, "y": np.zeros((x.shape[0], 2))}) \
+        + layer_loss(bn.layer, x[:, :2]) * bn.bias
+
+
+def test_registered_and_plain_objects_inside_a_dataclass():
+    bn = Bundle(make_model(), Layer(rng.normal(size=(2, 3)), rng.normal(size=3)), 0.75)
+    x = rng.normal(size=(3, 3))
+    g = pb.grad(bundle_loss)(bn, x)
+    assert type(g) is Bundle and type(g.model) is Model and type(g.layer) is Layer
+    assert_tree_close(g.model, jax.grad(model_loss_jax)(bn.model, {"x": x, "y": np.zeros((3, 2))}))
+    gl = pb.grad(layer_loss)(bn.layer, x[:, :2])
+    np.testing.assert_allclose(g.layer.w, gl.w * 0.75, rtol=1e-12)
+    assert g.bias == pytest.approx(layer_loss(bn.layer, x[:, :2]), rel=1e-12)

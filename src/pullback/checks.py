@@ -79,6 +79,7 @@ def is_inexact(x):
         return x.dtype.kind in "fc"
     reg = pytrees.registration(x)
     if reg is not None:             # a registered class: its children, as JAX
+        pytrees.check_readable(x)
         return all(is_inexact(c) for c in reg[0](x)[0] if c is not None)
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)

@@ -156,6 +156,13 @@ def _attributes(x):
     return d
 
 
+def check_readable(x):
+    """Refuse a registered object that the generated code cannot read by
+    attribute: one without a ``__dict__`` (``__slots__``), unless a dataclass."""
+    if getattr(x, "__dict__", None) is None and not dataclasses.is_dataclass(x):
+        _attributes(x)
+
+
 def is_plain_object(x):
     """An object of the user's class that is neither registered nor a
     structure: differentiated attribute by attribute."""
