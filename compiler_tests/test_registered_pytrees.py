@@ -620,3 +620,28 @@ def test_registered_and_plain_objects_inside_a_dataclass():
     gl = pb.grad(layer_loss)(bn.layer, x[:, :2])
     np.testing.assert_allclose(g.layer.w, gl.w * 0.75, rtol=1e-12)
     assert g.bias == pytest.approx(layer_loss(bn.layer, x[:, :2]), rel=1e-12)
+
+
+class Counted:
+    def __init__(self, w, steps, repeats):
+        self.w = w
+        self.steps = steps
+        self.repeats = repeats
+
+
+pb.register_pytree_node(Counted, lambda c: ((c.w, c.steps, c.repeats), None),
+                        lambda _, ch: Counted(*ch))
+
+
+def test_a_registered_object_with_integer_children_inside_a_plain_object():
+    holder = Holder(np.array([0.5, 1.5]))
+    holder.counted = Counted(np.array([2.0, 3.0]), 3, 3)     # one int object, twice
+
+    def f(h):
+        return np.sum(h.counted.w ** 2) * h.counted.steps + np.sum(h.w)
+    g = pb.grad(f)(holder)
+    assert type(g.counted) is Counted and (g.counted.steps, g.counted.repeats) == (3, 3)
+    np.testing.assert_array_equal(g.counted.w, 6.0 * holder.counted.w)
+    np.testing.assert_array_equal(g.w, np.ones(2))
+    with pytest.raises(TypeError, match="children that are not floats"):
+        pb.grad(lambda c: np.sum(c.w))(holder.counted)

@@ -193,7 +193,8 @@ def object_inexact(x, seen=None):
     if id(x) in seen:
         raise NonDifferentiableError(
             f"pullback cannot differentiate with respect to this `{type(x).__name__}`: it "
-            "holds itself (through its attributes), and its gradient would be infinite.",
+            "holds itself (through its attributes), and pullback walks an object's "
+            "attributes to build its gradient.",
             None, "Pass the arrays it holds as arguments, or a dict of them.")
     seen = seen | {id(x)}
     return any([_holds_float(v, seen) for v in _attributes(x).values()])   # all: cycles
@@ -203,8 +204,7 @@ def _holds_float(v, seen):
     if _float_leaf(v):
         return True
     if registration(v) is not None:
-        children = [c for c in registration(v)[0](v)[0] if c is not None]
-        return bool(children) and all(_holds_float(c, seen) for c in children)
+        return any([_holds_float(c, seen) for c in registration(v)[0](v)[0]])
     if core.is_structure(v):
         if id(v) in seen:
             return False
@@ -231,7 +231,8 @@ def needs_boundary(x):
 
 def children_of(x):
     """``(children, aux, paths)`` of the registered object ``x``: each child's
-    path of attribute names and keys inside ``x`` (None for a None child)."""
+    path of attribute names and keys inside ``x`` (None for a child holding no
+    float: None, an int; it carries no gradient)."""
     flatten, _ = registration(x)
     children, aux = flatten(x)
     children = list(children)
@@ -242,7 +243,7 @@ def children_of(x):
               and len(found.get(id(c), [])) > 1]
     probed = _probe(x, shared, found) if shared else None
     for i, c in enumerate(children):
-        if c is None:
+        if c is None or not _holds_float(c, set()):
             paths.append(None)
             continue
         where = found.get(id(c), [])
@@ -386,7 +387,7 @@ def to_user_grad(g, x):
     reg = registration(x)
     if reg is not None:
         children, aux, paths = children_of(x)
-        grads = [None if p is None else to_user_grad(_at(g, p), c)
+        grads = [c if p is None else to_user_grad(_at(g, p), c)     # no float: left
                  for c, p in zip(children, paths)]
         grads = [core.zeros_like(c) if gc is None and c is not None else gc
                  for gc, c in zip(grads, children)]
@@ -556,7 +557,7 @@ def to_user_tangent(t, y):
     reg = registration(y)
     if reg is not None:
         children, aux, paths = children_of(y)
-        tangents = [None if p is None else to_user_tangent(_at(t, p), c)
+        tangents = [c if p is None else to_user_tangent(_at(t, p), c)
                     for c, p in zip(children, paths)]
         tangents = [zeros_tangent(c) if tc is None and c is not None else tc
                     for tc, c in zip(tangents, children)]
