@@ -8,6 +8,7 @@ from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, lin
                   value_and_grad, vjp)
 from .api import check_grads, checkpoint, forward, jacobian, jacrev
 from .api import hessian, hvp
+from .pytrees import register_dataclass, register_pytree_node, register_pytree_node_class
 from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
@@ -17,3 +18,4 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "diffe
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError"]
 __all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]
+__all__ += ["register_pytree_node", "register_pytree_node_class", "register_dataclass"]

@@ -21,7 +21,8 @@ from .driver import jit  # noqa: F401  (installs the just-in-time driver: Deriva
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
 from .runtime.forward_support import zeros_tangent
-from . import runtime
+from . import pytrees, runtime
+from .pytrees import needs_boundary, to_user_grad
 from .checks import fun_name
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
@@ -74,6 +75,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, one_like(value))
         g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
+        if any(needs_boundary(args[i]) for i in argnums_t):   # registered and plain objects
+            g = tuple(to_user_grad(gi, args[i]) for gi, i in zip(g, argnums_t))
         if jx is not None:          # ... and handed back as JAX arrays
             value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
         result = g[0] if isinstance(argnums, int) else g
@@ -123,8 +126,12 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
         if jx is not None:
             ct = jax_boundary((ct,))[0][0]
         check_cotangent(fun, value, ct)
+        if needs_boundary(value):       # an object's cotangent: by attribute
+            ct = pytrees.to_internal_cotangent(ct, value)
         grads = handle.call_adjoint(res, ct)
         grads = tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
+        grads = tuple(to_user_grad(g, a) if g is not None and needs_boundary(a) else g
+                      for g, a in zip(grads, args))
         return grads if jx is None else tuple(jx.back(g, a) for g, a in zip(grads, primals))
 
     pullback.__pullback_api__ = "pb.vjp"
@@ -151,15 +158,36 @@ def jvp(fun, primals, tangents, has_aux=False):
     from .forward import calls
     (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
     primals, tangents = check_tangents(primals, tangents)
-    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
+    wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a) and not (
+        tangents[i] is None and pytrees.is_plain_object(a)))   # None: an object held constant
+    tangents = _internal_tangents(primals, tangents)
     out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
                                   has_aux, top=True)
+    value = out[0] if has_aux and isinstance(out, (tuple, list)) and len(out) == 2 else out
+    if needs_boundary(value):       # an object's tangent: an object of its class
+        out_dot = pytrees.to_user_tangent(out_dot, value)
     if jx is not None:              # ... and handed back as JAX arrays
         out, out_dot = (jx.back(out[0]), out[1]) if has_aux else jx.back(out), jx.back(out_dot)
     if has_aux:
         value, aux = split_aux(fun, out, True)
         return value, out_dot, aux
     return out, out_dot
+
+
+def _internal_tangents(primals, tangents):
+    """The tangents of registered and plain objects as the tangent function
+    reads them (objects whose attributes are tangents)."""
+    if not any(needs_boundary(p) for p in primals):
+        return tangents
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if t is p and pytrees.is_plain_object(p):
+            raise TypeError(
+                f"The tangent of primal {i} is the primal itself (a {type(p).__name__}): pass "
+                "None to hold the object constant, or an object of its class whose float "
+                "attributes are the tangents (t = copy.copy(p); t.w = ...).")
+    return tuple(t if t is None and pytrees.is_plain_object(p) else
+                 pytrees.to_internal_tangent(t, p, f"primal {i}") if needs_boundary(p) else t
+                 for i, (p, t) in enumerate(zip(primals, tangents)))
 
 
 jvp.__pullback_nested__ = "pb.jvp"      # called inside a differentiated function: higher.forward_over_forward
@@ -183,8 +211,10 @@ def linearize(fun, *primals):
 
     def f_jvp(*tangents):
         _, tangents = check_tangents(primals, tangents)
-        return calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
-                              top=True)[1]
+        tangents = _internal_tangents(primals, tangents)
+        out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
+                                 top=True)[1]
+        return pytrees.to_user_tangent(out_dot, out) if needs_boundary(out) else out_dot
 
     f_jvp.__pullback_api__ = "pb.linearize"
     f_jvp.__pullback_made__ = Made("linearize", fun, primals=primals)
@@ -213,7 +243,14 @@ def jacfwd(fun, argnums=0, has_aux=False):
                 fun, types.FunctionType) else args
 
         def column(args, wrt, tangents, has_aux):
-            return calls.jvp_call(fun, args, {}, wrt, tangents, has_aux, top=True)
+            if any(needs_boundary(args[i]) for i in wrt):    # objects: their tangents
+                tangents = tuple(pytrees.to_internal_tangent(t, args[i]) for t, i in
+                                 zip(tangents, wrt))
+            out, out_dot = calls.jvp_call(fun, args, {}, wrt, tangents, has_aux, top=True)
+            value = out[0] if has_aux and isinstance(out, (tuple, list)) else out
+            if needs_boundary(value):
+                out_dot = pytrees.to_user_tangent(out_dot, value)
+            return out, out_dot
         return jacobian.jacfwd_eval(fun, argnums, has_aux, args, column)
 
     jacfwd_f.__pullback_api__ = "pb.jacfwd"
@@ -393,7 +430,8 @@ def jacrev(fun, argnums=0, has_aux=False):
         out_leaves = list(jacobian.leaves(value))
         for path, leaf in out_leaves:
             _check_jacobian_output(fun, path, leaf)
-        zero_ct = runtime.zeros_like(value)
+        objects = needs_boundary(value)     # registered and plain objects: user's view
+        zero_ct = pytrees.zero_tree(value) if objects else runtime.zeros_like(value)
         in_leaves = {i: list(jacobian.leaves(args[i])) for i in wrt}
 
         def per_output(opath, oleaf):
@@ -405,9 +443,13 @@ def jacrev(fun, argnums=0, has_aux=False):
                 ct = jacobian.with_leaf(zero_ct, opath, unit if isinstance(oleaf, np.ndarray)
                                         else type(oleaf)(1) if isinstance(oleaf, float)
                                         else unit[()])
+                if objects:
+                    ct = pytrees.to_internal_cotangent(ct, value)
                 grads = handle.call_adjoint(res, ct)
                 for i in wrt:
                     g = fresh_grad(grads[i], args[i])
+                    if needs_boundary(args[i]):
+                        g = to_user_grad(g, args[i])
                     for path, leaf in in_leaves[i]:
                         rows[(i, path)].append(np.asarray(jacobian.at(g, path)))
             by_arg = {}

@@ -10,7 +10,8 @@ import numbers
 
 import numpy as np
 
-from . import runtime
+from . import pytrees, runtime
+from .errors import PullbackError
 from .runtime.backends import backend_of, is_foreign
 
 
@@ -76,9 +77,18 @@ def is_inexact(x):
     check_array_type(x)
     if is_foreign(x):
         return x.dtype.kind in "fc"
+    reg = pytrees.registration(x)
+    if reg is not None:             # a registered class: its children, as JAX
+        pytrees.check_readable(x)
+        return all(is_inexact(c) for c in reg[0](x)[0] if c is not None)
     if runtime.is_structure(x):
         leaves = runtime.fields_of(x)
         return all(is_inexact(v) for _, v in leaves)    # {} or (): no leaves, as JAX
+    if pytrees.is_plain_object(x):  # an object of the user's class holding floats
+        try:
+            return pytrees.object_inexact(x)
+        except PullbackError:       # __slots__, a cycle: check_differentiable_input says
+            return False
     return False
 
 
@@ -106,6 +116,20 @@ def check_differentiable_input(fun, handle, i, x):
         handle, "variadic", False) else str(i)
     what = type(x).__name__ if not isinstance(x, (np.ndarray, np.generic)) \
         and not is_foreign(x) else f"an array of {x.dtype}"
+    if pytrees.is_plain_object(x):
+        pytrees.object_inexact(x)       # __slots__ or a cycle: refused with the reason
+        raise TypeError(
+            f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
+            f"({name}), an object of class {what} that holds no float attribute (ints, "
+            "strings and functions carry no gradient). Store floats in it, or leave "
+            f"{i} out of argnums.")
+    reg = pytrees.registration(x)
+    if reg is not None:
+        raise TypeError(
+            f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
+            f"({name}), a registered {what} with children that are not floats (as JAX, "
+            "every child of a differentiated pytree must be a float or complex value or "
+            "array). Make integer children aux data of its flatten function.")
     if isinstance(x, (bool, numbers.Integral, np.ndarray, np.generic)) or is_foreign(x):
         raise TypeError(
             f"pb.grad cannot differentiate {fun_name(fun)} with respect to argument {i} "
@@ -175,6 +199,9 @@ def check_cotangent(fun, value, ct):
         for v, c in zip(value, ct):
             check_cotangent(fun, v, c)
         return
+    if type(value) is not np.ndarray and (pytrees.registration(value) is not None
+                                          or pytrees.is_plain_object(value)):
+        return      # an object: its class is checked where it is read (pytrees)
     if np.shape(ct) != np.shape(value):
         raise ValueError(f"The cotangent passed to the pullback of {fun_name(fun)} has shape "
                          f"{np.shape(ct)}, but its output has shape {np.shape(value)}.")

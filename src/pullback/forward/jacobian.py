@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import runtime
+from .. import pytrees, runtime
 
 __all__ = ["leaves", "with_leaf", "at", "stack_columns", "rebuild"]
 
 
 def leaves(x, path=()):
-    """``(path, leaf)`` for every leaf of the pytree ``x`` (paths: keys)."""
-    if runtime.is_structure(x):
+    """``(path, leaf)`` for every leaf of the pytree ``x`` (paths: keys;
+    registered and plain objects as ``pytrees.tree_items`` sees them)."""
+    if runtime.is_structure(x) and not pytrees.needs_boundary(x):
         for k, v in runtime.fields_of(x):
             yield from leaves(v, path + (k,))
-    else:
+        return
+    items = pytrees.tree_items(x) if pytrees.needs_boundary(x) else None
+    if items is None:
         yield path, x
+        return
+    for k, v in items:
+        yield from leaves(v, path + (k,))
 
 
 def with_leaf(tree, path, value):
@@ -32,6 +38,9 @@ def with_leaf(tree, path, value):
     if not path:
         return value
     k = path[0]
+    if pytrees.needs_boundary(tree):
+        fields = dict(pytrees.tree_items(tree))
+        return pytrees.tree_replace(tree, {k: with_leaf(fields[k], path[1:], value)})
     fields = dict(runtime.fields_of(tree))
     fields[k] = with_leaf(fields[k], path[1:], value)
     return runtime.rebuild_like(tree, fields)
@@ -40,7 +49,8 @@ def with_leaf(tree, path, value):
 def at(tree, path):
     """The leaf of ``tree`` at ``path``."""
     for k in path:
-        tree = dict(runtime.fields_of(tree))[k]
+        tree = dict(pytrees.tree_items(tree) if pytrees.needs_boundary(tree)
+                    else runtime.fields_of(tree))[k]
     return tree
 
 
@@ -78,7 +88,8 @@ def jacfwd_eval(fun, argnums, has_aux, args, column):
                             f"is a {type(args[i]).__name__}.")
     wrt = tuple(sorted(set(i % len(args) for i in argnums_t)))
     in_leaves = [(i, path, leaf) for i in wrt for path, leaf in leaves(args[i])]
-    zeros = {i: zeros_tangent(args[i]) for i in wrt}
+    zeros = {i: pytrees.zero_tree(args[i]) if pytrees.needs_boundary(args[i])
+             else zeros_tangent(args[i]) for i in wrt}
     out = aux = None
     columns = []            # per input leaf: the tangent outputs, one per element
     for i, path, leaf in in_leaves:

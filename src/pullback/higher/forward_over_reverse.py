@@ -57,6 +57,8 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
     A handle with a ``forward_over_reverse`` method of its own (the gradient
     of a gradient, ``reverse_over_reverse.GradVJP``) is asked for it."""
     from ..callees import Bound, CustomVJP, Derivative, derivative_of
+    from ..pytrees import refuse_objects_again
+    refuse_objects_again(args, set(argnums) | set(wrt))
     handle = derivative_of(fun)
     if isinstance(handle, Bound):
         lead = handle.lead

@@ -252,14 +252,44 @@ def _project_instance(g, x, copy):
     attributes' cotangents (zero for those nothing reached, and for functions,
     strings and the like, which carry none)."""
     out = {}
-    for k, v in vars(x).items():
+    attrs = vars(x)
+    for k, v in attrs.items():
         e = _entry(g, k)
         if e is None or isinstance(v, _NO_GRADIENT) or v is None \
                 or isinstance(v, (str, bytes, bool)):
             out[k] = zeros_like(v)
         else:
             out[k] = project(e, v, copy)
+    if isinstance(g, dict) and len(g) > len(out):
+        _check_computed_attributes(g, x, attrs)
     return out
+
+
+def _check_computed_attributes(g, x, fields):
+    """Refuse a gradient that reached an attribute ``x`` does not store (a
+    property, or another descriptor of its class, read as ``p.area``): the
+    value came from code pullback did not differentiate, so the gradient
+    cannot be sent on to the attributes it was computed from."""
+    for k, e in g.items():
+        if k in fields or not isinstance(k, str) or _is_zero(e):
+            continue
+        found = getattr(type(x), k, None)
+        if found is None or not hasattr(type(found), "__get__") \
+                or isinstance(found, (types.FunctionType, staticmethod, classmethod)):
+            continue            # a class attribute: a constant shared by the class
+        _computed_attribute(type(x), k)    # raises, naming the property
+
+
+def _is_zero(e):
+    if e is None:
+        return True
+    if isinstance(e, (numbers.Number, np.ndarray, np.generic)):
+        return not np.any(e)
+    if isinstance(e, dict):
+        return all(_is_zero(v) for v in e.values())
+    if isinstance(e, (list, tuple)):
+        return all(_is_zero(v) for v in e)
+    return False
 
 
 def _project_leaf(g, x, copy=False):
@@ -272,6 +302,8 @@ def _project_leaf(g, x, copy=False):
     """
     if isinstance(x, bool) or isinstance(x, np.bool_):
         raise TypeError("booleans carry no gradient")
+    if x is None or isinstance(x, _NO_GRADIENT):
+        return zeros_like(x)    # a string or a function read from an object: no gradient
     if isinstance(x, (numbers.Number, np.generic)) and is_foreign(g):
         return _project_foreign_scalar(g, x)    # a number's gradient from a Dask batch
     if isinstance(x, (float, int)) and not isinstance(x, np.generic):
@@ -473,6 +505,9 @@ _NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.Metho
 _LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "builtins", "math", "pullback", "functools")
 
 
+REGISTERED = {}      # class -> (flatten, unflatten): pytrees.register_pytree_node
+
+
 def is_instance(x):
     """``x`` is an object of the user's own class (not a tuple, list, dict,
     namedtuple or dataclass): its cotangent is a dict of its attributes'."""
@@ -482,6 +517,8 @@ def is_instance(x):
     if is_foreign(x) or any(hasattr(x, a) for a in (
             "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
         return False         # a Dask or CuPy array, an array-like
+    if type(x) in REGISTERED:
+        return True          # registered as a pytree node (pullback.pytrees): the user's
     module = getattr(type(x), "__module__", "") or ""
     if module.split(".")[0] in _LIBRARIES:
         return False
@@ -538,5 +575,9 @@ def _entry(g, key):
 
 
 def _project_structure(g, x, copy):
+    if isinstance(g, dict) and not isinstance(x, dict) and dataclasses.is_dataclass(x):
+        names = {f.name for f in dataclasses.fields(x)}
+        if any(k not in names for k in g):
+            _check_computed_attributes(g, x, names)
     return rebuild_like(x, {k: (zeros_like(v) if _entry(g, k) is None
                                 else project(_entry(g, k), v, copy)) for k, v in fields_of(x)})
