@@ -55,6 +55,8 @@ class _Lifter:
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
         self.value_helper = None
+        self.order, self.stores = _statement_order(fn)
+        self.statement = None    # the outer statement being rewritten
 
     # -- finding nested functions ---------------------------------------------
 
@@ -91,9 +93,11 @@ class _Lifter:
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         previous = self.nested.pop(name, None)    # a call inside is to this new def
+        statement = self.statement
         try:
             body = _InnerCalls(self).block(body)
         finally:
+            self.statement = statement
             if previous is not None:
                 self.nested[name] = previous
         local = params + [k.id for k in node.args.kwonlyargs] + [
@@ -146,6 +150,7 @@ class _Lifter:
                           "where it is defined", "Use a constant default, or pass the value "
                           "explicitly.")
             body = _InnerCalls(self).block(body)
+            self.statement = statement
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
@@ -168,6 +173,7 @@ class _Lifter:
         value = _name(nested.lifted)
         if not nested.captured and not nested.defaults:
             return gast.copy_location(value, node)
+        self.check_late_binding(name, nested, node)
         if self.value_helper is None:
             from ..runtime import control
             self.value_helper = self.namer.fresh("nested_value")
@@ -180,6 +186,28 @@ class _Lifter:
                          keywords=defaults + [gast.keyword(arg=c, value=_name(c))
                                               for c in nested.captured])
         return gast.copy_location(call, node)
+
+    def check_late_binding(self, name, nested, node):
+        """The value made here holds what ``name`` captures as it is now; Python's
+        closure reads each variable when it is called.  The two agree unless
+        a captured variable can be assigned again while the value lives on: a
+        statement after this one, or one in a loop around it, assigns it
+        (a value returned outlives nothing).  Refused then."""
+        stmt = self.statement
+        if stmt is None or isinstance(stmt, gast.Return) or id(stmt) not in self.order:
+            return
+        at, loops = self.order[id(stmt)]
+        what = "a lambda" if name.startswith("lambda") else f"the nested function `{name}`"
+        for c in nested.captured:
+            for where, store_loops, line in self.stores.get(c, ()):
+                if where > at or set(loops) & set(store_loops):
+                    raise self.parsed.unsupported(
+                        node, f"{what} used as a value while `{c}`, "
+                              f"which it reads, is assigned again later (line {line}): "
+                              "Python's closure would read the "
+                              "new value when it is called",
+                        f"Pass `{c}` to it as an argument, or copy it into a name of its "
+                        "own that is not assigned again.")
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -274,11 +302,59 @@ class _InnerCalls:
         return out
 
 
+def _statement_order(fn):
+    """For the statements of ``fn`` outside its nested functions: id ->
+    (position in source order, the loops around it), and for each name the
+    (position, loops) of the statements that assign it (a loop's target is
+    assigned by the loop)."""
+    order, stores = {}, {}
+
+    def visit(stmts, loops):
+        for stmt in stmts:
+            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                continue
+            here = (len(order), stmt.lineno)
+            order[id(stmt)] = (here[0], loops)
+            inner = loops + (id(stmt),) if isinstance(stmt, (gast.For, gast.While)) else loops
+            heads = [stmt.target] if isinstance(stmt, gast.For) else \
+                [] if isinstance(stmt, (gast.If, gast.While, gast.Try)) else [stmt]
+            for head in heads:
+                for n in _walk_outer(head):
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                        stores.setdefault(n.id, []).append(
+                            (here[0], inner if isinstance(stmt, gast.For) else loops, here[1]))
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, field, None) or [], inner)
+            for h in getattr(stmt, "handlers", None) or []:
+                if h.name is not None and isinstance(h.name, gast.Name):
+                    stores.setdefault(h.name.id, []).append((here[0], loops, h.lineno))
+                visit(h.body, inner)
+            if isinstance(stmt, (gast.If, gast.While)):
+                for n in _walk_outer(stmt.test):     # a := in a test
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                        stores.setdefault(n.id, []).append((here[0], inner, here[1]))
+    visit(fn.body, ())
+    return order, stores
+
+
+def _walk_outer(node):
+    """``gast.walk`` that does not enter nested functions, lambdas or comprehensions."""
+    work = [node]
+    while work:
+        n = work.pop()
+        yield n
+        if n is not node and isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ListComp,
+                                            gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+            continue
+        work.extend(gast.iter_child_nodes(n))
+
+
 def _rewrite_calls(lifter, stmt, block):
     """One statement with its calls of nested functions rewritten, preceded by
     the assignments they need; nested blocks go through ``block``."""
     pre = []
     calls = _Calls(lifter, pre)
+    lifter.statement = stmt if block == lifter.block else None
     if isinstance(stmt, (gast.If, gast.While)):
         stmt.test = calls.visit(stmt.test)
     elif isinstance(stmt, gast.For):

@@ -365,8 +365,7 @@ class Adjoints:
                 op = self.ctx.ops.get(id(s))
                 if op is None:
                     continue
-                if op.kind is OpKind.OPAQUE or op.primitive in (
-                        functools.partial, control.nested_value):
+                if op.kind is OpKind.OPAQUE:
                     raise NonDifferentiableError(
                         f"The function called here, `{name}`, is built from values being "
                         "differentiated, and pullback cannot send a gradient through a "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy as copy_module
 import dataclasses
+import functools
 import numbers
 import operator
 import sys
@@ -11,6 +12,7 @@ import types
 import numpy as np
 
 from .backends import is_foreign, to_namespace
+from . import function_values
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "is_instance", "fields_of",
@@ -244,6 +246,8 @@ def project(g, x, copy=False):
         return _project_structure(g, x, copy)
     if is_instance(x):
         return _project_instance(g, x, copy)
+    if isinstance(x, functools.partial):      # its held values' (runtime.function_values)
+        return function_values.project(g, x, copy)
     return _project_leaf(g, x, copy)
 
 
@@ -340,6 +344,8 @@ def zeros_like(x):
         return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
     if is_instance(x):
         return {k: zeros_like(v) for k, v in vars(x).items()}
+    if isinstance(x, functools.partial):
+        return function_values.zeros(x)
     if isinstance(x, _NO_GRADIENT):
         return 0.0       # a function or a class held by an object: no gradient
     if isinstance(x, np.generic):
