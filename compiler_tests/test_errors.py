@@ -78,7 +78,7 @@ CASES = [
     (f_with, "with warnings.catch_warnings", pb.UnsupportedSyntaxError,
      ["context manager built from `x`", "carries no gradient"]),
     (f_closure_as_value, "h = keep(g)", pb.UnsupportedSyntaxError,
-     ["used as a value", "assigned again later (line", "as an argument"]),
+     ["used as a value", "assigned again later (line", "as a default"]),
     (f_yield, "y = yield x", pb.UnsupportedSyntaxError, ["`yield` used as a value"]),
     (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
     (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),

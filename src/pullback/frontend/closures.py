@@ -55,7 +55,7 @@ class _Lifter:
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
         self.value_helper = None
-        self.order, self.stores = _statement_order(fn)
+        self.order, self.stores, self.binds = _statement_order(fn)
         self.statement = None    # the outer statement being rewritten
 
     # -- finding nested functions ---------------------------------------------
@@ -64,12 +64,14 @@ class _Lifter:
         out = []
         for stmt in stmts:
             if isinstance(stmt, gast.FunctionDef):
+                self.check_one_binding(stmt.name, stmt)
                 for s in self.lift(stmt.name, stmt):
                     out.extend(_rewrite_calls(self, s, self.block))
                 continue
             if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], gast.Name) \
                     and isinstance(stmt.value, gast.Lambda):
+                self.check_one_binding(stmt.targets[0].id, stmt)
                 for s in self.lift(stmt.targets[0].id,
                                    _as_def(stmt.targets[0].id, stmt.value)):
                     out.extend(_rewrite_calls(self, s, self.block))
@@ -187,6 +189,21 @@ class _Lifter:
                                               for c in nested.captured])
         return gast.copy_location(call, node)
 
+    def check_one_binding(self, name, node):
+        """A nested function's name is bound in one block only: calls after
+        it go to the one lifted function pullback knows, which is the one
+        Python calls unless another branch (or another block) binds the name
+        to something else."""
+        binds = self.binds.get(name, ())
+        if len({b for b, _, _ in binds}) > 1 or not all(f for _, _, f in binds):
+            other = next((line for _, line, f in binds if line != node.lineno or not f), "?")
+            raise self.parsed.unsupported(
+                node, f"the nested function `{name}` whose name is also bound to another "
+                      f"value or in another branch or block (line {other}): pullback cannot "
+                      "tell which one a later use reads",
+                "Give each definition a name of its own, or call it in the branch that "
+                "defines it.")
+
     def check_late_binding(self, name, nested, node):
         """The value made here holds what ``name`` captures as it is now; Python's
         closure reads each variable when it is called.  The two agree unless
@@ -206,8 +223,8 @@ class _Lifter:
                               f"which it reads, is assigned again later (line {line}): "
                               "Python's closure would read the "
                               "new value when it is called",
-                        f"Pass `{c}` to it as an argument, or copy it into a name of its "
-                        "own that is not assigned again.")
+                        f"Pass `{c}` to it as an argument, or bind the value it should "
+                        f"read as a default where it is defined (`lambda z, {c}={c}: ...`).")
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -304,14 +321,16 @@ class _InnerCalls:
 
 def _statement_order(fn):
     """For the statements of ``fn`` outside its nested functions: id ->
-    (position in source order, the loops around it), and for each name the
-    (position, loops) of the statements that assign it (a loop's target is
-    assigned by the loop)."""
-    order, stores = {}, {}
+    (position in source order, the loops around it); for each name the
+    (position, loops, line) of the statements that assign it (a loop's
+    target is assigned by the loop), and the (block, line) of each binding,
+    ``def`` included."""
+    order, stores, binds = {}, {}, {}
 
     def visit(stmts, loops):
         for stmt in stmts:
             if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                binds.setdefault(stmt.name, []).append((id(stmts), stmt.lineno, True))
                 continue
             here = (len(order), stmt.lineno)
             order[id(stmt)] = (here[0], loops)
@@ -323,18 +342,22 @@ def _statement_order(fn):
                     if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
                         stores.setdefault(n.id, []).append(
                             (here[0], inner if isinstance(stmt, gast.For) else loops, here[1]))
+                        binds.setdefault(n.id, []).append((id(stmts), here[1], isinstance(
+                            stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda)))
             for field in ("body", "orelse", "finalbody"):
                 visit(getattr(stmt, field, None) or [], inner)
             for h in getattr(stmt, "handlers", None) or []:
                 if h.name is not None and isinstance(h.name, gast.Name):
                     stores.setdefault(h.name.id, []).append((here[0], loops, h.lineno))
+                    binds.setdefault(h.name.id, []).append((id(h.body), h.lineno, False))
                 visit(h.body, inner)
             if isinstance(stmt, (gast.If, gast.While)):
                 for n in _walk_outer(stmt.test):     # a := in a test
                     if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                         stores.setdefault(n.id, []).append((here[0], inner, here[1]))
+                        binds.setdefault(n.id, []).append((id(stmts), here[1], False))
     visit(fn.body, ())
-    return order, stores
+    return order, stores, binds
 
 
 def _walk_outer(node):
