@@ -14,7 +14,10 @@ here), which unwraps it and picks its derivative:
   rule is inlined as in a static call;
 - a ``custom_vjp``: its fwd and bwd;
 - a partial, a bound method (the instance becomes the first argument) or a
-  callable instance (its ``__call__``): the function underneath;
+  callable instance (its ``__call__``): the function underneath; a partial
+  built from values being differentiated (``partial(f, x)``, a nested
+  function used as a value) carries their gradients as a dict keyed like
+  what it holds (``_make_function``, ``_partial_call``);
 - a function that returns no float (``len``, ``np.shape``): run as is;
 - anything else, pullback's own ``grad`` & co. included: a ``PullbackError``
   that names the callee's type (the generated code adds the user's line).
@@ -306,8 +309,9 @@ def _callee_call(callee, mask, inplace, args, kwargs):
     """``dynamic_call`` where the callee itself depends on the values being
     differentiated (``_CALLEE`` in ``mask``): an object of the user's class
     with ``__call__`` (``model(x)``, ``layer(x)``) gets the gradient of its
-    attributes, as the receiver of ``model.__call__(x)``; a plain function
-    (an activation read off a layer) carries none; a partial or a bound
+    attributes, as the receiver of ``model.__call__(x)``; a partial (a
+    nested function used as a value) the gradients of what it holds; a
+    plain function (an activation read off a layer) carries none; a bound
     method would hide values that carry one, and is refused."""
     if _is_callable_instance(callee) and runtime.is_instance(callee):
         mask = tuple(_RECEIVER if k == _CALLEE else k for k in mask)
@@ -321,8 +325,8 @@ def _callee_call(callee, mask, inplace, args, kwargs):
             "being differentiated, and pullback cannot send a gradient through a function "
             "value.",
             hint="Pass those values to the function as arguments instead (for "
-                 "`partial(f, x)(y)`, call `f(x, y)`; for `m = obj.method; m(y)`, call "
-                 "`obj.method(y)`).")
+                 "`m = obj.method; m(y)`, call `obj.method(y)`, or make `m` a lambda: "
+                 "`m = lambda y: obj.method(y)`).")
     at = mask.index(_CALLEE)
     inner = tuple(k for k in mask if k != _CALLEE)
     out, res = dynamic_call(callee, inner, inplace, *args, **kwargs)

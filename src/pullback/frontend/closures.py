@@ -8,7 +8,14 @@ Python's late binding.  A ``nonlocal`` variable the nested function assigns
 is passed in and returned, and the call site assigns it back, so state
 threads through the calls in order (``sum(map(step, xs))`` with a running
 total works).  The lifted function is differentiated like any other callee,
-so captured values get their gradients::
+so captured values get their gradients.  A nested function used as a value
+(passed on, stored, returned) becomes ``nested_value(lifted, y=y)``, a
+partial holding what it captures at that point, whose cotangent is a dict of
+their cotangents (``runtime.function_values``, ``driver.dispatch``).  That
+agrees with Python's late binding unless a captured variable can be
+assigned again while the value lives on (a later statement, or a loop
+around it, assigns it): refused, as is a nested function whose name is also
+bound in another branch or to another value::
 
 >>> from pullback.testing import function_from_source, lifted
 >>> print(lifted(function_from_source('''
@@ -165,8 +172,8 @@ class _Lifter:
     def as_value(self, name, node):
         """The nested function ``name`` used as a value (passed on, stored):
         its lifted function, or ``nested_value(lifted, y=y)`` holding what it
-        captures (``runtime.control.nested_value``, a partial that pullback
-        refuses to send a gradient through)."""
+        captures (``runtime.control.nested_value``, a partial whose held
+        values get the gradient of the function value)."""
         nested = self.nested[name]
         if nested.nonlocals:
             raise self.parsed.unsupported(

@@ -213,5 +213,6 @@ def reduce_start(items):
 
 def nested_value(lifted, **captured):
     """A nested function used as a value (``frontend.closures``): its lifted function
-    with the values it captures bound by keyword."""
+    with the values it captures bound by keyword (their gradients flow
+    through it: ``driver.dispatch._make_function``)."""
     return functools.partial(lifted, **captured)

@@ -18,7 +18,7 @@ Before and after, the gradient of ``partial(np.multiply, w)`` called on
 >>> zeros(p)
 {0: 0.0, 'out': 0.0}
 >>> project({0: np.float64(3.0)}, p)
-{0: np.float64(3.0), 'out': 0.0}
+{0: 3.0, 'out': 0.0}
 
 This module imports nothing of the compiler.
 """
