@@ -237,6 +237,21 @@ def test_second_order_through_a_closure_value():
     close(pb.hessian(fv)(X), jax.hessian(jf)(X))
 
 
+def test_second_order_in_every_order_of_modes():
+    def f(x):
+        return twice(lambda t: np.sin(t * x), x)
+    x = 0.7
+    want = 2 * (2 * np.cos(x * x) - 4 * x * x * np.sin(x * x))
+    assert pb.grad(lambda v: pb.jvp(f, (v,), (1.0,))[1])(x) == pytest.approx(want, rel=1e-13)
+    assert pb.jacrev(pb.jacfwd(f))(x) == pytest.approx(want, rel=1e-13)
+    assert pb.jacfwd(pb.grad(f))(x) == pytest.approx(want, rel=1e-13)
+    # forward over forward is not followed yet: a clear refusal naming the construct
+    with pytest.raises(pb.NonDifferentiableError, match="nested function or lambda used as a "
+                       "value") as info:
+        pb.jacfwd(pb.jacfwd(f))(x)
+    assert "pb.jacfwd(pb.grad(f))" in str(info.value)
+
+
 class Harness:
     """The autograd suite's harness in miniature: a method that takes a thunk
     (a closure over the arguments) and runs it."""
