@@ -167,6 +167,20 @@ def test_late_binding_is_followed_where_the_value_is_made():
     assert pb.grad(f)(1.5) == pytest.approx(2 * 3 * 1.5 ** 2, rel=1e-14)
 
 
+def test_value_made_and_used_in_one_statement_of_a_loop():
+    def f(w):
+        total = 0.0
+        for i in range(3):
+            batch = float(i)              # assigned again by the next iteration
+            total = total + twice(lambda v: (v * batch - 1.0) ** 2, w)
+        return total
+    w = 0.5
+    assert pb.grad(f)(w) == pytest.approx(sum(4 * (w * b - 1) * b for b in range(3)),
+                                          rel=1e-14)
+    assert pb.jvp(f, (w,), (1.0,))[1] == pytest.approx(-2.0, rel=1e-14)
+    assert pb.grad(pb.grad(f))(w) == pytest.approx(20.0, rel=1e-14)
+
+
 def test_default_bound_at_definition_in_a_loop():
     def f(x):
         total = 0.0
@@ -325,15 +339,25 @@ def f_def_rebound_to_a_value(x):
     return y + g(x)
 
 
+def f_value_in_a_loop_test(x):
+    c = x
+    while twice(lambda t: t * c, 1.0) < 5.0:
+        c = c * 2.0
+    return c
+
+
 @pytest.mark.parametrize("fn, text, cls, words", [
+    (f_value_in_a_loop_test, "while twice(lambda t: t * c, 1.0) < 5.0:",
+     pb.UnsupportedSyntaxError, ["`c`", "assigned again later (line", "lambda z, c=c"]),
     (f_bound_in_two_branches, "g = lambda t: t * x", pb.UnsupportedSyntaxError,
      ["`g`", "another branch or block (line", "a name of its own"]),
     (f_def_rebound_to_a_value, "def g(t):", pb.UnsupportedSyntaxError,
      ["`g`", "bound to another value", "a name of its own"]),
-    (f_rebound_after_the_value_is_made, "h = keep(lambda t: t * c)", pb.UnsupportedSyntaxError,
+    # refused where the value is called after the assignment (when it runs)
+    (f_rebound_after_the_value_is_made, "return h(1.0)", pb.UnsupportedSyntaxError,
      ["assigned again later (line", "Python's closure would read the new value",
       "as an argument"]),
-    (f_loop_variable_read_later, "fs.append(keep(lambda t: t * x * k))",
+    (f_loop_variable_read_later, "return fs[0](1.0) + fs[1](1.0)",
      pb.UnsupportedSyntaxError, ["`k`", "assigned again later", "lambda z, k=k"]),
     (f_nonlocal_state_as_value, "twice(add, x)", pb.UnsupportedSyntaxError,
      ["`nonlocal` state, used as a value", "return the new state"]),

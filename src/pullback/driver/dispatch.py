@@ -290,7 +290,8 @@ def partial_route(callee, mask, args, kwargs):
     partial, ``_CALLEE`` in ``mask``): the function underneath, its mask
     (the call's arguments, then the held values that may carry a gradient),
     its arguments, and the ``_HeldValues`` that regroups its cotangents."""
-    from ..runtime import function_values as fv
+    from ..runtime import control, function_values as fv
+    control.check_live(callee)
     func = callee.func
     if fv.carries(func) or isinstance(func, types.MethodType) and fv.carries(func.__self__):
         raise NonDifferentiableError(

@@ -269,6 +269,7 @@ def _partial_jvp(callee, mask, tangents, args, kwargs):
     whose held values have tangents: a dict keyed like what ``g`` holds
     (``runtime.function_values``), whose entries go in with the call's own."""
     from ..runtime import function_values as fv
+    control.check_live(callee)
     at = list(mask).index(-2)
     held_t = tangents[at]
     func = callee.func

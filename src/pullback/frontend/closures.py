@@ -38,6 +38,8 @@ import gast
 from ..backend import codegen
 from ..ir.build import name as _name
 from ..ir.naming import Namer
+from ..rules.registry import nondifferentiable
+from ..runtime import control
 from .parse import Parsed
 
 __all__ = ["lift_closures"]
@@ -61,7 +63,8 @@ class _Lifter:
             and isinstance(n.ctx, gast.Store)}
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
-        self.value_helper = None
+        self.value_helper = self.expire_helper = None
+        self.pre_target, self.post_target = [], []
         self.order, self.stores, self.binds = _statement_order(fn)
         self.statement = None    # the outer statement being rewritten
 
@@ -102,11 +105,11 @@ class _Lifter:
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         previous = self.nested.pop(name, None)    # a call inside is to this new def
-        statement = self.statement
+        statement = self.statement, self.pre_target, self.post_target
         try:
             body = _InnerCalls(self).block(body)
         finally:
-            self.statement = statement
+            self.statement, self.pre_target, self.post_target = statement
             if previous is not None:
                 self.nested[name] = previous
         local = params + [k.id for k in node.args.kwonlyargs] + [
@@ -159,7 +162,7 @@ class _Lifter:
                           "where it is defined", "Use a constant default, or pass the value "
                           "explicitly.")
             body = _InnerCalls(self).block(body)
-            self.statement = statement
+            self.statement, self.pre_target, self.post_target = statement
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
@@ -182,19 +185,33 @@ class _Lifter:
         value = _name(nested.lifted)
         if not nested.captured and not nested.defaults:
             return gast.copy_location(value, node)
-        self.check_late_binding(name, nested, node)
+        rebound = self.late_binding(name, nested, node)
         if self.value_helper is None:
-            from ..runtime import control
             self.value_helper = self.namer.fresh("nested_value")
             self.parsed.closure[self.value_helper] = types.CellType(control.nested_value)
         # defaults go in by keyword too (the lifted function has none of its own)
         defaults = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
                                  if isinstance(v, gast.Constant) else _name(v))
                     for p, v in nested.defaults]
-        call = gast.Call(func=_name(self.value_helper), args=[value],
-                         keywords=defaults + [gast.keyword(arg=c, value=_name(c))
-                                              for c in nested.captured])
-        return gast.copy_location(call, node)
+        call = gast.copy_location(gast.Call(
+            func=_name(self.value_helper), args=[value],
+            keywords=defaults + [gast.keyword(arg=c, value=_name(c)) for c in nested.captured]),
+            node)
+        if rebound is None:
+            return call
+        # made before the statement, and refused once it has run (runtime.control)
+        var, line = rebound
+        held = self.namer.fresh(f"{name}_value")
+        self.pre_target.append(gast.copy_location(gast.Assign(
+            targets=[_name(held, gast.Store())], value=call, type_comment=None), node))
+        if self.expire_helper is None:
+            self.expire_helper = self.namer.fresh("expire_value")
+            self.parsed.closure[self.expire_helper] = types.CellType(control.expire_value)
+        what = "a lambda" if name.startswith("lambda") else f"the nested function `{name}`"
+        self.post_target.append(gast.copy_location(gast.Expr(value=gast.Call(
+            func=_name(self.expire_helper), args=[_name(held)] + [
+                gast.Constant(v, None) for v in (what, var, line)], keywords=[])), node))
+        return gast.copy_location(_name(held), node)
 
     def check_one_binding(self, name, node):
         """A nested function's name is bound in one block only: calls after
@@ -211,20 +228,27 @@ class _Lifter:
                 "Give each definition a name of its own, or call it in the branch that "
                 "defines it.")
 
-    def check_late_binding(self, name, nested, node):
+    def late_binding(self, name, nested, node):
         """The value made here holds what ``name`` captures as it is now; Python's
         closure reads each variable when it is called.  The two agree unless
         a captured variable can be assigned again while the value lives on: a
         statement after this one, or one in a loop around it, assigns it
-        (a value returned outlives nothing).  Refused then."""
+        (a value returned outlives nothing).  Then, in a simple statement,
+        the value lives for that statement only: ``(variable, line)`` of the
+        assignment, and a call of it after the statement is refused when it
+        runs (``control.expire_value``); elsewhere refused now.  None: the
+        value is exact however long it lives."""
         stmt = self.statement
         if stmt is None or isinstance(stmt, gast.Return) or id(stmt) not in self.order:
-            return
+            return None
         at, loops = self.order[id(stmt)]
         what = "a lambda" if name.startswith("lambda") else f"the nested function `{name}`"
         for c in nested.captured:
             for where, store_loops, line in self.stores.get(c, ()):
                 if where > at or set(loops) & set(store_loops):
+                    if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign,
+                                         gast.Expr)):
+                        return c, line
                     raise self.parsed.unsupported(
                         node, f"{what} used as a value while `{c}`, "
                               f"which it reads, is assigned again later (line {line}): "
@@ -382,9 +406,10 @@ def _walk_outer(node):
 def _rewrite_calls(lifter, stmt, block):
     """One statement with its calls of nested functions rewritten, preceded by
     the assignments they need; nested blocks go through ``block``."""
-    pre = []
+    pre, post = [], []
     calls = _Calls(lifter, pre)
     lifter.statement = stmt if block == lifter.block else None
+    lifter.pre_target, lifter.post_target = pre, post
     if isinstance(stmt, (gast.If, gast.While)):
         stmt.test = calls.visit(stmt.test)
     elif isinstance(stmt, gast.For):
@@ -394,7 +419,7 @@ def _rewrite_calls(lifter, stmt, block):
     for field in ("body", "orelse"):
         if getattr(stmt, field, None):
             setattr(stmt, field, block(getattr(stmt, field)))
-    return pre + [stmt]
+    return pre + [stmt] + post
 
 
 class _ReturnState:
@@ -421,3 +446,6 @@ def _as_def(name, lam):
     fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return gast.copy_location(fn, lam)
+
+
+nondifferentiable(control.expire_value)

@@ -415,6 +415,8 @@ def add_cotangents(a, b):
         return a
     if isinstance(b, dict) and not isinstance(a, dict):
         a, b = b, a         # a namedtuple or dataclass plus the same by field name
+    if isinstance(a, dict) and type(b) is float and b == 0.0:
+        return a            # a function value's (its held values') plus a plain function's
     if isinstance(a, dict):
         out = copy_module.copy(a)
         for k, v in (b.items() if isinstance(b, dict) else fields_of(b)):
