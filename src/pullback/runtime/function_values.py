@@ -46,7 +46,8 @@ def held(p, given=()):
 
 def carries(v):
     """Whether ``v`` may carry a gradient: a float or complex number or
-    array, a structure or an object holding one, a partial holding one."""
+    array, a structure or an object holding one, a partial holding one, or
+    anything unknown (never taken for a constant)."""
     from . import core
     if isinstance(v, (bool, str, bytes)) or v is None:
         return False
@@ -64,7 +65,13 @@ def carries(v):
         return any(carries(e) for e in vars(v).values())
     if isinstance(v, core._NO_GRADIENT):
         return False
-    return core.is_foreign(v)
+    dtype = getattr(v, "dtype", None)    # another library's array: by its dtype
+    if dtype is not None:
+        try:
+            return bool(np.issubdtype(np.dtype(dtype), np.inexact))
+        except TypeError:
+            return True
+    return True          # unknown: differentiated (and refused there if it cannot be)
 
 
 def entry(g, key):
