@@ -151,7 +151,7 @@ def test_list_of_closures():
 def test_closure_over_a_closure_and_partial_of_a_closure():
     def f(x):
         g = lambda t: t * x               # noqa: E731
-        h = lambda t: g(t) * x            # captures g, a function value
+        h = lambda t: g(t) * x            # noqa: E731  (captures g, a function value)
         p = functools.partial(twice, h)
         return p(2.0) + twice(h, 1.0)
     x = 1.5

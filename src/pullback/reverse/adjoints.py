@@ -32,7 +32,6 @@ of place.
 """
 from __future__ import annotations
 
-import functools
 import operator
 import types
 
