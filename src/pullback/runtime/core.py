@@ -12,7 +12,6 @@ import types
 import numpy as np
 
 from .backends import is_foreign, to_namespace
-from . import function_values
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "is_instance", "fields_of",
@@ -247,7 +246,8 @@ def project(g, x, copy=False):
     if is_instance(x):
         return _project_instance(g, x, copy)
     if isinstance(x, functools.partial):      # its held values' (runtime.function_values)
-        return function_values.project(g, x, copy)
+        return {k: zeros_like(v) if _entry(g, k) is None or not isinstance(g, dict)
+                else project(_entry(g, k), v, copy) for k, v in _held(x)}
     return _project_leaf(g, x, copy)
 
 
@@ -345,7 +345,7 @@ def zeros_like(x):
     if is_instance(x):
         return {k: zeros_like(v) for k, v in vars(x).items()}
     if isinstance(x, functools.partial):
-        return function_values.zeros(x)
+        return {k: zeros_like(v) for k, v in _held(x)}
     if isinstance(x, _NO_GRADIENT):
         return 0.0       # a function or a class held by an object: no gradient
     if isinstance(x, np.generic):
@@ -510,6 +510,12 @@ def field_cotangent(g, name):
     structure itself); zero where nothing reached it."""
     v = _entry(g, name)
     return 0.0 if v is None else v
+
+
+def _held(p):
+    """What the partial ``p`` holds, keyed by position and keyword: its cotangent is
+    a dict with those keys (``runtime.function_values``)."""
+    return list(enumerate(p.args)) + list(p.keywords.items())
 
 
 def _entry(g, key):

@@ -3,7 +3,7 @@ nested function used as a value, which ``frontend.closures`` makes one
 with ``control.nested_value``) is a structure whose leaves are the values
 it holds: its positional arguments, keyed by position, and its keywords,
 keyed by name.  Its cotangent (and its tangent in forward mode) is a dict
-with those keys; ``core.project`` and ``core.zeros_like`` come here for one.
+with those keys, as ``core.project`` and ``core.zeros_like`` make it.
 
 Before and after, the gradient of ``partial(np.multiply, w)`` called on
 ``x`` (``driver.dispatch`` builds the dict)::
@@ -12,12 +12,13 @@ Before and after, the gradient of ``partial(np.multiply, w)`` called on
     y = g(x)                           w_bar = g_bar[0]
 
 >>> import functools, numpy as np
+>>> from pullback.runtime import core
 >>> p = functools.partial(np.multiply, 2.0, out=None)
 >>> held(p)
 [(0, 2.0), ('out', None)]
->>> zeros(p)
+>>> core.zeros_like(p)
 {0: 0.0, 'out': 0.0}
->>> project({0: np.float64(3.0)}, p)
+>>> core.project({0: np.float64(3.0)}, p)
 {0: 3.0, 'out': 0.0}
 
 This module imports nothing of the compiler.
@@ -28,7 +29,9 @@ import functools
 
 import numpy as np
 
-__all__ = ["is_function_value", "held", "carries", "zeros", "project", "entry"]
+from . import core
+
+__all__ = ["is_function_value", "held", "carries", "entry"]
 
 
 def is_function_value(x):
@@ -48,7 +51,6 @@ def carries(v):
     """Whether ``v`` may carry a gradient: a float or complex number or
     array, a structure or an object holding one, a partial holding one, or
     anything unknown (never taken for a constant)."""
-    from . import core
     if isinstance(v, (bool, str, bytes)) or v is None:
         return False
     if isinstance(v, (float, complex)):
@@ -79,18 +81,3 @@ def entry(g, key):
     if isinstance(g, dict):
         return g.get(key)
     return None
-
-
-def zeros(p):
-    from . import core
-    return {k: core.zeros_like(v) for k, v in held(p)}
-
-
-def project(g, p, copy=False):
-    """The cotangent ``g`` of the partial ``p``, a dict with an entry per held value."""
-    from . import core
-    out = {}
-    for k, v in held(p):
-        e = entry(g, k)
-        out[k] = core.zeros_like(v) if e is None or not carries(v) else core.project(e, v, copy)
-    return out
