@@ -22,7 +22,7 @@ through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
 gradient must be the new program's.  Constructs pullback documents as
-refused (a partial built from an active value) must raise a
+refused (a lambda value called after a name it reads is assigned again) must raise a
 ``PullbackError``, naming the program's line where it has one; every
 sixteenth program's second derivative (``pb.jvp`` of ``pb.grad``, forward
 over reverse) is checked against central differences of ``pb.grad``.  A generated program tracks, as it is
@@ -105,9 +105,9 @@ class Program:
     # functools.partial(f, x)), "method" (pb.grad(Entry(c).loss)), "instance"
     # (pb.grad(Entry(c)))
     entry: str | None = None
-    # a construct pullback documents as refused (a partial built from an
-    # active value, pb.grad called inside): a PullbackError naming a line,
-    # never a number
+    # a construct pullback documents as refused (a lambda value called
+    # after a name it reads is assigned again): a PullbackError naming a
+    # line, never a number
     must_refuse: bool = False
 
     def __str__(self):
@@ -901,18 +901,16 @@ class Gen:
             env[name] = Var("s", "shared", known=False)
 
     def stmt_refused(self, env, indent):
-        """A construct pullback documents as refused (`must_refuse`)."""
+        """A construct pullback documents as refused (`must_refuse`): a lambda
+        made as a value that reads a name assigned again before it is called
+        (Python's closure reads the new value)."""
         name = self.fresh_name("a")
         g = self.fresh_name("g")
-        two = [n for n, kind, _ in self.helpers if kind == "elementwise"]
-        k = self.draw(st.integers(0, 1))
-        if k == 0 or not two:
-            self.emit(indent, f"{g} = functools.partial(np.multiply, {self.pick(self.names(env, 'v'))})")
-            self.emit(indent, f"{name} = np.sum({g}({self.expr(env, 'v', 1)}))")
-        else:
-            active = self.pick(["s", "x[1]", "np.sum(x)", "np.tanh(s)"])
-            self.emit(indent, f"{g} = functools.partial({self.pick(two)}, q={active})")
-            self.emit(indent, f"{name} = np.sum({g}({self.expr(env, 'v', 1)}))")
+        c = self.fresh_name("c")
+        self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
+        self.emit(indent, f"{g} = [lambda t: t * {c}]")
+        self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
+        self.emit(indent, f"{name} = np.sum({g}[0]({self.expr(env, 'v', 1)}))")
         # its gradient matters: the value is returned, and never rebound
         # (kept out of env, where a later statement could assign the name)
         self.must_use.append(name)

@@ -31,9 +31,16 @@ def apply(fn, v):
 
 
 def f_closure_as_value(x):
+    c = x
     def g(v):
-        return v * x
-    return apply(g, x)
+        return v * c
+    h = keep(g)
+    c = x * 2.0
+    return np.sum(h(x))
+
+
+def keep(fn):
+    return fn
 
 
 def f_yield(x):
@@ -70,8 +77,8 @@ CASES = [
       "assign it before the `try`"]),
     (f_with, "with warnings.catch_warnings", pb.UnsupportedSyntaxError,
      ["context manager built from `x`", "carries no gradient"]),
-    (f_closure_as_value, "return apply(g, x)", pb.NonDifferentiableError,
-     ["used as a value", "as an argument"]),
+    (f_closure_as_value, "return np.sum(h(x))", pb.UnsupportedSyntaxError,
+     ["made as a value", "assigned again later (line", "as a default"]),
     (f_yield, "y = yield x", pb.UnsupportedSyntaxError, ["`yield` used as a value"]),
     (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
     (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),

@@ -401,6 +401,7 @@ def _unwrap(fn, args, kwargs, mask):
     with the arguments they hold prepended and ``mask`` shifted to match."""
     while True:
         if isinstance(fn, functools.partial):
+            control.check_live(fn)
             n = len(fn.args)
             args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
             mask = tuple(k + n if isinstance(k, int) and k >= 0 else k for k in mask)

@@ -267,6 +267,8 @@ class _Resolver:
             return Op(OpKind.CONSTRUCT, label=obj.cls.__name__, primitive=obj, node=node,
                       operands=tuple((k, a.id) for k, a in kwargs.items()
                                      if isinstance(a, gast.Name) and a.id in self.locals))
+        if obj is functools.partial:     # a function value holding its arguments
+            return self.dynamic(node, kwargs, label, static=obj)
         if isinstance(obj, type) and not is_library(obj) and lookup(obj) is None \
                 and not is_nondifferentiable(obj) and not issubclass(obj, BaseException) \
                 and any(isinstance(a, gast.Name) and a.id in self.locals

@@ -14,7 +14,10 @@ here), which unwraps it and picks its derivative:
   rule is inlined as in a static call;
 - a ``custom_vjp``: its fwd and bwd;
 - a partial, a bound method (the instance becomes the first argument) or a
-  callable instance (its ``__call__``): the function underneath;
+  callable instance (its ``__call__``): the function underneath; a partial
+  built from values being differentiated (``partial(f, x)``, a nested
+  function used as a value) carries their gradients as a dict keyed like
+  what it holds (``_make_function``, ``_partial_call``);
 - a function that returns no float (``len``, ``np.shape``): run as is;
 - anything else, pullback's own ``grad`` & co. included: a ``PullbackError``
   that names the callee's type (the generated code adds the user's line).
@@ -199,25 +202,132 @@ class _HeldCallee:
         return tuple(grads)
 
 
+class _MadeFunction:
+    """The residual of ``partial(f, x, k=y)`` (or ``nested_value(lifted, y=y)``,
+    a nested function used as a value) built from values being
+    differentiated: the cotangent of the function value is a dict keyed like
+    what it holds (``runtime.function_values``), whose entries go back to
+    the values it was built from.  ``keys``: per entry of the call's mask,
+    the key of the held value, or ("func", n, names) for a partial that
+    Python merged into the new one (its first n arguments and its keywords
+    ``names`` are the inner one's)."""
+
+    def __init__(self, keys, held):
+        self.keys, self.held = keys, held
+
+    def adjoint(self, r, ct):
+        from ..runtime import function_values as fv
+        out = []
+        for key, value in zip(self.keys, self.held):
+            if isinstance(key, tuple):
+                _, n, names = key
+                inner = {k: fv.entry(ct, k) for k in list(range(n)) + list(names)}
+                out.append(runtime.project({k: v for k, v in inner.items() if v is not None},
+                                           value))
+            else:
+                e = fv.entry(ct, key)
+                out.append(runtime.zeros_like(value) if e is None else e)
+        return tuple(out)
+
+
+def _make_function(callee, mask, args, kwargs):
+    """``dynamic_call`` of ``functools.partial(f, *args, **kwargs)`` or of
+    ``nested_value(lifted, **captured)`` where values being differentiated
+    go in: the partial, and a residual whose adjoint hands the entries of its
+    cotangent back (``_MadeFunction``)."""
+    value = callee(*args, **kwargs)
+    func = args[0]
+    merged = isinstance(func, functools.partial) and value.func is not func
+    keys, held = [], []
+    for k in mask:
+        if k == 0:
+            if not merged or set(func.keywords) & set(kwargs):
+                raise NonDifferentiableError(
+                    f"pullback cannot send a gradient through a partial of a "
+                    f"{type(func).__name__} that is built from values being differentiated.",
+                    hint="Pass those values to the function as arguments instead.")
+            keys.append(("func", len(func.args), tuple(func.keywords)))
+        elif isinstance(k, int):
+            keys.append(k - 1 + (len(func.args) if merged else 0))
+        else:
+            keys.append(k)
+        held.append(args[k] if isinstance(k, int) else kwargs[k])
+    return value, (_MadeFunction(keys, held), None)
+
+
+class _HeldValues:
+    """The residual of ``g(x)`` where ``g``, a partial (a nested function used
+    as a value), holds values being differentiated: the function underneath
+    was called with them as arguments too, and their gradients, keyed as
+    ``g`` holds them, are the callee's cotangent."""
+
+    def __init__(self, at, ncall, keys):
+        self.at, self.ncall, self.keys = at, ncall, keys
+
+    def adjoint(self, r, ct):
+        return self.regroup(dynamic_adjoint(r, ct))
+
+    def regroup(self, grads):
+        """The inner call's cotangents (the call's own, then the held values')
+        as the outer call's: the held values' as one dict at the callee's place."""
+        grads = list(grads)
+        own = grads[:self.ncall]
+        own.insert(self.at, dict(zip(self.keys, grads[self.ncall:])))
+        return tuple(own)
+
+
+def _partial_call(callee, mask, inplace, args, kwargs):
+    """``g(*args, **kwargs)`` for a partial ``g`` whose held values carry a
+    gradient: ``g.func`` called with them and the call's arguments, the held
+    values differentiated too."""
+    func, inner_mask, args, kwargs, regroup = partial_route(callee, mask, args, kwargs)
+    out, res = dynamic_call(func, inner_mask, inplace, *args, **kwargs)
+    return out, (regroup, res)
+
+
+def partial_route(callee, mask, args, kwargs):
+    """The call ``_partial_call`` makes for ``callee(*args, **kwargs)`` (a
+    partial, ``_CALLEE`` in ``mask``): the function underneath, its mask
+    (the call's arguments, then the held values that may carry a gradient),
+    its arguments, and the ``_HeldValues`` that regroups its cotangents."""
+    from ..runtime import control, function_values as fv
+    control.check_live(callee)
+    func = callee.func
+    if fv.carries(func) or isinstance(func, types.MethodType) and fv.carries(func.__self__):
+        raise NonDifferentiableError(
+            f"The function called here is a partial of a {type(func).__name__} that holds "
+            "values being differentiated; pullback cannot send a gradient to them through "
+            "the partial.", hint="Call the object directly, passing the partial's arguments.")
+    n = len(callee.args)
+    at = mask.index(_CALLEE)
+    call_mask = [k + n if isinstance(k, int) and k >= 0 else k for k in mask if k != _CALLEE]
+    keys = [k for k, v in fv.held(callee, kwargs) if fv.carries(v)]
+    return (func, tuple(call_mask) + tuple(keys), callee.args + tuple(args),
+            {**callee.keywords, **kwargs}, _HeldValues(at, len(call_mask), keys))
+
+
 def _callee_call(callee, mask, inplace, args, kwargs):
     """``dynamic_call`` where the callee itself depends on the values being
     differentiated (``_CALLEE`` in ``mask``): an object of the user's class
     with ``__call__`` (``model(x)``, ``layer(x)``) gets the gradient of its
-    attributes, as the receiver of ``model.__call__(x)``; a plain function
-    (an activation read off a layer) carries none; a partial or a bound
+    attributes, as the receiver of ``model.__call__(x)``; a partial (a
+    nested function used as a value) the gradients of what it holds; a
+    plain function (an activation read off a layer) carries none; a bound
     method would hide values that carry one, and is refused."""
     if _is_callable_instance(callee) and runtime.is_instance(callee):
         mask = tuple(_RECEIVER if k == _CALLEE else k for k in mask)
         return dynamic_method_call(callee, "__call__", mask, inplace, *args, **kwargs)
-    if isinstance(callee, (functools.partial, types.MethodType)) \
+    if isinstance(callee, functools.partial):
+        return _partial_call(callee, mask, inplace, args, kwargs)
+    if isinstance(callee, types.MethodType) \
             or _is_callable_instance(callee) or runtime.is_instance(callee):
         raise NonDifferentiableError(
             f"The function called here (a {type(callee).__name__}) is built from values "
             "being differentiated, and pullback cannot send a gradient through a function "
             "value.",
             hint="Pass those values to the function as arguments instead (for "
-                 "`partial(f, x)(y)`, call `f(x, y)`; for `m = obj.method; m(y)`, call "
-                 "`obj.method(y)`).")
+                 "`m = obj.method; m(y)`, call `obj.method(y)`, or make `m` a lambda: "
+                 "`m = lambda y: obj.method(y)`).")
     at = mask.index(_CALLEE)
     inner = tuple(k for k in mask if k != _CALLEE)
     out, res = dynamic_call(callee, inner, inplace, *args, **kwargs)
@@ -232,6 +342,8 @@ def dynamic_call(callee, mask, inplace, *args, **kwargs):
         return _attempt(mask, inplace, args[0], args[1:])
     if callee is star_call:
         return _star_call(mask, inplace, args[:2], args[2], args[3:], kwargs)
+    if callee is nested_value or callee is functools.partial:
+        return _make_function(callee, mask, args, kwargs)
     fn, args, kwargs, mask = _unwrap(callee, args, kwargs, mask)
     plan = _plan(fn, len(args), tuple(kwargs), mask, inplace)
     return plan.primal(args, kwargs)
@@ -265,14 +377,8 @@ def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
     if getattr(fn, "__pullback_forward_only__", False):
         return forward_only(fn)
-    if fn is attempt:
+    if fn is attempt or fn is nested_value:
         return None
-    if fn is nested_value:
-        return ("This nested function is used as a value and reads a value being "
-                "differentiated from the enclosing function; pullback cannot send a gradient "
-                "through a function value.",
-                "Pass that value to the nested function as an argument instead, or call the "
-                "nested function directly.")
     if getattr(fn, "__pullback_made__", None) is not None \
             or getattr(fn, "__pullback_nested__", None) is not None:
         return None         # a derivative made by pb.grad / pb.value_and_grad / pb.vjp, pb.jvp

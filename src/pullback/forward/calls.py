@@ -249,8 +249,10 @@ def dynamic_jvp(callee, mask, tangents, *args, **kwargs):
             return dynamic_method_jvp(callee, "__call__", tuple(_RECEIVER if k == -2 else k
                                                                for k in mask),
                                       tangents, *args, **kwargs)
+        if isinstance(callee, functools.partial):
+            return _partial_jvp(callee, mask, tangents, args, kwargs)
         if _is_callable_instance(callee) or runtime.is_instance(callee) \
-                or isinstance(callee, (functools.partial, types.MethodType)):
+                or isinstance(callee, types.MethodType):
             raise NonDifferentiableError(
                 f"Forward mode cannot yet follow a tangent through the {type(callee).__name__} "
                 "called here, which is built from values being differentiated.",
@@ -260,6 +262,59 @@ def dynamic_jvp(callee, mask, tangents, *args, **kwargs):
         mask = tuple(mask[i] for i in keep)
         tangents = tuple(tangents[i] for i in keep)
     return jvp_call(callee, args, kwargs, mask, tangents)
+
+
+def _partial_jvp(callee, mask, tangents, args, kwargs):
+    """``g(*args)`` for a partial ``g`` (a nested function used as a value)
+    whose held values have tangents: a dict keyed like what ``g`` holds
+    (``runtime.function_values``), whose entries go in with the call's own."""
+    from ..runtime import function_values as fv
+    control.check_live(callee)
+    at = list(mask).index(-2)
+    held_t = tangents[at]
+    func = callee.func
+    if fv.carries(func) or isinstance(func, types.MethodType) and fv.carries(func.__self__):
+        raise NonDifferentiableError(
+            f"The function called here is a partial of a {type(func).__name__} that holds "
+            "values being differentiated; pullback cannot follow a tangent to them through "
+            "the partial.", hint="Call the object directly, passing the partial's arguments.")
+    n = len(callee.args)
+    inner_mask = [k + n if isinstance(k, int) and k >= 0 else k
+                  for i, k in enumerate(mask) if i != at]
+    inner_t = [t for i, t in enumerate(tangents) if i != at]
+    for k, _ in fv.held(callee, kwargs):
+        t = fv.entry(held_t, k)
+        if t is not None:
+            inner_mask.append(k)
+            inner_t.append(t)
+    return jvp_call(func, callee.args + tuple(args), {**callee.keywords, **kwargs},
+                    tuple(inner_mask), tuple(inner_t))
+
+
+def _make_function_jvp(callee, args, kwargs, mask, tangents):
+    """``partial(f, x, k=y)`` or ``nested_value(lifted, y=y)`` built from values
+    with tangents: the partial, and its tangent, a dict keyed like what it
+    holds (a partial Python merged into the new one gives its entries)."""
+    value = callee(*args, **kwargs)
+    func = args[0]
+    merged = isinstance(func, functools.partial) and value.func is not func
+    out = {}
+    for k, t in zip(mask, tangents):
+        if t is None:
+            continue
+        if k == 0:
+            if not merged or set(func.keywords) & set(kwargs):
+                raise NonDifferentiableError(
+                    f"pullback cannot follow a tangent through a partial of a "
+                    f"{type(func).__name__} that is built from values being differentiated.",
+                    hint="Pass those values to the function as arguments instead.")
+            out.update({e: v for e, v in t.items() if v is not None}
+                       if isinstance(t, dict) else {})
+        elif isinstance(k, int):
+            out[k - 1 + (len(func.args) if merged else 0)] = t
+        else:
+            out[k] = t
+    return value, out
 
 
 def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
@@ -342,6 +397,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
         return _attempt(args[0], args[1:], tuple(mask), tangents)
     if callee is control.star_call:
         return _star_call(args, kwargs, tuple(mask), tangents, has_aux)
+    if callee is control.nested_value or callee is functools.partial:
+        return _make_function_jvp(callee, args, kwargs, tuple(mask), tangents)
     higher = higher_order
     special = higher is not None and (higher.made_by(callee) is not None
                                       or higher.callee_forward(callee) is not None)

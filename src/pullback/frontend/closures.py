@@ -8,7 +8,14 @@ Python's late binding.  A ``nonlocal`` variable the nested function assigns
 is passed in and returned, and the call site assigns it back, so state
 threads through the calls in order (``sum(map(step, xs))`` with a running
 total works).  The lifted function is differentiated like any other callee,
-so captured values get their gradients::
+so captured values get their gradients.  A nested function used as a value
+(passed on, stored, returned) becomes ``nested_value(lifted, y=y)``, a
+partial holding what it captures at that point, whose cotangent is a dict of
+their cotangents (``runtime.function_values``, ``driver.dispatch``).  That
+agrees with Python's late binding unless a captured variable can be
+assigned again while the value lives on (a later statement, or a loop
+around it, assigns it): refused, as is a nested function whose name is also
+bound in another branch or to another value::
 
 >>> from pullback.testing import function_from_source, lifted
 >>> print(lifted(function_from_source('''
@@ -31,6 +38,8 @@ import gast
 from ..backend import codegen
 from ..ir.build import name as _name
 from ..ir.naming import Namer
+from ..rules.registry import nondifferentiable
+from ..runtime import control
 from .parse import Parsed
 
 __all__ = ["lift_closures"]
@@ -54,7 +63,10 @@ class _Lifter:
             and isinstance(n.ctx, gast.Store)}
         self.nested = {}     # local name -> (lifted name, captured, nonlocals)
         self.lifted = []
-        self.value_helper = None
+        self.value_helper = self.expire_helper = None
+        self.pre_target, self.post_target = [], []
+        self.order, self.stores, self.binds = _statement_order(fn)
+        self.statement = None    # the outer statement being rewritten
 
     # -- finding nested functions ---------------------------------------------
 
@@ -62,12 +74,14 @@ class _Lifter:
         out = []
         for stmt in stmts:
             if isinstance(stmt, gast.FunctionDef):
+                self.check_one_binding(stmt.name, stmt)
                 for s in self.lift(stmt.name, stmt):
                     out.extend(_rewrite_calls(self, s, self.block))
                 continue
             if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], gast.Name) \
                     and isinstance(stmt.value, gast.Lambda):
+                self.check_one_binding(stmt.targets[0].id, stmt)
                 for s in self.lift(stmt.targets[0].id,
                                    _as_def(stmt.targets[0].id, stmt.value)):
                     out.extend(_rewrite_calls(self, s, self.block))
@@ -91,9 +105,11 @@ class _Lifter:
         for inner in sorted(called):      # state threaded through a nested call
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         previous = self.nested.pop(name, None)    # a call inside is to this new def
+        statement = self.statement, self.pre_target, self.post_target
         try:
             body = _InnerCalls(self).block(body)
         finally:
+            self.statement, self.pre_target, self.post_target = statement
             if previous is not None:
                 self.nested[name] = previous
         local = params + [k.id for k in node.args.kwonlyargs] + [
@@ -146,6 +162,7 @@ class _Lifter:
                           "where it is defined", "Use a constant default, or pass the value "
                           "explicitly.")
             body = _InnerCalls(self).block(body)
+            self.statement, self.pre_target, self.post_target = statement
         new = gast.FunctionDef(name=lifted_name, args=args, body=body, decorator_list=[],
                                returns=None, type_comment=None, type_params=[])
         gast.copy_location(new, node)
@@ -158,8 +175,8 @@ class _Lifter:
     def as_value(self, name, node):
         """The nested function ``name`` used as a value (passed on, stored):
         its lifted function, or ``nested_value(lifted, y=y)`` holding what it
-        captures (``runtime.control.nested_value``, a partial that pullback
-        refuses to send a gradient through)."""
+        captures (``runtime.control.nested_value``, a partial whose held
+        values get the gradient of the function value)."""
         nested = self.nested[name]
         if nested.nonlocals:
             raise self.parsed.unsupported(
@@ -168,18 +185,77 @@ class _Lifter:
         value = _name(nested.lifted)
         if not nested.captured and not nested.defaults:
             return gast.copy_location(value, node)
+        rebound = self.late_binding(name, nested, node)
         if self.value_helper is None:
-            from ..runtime import control
             self.value_helper = self.namer.fresh("nested_value")
             self.parsed.closure[self.value_helper] = types.CellType(control.nested_value)
         # defaults go in by keyword too (the lifted function has none of its own)
         defaults = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
                                  if isinstance(v, gast.Constant) else _name(v))
                     for p, v in nested.defaults]
-        call = gast.Call(func=_name(self.value_helper), args=[value],
-                         keywords=defaults + [gast.keyword(arg=c, value=_name(c))
-                                              for c in nested.captured])
-        return gast.copy_location(call, node)
+        call = gast.copy_location(gast.Call(
+            func=_name(self.value_helper), args=[value],
+            keywords=defaults + [gast.keyword(arg=c, value=_name(c)) for c in nested.captured]),
+            node)
+        if rebound is None:
+            return call
+        # made before the statement, and refused once it has run (runtime.control)
+        var, line = rebound
+        held = self.namer.fresh(f"{name}_value")
+        self.pre_target.append(gast.copy_location(gast.Assign(
+            targets=[_name(held, gast.Store())], value=call, type_comment=None), node))
+        if self.expire_helper is None:
+            self.expire_helper = self.namer.fresh("expire_value")
+            self.parsed.closure[self.expire_helper] = types.CellType(control.expire_value)
+        what = "a lambda" if name.startswith("lambda") else f"the nested function `{name}`"
+        self.post_target.append(gast.copy_location(gast.Expr(value=gast.Call(
+            func=_name(self.expire_helper), args=[_name(held)] + [
+                gast.Constant(v, None) for v in (what, var, line)], keywords=[])), node))
+        return gast.copy_location(_name(held), node)
+
+    def check_one_binding(self, name, node):
+        """A nested function's name is bound in one block only: calls after
+        it go to the one lifted function pullback knows, which is the one
+        Python calls unless another branch (or another block) binds the name
+        to something else."""
+        binds = self.binds.get(name, ())
+        if len({b for b, _, _ in binds}) > 1 or not all(f for _, _, f in binds):
+            other = next((line for _, line, f in binds if line != node.lineno or not f), "?")
+            raise self.parsed.unsupported(
+                node, f"the nested function `{name}` whose name is also bound to another "
+                      f"value or in another branch or block (line {other}): pullback cannot "
+                      "tell which one a later use reads",
+                "Give each definition a name of its own, or call it in the branch that "
+                "defines it.")
+
+    def late_binding(self, name, nested, node):
+        """The value made here holds what ``name`` captures as it is now; Python's
+        closure reads each variable when it is called.  The two agree unless
+        a captured variable can be assigned again while the value lives on: a
+        statement after this one, or one in a loop around it, assigns it
+        (a value returned outlives nothing).  Then, in a simple statement,
+        the value lives for that statement only: ``(variable, line)`` of the
+        assignment, and a call of it after the statement is refused when it
+        runs (``control.expire_value``); elsewhere refused now.  None: the
+        value is exact however long it lives."""
+        stmt = self.statement
+        if stmt is None or isinstance(stmt, gast.Return) or id(stmt) not in self.order:
+            return None
+        at, loops = self.order[id(stmt)]
+        what = "a lambda" if name.startswith("lambda") else f"the nested function `{name}`"
+        for c in nested.captured:
+            for where, store_loops, line in self.stores.get(c, ()):
+                if where > at or set(loops) & set(store_loops):
+                    if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign,
+                                         gast.Expr)):
+                        return c, line
+                    raise self.parsed.unsupported(
+                        node, f"{what} used as a value while `{c}`, "
+                              f"which it reads, is assigned again later (line {line}): "
+                              "Python's closure would read the "
+                              "new value when it is called",
+                        f"Pass `{c}` to it as an argument, or bind the value it should "
+                        f"read as a default where it is defined (`lambda z, {c}={c}: ...`).")
 
     def compile(self, tree):
         """A Python function for the lifted tree, its source in linecache
@@ -274,11 +350,66 @@ class _InnerCalls:
         return out
 
 
+def _statement_order(fn):
+    """For the statements of ``fn`` outside its nested functions: id ->
+    (position in source order, the loops around it); for each name the
+    (position, loops, line) of the statements that assign it (a loop's
+    target is assigned by the loop), and the (block, line) of each binding,
+    ``def`` included."""
+    order, stores, binds = {}, {}, {}
+
+    def visit(stmts, loops):
+        for stmt in stmts:
+            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                binds.setdefault(stmt.name, []).append((id(stmts), stmt.lineno, True))
+                continue
+            here = (len(order), stmt.lineno)
+            order[id(stmt)] = (here[0], loops)
+            inner = loops + (id(stmt),) if isinstance(stmt, (gast.For, gast.While)) else loops
+            heads = [stmt.target] if isinstance(stmt, gast.For) else \
+                [] if isinstance(stmt, (gast.If, gast.While, gast.Try)) else [stmt]
+            for head in heads:
+                for n in _walk_outer(head):
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                        stores.setdefault(n.id, []).append(
+                            (here[0], inner if isinstance(stmt, gast.For) else loops, here[1]))
+                        binds.setdefault(n.id, []).append((id(stmts), here[1], isinstance(
+                            stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda)))
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(stmt, field, None) or [], inner)
+            for h in getattr(stmt, "handlers", None) or []:
+                if h.name is not None and isinstance(h.name, gast.Name):
+                    stores.setdefault(h.name.id, []).append((here[0], loops, h.lineno))
+                    binds.setdefault(h.name.id, []).append((id(h.body), h.lineno, False))
+                visit(h.body, inner)
+            if isinstance(stmt, (gast.If, gast.While)):
+                for n in _walk_outer(stmt.test):     # a := in a test
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                        stores.setdefault(n.id, []).append((here[0], inner, here[1]))
+                        binds.setdefault(n.id, []).append((id(stmts), here[1], False))
+    visit(fn.body, ())
+    return order, stores, binds
+
+
+def _walk_outer(node):
+    """``gast.walk`` that does not enter nested functions, lambdas or comprehensions."""
+    work = [node]
+    while work:
+        n = work.pop()
+        yield n
+        if n is not node and isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ListComp,
+                                            gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+            continue
+        work.extend(gast.iter_child_nodes(n))
+
+
 def _rewrite_calls(lifter, stmt, block):
     """One statement with its calls of nested functions rewritten, preceded by
     the assignments they need; nested blocks go through ``block``."""
-    pre = []
+    pre, post = [], []
     calls = _Calls(lifter, pre)
+    lifter.statement = stmt if block == lifter.block else None
+    lifter.pre_target, lifter.post_target = pre, post
     if isinstance(stmt, (gast.If, gast.While)):
         stmt.test = calls.visit(stmt.test)
     elif isinstance(stmt, gast.For):
@@ -288,7 +419,7 @@ def _rewrite_calls(lifter, stmt, block):
     for field in ("body", "orelse"):
         if getattr(stmt, field, None):
             setattr(stmt, field, block(getattr(stmt, field)))
-    return pre + [stmt]
+    return pre + [stmt] + post
 
 
 class _ReturnState:
@@ -315,3 +446,6 @@ def _as_def(name, lam):
     fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
     return gast.copy_location(fn, lam)
+
+
+nondifferentiable(control.expire_value)

@@ -21,6 +21,7 @@ forwards from its own source like a user function.
 """
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 
@@ -148,6 +149,9 @@ class DynamicCallForward:
         from ..driver import dispatch
         callee, mask, inplace = args[0], args[1], args[2]
         rest = tuple(args[3:])
+        routed = _function_value_call(self, callee, mask, inplace, rest, kwargs, keys, tangents)
+        if routed is not None:
+            return routed
         given = {}
         for k, t in zip(keys, tangents):
             if t is None:
@@ -178,6 +182,46 @@ class DynamicCallForward:
         (out, r), (out_dot, r_dot) = CalleePrimalForward(handle, tuple(pmask)).call(
             full, wrt, tuple(by_param[i] for i in wrt))
         return (out, (plan, r)), (out_dot, (None, r_dot))
+
+
+def _function_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents):
+    """``DynamicCallForward`` of a call that builds a function value
+    (``partial(f, x)``, ``nested_value(lifted, y=y)``) or calls one whose held
+    values carry a gradient, as ``driver.dispatch`` routes them; None for
+    any other call."""
+    from ..callees import _CALLEE
+    from ..driver import dispatch
+    from ..forward import calls as forward_calls
+    from ..runtime import control
+    if callee is control.nested_value or callee is functools.partial:
+        value, res = dispatch._make_function(callee, mask, rest, kwargs)
+        given = [(k - 3 if isinstance(k, int) else k, t) for k, t in zip(keys, tangents)
+                 if t is not None and not (isinstance(k, int) and k < 3)]
+        _, value_dot = forward_calls._make_function_jvp(
+            callee, rest, kwargs, tuple(k for k, _ in given), tuple(t for _, t in given))
+        return (value, res), (value_dot, None)
+    if not (isinstance(callee, functools.partial) and _CALLEE in mask):
+        return None
+    func, inner_mask, args2, kwargs2, regroup = dispatch.partial_route(
+        callee, mask, rest, kwargs)
+    n = len(callee.args)
+    keys2, tangents2 = [], []
+    for k, t in zip(keys, tangents):
+        if t is None or k in (1, 2):
+            continue
+        if k == 0:              # the held values' tangents: a dict keyed as they are held
+            from ..runtime import function_values as fv
+            for key, _ in fv.held(callee, kwargs):
+                e = fv.entry(t, key)
+                if e is not None:
+                    keys2.append(key + 3 if isinstance(key, int) else key)
+                    tangents2.append(e)
+            continue
+        keys2.append(k + n if isinstance(k, int) else k)
+        tangents2.append(t)
+    (out, r), (out_dot, r_dot) = forward.call_kw(
+        (func, inner_mask, inplace) + tuple(args2), kwargs2, tuple(keys2), tuple(tangents2))
+    return (out, (regroup, r)), (out_dot, (None, r_dot))
 
 
 class DynamicMethodForward:
@@ -233,6 +277,14 @@ class DynamicAdjointForward:
         (plan, r), ct = args
         given = dict(zip(wrt, tangents))
         res_dot, ct_dot = given.get(0), given.get(1)
+        if isinstance(plan, dispatch._MadeFunction):     # linear in ct
+            out = plan.adjoint(r, ct)
+            return out, (plan.adjoint(r, ct_dot) if ct_dot is not None
+                         else tuple(zeros_tangent(o) for o in out))
+        if isinstance(plan, dispatch._HeldValues):
+            inner_dot = res_dot[1] if res_dot is not None else None
+            out, out_dot = self.call((r, ct), (0, 1), (inner_dot, ct_dot))
+            return plan.regroup(out), plan.regroup(out_dot)
         if isinstance(plan, dispatch._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)

@@ -13,6 +13,8 @@ forward handle::
 """
 from __future__ import annotations
 
+import functools
+
 from ..errors import NonDifferentiableError
 from ..runtime.forward_support import zeros_tangent
 from .forward_over_forward import JvpCallForward, again_forward
@@ -70,6 +72,16 @@ class DynamicJvpForward:
         from ..rules.registry import lookup
         callee, mask, inner = args[0], tuple(args[1]), tuple(args[2])
         rest = tuple(args[3:])
+        from ..runtime import control
+        if callee is control.nested_value or callee is functools.partial or (
+                isinstance(callee, functools.partial) and -2 in mask):
+            raise NonDifferentiableError(
+                "pullback does not yet take a forward derivative of a forward derivative "
+                "(pb.jacfwd of pb.jacfwd, pb.jvp inside pb.jvp) through a function value "
+                "built from values being differentiated (a partial, or a nested function or "
+                "lambda used as a value).",
+                hint="Take one of the two derivatives in reverse mode (pb.jacfwd(pb.grad(f)), "
+                     "pb.hessian), or pass those values to the function as arguments.")
         given_inner, given = None, {}
         for k, t in zip(keys, tangents):
             if t is None or k == 1:

@@ -32,7 +32,6 @@ of place.
 """
 from __future__ import annotations
 
-import functools
 import operator
 import types
 
@@ -347,14 +346,14 @@ class Adjoints:
             self.ctx.grads.add(out, names[k], item, fresh=False)
 
     def check_function_value(self, name, where):
-        """A function value built here from the inputs (``partial(f, x)``, a
-        nested function or lambda capturing them) would carry a gradient
-        pullback cannot follow: refused now.  What a call returned
-        (``model = build(params)``, ``Dense(W, b)``), or a value taken out of
-        a structure, is left to the dispatcher when it runs: an object of the
-        user's class carries its attributes' gradient, a plain function none,
-        and a partial or a closure is refused there."""
-        from ..runtime import control
+        """A function value built here from the inputs by an operation with
+        no rule would carry a gradient pullback cannot follow: refused now.
+        ``partial(f, x)`` and a nested function or lambda capturing them
+        (``nested_value``) carry the gradients of what they hold, and what a
+        call returned (``model = build(params)``, ``Dense(W, b)``), or a value
+        taken out of a structure, is left to the dispatcher when it runs: an
+        object of the user's class carries its attributes' gradient, a partial
+        its held values', a plain function none."""
         seen, work = set(), [name]
         while work:
             n = work.pop()
@@ -365,8 +364,7 @@ class Adjoints:
                 op = self.ctx.ops.get(id(s))
                 if op is None:
                     continue
-                if op.kind is OpKind.OPAQUE or op.primitive in (
-                        functools.partial, control.nested_value):
+                if op.kind is OpKind.OPAQUE:
                     raise NonDifferentiableError(
                         f"The function called here, `{name}`, is built from values being "
                         "differentiated, and pullback cannot send a gradient through a "

@@ -43,6 +43,7 @@ import numpy as np
 
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
+           "expire_value", "check_live",
            "sort_order", "zip_length", "reduce_start", "caught_exception"]
 
 _open = threading.local()
@@ -211,7 +212,30 @@ def reduce_start(items):
         raise TypeError("reduce() of empty iterable with no initial value")
 
 
+def expire_value(value, name, var, line):
+    """After the statement that made ``value`` (``nested_value``'s partial)
+    where ``var``, which it captured, is assigned again later (``line``): a
+    call of it from then on would read the old value where Python reads the
+    new one, so it is refused (``check_live``) rather than followed."""
+    if isinstance(value, functools.partial):
+        value.__pullback_expired__ = (name, var, line)
+
+
+def check_live(value):
+    """Refuse a call of a nested function's value after ``expire_value``."""
+    expired = getattr(value, "__pullback_expired__", None)
+    if expired is not None:
+        name, var, line = expired
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback cannot call {name} here: it was made as a value where it reads `{var}`, "
+            f"which is assigned again later (line {line}), and Python's closure would read "
+            "the new value.", hint=f"Pass `{var}` to it as an argument, or bind the value it "
+            f"should read as a default where it is defined (`lambda z, {var}={var}: ...`).")
+
+
 def nested_value(lifted, **captured):
     """A nested function used as a value (``frontend.closures``): its lifted function
-    with the values it captures bound by keyword."""
+    with the values it captures bound by keyword (their gradients flow
+    through it: ``driver.dispatch._make_function``)."""
     return functools.partial(lifted, **captured)

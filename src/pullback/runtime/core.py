@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy as copy_module
 import dataclasses
+import functools
 import numbers
 import operator
 import sys
@@ -244,6 +245,9 @@ def project(g, x, copy=False):
         return _project_structure(g, x, copy)
     if is_instance(x):
         return _project_instance(g, x, copy)
+    if isinstance(x, functools.partial):      # its held values' (runtime.function_values)
+        return {k: zeros_like(v) if _entry(g, k) is None or not isinstance(g, dict)
+                else project(_entry(g, k), v, copy) for k, v in _held(x)}
     return _project_leaf(g, x, copy)
 
 
@@ -372,6 +376,8 @@ def zeros_like(x):
         return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
     if is_instance(x):
         return {k: zeros_like(v) for k, v in vars(x).items()}
+    if isinstance(x, functools.partial):
+        return {k: zeros_like(v) for k, v in _held(x)}
     if isinstance(x, _NO_GRADIENT):
         return 0.0       # a function or a class held by an object: no gradient
     if isinstance(x, np.generic):
@@ -441,6 +447,8 @@ def add_cotangents(a, b):
         return a
     if isinstance(b, dict) and not isinstance(a, dict):
         a, b = b, a         # a namedtuple or dataclass plus the same by field name
+    if isinstance(a, dict) and type(b) is float and b == 0.0:
+        return a            # a function value's (its held values') plus a plain function's
     if isinstance(a, dict):
         out = copy_module.copy(a)
         for k, v in (b.items() if isinstance(b, dict) else fields_of(b)):
@@ -562,6 +570,12 @@ def field_cotangent(g, name):
     structure itself); zero where nothing reached it."""
     v = _entry(g, name)
     return 0.0 if v is None else v
+
+
+def _held(p):
+    """What the partial ``p`` holds, keyed by position and keyword: its cotangent is
+    a dict with those keys (``runtime.function_values``)."""
+    return list(enumerate(p.args)) + list(p.keywords.items())
 
 
 def _entry(g, key):
