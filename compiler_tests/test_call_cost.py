@@ -70,13 +70,48 @@ def test_scalar_calls_skip_signature_keys_after_the_first(monkeypatch):
     assert len(derivative_of(m.leaf).scalar_cache) == 1
 
 
-def test_the_bindings_are_checked_on_every_scalar_call(monkeypatch):
+def test_the_bindings_are_checked_on_every_scalar_call():
     m = sys.modules[__name__]
     vg = pb.value_and_grad(m.total)
     vg(0.7)
-    checked = _count(monkeypatch, bindings.Bindings, "current")
-    vg(0.7)
+    # each Bindings holds its check compiled (an instance slot): count those
+    checked, held = [0], {}
+    for fn in (m.total, m.walk, m.leaf):
+        for _, b in derivative_of(fn).scalar_cache.values():
+            held[id(b)] = (b, b.current)
+    for b, real in held.values():
+        def counted(real=real):
+            checked[0] += 1
+            return real()
+        b.current = counted
+    try:
+        vg(0.7)
+    finally:
+        for b, real in held.values():
+            b.current = real
     assert checked[0] == 1 + 127 + 64        # total, every walk, every leaf
+
+
+def test_the_compiled_bindings_check_sees_each_kind_of_rebinding():
+    import types
+    g = {"act": abs, "scale": 2.0}
+    f = types.FunctionType(compile("def f(x): return act(x) * scale + len(x)", "<f>",
+                                   "exec").co_consts[0], g)
+    b = bindings.Bindings.capture(f)
+    assert b.current()
+    g["len"] = len                # a builtin shadowed by a global
+    assert not b.current()
+    del g["len"]
+    assert b.current()
+    del g["act"]                  # a name no longer bound
+    assert not b.current()
+    g["act"] = abs
+    g["scale"] = np.ones(2)       # data of another kind
+    assert not b.current()
+    g["scale"] = 3.0
+    assert b.current()
+    g["act"] = round              # another function
+    assert not b.current()
 
 
 def test_a_rebinding_between_scalar_calls_is_seen(monkeypatch):

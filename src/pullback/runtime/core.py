@@ -73,6 +73,8 @@ def number_to_update(y, name):
 def join_grads(g, x, y):
     """Cotangents of ``x`` and ``y`` for ``x + y``: two lists or tuples joined
     (``shape + (k,)``) take their slices of ``g``; numbers, ``g`` unbroadcast."""
+    if type(g) is float and type(x) is float and type(y) is float:   # scalar code
+        return g, g
     if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
         parts = list(g) if g is not None else [None] * (len(x) + len(y))
         return pack_like(x, parts[:len(x)]), pack_like(y, parts[len(x):])
