@@ -60,10 +60,16 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     """
     argnums_t = check_argnums(argnums)
     wrt = tuple(sorted(set(argnums_t)))
+    made = []       # fun's handle, once made: a function's handle never changes
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        handle = derivative_of(fun)
+        if made:
+            handle = made[0]
+        else:
+            handle = derivative_of(fun)      # (a weak-keyed lookup: once)
+            if type(fun) is types.FunctionType and type(handle).__name__ == "Derivative":
+                made.append(handle)
         bound = handle.bind(args, kwargs)
         args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
@@ -73,7 +79,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         value, aux = split_aux(fun, out, has_aux)
         check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, one_like(value))
-        g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
+        g = tuple([fresh_grad(grads[i], args[i]) for i in argnums_t])
         if jx is not None:          # ... and handed back as JAX arrays
             value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
         result = g[0] if isinstance(argnums, int) else g

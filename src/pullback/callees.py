@@ -86,6 +86,7 @@ class Derivative:
         self.params = list(self.signature.parameters)
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
         self.scalar_cache = {}   # the same entries for all-scalar calls, by argument types
+        self.last_arrays = None  # the entry of the last call with arrays (driver.jit)
         self._masked = {}
         self._locks = {}
         # *args, **kwargs or keyword-only parameters: each call is flattened to

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy as copy_module
 import dataclasses
 import numbers
+import struct
 import operator
 import sys
 import types
@@ -351,17 +352,20 @@ def zeros_like(x):
     return np.zeros_like(x)
 
 
+_FLOAT64 = np.dtype(np.float64)
+_pack_double = struct.Struct("=d").pack
+
+
 def unreduce(g, x, axis=None, keepdims=False):
     """Broadcast the cotangent of a reduction back to the reduced array."""
-    shape = np.shape(x)
+    tx = type(x)
+    shape = x.shape if tx is np.ndarray or tx is Meta else np.shape(x)
     if axis is None and (type(g) is float or type(g) is np.float64):
         # the cotangent of a whole sum: a read-only view of one value, as
         # np.broadcast_to makes, built directly (broadcast_to's Python layers
-        # cost twice as much, on every gradient of a sum)
-        one = np.array(g)
-        view = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
-        view.flags.writeable = False
-        return view
+        # cost twice as much, on every gradient of a sum) on the value's eight
+        # bytes, which are immutable: the view is read-only as it is made
+        return np.ndarray(shape, _FLOAT64, _pack_double(g), 0, (0,) * len(shape))
     if axis is not None and not keepdims:
         g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
     return np.broadcast_to(g, shape)
