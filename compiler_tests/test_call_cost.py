@@ -70,13 +70,48 @@ def test_scalar_calls_skip_signature_keys_after_the_first(monkeypatch):
     assert len(derivative_of(m.leaf).scalar_cache) == 1
 
 
-def test_the_bindings_are_checked_on_every_scalar_call(monkeypatch):
+def test_the_bindings_are_checked_on_every_scalar_call():
     m = sys.modules[__name__]
     vg = pb.value_and_grad(m.total)
     vg(0.7)
-    checked = _count(monkeypatch, bindings.Bindings, "current")
-    vg(0.7)
+    # each Bindings holds its check compiled (an instance slot): count those
+    checked, held = [0], {}
+    for fn in (m.total, m.walk, m.leaf):
+        for _, b in derivative_of(fn).scalar_cache.values():
+            held[id(b)] = (b, b.current)
+    for b, real in held.values():
+        def counted(real=real):
+            checked[0] += 1
+            return real()
+        b.current = counted
+    try:
+        vg(0.7)
+    finally:
+        for b, real in held.values():
+            b.current = real
     assert checked[0] == 1 + 127 + 64        # total, every walk, every leaf
+
+
+def test_the_compiled_bindings_check_sees_each_kind_of_rebinding():
+    import types
+    g = {"act": abs, "scale": 2.0}
+    f = types.FunctionType(compile("def f(x): return act(x) * scale + len(x)", "<f>",
+                                   "exec").co_consts[0], g)
+    b = bindings.Bindings.capture(f)
+    assert b.current()
+    g["len"] = len                # a builtin shadowed by a global
+    assert not b.current()
+    del g["len"]
+    assert b.current()
+    del g["act"]                  # a name no longer bound
+    assert not b.current()
+    g["act"] = abs
+    g["scale"] = np.ones(2)       # data of another kind
+    assert not b.current()
+    g["scale"] = 3.0
+    assert b.current()
+    g["act"] = round              # another function
+    assert not b.current()
 
 
 def test_a_rebinding_between_scalar_calls_is_seen(monkeypatch):
@@ -230,3 +265,103 @@ def test_zero_buffers_of_arrays_skip_the_structure_checks(monkeypatch):
     # an integer array's buffer is a float one, through the general path
     z = owned_zeros(np.arange(3))
     assert z.dtype == np.float64 and checked[0] == 1
+
+
+# -- the per-call fast paths: same gradients, less work ------------------------------
+
+def _benchmarks():
+    import os
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "benchmarks")
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import problems
+    return problems
+
+
+def test_benchmark_gradients_are_bitwise_those_before_the_fast_paths():
+    # the values pullback gave before the call fast paths (commit 4c80518), as
+    # hex floats: a call site's cached transform, the compiled spread and the
+    # memo of the last array call change no arithmetic
+    P = _benchmarks()
+    vg = pb.value_and_grad(P.quadrature)
+    for _ in range(2):                      # the first call fills the caches
+        v, g = vg(3.0, 1e-10)
+        assert (v.hex(), g.hex()) == ("0x1.83ddf91df9572p+4", "0x1.f98e0b78a1e61p+2")
+        v, g = vg(1.3, 1e-6)
+        assert (v.hex(), g.hex()) == ("0x1.5ec56e8b32759p+3", "0x1.e930bd76d15b5p+2")
+    x = P.BY_NAME["sum_abs"].inputs(10_000)[0]
+    vs = pb.value_and_grad(P.sum_abs)
+    for _ in range(3):
+        v, g = vs(x)
+        assert float(v).hex() == "0x1.47c66b9ab27fdp+13"
+        assert np.array_equal(g, np.sign(x)) and g.flags.writeable and g.flags.owndata
+
+
+def test_a_call_site_reuses_its_transform_and_spread(monkeypatch):
+    import pullback.callees as callees
+    m = sys.modules[__name__]
+    vg = pb.value_and_grad(m.total)
+    first = vg(0.7)
+    spreads = _count(monkeypatch, callees, "_spread")
+    made = _count(monkeypatch, callees, "_caller_primal")
+    keys = _count(monkeypatch, jit, "signature_key")
+    assert vg(0.7) == first
+    # 127 calls of walk, 64 of leaf: no spreading function, call-site primal or
+    # signature key is made again
+    assert spreads[0] == 0 and made[0] == 0 and keys[0] == 0
+
+
+def test_a_call_site_follows_a_change_of_argument_types():
+    # the site's kept transform is for (float, float); an int argument takes
+    # the transform for ints, and floats again the first one
+    def inner(t, a):
+        return t * a * a
+
+    def outer(a, t):
+        return inner(t, a)
+    vg = pb.value_and_grad(outer)
+    assert vg(3.0, 2.0) == (18.0, 12.0)
+    assert vg(3.0, 2) == (18.0, 12.0)
+    assert vg(3.0, 2.0) == (18.0, 12.0)
+    assert sorted(k[0][0].__name__ + "," + k[0][1].__name__
+                  for k in derivative_of(inner).scalar_cache) == ["float,float", "int,float"]
+
+
+def test_the_last_array_call_is_found_without_signature_keys(monkeypatch):
+    def f(x):
+        return np.sum(np.abs(x))
+    vg = pb.value_and_grad(f)
+    x = np.array([-1.0, 2.0, -3.0])
+    vg(x)
+    vg(x)
+    keys = _count(monkeypatch, jit, "signature_key")
+    for _ in range(3):
+        assert vg(x) == (6.0, pytest.approx(np.array([-1.0, 1.0, -1.0]), abs=0))
+    assert keys[0] == 0
+    # another rank, another dtype: the full key
+    assert np.array_equal(vg(np.ones((2, 2)))[1], np.ones((2, 2)))
+    assert keys[0] == 1
+    g32 = vg(np.array([1.0, -2.0], dtype=np.float32))[1]
+    assert g32.dtype == np.float32 and np.array_equal(g32, [1.0, -1.0])
+    assert keys[0] == 2
+    # (first calls are transformed and not kept: the memo still holds x's)
+    assert np.array_equal(vg(x)[1], [-1.0, 1.0, -1.0]) and keys[0] == 2
+
+
+def test_the_sum_cotangent_view_is_read_only_and_exact():
+    from pullback.runtime import unreduce
+    for g in (2.5, np.float64(-0.0), 3.0 ** -40, float("inf")):
+        v = unreduce(g, np.ones((2, 3)))
+        assert not v.flags.writeable and v.dtype == np.float64 and v.strides == (0, 0)
+        assert np.array_equal(v, np.full((2, 3), g)) and np.signbit(v[0, 0]) == np.signbit(g)
+        with pytest.raises(ValueError):
+            v[0, 0] = 1.0
+
+
+def test_join_grads_of_floats_gives_the_cotangent_twice():
+    from pullback.runtime import join_grads
+    assert join_grads(1.5, 2.0, 3.0) == (1.5, 1.5)
+    g, h = join_grads(np.float64(1.5), 2.0, 3.0)
+    assert (g, h) == (1.5, 1.5)
+    assert join_grads([1.0, 2.0, 3.0], [0.0], (1.0, 2.0)) == ([1.0], (2.0, 3.0))

@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 from .analyses import kinds as kinds_
-from .callees import CustomVJP, derivative_of
+from .callees import CustomVJP, Derivative, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_cotangent,
                      check_differentiable_input, check_scalar_output, check_tangents,
                      fresh_grad, is_inexact, jax_boundary, one_like, split_aux)
@@ -61,10 +61,16 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     """
     argnums_t = check_argnums(argnums)
     wrt = tuple(sorted(set(argnums_t)))
+    made = []       # fun's handle, once made: a function's handle never changes
 
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
-        handle = derivative_of(fun)
+        if made:
+            handle = made[0]
+        else:
+            handle = derivative_of(fun)      # (a weak-keyed lookup: once)
+            if type(fun) is types.FunctionType and type(handle) is Derivative:
+                made.append(handle)
         bound = handle.bind(args, kwargs)
         args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
@@ -74,7 +80,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         value, aux = split_aux(fun, out, has_aux)
         check_scalar_output(fun, value)
         grads = handle.call_adjoint(res, one_like(value))
-        g = tuple(fresh_grad(grads[i], args[i]) for i in argnums_t)
+        g = tuple([fresh_grad(grads[i], args[i]) for i in argnums_t])
         if any(needs_boundary(args[i]) for i in argnums_t):   # registered and plain objects
             g = tuple(to_user_grad(gi, args[i]) for gi, i in zip(g, argnums_t))
         if jx is not None:          # ... and handed back as JAX arrays

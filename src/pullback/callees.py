@@ -45,19 +45,25 @@ _SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None 
 def _spread(wrt, n):
     """The function that places the adjoint's gradients of the parameters
     ``wrt`` among ``n`` parameters (made once per call-site mask: every call
-    of a user function from generated code goes through it)."""
+    of a user function from generated code goes through it): one tuple
+    display, ``lambda g: (g[0], None, g[1])``, compiled once.
+
+    >>> _spread((0, 2), 3)((1.0, 2.0))
+    (1.0, None, 2.0)
+    """
     if tuple(wrt) == tuple(range(n)):
         def spread(grads):
             return grads if type(grads) is tuple else tuple(grads)
-    else:
+    elif n <= 255:
         where = {i % n if n else i: k for k, i in enumerate(wrt)}    # argnums=-1: the last
-        pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)]) if n else None
+        items = "".join(f"g[{where[i]}], " if i in where else "None, " for i in range(n))
+        spread = eval(compile(f"lambda g: ({items})", "<pullback spread>", "eval"))
+    else:
+        where = {i % n if n else i: k for k, i in enumerate(wrt)}
+        pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)])
 
         def spread(grads):
-            if pick is None:
-                return ()
-            out = pick(tuple(grads) + (None,))
-            return out if n != 1 else (out,)
+            return pick(tuple(grads) + (None,))
     _SPREAD[(wrt, n)] = spread
     return spread
 
@@ -80,6 +86,7 @@ class Derivative:
         self.params = list(self.signature.parameters)
         self.cache = {}          # key -> (Loaded, Bindings it was made under)
         self.scalar_cache = {}   # the same entries for all-scalar calls, by argument types
+        self.last_arrays = None  # the entry of the last call with arrays (driver.jit)
         self._masked = {}
         self._locks = {}
         # *args, **kwargs or keyword-only parameters: each call is flattened to
@@ -148,18 +155,10 @@ class Derivative:
         try:
             out, res = loaded.primal(*args)
         except Exception as err:
-            if tracked or control.blocks_used:
-                if open_contexts() > depth:      # a `with` block left by the exception
-                    close_contexts(depth, err)
-                if entered_count() > mark:
-                    take_entered(mark)
+            _unwind(tracked, depth, mark, err)
             loaded.annotate(err)
             raise
-        errstate = None
-        if tracked or control.blocks_used:
-            if open_contexts() > depth:          # ... or by a `return` inside it
-                close_contexts(depth)
-            errstate = take_entered(mark) if entered_count() > mark else None
+        errstate = _settle(depth, mark) if tracked or control.blocks_used else None
         return out, (loaded, res, wrt, len(args), errstate)
 
     def call_adjoint(self, res, ct):
@@ -173,10 +172,16 @@ class Derivative:
         except Exception as err:
             loaded.annotate(err)
             raise
-        spread = _SPREAD.get((wrt, n))
-        if spread is None:
-            spread = _spread(wrt, n)
-        return spread(grads)
+        # the spreading function of the last (wrt, n) this transform was called
+        # with: a transform is made for one wrt, so this is found without a
+        # dict lookup on every call of a callee
+        last = loaded.spread
+        if last is None or last[0] is not wrt or last[1] != n:
+            spread = _SPREAD.get((wrt, n))
+            if spread is None:
+                spread = _spread(wrt, n)
+            last = loaded.spread = (wrt, n, spread)
+        return last[2](grads)
 
     def for_callers(self, mask, inplace=True):
         """A (primal, adjoint) pair for call sites whose active arguments are
@@ -185,20 +190,91 @@ class Derivative:
         pair = self._masked.get((mask, inplace))
         if pair is None:
             n = -1 if self.variadic else len(self.params)
-            bind, call_primal, run_primal = self.bind, self.call_primal, self.run_primal
-            scalar_cache = self.scalar_cache
-
-            def primal(*args, **kwargs):
-                if kwargs or len(args) != n:      # all positional: nothing to bind
-                    args = bind(args, kwargs)
-                else:       # scalar code: the transform by the arguments' types alone
-                    entry = scalar_cache.get((tuple(map(type, args)), mask, False, inplace))
-                    if entry is not None and entry[1].current():
-                        return run_primal(entry[0], args, mask)
-                return call_primal(args, mask, inplace=inplace)
+            bind = self.bind
+            primal = _caller_primal(n)(bind, self.call_primal, self.run_primal,
+                                       self.scalar_cache, mask, inplace)
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
             pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
+
+
+_CALLER_PRIMAL = """\
+def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
+    last = [None]       # (argument types, (Loaded, Bindings)), one object: threads
+
+    def primal(*args, **kwargs):
+        if kwargs or len(args) != n:      # all positional: nothing to bind
+            args = bind(args, kwargs)
+        else:       # scalar code: the transform by the arguments' types alone
+            types_ = TYPES
+            hit = last[0]
+            if hit is not None and hit[0] == types_:
+                entry = hit[1]
+            else:
+                entry = scalar_cache.get((types_, mask, False, inplace))
+                if entry is not None:
+                    last[0] = (types_, entry)
+            if entry is not None and entry[1].current():
+                if control.blocks_used:
+                    return run_primal(entry[0], args, mask)
+                loaded = entry[0]
+                try:
+                    out, res = loaded.primal(*args)
+                except Exception as err:
+                    _unwind(False, 0, 0, err)
+                    loaded.annotate(err)
+                    raise
+                return out, (loaded, res, mask, n,
+                             _settle(0, 0) if control.blocks_used else None)
+            last[0] = None        # stale (a name rebound): specialize again
+        return call_primal(args, mask, inplace=inplace)
+    return primal
+"""
+_caller_primals = {}
+
+
+def _caller_primal(n):
+    """What makes a callee's primal for call sites (``Derivative.for_callers``)
+    for a function of ``n`` parameters.
+
+    Scalar code calls its user functions many times with arguments of the
+    same types (a recursion, a loop of calls): the transform for the types of
+    a site's last such call is kept, found by comparing the tuple of the
+    arguments' types (no hashing), and run without ``run_primal``'s
+    bookkeeping while no ``with`` block was ever transformed.  The tuple of
+    types is written out for ``n`` (``(type(args[0]), type(args[1]))``, a
+    fifth of the instructions of ``tuple(map(type, args))``), so the function
+    is compiled once per ``n``."""
+    make = _caller_primals.get(n)
+    if make is None:
+        types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
+            if 0 <= n <= 64 else "tuple(map(type, args))"
+        text = _CALLER_PRIMAL.replace("TYPES", types_)
+        filename = f"<pullback callee primal, {n} parameters>"
+        import linecache
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        namespace = {"n": n, "control": control, "_unwind": _unwind, "_settle": _settle}
+        exec(compile(text, filename, "exec"), namespace)
+        make = _caller_primals[n] = namespace["make"]
+    return make
+
+
+def _unwind(tracked, depth, mark, err):
+    """After a primal raised ``err``: close the ``with`` blocks it left open
+    and drop the error settings it entered (once any block was transformed)."""
+    if tracked or control.blocks_used:
+        if open_contexts() > depth:      # a `with` block left by the exception
+            close_contexts(depth, err)
+        if entered_count() > mark:
+            take_entered(mark)
+
+
+def _settle(depth, mark):
+    """After a primal returned: close the ``with`` blocks a ``return`` inside
+    them left open; the NumPy error settings its adjoint runs under, or None."""
+    if open_contexts() > depth:
+        close_contexts(depth)
+    return take_entered(mark) if entered_count() > mark else None
 
 
 class CustomVJP:

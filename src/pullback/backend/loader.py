@@ -47,6 +47,10 @@ _LINE_COMMENT = re.compile(r"\s*# line (\d+): ")
 class Loaded:
     """A compiled primal/adjoint pair and its readable source."""
 
+    #: ``(wrt, n, spread)``: how ``callees.Derivative.call_adjoint`` last placed
+    #: this adjoint's gradients among the parameters (set on first use)
+    spread = None
+
     def __init__(self, primal, adjoint, source, filename, text, user_file, helpers):
         self.primal = primal
         self.adjoint = adjoint

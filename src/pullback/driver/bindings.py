@@ -75,7 +75,7 @@ class Bindings:
     """Checks of ``(where, name, snapshot)``: ``where`` is the globals dict, a
     closure cell, or the object an attribute is read from."""
 
-    __slots__ = ("checks", "_same", "_other")
+    __slots__ = ("checks", "_same", "_other", "current")
 
     def __init__(self, checks):
         self.checks = checks
@@ -91,6 +91,25 @@ class Bindings:
             else:
                 other.append(check)
         self._same, self._other = tuple(same), tuple(other)
+        self.current = self._compiled()
+
+    def _compiled(self):
+        """``current`` as one expression of identity tests (``g[n] is o and
+        ...``), compiled once: it runs on every call of every callee, and a
+        loop over the checks costs twice as many instructions."""
+        if not self._same:
+            return self._current
+        terms, namespace = [], {}
+        for k, (where, name, obj) in enumerate(self._same):
+            namespace[f"g{k}"], namespace[f"n{k}"], namespace[f"o{k}"] = where, name, obj
+            terms.append(f"n{k} not in g{k}" if obj is _ABSENT else f"g{k}[n{k}] is o{k}")
+        if self._other:
+            namespace["other"] = self._current_other
+            terms.append("other()")
+        text = (f"def current():\n    try:\n        return {' and '.join(terms)}\n"
+                "    except KeyError:      # a name no longer bound\n        return False\n")
+        exec(compile(text, "<pullback bindings>", "exec"), namespace)
+        return namespace["current"]
 
     @classmethod
     def capture(cls, fn):
@@ -125,11 +144,15 @@ class Bindings:
                 checks.append(("attr", v, n, _snapshot(attrs[n])))
         return cls(tuple(checks))
 
-    def current(self):
-        """Whether every name still holds what it held at capture."""
+    def _current(self):
+        """Whether every name still holds what it held at capture (``current``,
+        which the instance holds compiled)."""
         for where, name, obj in self._same:
             if where.get(name, _ABSENT) is not obj:
                 return False
+        return self._current_other()
+
+    def _current_other(self):
         for how, where, name, snap in self._other:
             if how == "global":
                 v = where.get(name, _ABSENT)

@@ -15,6 +15,8 @@ import os
 import sys
 import threading
 
+import numpy as np
+
 from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
@@ -49,11 +51,27 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     if _kernels is None:     # late: importing pullback does not load the compiler
         from ..lowering import kernels as _kernels
     large = _kernels.size_class(args)    # large arrays: elementwise work is fused
+    # a function called again with arrays of the dtypes and ranks of its last
+    # call (the common case at the top level): that call's transform, with no
+    # signature keys built and no dict lookup
+    memo = handle.last_arrays
+    if memo is not None and memo[0] == wrt and memo[1] == (has_aux, inplace, large) \
+            and len(args) == len(memo[2]):
+        for a, (dtype, ndim) in zip(args, memo[2]):
+            if type(a) is not np.ndarray or a.dtype is not dtype or a.ndim != ndim:
+                break
+        else:
+            entry = memo[3]
+            if entry[1].current():
+                return entry[0]
     layout = handle.layout_of(args)      # *args/**kwargs: one transform per call layout
     key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
     entry = handle.cache.get(key)
     if entry is not None and entry[1].current():
-        _remember(handle, key, entry)
+        if not large and layout is None and _SCALAR_TYPES.issuperset(key[0]):
+            _remember(handle, key, entry)      # (arrays: no call)
+        elif layout is None:
+            _remember_arrays(handle, args, key, entry)
         return entry[0]
     with _lock_for(handle, key):       # one transform per key, however many threads
         entry = handle.cache.get(key)
@@ -87,6 +105,13 @@ def _remember(handle, key, entry):
     if key[4] or key[5] is not None or not _SCALAR_TYPES.issuperset(key[0]):
         return
     handle.scalar_cache[key[:4]] = entry
+
+
+def _remember_arrays(handle, args, key, entry):
+    """Keep ``entry`` as ``handle``'s transform for arrays of the dtypes and
+    ranks of ``args`` (all plain NumPy arrays; see ``specialize``)."""
+    if args and all(type(a) is np.ndarray for a in args):
+        handle.last_arrays = (key[1], key[2:5], tuple((a.dtype, a.ndim) for a in args), entry)
 
 
 def _lock_for(handle, key):

@@ -5,6 +5,7 @@ import copy as copy_module
 import dataclasses
 import functools
 import numbers
+import struct
 import operator
 import sys
 import types
@@ -74,6 +75,8 @@ def number_to_update(y, name):
 def join_grads(g, x, y):
     """Cotangents of ``x`` and ``y`` for ``x + y``: two lists or tuples joined
     (``shape + (k,)``) take their slices of ``g``; numbers, ``g`` unbroadcast."""
+    if type(g) is float and type(x) is float and type(y) is float:   # scalar code
+        return g, g
     if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
         parts = list(g) if g is not None else [None] * (len(x) + len(y))
         return pack_like(x, parts[:len(x)]), pack_like(y, parts[len(x):])
@@ -387,17 +390,20 @@ def zeros_like(x):
     return np.zeros_like(x)
 
 
+_FLOAT64 = np.dtype(np.float64)
+_pack_double = struct.Struct("=d").pack
+
+
 def unreduce(g, x, axis=None, keepdims=False):
     """Broadcast the cotangent of a reduction back to the reduced array."""
-    shape = np.shape(x)
+    tx = type(x)
+    shape = x.shape if tx is np.ndarray or tx is Meta else np.shape(x)
     if axis is None and (type(g) is float or type(g) is np.float64):
         # the cotangent of a whole sum: a read-only view of one value, as
         # np.broadcast_to makes, built directly (broadcast_to's Python layers
-        # cost twice as much, on every gradient of a sum)
-        one = np.array(g)
-        view = np.ndarray(shape, one.dtype, one, 0, (0,) * len(shape))
-        view.flags.writeable = False
-        return view
+        # cost twice as much, on every gradient of a sum) on the value's eight
+        # bytes, which are immutable: the view is read-only as it is made
+        return np.ndarray(shape, _FLOAT64, _pack_double(g), 0, (0,) * len(shape))
     if axis is not None and not keepdims:
         g = np.expand_dims(g, _normalize_axes(axis, len(shape)))
     return np.broadcast_to(g, shape)
