@@ -8,12 +8,12 @@ from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, lin
                   value_and_grad, vjp)
 from .api import check_grads, checkpoint, forward, jacobian, jacrev
 from .api import hessian, hvp
-from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
+from .errors import (NoRuleError, NonDifferentiableError, NotTraceableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
            "custom_vjp", "custom_jvp", "source", "hessian", "hvp",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
-           "SourceUnavailableError", "NonDifferentiableError"]
+           "SourceUnavailableError", "NonDifferentiableError", "NotTraceableError"]
 __all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]

@@ -67,6 +67,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         bound = handle.bind(args, kwargs)
         args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
+        if jx is not None and jx.traced:        # JAX tracers: under jax.jit
+            from .backend import namespace
+            return namespace.value_and_grad(fun, handle, args, argnums, wrt, has_aux)
         for i in argnums_t:
             check_differentiable_input(fun, handle, i, args[i])
         out, res = handle.call_primal(args, wrt, has_aux, inplace)
@@ -115,6 +118,9 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     """
     handle = derivative_of(fun)
     args, jx = jax_boundary(tuple(primals))     # JAX arrays: read as NumPy
+    if jx is not None and jx.traced:            # JAX tracers: under jax.jit
+        from .backend import namespace
+        return namespace.vjp(fun, handle, args, has_aux)
     wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = split_aux(fun, out, has_aux)
@@ -150,6 +156,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     from .forward import calls
     (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
+    if jx is not None and jx.traced:            # JAX tracers: under jax.jit
+        from .backend import namespace
+        return namespace.jvp(fun, primals, tangents, has_aux)
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
     out, out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
@@ -259,12 +268,15 @@ def source(fun, *example_args, argnums=None, mode="reverse"):
         example_args = handle.bind(tuple(example_args), {})
     n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
+    from .backend.namespace import with_header      # (says whether jax.jit traces it)
     if example_args:
-        return handle.specialize(example_args if getattr(handle, "variadic", False)
-                                 else tuple(example_args), tuple(sorted(set(wrt)))).source
+        return with_header(handle.specialize(example_args if getattr(handle, "variadic", False)
+                                             else tuple(example_args), tuple(sorted(set(wrt)))),
+                           handle.fun)
     from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
-    return pipeline.transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+    return with_header(pipeline.transform(fun, param_kinds,
+                                          [handle.params[i] for i in sorted(set(wrt))]), fun)
 
 
 def _forward_source(fun, example_args, argnums):
