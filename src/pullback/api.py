@@ -20,6 +20,7 @@ from .checks import (check_argnum_range, check_argnums, check_cotangent,
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
+from .runtime.backends import is_foreign
 from .runtime.forward_support import zeros_tangent
 from . import runtime
 from .checks import fun_name
@@ -408,30 +409,34 @@ def jacrev(fun, argnums=0, has_aux=False):
         zero_ct = runtime.zeros_like(value)
         in_leaves = {i: list(jacobian.leaves(args[i])) for i in wrt}
 
+        shape_of, dtype_of = jacobian.shape_of, jacobian.dtype_of   # (Dask: not computed)
+
         def per_output(opath, oleaf):
             rows = {(i, path): [] for i in wrt for path, _ in in_leaves[i]}
-            size = int(np.size(oleaf))
-            for k in range(size):
-                unit = np.zeros(np.shape(oleaf), dtype=np.result_type(oleaf))
+            oshape = shape_of(oleaf)
+            array = isinstance(oleaf, np.ndarray) or is_foreign(oleaf)
+            for k in range(int(np.prod(oshape))):
+                unit = np.zeros(oshape, dtype=dtype_of(oleaf))
                 unit.reshape(-1)[k] = 1
-                ct = jacobian.with_leaf(zero_ct, opath, unit if isinstance(oleaf, np.ndarray)
+                ct = jacobian.with_leaf(zero_ct, opath, unit if array
                                         else type(oleaf)(1) if isinstance(oleaf, float)
                                         else unit[()])
                 grads = handle.call_adjoint(res, ct)
                 for i in wrt:
                     g = fresh_grad(grads[i], args[i])
                     for path, leaf in in_leaves[i]:
-                        rows[(i, path)].append(np.asarray(jacobian.at(g, path)))
+                        row = jacobian.at(g, path)
+                        rows[(i, path)].append(row if is_foreign(row) else np.asarray(row))
             by_arg = {}
             for i in wrt:
                 pieces = []
                 for path, leaf in in_leaves[i]:
-                    shape = np.shape(oleaf) + np.shape(leaf)
+                    shape = oshape + shape_of(leaf)
                     got = rows[(i, path)]
-                    jac = (np.stack(got) if got else np.zeros((0,) + np.shape(leaf),
-                                                            dtype=np.result_type(leaf)))
+                    jac = (np.stack(got) if got else np.zeros((0,) + shape_of(leaf),
+                                                            dtype=dtype_of(leaf)))
                     jac = jac.reshape(shape)
-                    if not jac.ndim and not isinstance(oleaf, np.ndarray):
+                    if not jac.ndim and not array:
                         jac = jac[()]
                     pieces.append((path, jac))
                 by_arg[i] = jacobian.rebuild(args[i], pieces)
@@ -471,6 +476,8 @@ def _check_jacobian_input(fun, handle, i, x, api):
 
 def _check_jacobian_output(fun, path, leaf):
     where = "" if not path else " at " + "".join(f"[{k!r}]" for k in path)
+    if is_foreign(leaf) and leaf.dtype.kind == "f":
+        return                  # a Dask or CuPy array (not computed to be checked)
     if isinstance(leaf, (bool, np.bool_)) or not isinstance(
             leaf, (float, int, np.ndarray, np.generic, complex)) \
             or np.result_type(leaf).kind not in "f":

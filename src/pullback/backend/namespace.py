@@ -57,11 +57,11 @@ _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 #: helpers whose result is fixed when JAX traces, whatever their arguments
 _STATIC_HELPERS = frozenset({"meta", "per_output"})
 #: builtins that read shapes or build containers: traceable on any value
-_SAFE_BUILTINS = frozenset({"range", "len", "reversed", "enumerate", "zip", "tuple", "list",
+_SAFE_BUILTINS = frozenset({"len", "reversed", "enumerate", "zip", "tuple", "list",
                             "dict", "isinstance", "abs", "sum", "slice", "print"})
 _STATIC_BUILTINS = frozenset({"len", "isinstance"})
 #: builtins that turn a traced value into a Python number
-_CONCRETE_BUILTINS = frozenset({"float", "int", "bool", "complex", "round", "min", "max"})
+_CONCRETE_BUILTINS = frozenset({"range", "float", "int", "bool", "complex", "round", "min", "max"})
 _CONCRETE_METHODS = frozenset({"item", "tolist", "__float__", "__int__", "__bool__"})
 _WRITABLE_MAKERS = frozenset({"list", "dict", "owned_zeros", "owned_copy"})
 _INPLACE_METHODS = frozenset({"fill", "sort", "resize", "put", "itemset", "setfield"})
@@ -120,7 +120,11 @@ def header(loaded, fn):
     except Exception as err:            # never let the header hide the source
         return f"# jax.jit: not known ({type(err).__name__})\n"
     if reason is None:
-        return "# jax.jit: traceable (JAX arrays under jax.jit run this code on jax.numpy)\n"
+        callees = sorted({getattr(_callee_of(v).fun, "__name__", "?")
+                          for v in loaded.helpers.values() if _callee_of(v) is not None})
+        also = f"; the calls of {', '.join(callees)} are checked when traced" if callees else ""
+        return ("# jax.jit: traceable (JAX arrays under jax.jit run this code on jax.numpy"
+                f"{also})\n")
     return f"# jax.jit: not traceable: {reason.text()}\n"
 
 
@@ -378,6 +382,8 @@ class _Scan:
     def helper_call(self, name, value, e, any_traced):
         if name in _STATIC_HELPERS and _generic_of(value) is not None:
             return False
+        if _callee_of(value) is not None:
+            return True          # a user function: its own build is checked when traced
         if _generic_of(value) is None and not _accumulation_only(value) \
                 and getattr(value, "__pullback_kernel__", None) is None:
             what = getattr(value, "__qualname__", None) or type(value).__name__
@@ -646,6 +652,40 @@ def _numpy_twin(value, jnp):
     return value
 
 
+def _callee_of(value):
+    """The ``Derivative`` handle of a callee's primal or adjoint as generated
+    code holds them (``Derivative.for_callers``), else None."""
+    tag = getattr(value, "__pullback_callee__", None)
+    if tag is not None and hasattr(tag[0], "specialize"):
+        return tag[0]
+    owner = getattr(value, "__self__", None)
+    if owner is not None and getattr(value, "__name__", "") == "call_adjoint" \
+            and hasattr(owner, "specialize") and hasattr(owner, "for_callers"):
+        return owner
+    return None
+
+
+def _traced_callee(value):
+    """A callee's primal or adjoint for traced arguments: its own namespace
+    build, made when it is first called (the callee's arguments are known
+    then), with the same calling convention as ``Derivative.for_callers``."""
+    tag = getattr(value, "__pullback_callee__", None)
+    if tag is None:                                 # the adjoint
+        def adjoint(res, ct):
+            run_adjoint, r, mask, n = res
+            return _spread(run_adjoint(r, ct), mask, n)
+        return adjoint
+    handle, mask = tag[0], tag[1]
+
+    def primal(*args, **kwargs):
+        if kwargs or getattr(handle, "variadic", False) or len(args) != len(handle.params):
+            args = handle.bind(args, kwargs)
+        _, (run_primal, run_adjoint) = _traced_build(handle.fun, handle, args, mask, False)
+        out, r = run_primal(*args)
+        return out, (run_adjoint, r, mask, len(args))
+    return primal
+
+
 def build(loaded, fn):
     """The primal and adjoint of ``loaded`` with NumPy bound to jax.numpy and
     the generic helpers in place of NumPy's."""
@@ -654,7 +694,8 @@ def build(loaded, fn):
     helpers = {}
     for name, value in loaded.helpers.items():
         key = _generic_of(value)
-        helpers[name] = generic[key] if key is not None else _numpy_twin(value, jnp)
+        helpers[name] = generic[key] if key is not None else \
+            _traced_callee(value) if _callee_of(value) is not None else _numpy_twin(value, jnp)
     globals_ = {k: _numpy_twin(v, jnp) for k, v in fn.__globals__.items()}
     code = compile(loaded.text, loaded.filename, "exec")
     make = next(c for c in code.co_consts
