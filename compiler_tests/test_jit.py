@@ -268,3 +268,32 @@ def test_the_callers_arrays_are_not_written():
     keep = x.copy()
     jax.jit(pb.grad(dot_loop, argnums=(0, 1)))(x, x)      # NumPy arrays become constants
     np.testing.assert_array_equal(x, keep)
+
+
+def with_aux(x):
+    return np.sum(x ** 2), x * 2.0
+
+
+def test_has_aux_under_jit():
+    x = jnp.asarray(RNG.normal(size=4))
+    g, aux = jax.jit(pb.grad(with_aux, has_aux=True))(x)
+    _close(g, 2 * x)
+    _close(aux, 2 * x)
+    (value, aux), g = jax.jit(pb.value_and_grad(with_aux, has_aux=True))(x)
+    _close(value, jnp.sum(x ** 2))
+
+
+def params_in_a_dict(p, x):
+    return np.sum(np.tanh(p["w"] * x) + p["b"] ** 2)
+
+
+def test_a_structure_of_traced_arrays_is_refused_clearly():
+    x = jnp.ones(3)
+    with pytest.raises(pb.NotTraceableError, match="dict holding traced arrays"):
+        jax.jit(pb.grad(params_in_a_dict))({"w": x, "b": x}, x)
+
+
+def test_vmap_of_a_gradient():
+    xs = jnp.asarray(RNG.normal(size=(3, 4)))
+    got = jax.vmap(pb.grad(chain))(xs)
+    _close(got, jax.vmap(jax.grad(chain_j))(xs))

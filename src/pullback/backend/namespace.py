@@ -40,6 +40,7 @@ import types
 
 import numpy as np
 
+from ..checks import _has_tracer
 from ..errors import Location, NotTraceableError
 from ..runtime import core as _core
 from ..runtime import rule_support as _rule_support
@@ -227,17 +228,15 @@ class _Scan:
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
             self.bind(s.target, self.traced(s.value))
         elif isinstance(s, (ast.For, ast.AsyncFor)):
+            # (values carried round the loop: the function's scan runs again
+            # until no name is newly traced)
             self.bind(s.target, self.traced(s.iter))
-            self.block(s.body)
             self.block(s.body)
             self.block(s.orelse)
         elif isinstance(s, ast.While):
             if self.traced(s.test):
                 self.fail("a Python `while` on a value computed from the inputs", s)
             self.block(s.body)
-            self.block(s.body)
-            if self.traced(s.test):
-                self.fail("a Python `while` on a value computed from the inputs", s)
             self.block(s.orelse)
         elif isinstance(s, ast.If):
             if self.traced(s.test):
@@ -608,7 +607,7 @@ def _stand_in(a):
     if isinstance(a, (jax.core.Tracer, jax.Array)) or (
             isinstance(a, np.ndarray) and type(a) is not np.ndarray) or type(a) is np.ndarray:
         return np.zeros((1,) * a.ndim, dtype=np.dtype(a.dtype))
-    if isinstance(a, (tuple, list)) and any(isinstance(v, jax.core.Tracer) for v in a):
+    if (isinstance(a, (tuple, list, dict)) or _core.is_structure(a)) and _has_tracer(a):
         raise NotTraceableError(
             "pullback runs generated code under jax.jit on arrays and numbers as arguments; "
             f"this argument is a {type(a).__name__} holding traced arrays (containers are "
