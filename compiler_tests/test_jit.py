@@ -297,3 +297,17 @@ def test_vmap_of_a_gradient():
     xs = jnp.asarray(RNG.normal(size=(3, 4)))
     got = jax.vmap(pb.grad(chain))(xs)
     _close(got, jax.vmap(jax.grad(chain_j))(xs))
+
+
+def _closure_over_numpy():
+    xp, sin = np, np.sin
+
+    def f(x):
+        return xp.sum(sin(x) * xp.cos(x))
+    return f
+
+
+def test_numpy_reached_through_a_closure_is_bound_to_jax_numpy():
+    x = jnp.asarray(RNG.normal(size=5))
+    got = jax.jit(pb.grad(_closure_over_numpy()))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x)))(x))

@@ -145,12 +145,19 @@ class _Scan:
         self.fn = fn
         self.helpers = loaded.helpers
         self.globals = getattr(fn, "__globals__", {})
+        code = getattr(fn, "__code__", None)
+        self.cells = dict(zip(code.co_freevars, fn.__closure__ or ())) if code else {}
         self.reason = None
 
     # -- names ---------------------------------------------------------------
     def resolve(self, name):
         if name in self.helpers:
             return "helper", self.helpers[name]
+        if name in self.cells:
+            try:
+                return "global", self.cells[name].cell_contents
+            except ValueError:          # an empty cell
+                return "local", None
         if name in self.globals:
             return "global", self.globals[name]
         if hasattr(builtins, name):
@@ -704,11 +711,22 @@ def build(loaded, fn):
 
     def function(name):
         c = inner[name]
-        cells = tuple(closure[v] if v in closure and v not in helpers
+        cells = tuple(_twin_cell(closure[v], jnp) if v in closure and v not in helpers
                       else types.CellType(helpers[v]) for v in c.co_freevars)
         return types.FunctionType(c, globals_, name, None, cells)
 
     return function(loaded.primal.__name__), function(loaded.adjoint.__name__)
+
+
+def _twin_cell(cell, jnp):
+    """The user's closure cell, or a new one holding jax.numpy's twin where
+    the cell holds NumPy or one of its functions."""
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        return cell
+    twin = _numpy_twin(value, jnp)
+    return cell if twin is value else types.CellType(twin)
 
 
 def _spread(grads, wrt, n):
