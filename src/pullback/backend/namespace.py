@@ -109,7 +109,9 @@ def traceability(loaded, fn, traced=None):
     reason = scan.function(primal, seeds)
     if reason is None and adjoint is not None and adjoint is not primal:
         residuals = scan.residual_taint(primal)
-        reason = scan.function(adjoint, {adjoint.args.args[-1].arg}, residuals)
+        # the cotangent is traced; so is the residual tuple, read as a whole
+        # (unpacked, each residual is as traced as the primal's value was)
+        reason = scan.function(adjoint, {a.arg for a in adjoint.args.args}, residuals)
     cache[key] = reason
     return reason
 
@@ -190,16 +192,13 @@ class _Scan:
         return self.reason
 
     def residual_taint(self, primal):
-        """For each residual the primal returns, whether it is traced."""
-        self.function(primal, self.tainted_seeds_of(primal))
+        """For each residual the primal returns, whether it is traced (after
+        ``function`` scanned ``primal``)."""
         for node in ast.walk(primal):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) \
                     and len(node.value.elts) == 2 and isinstance(node.value.elts[1], ast.Tuple):
                 return [self.traced(e) for e in node.value.elts[1].elts]
         return None
-
-    def tainted_seeds_of(self, primal):
-        return set(self.tainted)
 
     def block(self, body):
         for stmt in body:
