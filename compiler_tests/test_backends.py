@@ -154,9 +154,12 @@ def test_jax_jvp_hands_back_jax_arrays():
     np.testing.assert_allclose(tan, want[1], **TOL)
 
 
-def test_traced_jax_values_are_refused():
-    with pytest.raises(TypeError, match="traced JAX value"):
-        jax.jit(lambda x: pb.grad(chain)(x))(jnp.ones((2, 2)))
+def test_traced_jax_values_run_the_namespace_build():
+    # under jax.jit the generated code runs on jax.numpy (test_jit.py has the rest)
+    got = jax.jit(lambda x: pb.grad(chain)(x))(jnp.ones((2, 2)))
+    want = jax.grad(chain_j)(jnp.ones((2, 2)))
+    assert isinstance(got, jax.Array)
+    np.testing.assert_allclose(got, want, **TOL)
 
 
 def test_jax_arrays_are_refused_where_not_taken():
@@ -273,6 +276,29 @@ def test_dask_gradient_runs_on_both_workers(client):
     assert len(workers) == 2, workers
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, **TOL)
+
+
+def jac_problem(w, x):
+    return np.tanh(x @ w) * w[0] + np.sum(x ** 2, axis=1)
+
+
+@pytest.mark.parametrize("jac", ["jacfwd", "jacrev"])
+def test_dask_jacobians_are_lazy_and_equal_numpy_on_two_workers(client, jac):
+    from dask.distributed import get_task_stream
+    w, x = rng.normal(size=3), rng.normal(size=(12, 3))
+    make = getattr(pb, jac)
+    want = make(jac_problem, argnums=(0, 1))(w, x)
+    dw, dx = da.from_array(w, chunks=3), da.from_array(x, chunks=(6, 3))
+    with dask.config.set(scheduler=_no_compute):
+        got = make(jac_problem, argnums=(0, 1))(dw, dx)
+    assert all(isinstance(g, da.Array) for g in got)
+    assert [g.shape for g in got] == [(12, 3), (12, 12, 3)]
+    with get_task_stream(client) as stream:
+        got = client.compute(list(got), sync=True)
+    assert len({t["worker"] for t in stream.data}) == 2
+    for g, v in zip(got, want):
+        assert type(g) is np.ndarray and g.shape == v.shape and g.dtype == v.dtype
+        np.testing.assert_allclose(g, v, **TOL)
 
 
 def test_dask_vjp_of_a_vector_output():

@@ -9,13 +9,13 @@ from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, lin
 from .api import check_grads, checkpoint, forward, jacobian, jacrev
 from .api import hessian, hvp
 from .pytrees import register_dataclass, register_pytree_node, register_pytree_node_class
-from .errors import (NoRuleError, NonDifferentiableError, PullbackError,
+from .errors import (NoRuleError, NonDifferentiableError, NotTraceableError, PullbackError,
                      SourceUnavailableError, UnsupportedSyntaxError)
 from .version import __version__  # noqa: F401  (pullback.__version__)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
            "custom_vjp", "custom_jvp", "source", "hessian", "hvp",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
-           "SourceUnavailableError", "NonDifferentiableError"]
+           "SourceUnavailableError", "NonDifferentiableError", "NotTraceableError"]
 __all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]
 __all__ += ["register_pytree_node", "register_pytree_node_class", "register_dataclass"]

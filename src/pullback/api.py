@@ -20,6 +20,7 @@ from .checks import (check_argnum_range, check_argnums, check_cotangent,
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
+from .runtime.backends import is_foreign
 from .runtime.forward_support import zeros_tangent
 from . import pytrees, runtime
 from .pytrees import needs_boundary, to_user_grad
@@ -74,6 +75,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
         bound = handle.bind(args, kwargs)
         args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
         check_argnum_range(fun, argnums_t, len(args))
+        if jx is not None and jx.traced:        # JAX tracers: under jax.jit
+            from .backend import namespace
+            return namespace.value_and_grad(fun, handle, args, argnums, wrt, has_aux)
         for i in argnums_t:
             check_differentiable_input(fun, handle, i, args[i])
         out, res = handle.call_primal(args, wrt, has_aux, inplace)
@@ -124,6 +128,9 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     """
     handle = derivative_of(fun)
     args, jx = jax_boundary(tuple(primals))     # JAX arrays: read as NumPy
+    if jx is not None and jx.traced:            # JAX tracers: under jax.jit
+        from .backend import namespace
+        return namespace.vjp(fun, handle, args, has_aux)
     wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = split_aux(fun, out, has_aux)
@@ -163,6 +170,9 @@ def jvp(fun, primals, tangents, has_aux=False):
     """
     from .forward import calls
     (primals, tangents), jx = jax_boundary((primals, tangents))   # JAX: read as NumPy
+    if jx is not None and jx.traced:            # JAX tracers: under jax.jit
+        from .backend import namespace
+        return namespace.jvp(fun, primals, tangents, has_aux)
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a) and not (
         tangents[i] is None and pytrees.is_plain_object(a)))   # None: an object held constant
@@ -302,12 +312,15 @@ def source(fun, *example_args, argnums=None, mode="reverse"):
         example_args = handle.bind(tuple(example_args), {})
     n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
+    from .backend.namespace import with_header      # (says whether jax.jit traces it)
     if example_args:
-        return handle.specialize(example_args if getattr(handle, "variadic", False)
-                                 else tuple(example_args), tuple(sorted(set(wrt)))).source
+        return with_header(handle.specialize(example_args if getattr(handle, "variadic", False)
+                                             else tuple(example_args), tuple(sorted(set(wrt)))),
+                           handle.fun)
     from . import pipeline      # late: importing pullback does not load the compiler
     param_kinds = {p: kinds_.NUMBER for p in handle.params}
-    return pipeline.transform(fun, param_kinds, [handle.params[i] for i in sorted(set(wrt))]).source
+    return with_header(pipeline.transform(fun, param_kinds,
+                                          [handle.params[i] for i in sorted(set(wrt))]), fun)
 
 
 def _forward_source(fun, example_args, argnums):
@@ -440,13 +453,16 @@ def jacrev(fun, argnums=0, has_aux=False):
         zero_ct = pytrees.zero_tree(value) if objects else runtime.zeros_like(value)
         in_leaves = {i: list(jacobian.leaves(args[i])) for i in wrt}
 
+        shape_of, dtype_of = jacobian.shape_of, jacobian.dtype_of   # (Dask: not computed)
+
         def per_output(opath, oleaf):
             rows = {(i, path): [] for i in wrt for path, _ in in_leaves[i]}
-            size = int(np.size(oleaf))
-            for k in range(size):
-                unit = np.zeros(np.shape(oleaf), dtype=np.result_type(oleaf))
+            oshape = shape_of(oleaf)
+            array = isinstance(oleaf, np.ndarray) or is_foreign(oleaf)
+            for k in range(int(np.prod(oshape))):
+                unit = np.zeros(oshape, dtype=dtype_of(oleaf))
                 unit.reshape(-1)[k] = 1
-                ct = jacobian.with_leaf(zero_ct, opath, unit if isinstance(oleaf, np.ndarray)
+                ct = jacobian.with_leaf(zero_ct, opath, unit if array
                                         else type(oleaf)(1) if isinstance(oleaf, float)
                                         else unit[()])
                 if objects:
@@ -457,17 +473,18 @@ def jacrev(fun, argnums=0, has_aux=False):
                     if needs_boundary(args[i]):
                         g = to_user_grad(g, args[i])
                     for path, leaf in in_leaves[i]:
-                        rows[(i, path)].append(np.asarray(jacobian.at(g, path)))
+                        row = jacobian.at(g, path)
+                        rows[(i, path)].append(row if is_foreign(row) else np.asarray(row))
             by_arg = {}
             for i in wrt:
                 pieces = []
                 for path, leaf in in_leaves[i]:
-                    shape = np.shape(oleaf) + np.shape(leaf)
+                    shape = oshape + shape_of(leaf)
                     got = rows[(i, path)]
-                    jac = (np.stack(got) if got else np.zeros((0,) + np.shape(leaf),
-                                                            dtype=np.result_type(leaf)))
+                    jac = (np.stack(got) if got else np.zeros((0,) + shape_of(leaf),
+                                                            dtype=dtype_of(leaf)))
                     jac = jac.reshape(shape)
-                    if not jac.ndim and not isinstance(oleaf, np.ndarray):
+                    if not jac.ndim and not array:
                         jac = jac[()]
                     pieces.append((path, jac))
                 by_arg[i] = jacobian.rebuild(args[i], pieces)
@@ -507,6 +524,8 @@ def _check_jacobian_input(fun, handle, i, x, api):
 
 def _check_jacobian_output(fun, path, leaf):
     where = "" if not path else " at " + "".join(f"[{k!r}]" for k in path)
+    if is_foreign(leaf) and leaf.dtype.kind == "f":
+        return                  # a Dask or CuPy array (not computed to be checked)
     if isinstance(leaf, (bool, np.bool_)) or not isinstance(
             leaf, (float, int, np.ndarray, np.generic, complex)) \
             or np.result_type(leaf).kind not in "f":

@@ -274,6 +274,8 @@ def _check_tangent(i, p, t, path=""):
 class _JaxBoundary:
     """The device the JAX arguments live on, and the way back to JAX arrays."""
 
+    traced = False      # (TRACED: the arguments hold tracers, under jax.jit)
+
     def __init__(self, device):
         self.device = device
 
@@ -320,6 +322,23 @@ def _to_host(a, found):
     return np.asarray(a)
 
 
+class _Traced(_JaxBoundary):
+    traced = True
+
+
+#: what ``jax_boundary`` gives for arguments that hold JAX tracers
+TRACED = _Traced(None)
+
+
+def _has_tracer(a):
+    import jax
+    if isinstance(a, jax.core.Tracer):
+        return True
+    if isinstance(a, (tuple, list)):
+        return any(_has_tracer(v) for v in a)
+    return runtime.is_structure(a) and any(_has_tracer(v) for _, v in runtime.fields_of(a))
+
+
 def jax_boundary(args):
     """``(args, boundary)``: the arguments with every JAX array read as a NumPy
     array, and a ``_JaxBoundary`` whose ``back`` turns results into JAX
@@ -333,6 +352,8 @@ def jax_boundary(args):
             break
     else:
         return args, None
+    if _has_tracer(args):           # under jax.jit: the namespace build (backend.namespace)
+        return args, TRACED
     found = []
     host = tuple(_to_host(a, found) for a in args)
     if type(args) is not tuple:         # a bound call's flattened arguments (Flat)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __all__ = ["PullbackError", "UnsupportedSyntaxError", "NoRuleError",
-           "SourceUnavailableError", "NonDifferentiableError", "Location"]
+           "SourceUnavailableError", "NonDifferentiableError", "NotTraceableError", "Location"]
 
 
 class Location:
@@ -72,6 +72,12 @@ class NoRuleError(PullbackError):
 
 class SourceUnavailableError(PullbackError):
     """The function's source cannot be retrieved (builtin, REPL lambda, ...)."""
+
+
+class NotTraceableError(PullbackError):
+    """A derivative called under ``jax.jit`` whose generated code JAX cannot
+    trace (a Python branch on a traced value, a write into an array, a helper
+    with no jax.numpy form): ``pb.source`` names the reason in its header."""
 
 
 class NonDifferentiableError(PullbackError):

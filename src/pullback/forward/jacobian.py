@@ -14,8 +14,20 @@ from __future__ import annotations
 import numpy as np
 
 from .. import pytrees, runtime
+from ..runtime.backends import is_foreign
 
-__all__ = ["leaves", "with_leaf", "at", "stack_columns", "rebuild"]
+__all__ = ["leaves", "with_leaf", "at", "stack_columns", "rebuild", "shape_of", "dtype_of"]
+
+
+def shape_of(x):
+    """``np.shape(x)``, read from the array itself for a Dask or CuPy array
+    (NumPy's function would compute a Dask graph to answer)."""
+    return tuple(x.shape) if is_foreign(x) else np.shape(x)
+
+
+def dtype_of(x):
+    """``np.result_type(x)``, read from a Dask or CuPy array's ``dtype``."""
+    return x.dtype if is_foreign(x) else np.result_type(x)
 
 
 def leaves(x, path=()):
@@ -57,9 +69,11 @@ def at(tree, path):
 def stack_columns(out, cols, in_shape):
     """Tangents of the output leaf ``out``, one per input element, as the
     Jacobian of shape ``out.shape + in_shape``."""
-    stacked = np.stack([np.asarray(c) for c in cols], axis=-1)
-    jac = stacked.reshape(np.shape(out) + tuple(in_shape))
-    if not np.ndim(jac) and not isinstance(out, np.ndarray):
+    lazy = any(is_foreign(c) for c in cols)     # Dask columns stay lazy (stacked by Dask)
+    stacked = np.stack([c if is_foreign(c) else np.asarray(c) for c in cols], axis=-1)
+    jac = stacked.reshape(shape_of(out) + tuple(in_shape))
+    if not lazy and not np.ndim(jac) and not isinstance(out, np.ndarray) \
+            and not is_foreign(out):
         return jac[()]
     return jac
 
@@ -94,11 +108,12 @@ def jacfwd_eval(fun, argnums, has_aux, args, column):
     columns = []            # per input leaf: the tangent outputs, one per element
     for i, path, leaf in in_leaves:
         cols = []
-        for k in range(max(np.size(leaf), 1) if np.ndim(leaf) else 1):
-            unit = np.zeros(np.shape(leaf), dtype=np.result_type(leaf))
+        shape = shape_of(leaf)
+        for k in range(max(int(np.prod(shape)), 1) if shape else 1):
+            unit = np.zeros(shape, dtype=dtype_of(leaf))
             unit.reshape(-1)[k] = 1
             tangent = {j: with_leaf(
-                zeros[j], path, unit if np.ndim(leaf)
+                zeros[j], path, unit if shape
                 else type(leaf)(1) if isinstance(leaf, (float, complex))
                 else unit[()]) if j == i else zeros[j] for j in wrt}
             o, d = column(args, wrt, tuple(tangent[j] for j in wrt), has_aux)
@@ -115,7 +130,7 @@ def jacfwd_eval(fun, argnums, has_aux, args, column):
         for i, path, leaf, cols in columns:
             picked = [at(c, opath) for c in cols]
             by_arg.setdefault(i, []).append(
-                (path, stack_columns(oleaf, picked, np.shape(leaf))))
+                (path, stack_columns(oleaf, picked, shape_of(leaf))))
         inner = tuple(rebuild(args[i], by_arg[i % len(args)]) for i in argnums_t)
         return inner[0] if isinstance(argnums, int) else inner
     result = rebuild(out, [(opath, per_output(opath, oleaf))

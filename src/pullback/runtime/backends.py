@@ -34,8 +34,9 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
   it) and are immutable, so they are taken at the public API's boundary
   (``checks.jax_boundary``): read as NumPy arrays (without a copy for arrays
   in host memory), differentiated on the NumPy path, and the value and gradients
-  handed back as JAX arrays on the input's device.  The generated code is
-  not traced by ``jax.jit``.
+  handed back as JAX arrays on the input's device.  JAX *tracers* (a call
+  under ``jax.jit``) run the generated code itself, with ``np`` bound to
+  ``jax.numpy`` and namespace-generic helpers (``backend.namespace``).
 """
 from __future__ import annotations
 

@@ -1,0 +1,313 @@
+"""pullback's derivatives under ``jax.jit`` (issue 18): traced JAX arguments run
+the same generated source with NumPy bound to ``jax.numpy``
+(``backend.namespace``).  Oracle: ``jax.grad``/``jax.vjp``/``jax.jvp`` in
+float64 to 1e-12; the untraceable cases raise ``NotTraceableError`` naming the
+line, and ``pb.source`` says which is which in its header."""
+import math
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+RNG = np.random.default_rng(18)
+
+
+def mlp(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    out = h @ W2 + b2
+    return np.mean((out - y) ** 2)
+
+
+def mlp_j(W1, b1, W2, b2, x, y):
+    h = jnp.tanh(x @ W1 + b1)
+    out = h @ W2 + b2
+    return jnp.mean((out - y) ** 2)
+
+
+def chain(x):
+    return np.sum(np.sin(x) * np.exp(-x) + x ** 2 / (1.0 + np.cosh(x)))
+
+
+def chain_j(x):
+    return jnp.sum(jnp.sin(x) * jnp.exp(-x) + x ** 2 / (1.0 + jnp.cosh(x)))
+
+
+def dot_loop(w, x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    return s
+
+
+def dot_loop_j(w, x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + w[i] * x[i]
+    return s
+
+
+def shape_branch(x):
+    if x.shape[0] > 2:
+        return np.sum(x ** 3)
+    return np.sum(x)
+
+
+def value_branch(x):
+    if np.sum(x) > 0:
+        return np.sum(x ** 3)
+    return np.sum(x)
+
+
+def _mlp_args():
+    shapes = [(4, 5), (5,), (5, 3), (3,), (6, 4), (6, 3)]
+    return tuple(jnp.asarray(RNG.normal(size=s)) for s in shapes)
+
+
+def _close(got, want):
+    assert isinstance(got, jax.Array)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **TOL)
+
+
+def test_mlp_gradient_under_jit_equals_jax_grad():
+    args = _mlp_args()
+    got = jax.jit(pb.grad(mlp, argnums=(0, 1, 2, 3)))(*args)
+    want = jax.grad(mlp_j, argnums=(0, 1, 2, 3))(*args)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_mlp_value_and_grad_under_jit_every_argument():
+    args = _mlp_args()
+    value, got = jax.jit(pb.value_and_grad(mlp, argnums=tuple(range(6))))(*args)
+    want_value, want = jax.value_and_grad(mlp_j, argnums=tuple(range(6)))(*args)
+    _close(value, want_value)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_elementwise_chain_under_jit():
+    x = jnp.asarray(RNG.normal(size=(3, 7)))
+    f = jax.jit(pb.grad(chain))
+    _close(f(x), jax.grad(chain_j)(x))
+    x2 = x * 2.0 + 1.0                  # the compiled function again, other values
+    _close(f(x2), jax.grad(chain_j)(x2))
+
+
+def test_loop_with_indexed_reads_unrolls_under_jit():
+    w, x = (jnp.asarray(RNG.normal(size=9)) for _ in range(2))
+    got = jax.jit(pb.grad(dot_loop, argnums=(0, 1)))(w, x)
+    want = jax.grad(dot_loop_j, argnums=(0, 1))(w, x)
+    for g, v in zip(got, want):
+        _close(g, v)
+
+
+def test_branch_on_a_shape_is_traceable():
+    x = jnp.asarray(RNG.normal(size=4))
+    assert "# jax.jit: traceable" in pb.source(shape_branch, np.ones(4)).splitlines()[1]
+    _close(jax.jit(pb.grad(shape_branch))(x), 3 * x ** 2)
+    _close(jax.jit(pb.grad(shape_branch))(x[:2]), jnp.ones(2))
+
+
+def test_branch_on_a_value_is_refused_with_its_line():
+    header = pb.source(value_branch, np.ones(4)).splitlines()[1]
+    assert header.startswith("# jax.jit: not traceable: a Python `if` on a value computed")
+    line = value_branch.__code__.co_firstlineno + 1
+    assert f"line {line}: if np.sum(x) > 0:" in header
+    with pytest.raises(pb.NotTraceableError, match="Python `if`") as err:
+        jax.jit(pb.grad(value_branch))(jnp.ones(4))
+    assert err.value.lineno == line and err.value.filename == __file__
+    assert "if np.sum(x) > 0:" in str(err.value)
+    # outside jax.jit the same function takes JAX arrays as before
+    _close(pb.grad(value_branch)(jnp.ones(4)), 3 * jnp.ones(4))
+
+
+def test_generic_source_states_traceability_too():
+    assert pb.source(chain).splitlines()[1].startswith("# jax.jit: traceable")
+    assert pb.source(value_branch).splitlines()[1].startswith("# jax.jit: not traceable")
+
+
+def test_vjp_and_jvp_under_jit():
+    x = jnp.asarray(RNG.normal(size=5))
+    ct = jnp.asarray(RNG.normal(size=5))
+
+    def f(x):
+        return np.sin(x) * x
+
+    got = jax.jit(lambda x, ct: pb.vjp(f, x)[1](ct))(x, ct)
+    want = jax.vjp(lambda x: jnp.sin(x) * x, x)[1](ct)
+    assert len(got) == 1
+    _close(got[0], want[0])
+    out, tangent = jax.jit(lambda x, t: pb.jvp(chain, (x,), (t,)))(x, ct)
+    want_out, want_tangent = jax.jvp(chain_j, (x,), (ct,))
+    _close(out, want_out)
+    _close(tangent, want_tangent)
+    args = _mlp_args()
+    dirs = tuple(jnp.asarray(RNG.normal(size=a.shape)) for a in args)
+    out, tangent = jax.jit(lambda *a: pb.jvp(mlp, a[:6], a[6:]))(*args, *dirs)
+    want_out, want_tangent = jax.jvp(mlp_j, args, dirs)
+    _close(out, want_out)
+    _close(tangent, want_tangent)
+
+
+IDX = np.array([0, 0, 2, 4, 2])
+
+
+def gather_repeats(x):
+    return np.sum(x[IDX] ** 2)
+
+
+def test_repeated_indices_accumulate_functionally():
+    x = jnp.asarray(RNG.normal(size=6))
+    got = jax.jit(pb.grad(gather_repeats))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(x[IDX] ** 2))(x))
+
+
+def scalar_math(a, b):
+    return math.sin(a) * math.exp(b) + math.log(a * a + 1.0, 2.0)
+
+
+def test_math_functions_on_traced_scalars():
+    got = jax.jit(pb.grad(scalar_math, argnums=(0, 1)))(1.3, 0.4)
+    want = jax.grad(lambda a, b: jnp.sin(a) * jnp.exp(b) + jnp.log(a * a + 1.0) / jnp.log(2.0),
+                    argnums=(0, 1))(1.3, 0.4)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(float(g), float(w), **TOL)
+
+
+def square(x):
+    return x * x
+
+
+def calls_a_user_function(x):
+    return np.sum(square(x) * np.sin(square(x[1:])[0]))
+
+
+def branches(x):
+    if x[0] > 0:
+        return x * 2.0
+    return x
+
+
+def calls_a_branching_function(x):
+    return np.sum(branches(x))
+
+
+def test_user_callees_run_their_own_namespace_build():
+    x = jnp.asarray(RNG.normal(size=4))
+    header = pb.source(calls_a_user_function, np.ones(4)).splitlines()[1]
+    assert "traceable" in header and "square" in header
+    want = jax.grad(lambda x: jnp.sum(x * x * jnp.sin(x[1] ** 2)))(x)
+    _close(jax.jit(pb.grad(calls_a_user_function))(x), want)
+    with pytest.raises(pb.NotTraceableError, match="branches's derivative") as err:
+        jax.jit(pb.grad(calls_a_branching_function))(x)
+    assert "if x[0] > 0:" in str(err.value)
+
+
+def writes_into_an_array(x):
+    y = np.zeros(3)
+    y[0] = x[0]
+    return np.sum(y * x)
+
+
+def while_on_a_value(x):
+    s = 0.0
+    while s < 10.0:
+        s = s + np.sum(x * x)
+    return s
+
+
+def sorts(x):
+    return np.sum(np.sort(x) * np.arange(3.0))
+
+
+@pytest.mark.parametrize("fn, what", [
+    (writes_into_an_array, "write into an array"),
+    (while_on_a_value, "Python `while`"),
+    (sorts, "sort_grad"),
+])
+def test_untraceable_functions_get_a_pullback_error_not_a_tracer_error(fn, what):
+    assert what in pb.source(fn, np.ones(3)).splitlines()[1]
+    with pytest.raises(pb.NotTraceableError, match=what):
+        jax.jit(pb.grad(fn))(jnp.ones(3))
+
+
+def test_float32_gradients_keep_their_dtype():
+    x = jnp.asarray(RNG.normal(size=4), dtype=jnp.float32)
+    got = jax.jit(pb.grad(lambda x: np.sum(np.tanh(x) * x)))(x)
+    assert got.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(got), np.asarray(
+        jax.grad(lambda x: jnp.sum(jnp.tanh(x) * x))(x)), rtol=1e-6)
+
+
+def test_numpy_arguments_never_reach_the_namespace_build(monkeypatch):
+    from pullback.backend import namespace
+
+    def refuse(*a, **k):
+        raise AssertionError("the NumPy path went through the namespace build")
+    for name in ("value_and_grad", "vjp", "jvp", "build"):
+        monkeypatch.setattr(namespace, name, refuse)
+    x = RNG.normal(size=5)
+    g = pb.grad(chain)(x)
+    assert type(g) is np.ndarray
+    np.testing.assert_allclose(g, np.asarray(jax.grad(chain_j)(jnp.asarray(x))), **TOL)
+    pb.vjp(chain, x)[1](1.0)
+    pb.jvp(chain, (x,), (x,))
+    # concrete JAX arrays keep their boundary path too
+    assert isinstance(pb.grad(chain)(jnp.asarray(x)), jax.Array)
+
+
+def test_the_callers_arrays_are_not_written():
+    x = RNG.normal(size=5)
+    keep = x.copy()
+    jax.jit(pb.grad(dot_loop, argnums=(0, 1)))(x, x)      # NumPy arrays become constants
+    np.testing.assert_array_equal(x, keep)
+
+
+def with_aux(x):
+    return np.sum(x ** 2), x * 2.0
+
+
+def test_has_aux_under_jit():
+    x = jnp.asarray(RNG.normal(size=4))
+    g, aux = jax.jit(pb.grad(with_aux, has_aux=True))(x)
+    _close(g, 2 * x)
+    _close(aux, 2 * x)
+    (value, aux), g = jax.jit(pb.value_and_grad(with_aux, has_aux=True))(x)
+    _close(value, jnp.sum(x ** 2))
+
+
+def params_in_a_dict(p, x):
+    return np.sum(np.tanh(p["w"] * x) + p["b"] ** 2)
+
+
+def test_a_structure_of_traced_arrays_is_refused_clearly():
+    x = jnp.ones(3)
+    with pytest.raises(pb.NotTraceableError, match="dict holding traced arrays"):
+        jax.jit(pb.grad(params_in_a_dict))({"w": x, "b": x}, x)
+
+
+def test_vmap_of_a_gradient():
+    xs = jnp.asarray(RNG.normal(size=(3, 4)))
+    got = jax.vmap(pb.grad(chain))(xs)
+    _close(got, jax.vmap(jax.grad(chain_j))(xs))
+
+
+def _closure_over_numpy():
+    xp, sin = np, np.sin
+
+    def f(x):
+        return xp.sum(sin(x) * xp.cos(x))
+    return f
+
+
+def test_numpy_reached_through_a_closure_is_bound_to_jax_numpy():
+    x = jnp.asarray(RNG.normal(size=5))
+    got = jax.jit(pb.grad(_closure_over_numpy()))(x)
+    _close(got, jax.grad(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x)))(x))
