@@ -87,8 +87,10 @@ class ReverseContext(HelperNames):
                                self.shaped_like, self.whole_in_place)
         self.int_names = kinds_.int_names(normal.tree.body, ops)
         self.written = written            # arrays the primal writes into
-        # every input float64 (or a Python float): contributions need no rounding
-        self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
+        # every input float64 (or a Python float), or an integer that NumPy
+        # meets with float64 (int32 and wider: int8 or int16 give float16 or
+        # float32 from np.sqrt): contributions need no rounding
+        self.float64 = all(kinds[p].dtype in _FLOAT64_INPUTS for p in normal.params
                            if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
@@ -212,6 +214,7 @@ def assignments(body) -> dict[str, list[gast.Assign]]:
                     found.setdefault(e.id, []).append(s)
     return found
 
+_FLOAT64_INPUTS = ("float64", "int64", "int32", "uint64", "uint32")
 _ELEMENTWISE = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 
 

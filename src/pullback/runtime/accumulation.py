@@ -8,7 +8,8 @@ from .core import FieldGrads, Meta, add_cotangents, fields_of, is_instance, is_s
 from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
 
-__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed"]
+__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
+           "distinct_indices"]
 
 def owned_copy(g):
     """A copy of a shared gradient that the adjoint may then update in place."""
@@ -74,6 +75,21 @@ def _add_repeated(buffer, index, g):
     part = np.zeros_like(buffer)
     np.add.at(part, index, g)
     buffer += part
+
+
+def distinct_indices(r):
+    """Whether the integers of the range ``r`` index distinct elements of any
+    axis they are all valid for: all of one sign (``-1`` and ``n - 1`` are one
+    element).  An adjoint loop over ``r`` whose buffer is fresh then stores
+    each element once, ``x_bar[i] = g + 0.0``, rather than adding to it.
+
+    >>> distinct_indices(range(5, -1, -1)), distinct_indices(range(-1, 3))
+    (True, False)
+    """
+    if not r:
+        return True
+    lo, hi = (r[0], r[-1]) if r.step > 0 else (r[-1], r[0])
+    return lo >= 0 or hi < 0
 
 
 def owned_zeros(x):
