@@ -173,3 +173,129 @@ def test_benchmark_gradients_are_bitwise_those_of_before(name, n):
     value, grads = _both_paths(p.fn, p.inputs(n), p.argnums)
     if np.__version__.startswith("2.4."):
         assert hashlib.sha256(_bytes(value, grads)).hexdigest()[:16] == BEFORE[name, n]
+
+
+# -- float64 scalars taped as NumPy scalars run the adjoint as Python floats ------
+
+def test_evalpoly_pops_python_floats():
+    p = P.BY_NAME["evalpoly"]
+    args = p.inputs(50)
+    adjoint = pb.source(p.fn, *args, argnums=p.argnums).split("def evalpoly_adjoint")[1]
+    assert "ex_1 = float(tape.pop())" in adjoint, adjoint
+    value, (gx, gp) = _both_paths(p.fn, args, p.argnums)
+    assert type(gx) is float and gp.dtype == np.float64
+
+
+def test_a_scalar_divided_by_stays_a_numpy_scalar():
+    # 1.0 / np.float64(0.0) is inf (and a warning); 1.0 / 0.0 raises
+    f = function_from_source("""
+def f(w, n):
+    s = w[0] * 0.0
+    t = 0.0
+    for i in range(n):
+        t = t + w[1] / s
+        s = s * 1.0
+    return t
+""")
+    w = np.array([1.0, 2.0])
+    adjoint = pb.source(f, w, 2).split("def f_adjoint")[1]
+    assert "s_1 = float(" not in adjoint and "ratio = float(ratio)" in adjoint, adjoint
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = pb.grad(f)(w, 2)
+    assert np.isinf(g[1]) or np.isnan(g[1])
+
+
+def test_kinds_follow_float64_through_arithmetic_and_loops():
+    from pullback.testing import analyses
+    from pullback.analyses.kinds import Kind
+    f = function_from_source("""
+def f(x, p, n, m):
+    ex = p[0]
+    for i in range(n):
+        ex = x * ex + p[i]
+    y = ex ** 0.5
+    z = p * 2 + n
+    q = m / 2.0
+    return ex + np.sum(z) + y + q
+""")
+    f64 = Kind("scalar", False, 0, "float64")
+    params = {"x": f64, "p": Kind("array", False, 1, "float64"),
+              "n": Kind("scalar", False, 0, "int64"), "m": Kind("scalar", False, 0, "int16")}
+    _, _, _, k, _ = analyses(f, param_kinds=params)
+    assert k["ex"].dtype == "float64" and k["z"].dtype == "float64"
+    assert k["y"].dtype is None          # a Python float to a fractional power may be complex
+    assert k["q"].dtype is None          # int16 is not followed
+
+
+# -- a negated gradient added into a buffer is subtracted -------------------------
+
+def test_the_fpu_step_subtracts_rather_than_negates():
+    p = P.BY_NAME["fpu_chain"]
+    args = p.inputs(20)
+    loop = pb.source(p.fn, *args, argnums=p.argnums).split("def fpu_chain_adjoint")[1] \
+        .split("for t in reversed")[1]
+    assert "= -" not in loop, loop
+    assert loop.count("index_sub(") + loop.count("] -= ") == 2, loop
+    _both_paths(p.fn, args, p.argnums)
+
+
+@pytest.mark.parametrize("inplace", [True, False])
+def test_differences_of_neighbours_in_a_loop(inplace):
+    f = function_from_source("""
+def f(x, n):
+    s = 0.0
+    for i in range(n):
+        d = x[1:] - x[:-1]
+        x = x + 0.1 * np.concatenate((d, d[-1:])) * x
+        s = s + np.sum(d * d)
+    return s
+""")
+    x = rng.normal(size=6)
+    g = pb.grad(f, inplace=inplace)(x, 3)
+    np.testing.assert_allclose(g, _central(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-8)
+    _both_paths(f, (x, 3), 0)
+
+
+def test_a_negation_whose_operand_changes_before_the_add_is_kept():
+    from pullback.backend.codegen import unparse
+    from pullback.reverse.fold_negations import fold_negations
+    import gast
+    fn = gast.parse('''
+def f_adjoint(d_bar, a, w):
+    t_bar = -d_bar
+    d_bar = d_bar * 2.0
+    a_bar = owned_zeros(a)
+    a_bar[:-1] += t_bar
+    u_bar = -w
+    w[0] = 1.0
+    index_add(a_bar, slice(1, None), u_bar)
+    v_bar = -d_bar
+    a_bar = g(a_bar)
+    a_bar[1:] += v_bar
+    return a_bar
+''').body[0]
+    text = unparse(fold_negations(fn, {"owned_zeros"}, "index_sub"))
+    assert text.count("= -") == 3 and "index_sub" not in text and "-=" not in text, text
+
+
+def test_index_sub_is_index_add_of_the_negation():
+    from pullback.runtime import index_add, index_sub
+    for buf, idx, g in [(np.zeros(5), slice(1, None), np.arange(4.0)),
+                        (np.zeros(5), np.array([1, 1, 2]), np.array([1.0, 2.0, 3.0])),
+                        (np.zeros(3), 1, 2.5), (np.zeros(3), slice(None), 1j * np.ones(3) + 2)]:
+        a, b = buf.copy(), buf.copy()
+        index_sub(a, idx, g)
+        index_add(b, idx, -g)
+        assert np.array_equal(a, b)
+
+
+def test_unconcatenate_slices_along_the_first_axis():
+    from pullback.runtime import unconcatenate
+    g = np.arange(12.0).reshape(6, 2)
+    parts = unconcatenate(g, (np.ones((1, 2)), np.ones((4, 2)), np.ones((1, 2))))
+    assert isinstance(parts, tuple) and [q.shape for q in parts] == [(1, 2), (4, 2), (1, 2)]
+    assert np.array_equal(np.concatenate(parts), g)
+    assert isinstance(unconcatenate(np.arange(3.0), [np.ones(1), np.ones(2)]), list)
+    # other axes and ranks take the general path
+    parts = unconcatenate(np.arange(6.0).reshape(2, 3), (np.ones((2, 1)), np.ones((2, 2))), axis=1)
+    assert [q.shape for q in parts] == [(2, 1), (2, 2)]

@@ -24,7 +24,7 @@ of place.
     y_bar = owned_zeros(y)
     y_bar[1] += out_bar
     z_bar = owned_zeros(z)
-    index_add(z_bar, 0, out_bar)
+    z_bar[0] += out_bar
     # line 2: z = x * y
     x_bar = unbroadcast(z_bar * y, x)
     y_bar += unbroadcast(z_bar * x, y)

@@ -9,7 +9,7 @@ from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
 
 __all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
-           "distinct_indices"]
+           "distinct_indices", "index_sub"]
 
 def owned_copy(g):
     """A copy of a shared gradient that the adjoint may then update in place."""
@@ -56,6 +56,16 @@ def index_add(buffer, index, g):
         add_repeated(buffer, index, g)       # Dask, CuPy: no np.add.at
     else:
         _add_repeated(buffer, index, g)
+
+
+def index_sub(buffer, index, g):
+    """``index_add(buffer, index, -g)`` without making ``-g``: ``x - g`` is
+    ``x + (-g)`` bit for bit."""
+    if type(buffer) is np.ndarray and type(g) is np.ndarray and g.dtype == buffer.dtype \
+            and type(index) in (slice, int):
+        buffer[index] -= g
+        return
+    index_add(buffer, index, -g)
 
 
 def _add_repeated(buffer, index, g):
