@@ -231,10 +231,11 @@ class Gradients:
         self.state[name] = OWNED
         out.append(_assign(var, total))
 
-    def add_indexed(self, out, name, index, g, zero_for, simple):
+    def add_indexed(self, out, name, index, g, zero_for, simple, written=None):
         """Add ``g`` at ``index`` of ``name``'s gradient (the adjoint of
         ``y = name[index]``).  ``simple``: a basic index into a real array and
-        a real ``g``, so ``x_bar[i] += g`` is exact."""
+        a real ``g``, so ``x_bar[i] += g`` is exact; ``written``: the index as
+        the user wrote it (``x_bar[1:] += g``, no ``slice(1, None)`` call)."""
         var = self.var(name)
         if not self.inplace:
             contribution = _call(self.helper("unindex", runtime.unindex), g,
@@ -243,7 +244,8 @@ class Gradients:
             return
         out.extend(self.make_owned(name, zero_for))
         if simple:
-            target = gast.Subscript(value=_name(var), slice=index, ctx=gast.Store())
+            target = gast.Subscript(value=_name(var), slice=written if written is not None
+                                    else index, ctx=gast.Store())
             out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
         else:
             add_at = self.helper("index_add", runtime.index_add)

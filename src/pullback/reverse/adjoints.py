@@ -213,10 +213,15 @@ class Adjoints:
         if kind.shape is Shape.CONTAINER:
             return False
         index = self.index_value(op.bound["b"])
+        # (an array read with a slice: a number the kinds cannot tell from a
+        # scalar is an array; its dtype float64 when every array is)
         simple = (kind.complex is False and self.ctx.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and kind.shape is Shape.ARRAY
-                  and kind.dtype == "float64" and self.ctx.float64)
-        self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple)
+                  and self.basic_index(op.bound["b"]) and (
+                      (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
+                      or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
+                          and self.ctx.typed and self.ctx.all_float64())))
+        self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple,
+                                   clone(op.bound["b"]))
         self.ctx.indexed.add(x.id)
         return True
 

@@ -92,6 +92,11 @@ class ReverseContext(HelperNames):
         # float32 from np.sqrt): contributions need no rounding
         self.float64 = all(kinds[p].dtype in _FLOAT64_INPUTS for p in normal.params
                            if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
+        # every input a number of known dtype: not the generic transform
+        # (pb.source(f) without examples: any dtype), no container or object
+        # (whose arrays the kinds do not see)
+        self.typed = all(p in kinds and kinds[p].is_number and kinds[p].dtype is not None
+                         for p in normal.params)
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
         self.bound_up_front = set()       # names the primal reads before any assignment
@@ -131,6 +136,11 @@ class ReverseContext(HelperNames):
         if kind.shape != "array" or kind.complex is not False \
                 or kind.dtype not in (None, "float64"):
             return False
+        return self.all_float64()
+
+    def all_float64(self):
+        """Every float array the function computes is float64 and nothing is
+        complex (``_only_float64``), worked out once."""
         if self.only_float64 is None:
             self.only_float64 = self.float64 and _only_float64(self)
         return self.only_float64

@@ -116,7 +116,8 @@ def fold_derived(derived) -> None:
     have there; binds ``index_sub`` when a fold needs it."""
     from .. import runtime
     names = {id(v): k for k, v in derived.helpers.items()}
-    makers = {names[id(f)] for f in (runtime.owned_zeros, runtime.zeros_like) if id(f) in names}
+    makers = {names[id(f)] for f in (runtime.owned_zeros, runtime.zeros_like,
+                                     runtime.zeros_shaped) if id(f) in names}
     index_add = names.get(id(runtime.index_add))
     taken = {n.id for f in (derived.primal, derived.adjoint) for n in gast.walk(f)
              if isinstance(n, gast.Name)} | set(derived.helpers)

@@ -214,8 +214,10 @@ class Residuals:
         arrays = {n for n in block.save if self.ctx.kinds.get(n) is not None
                   and self.ctx.kinds[n].shape in (Shape.ARRAY, Shape.NUMBER)}
         shape_only = arrays - values
-        saved = [_call(self.ctx.runtime("meta"), _name(n)) if n in shape_only else _name(n)
-                 for n in block.save]
+        shapes = {} if transforming_again() else self.shape_reads(block, shape_only)
+        saved = [self.kept_shape(n, shapes[n]) if n in shapes
+                 else _call(self.ctx.runtime("meta"), _name(n)) if n in shape_only
+                 else _name(n) for n in block.save]
         pack = gast.Tuple(elts=saved, ctx=gast.Load())
         push = gast.Expr(value=gast.Call(func=gast.Attribute(
             value=_name(self.ctx.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
@@ -228,19 +230,21 @@ class Residuals:
             pop.targets = [_name(block.save[0], True)]
         pops = [pop]
         if not transforming_again():
-            # a float64 scalar the adjoint only adds, subtracts and multiplies
-            # by: a Python float, bit for bit the same value, whose arithmetic
-            # costs a third of a NumPy scalar's (`x_bar = x_bar + g * ex`)
+            # a NumPy float64 scalar the adjoint only adds, subtracts and
+            # multiplies by: a Python float, bit for bit the same value, whose
+            # arithmetic costs a third of a NumPy scalar's (`x_bar + g * ex`);
+            # anything else (a 0-d Dask array: float() would compute it) as is
             to_float = self.ctx.helper("float", float)
             for n in block.save:
                 kind = self.ctx.kinds.get(n)
                 if kind is None or kind.shape is not Shape.SCALAR or kind.complex is not False \
                         or kind.dtype != "float64" or not _arithmetic_only(n, block.adjoint):
                     continue
-                if len(block.save) == 1:
-                    pop.value = _call(to_float, pop.value)
-                else:
-                    pops.append(_assign(n, _call(to_float, _name(n)), None))
+                test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)),
+                                    ops=[gast.Is()],
+                                    comparators=[_name(self.ctx.helper("float64", np.float64))])
+                pops.append(_assign(n, gast.IfExp(test=test, body=_call(to_float, _name(n)),
+                                                  orelse=_name(n)), None))
         if transforming_again():
             # to be differentiated again: the tape is read by a position that
             # counts down (``tape[at]``), not popped (forward mode follows no
@@ -260,6 +264,54 @@ class Residuals:
         stmts.insert(at, push)
         block.adjoint[0:0] = pops
         return True
+
+    def shape_reads(self, block, names):
+        """Of ``names`` (arrays a loop body's adjoint reads only for their
+        shape), those read only by ``unbroadcast(g, x)`` and, for a float64
+        array, by ``owned_zeros(x)`` or ``zeros_like(x)``: name -> those calls.
+        Their tape entry is ``x.shape`` rather than ``meta(x)`` (an attribute
+        read, not a call and an object), read back by ``unbroadcast_to`` and
+        ``zeros_shaped``::
+
+            tape.append((meta(d), ...))            tape.append((d.shape if type(d) is ndarray
+            ...                              ->                 else meta(d), ...))
+            d_bar = unbroadcast(g, d)              d_bar = unbroadcast_to(g, d)
+        """
+        out = {}
+        for n in sorted(names):
+            kind = self.ctx.kinds.get(n)
+            float64 = kind is not None and kind.complex is False and (
+                kind.dtype == "float64" or (kind.dtype is None and self.ctx.typed
+                                            and n in self.ctx.active and self.ctx.all_float64()))
+            calls, reads = [], 0
+            for node in _walk_all(block.adjoint):
+                if isinstance(node, gast.Name) and node.id == n:
+                    reads += 1
+                if not isinstance(node, gast.Call) or node.keywords:
+                    continue
+                fn = self.ctx.resolve(node.func)
+                if fn is runtime.unbroadcast and len(node.args) == 2 \
+                        and isinstance(node.args[1], gast.Name) and node.args[1].id == n:
+                    calls.append((node, "unbroadcast_to"))
+                elif fn in (runtime.owned_zeros, runtime.zeros_like) and float64 \
+                        and len(node.args) == 1 and isinstance(node.args[0], gast.Name) \
+                        and node.args[0].id == n:
+                    calls.append((node, "zeros_shaped"))
+            if calls and reads == len(calls):
+                out[n] = calls
+        for calls in out.values():
+            for node, helper in calls:
+                node.func = _name(self.ctx.runtime(helper))
+        return out
+
+    def kept_shape(self, n, calls):
+        """``n.shape if type(n) is ndarray else meta(n)``: what the tape keeps
+        of an array read only by ``calls`` (see ``shape_reads``)."""
+        test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)), ops=[gast.Is()],
+                            comparators=[_name(self.ctx.helper("ndarray", np.ndarray))])
+        return gast.IfExp(test=test, body=gast.Attribute(value=_name(n), attr="shape",
+                                                          ctx=gast.Load()),
+                          orelse=_call(self.ctx.runtime("meta"), _name(n)))
 
     def maybe_unbound(self, top):
         """Names a block saves that only a nested branch may assign: bound to
@@ -317,7 +369,8 @@ class Residuals:
 _META_POSITION = {runtime.unbroadcast: (1,), runtime.unreduce: (1,), runtime.project: (1,),
                   runtime.realify: (1,), runtime.zeros_like: (0,), runtime.owned_zeros: (0,),
                   runtime.written_grad: (2,), runtime.per_output: (0, 1), np.shape: (0,),
-                  np.size: (0,), np.ndim: (0,)}
+                  np.size: (0,), np.ndim: (0,), runtime.unbroadcast_to: (1,),
+                  runtime.zeros_shaped: (0,)}
 
 
 def _views_of(written, stmts, ops, kinds=None):
