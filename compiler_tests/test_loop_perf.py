@@ -401,3 +401,32 @@ def f(x, w, n):
     np.testing.assert_allclose(g[1], _central(lambda v: f(x, v, 4), w), rtol=1e-7, atol=1e-9)
     _both_paths(f, (x, w, 4), (0, 1))
     assert "unbroadcast_to(" in adjoint or "unbroadcast(" in adjoint
+
+
+def test_a_one_argument_ufunc_keeps_the_shape():
+    p = P.BY_NAME["column_loop"]
+    args = p.inputs(30)
+    loop = pb.source(p.fn, *args).split("def column_loop_adjoint")[1].split("for j in")[1]
+    assert "unbroadcast(" not in loop, loop
+    value, (g,) = _both_paths(p.fn, args, (0,))
+    X = args[0]
+    np.testing.assert_allclose(g, np.cos(X) * X + np.sin(X), rtol=1e-14)
+    # and a two-argument one, or one whose operand broadcasts, keeps it
+    f = function_from_source("""
+def f(x, y, n):
+    s = 0.0
+    for i in range(n):
+        a = x[:i + 1]
+        b = np.sin(a)
+        c = np.arctan2(a, y)
+        s = s + np.sum(b * c)
+    return s
+""")
+    x, y = rng.normal(size=4), rng.normal(size=1)
+    loop = pb.source(f, x, y, 3).split("def f_adjoint")[1]
+    assert "unbroadcast(" in loop
+    for argnum, v0 in ((0, x), (1, y)):
+        def h(v, argnum=argnum):
+            return f(v, y, 3) if argnum == 0 else f(x, v, 3)
+        np.testing.assert_allclose(pb.grad(f, argnums=argnum)(x, y, 3), _central(h, v0),
+                                   rtol=1e-7, atol=1e-9)

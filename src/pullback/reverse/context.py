@@ -201,7 +201,7 @@ class ReverseContext(HelperNames):
         if a == b:
             return True
         if self.shape_classes is None:
-            self.shape_classes = _shape_classes(self.normal, self.kinds)
+            self.shape_classes = _shape_classes(self.normal, self.kinds, self.ops)
         ca = self.shape_classes.get(a)
         return ca is not None and ca == self.shape_classes.get(b)
 
@@ -228,7 +228,7 @@ _FLOAT64_INPUTS = ("float64", "int64", "int32", "uint64", "uint32")
 _ELEMENTWISE = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 
 
-def _shape_classes(normal, kinds):
+def _shape_classes(normal, kinds, ops=None):
     """Name -> a representative of its equal-shape class (see ``same_shape``)."""
     counts = {}
     for s in all_statements(normal.tree.body):
@@ -325,6 +325,11 @@ def _shape_classes(normal, kinds):
                 union(t.id, right.id)
         elif isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.USub) and array(v.operand):
             union(t.id, v.operand.id)
+        elif isinstance(v, gast.Call) and len(v.args) == 1 and not v.keywords \
+                and array(v.args[0]) and ops is not None and id(s) in ops \
+                and isinstance(ops[id(s)].primitive, np.ufunc) and ops[id(s)].primitive.nin == 1 \
+                and ops[id(s)].primitive.nout == 1:
+            union(t.id, v.args[0].id)           # np.sin(c): one array in, one of its shape out
         elif isinstance(v, gast.Subscript) and array(v.value):
             k = drop(v.slice)
             if k is not None:
