@@ -200,9 +200,15 @@ class Adjoints:
             if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
                 k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
                 expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
+            shaped = False
             if rule.broadcasts and self.may_broadcast(op, p, t):
                 expr = _call(self.ctx.runtime("unbroadcast"), expr, _name(name))
-            self.ctx.grads.add(out, name, expr, fresh=self.is_fresh(expr))
+            else:
+                # an array operand of an array result where nothing broadcasts:
+                # its contribution has the result's shape, which is its own
+                shaped = rule.broadcasts and self.ctx.kind(t).shape is Shape.ARRAY \
+                    and self.ctx.kind(name).shape is Shape.ARRAY
+            self.ctx.grads.add(out, name, expr, fresh=self.is_fresh(expr), shaped=shaped)
 
     def indexed_in_place(self, out, op, t, g):
         """``t = x[index]``: add ``g`` into ``x_bar`` at ``index``."""
