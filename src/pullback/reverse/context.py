@@ -27,7 +27,7 @@ Each statement's adjoint is recorded in ``parts`` with its block:
 ['out', 'x', 'y']
 >>> for stmt, out, block in ctx.parts:
 ...     print(block.kind, gast.unparse(stmt).strip(), "->", [gast.unparse(s) for s in out])
-top out = y * x -> ['y_bar = unbroadcast(out_bar * x, y)', 'x_bar = unbroadcast(out_bar * y, x)']
+top out = y * x -> ['y_bar = out_bar * x', 'x_bar = out_bar * y']
 top y = np.sin(x) -> ['x_bar = x_bar + y_bar * np.cos(x)']
 """
 from __future__ import annotations
