@@ -32,6 +32,8 @@ import gast
 
 __all__ = ["fold_negations"]
 
+_LOOKAHEAD = 4      # statements between the negation and its add (linear time)
+
 
 def fold_negations(fn: gast.FunctionDef, makers, index_sub, index_add="index_add"):
     """Rewrite the adjoint ``fn`` in place and return it.  ``makers``: the
@@ -80,7 +82,7 @@ def _block(stmts, loads, makers, index_sub, index_add):
         if neg is None or loads.get(neg[0], 0) != 1 or neg[0] == neg[1]:
             continue
         t, g = neg
-        for j in range(i + 1, len(stmts)):
+        for j in range(i + 1, min(i + 1 + _LOOKAHEAD, len(stmts))):
             use = stmts[j]
             if _adds(use, t, index_add):
                 if isinstance(use, gast.AugAssign):

@@ -231,7 +231,7 @@ class LoopAdjoint:
             rebuilt = self.rebuilt_items(stmt, body)
             body.adjoint[:0] = rebuilt
             body.recomputed = {stmt.target.id} | {s.targets[0].id for s in rebuilt}
-            if stmt.target.id not in _targets(stmt.body):
+            if stmt.target.id not in self.ctx.assigned_in(stmt.body):
                 pre.extend(self.first_writes(stmt, body.adjoint, fresh, taken))
         else:
             loop = gast.For(target=_name("_", True),
@@ -257,11 +257,19 @@ class LoopAdjoint:
 
         Returns the statement computing the flag (none if nothing changed)."""
         index_var = stmt.target.id
+        if not fresh or any(isinstance(a, (gast.For, gast.While, gast.If, gast.Try, gast.With))
+                            for a in adjoint):
+            return []       # (a body with nested blocks: not walked again per level)
         found = []
+        variables = {self.ctx.grads.var(n) for n in fresh}
+        counts = {}             # one walk for all of them
+        for a in adjoint:
+            for x in gast.walk(a):
+                if isinstance(x, gast.Name) and x.id in variables:
+                    counts[x.id] = counts.get(x.id, 0) + 1
         for n in fresh:
             var = self.ctx.grads.var(n)
-            uses = sum(1 for a in adjoint for x in gast.walk(a)
-                       if isinstance(x, gast.Name) and x.id == var)
+            uses = counts.get(var, 0)
             at = [k for k, a in enumerate(adjoint) if isinstance(a, gast.AugAssign)
                   and isinstance(a.op, gast.Add) and isinstance(a.target, gast.Subscript)
                   and isinstance(a.target.value, gast.Name) and a.target.value.id == var

@@ -235,10 +235,16 @@ class Residuals:
             # arithmetic costs a third of a NumPy scalar's (`x_bar + g * ex`);
             # anything else (a 0-d Dask array: float() would compute it) as is
             to_float = self.ctx.helper("float", float)
-            for n in block.save:
-                kind = self.ctx.kinds.get(n)
-                if kind is None or kind.shape is not Shape.SCALAR or kind.complex is not False \
-                        or kind.dtype != "float64" or not _arithmetic_only(n, block.adjoint):
+            scalars = [n for n in block.save if self.ctx.kinds.get(n) is not None
+                       and self.ctx.kinds[n].shape is Shape.SCALAR
+                       and self.ctx.kinds[n].complex is False
+                       and self.ctx.kinds[n].dtype == "float64"]
+            if scalars:
+                scalars = [n for n in scalars
+                           if n not in self.names_in_blocks(block.adjoint)]
+            arithmetic = _arithmetic_only(scalars, block.adjoint) if scalars else set()
+            for n in scalars:
+                if n not in arithmetic:
                     continue
                 test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)),
                                     ops=[gast.Is()],
@@ -277,31 +283,64 @@ class Residuals:
             ...                              ->                 else meta(d), ...))
             d_bar = unbroadcast(g, d)              d_bar = unbroadcast_to(g, d)
         """
-        out = {}
-        for n in sorted(names):
+        if not names:
+            return {}
+        float64 = set()
+        for n in names:
             kind = self.ctx.kinds.get(n)
-            float64 = kind is not None and kind.complex is False and (
-                kind.dtype == "float64" or (kind.dtype is None and self.ctx.typed
-                                            and n in self.ctx.active and self.ctx.all_float64()))
-            calls, reads = [], 0
-            for node in _walk_all(block.adjoint):
-                if isinstance(node, gast.Name) and node.id == n:
-                    reads += 1
-                if not isinstance(node, gast.Call) or node.keywords:
-                    continue
-                fn = self.ctx.resolve(node.func)
-                if fn is runtime.unbroadcast and len(node.args) == 2 \
-                        and isinstance(node.args[1], gast.Name) and node.args[1].id == n:
-                    calls.append((node, "unbroadcast_to"))
-                elif fn in (runtime.owned_zeros, runtime.zeros_like) and float64 \
-                        and len(node.args) == 1 and isinstance(node.args[0], gast.Name) \
-                        and node.args[0].id == n:
-                    calls.append((node, "zeros_shaped"))
-            if calls and reads == len(calls):
-                out[n] = calls
+            if kind is not None and kind.complex is False and (
+                    kind.dtype == "float64" or (kind.dtype is None and self.ctx.typed
+                                                and n in self.ctx.active
+                                                and self.ctx.all_float64())):
+                float64.add(n)
+        calls, reads = {}, {}          # one walk for all of them
+        nested = self.names_in_blocks(block.adjoint)
+        names = names - nested         # (read in a nested block: left as they are)
+        for node in _walk_simple(block.adjoint):
+            if isinstance(node, gast.Name) and node.id in names:
+                reads[node.id] = reads.get(node.id, 0) + 1
+            if not isinstance(node, gast.Call) or node.keywords or not node.args:
+                continue
+            last = node.args[-1]
+            if not (isinstance(last, gast.Name) and last.id in names):
+                continue
+            fn = self.ctx.resolve(node.func)
+            if fn is runtime.unbroadcast and len(node.args) == 2:
+                calls.setdefault(last.id, []).append((node, "unbroadcast_to"))
+            elif fn in (runtime.owned_zeros, runtime.zeros_like) and last.id in float64 \
+                    and len(node.args) == 1:
+                calls.setdefault(last.id, []).append((node, "zeros_shaped"))
+        out = {n: c for n, c in calls.items() if reads.get(n) == len(c)}
         for calls in out.values():
             for node, helper in calls:
                 node.func = _name(self.ctx.runtime(helper))
+        return out
+
+    def names_in_blocks(self, stmts):
+        """Every name read or written in the compound statements among
+        ``stmts``; each statement's names found once (a loop's adjoint is
+        part of every enclosing loop's)."""
+        memo = self.__dict__.setdefault("_names_memo", {})
+        out = set()
+        for s in stmts:
+            if isinstance(s, _COMPOUND):
+                out |= self._names_of(s, memo)
+        return out
+
+    def _names_of(self, stmt, memo):
+        got = memo.get(id(stmt))
+        if got is not None and got[1] is stmt:
+            return got[0]
+        out, stack = set(), [stmt]
+        while stack:
+            node = stack.pop()
+            if node is not stmt and isinstance(node, _COMPOUND):
+                out |= self._names_of(node, memo)
+                continue
+            if isinstance(node, gast.Name):
+                out.add(node.id)
+            stack.extend(gast.iter_child_nodes(node))
+        memo[id(stmt)] = (out, stmt)
         return out
 
     def kept_shape(self, n, calls):
@@ -450,25 +489,32 @@ def _is_copy(stmt):
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult)
 
 
-def _arithmetic_only(name, stmts):
-    """Every read of ``name`` in ``stmts`` is an operand of ``+``, ``-`` or
-    ``*`` (where a Python float and a NumPy float64 give the same value; not
-    ``/`` or ``**``, where one raises and the other gives inf or nan), and
-    something reads it."""
-    reads = 0
-    for node in _walk_all(stmts):
-        if isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
-            operands = (node.left, node.right)
-        elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
-            operands = (node.operand,)
-        else:
-            operands = ()
-        reads += sum(1 for o in operands if isinstance(o, gast.Name) and o.id == name)
-    total = sum(1 for node in _walk_all(stmts) if isinstance(node, gast.Name)
-                and node.id == name)
-    return reads > 0 and reads == total
+def _arithmetic_only(names, stmts):
+    """Those of ``names`` every read of which in ``stmts`` is an operand of
+    ``+``, ``-`` or ``*`` (where a Python float and a NumPy float64 give the
+    same value; not ``/`` or ``**``, where one raises and the other gives inf
+    or nan), and which something reads.  One walk for all of them."""
+    names = set(names)
+    reads, arithmetic = {}, {}
+    for node in _walk_simple(stmts):
+        if isinstance(node, gast.Name) and node.id in names:
+            reads[node.id] = reads.get(node.id, 0) + 1
+        elif isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
+            for o in (node.left, node.right):
+                if isinstance(o, gast.Name) and o.id in names:
+                    arithmetic[o.id] = arithmetic.get(o.id, 0) + 1
+        elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) \
+                and isinstance(node.operand, gast.Name) and node.operand.id in names:
+            arithmetic[node.operand.id] = arithmetic.get(node.operand.id, 0) + 1
+    return {n for n, k in reads.items() if arithmetic.get(n) == k}
 
 
-def _walk_all(stmts):
+_COMPOUND = (gast.For, gast.While, gast.If, gast.Try, gast.With)
+
+
+def _walk_simple(stmts):
+    """The nodes of the simple statements among ``stmts`` (not of nested
+    blocks, which ``names_in_blocks`` answers for once)."""
     for s in stmts:
-        yield from gast.walk(s)
+        if not isinstance(s, _COMPOUND):
+            yield from gast.walk(s)
