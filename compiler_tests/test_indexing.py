@@ -3,6 +3,7 @@ proven safe: exact values, bitwise agreement of the two accumulation paths,
 and memory that grows linearly."""
 import gc
 import math
+import re
 import tracemalloc
 
 import numpy as np
@@ -243,7 +244,7 @@ def test_in_place_switch_changes_the_code():
     f = GRADIENT_CASES["mlp"][0]
     assert "x_bar[" not in pb.source(f, *GRADIENT_CASES["mlp"][1:])
     src_in = pb.source(recurrence, 0.7, 6)
-    assert "y_bar[i] +=" in src_in or "index_add(" in src_in
+    assert re.search(r"y_bar\[\w+\] \+=", src_in) or "index_add(" in src_in
 
 
 

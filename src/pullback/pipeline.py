@@ -35,7 +35,7 @@ from .front import (FRONT, Transform, desugar, follow_writes, lift_closures,  # 
                     normalize, parse, resolve_ops, structure)
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
-from .reverse import propagate_copies as propagate_copies_, reverse
+from .reverse import fold_negations as fold_negations_, propagate_copies as propagate_copies_, reverse
 
 
 # -- analyses -------------------------------------------------------------------
@@ -143,6 +143,10 @@ def propagate_copies(t: Transform) -> None:
     propagate_copies_.propagate_copies(t.derived.adjoint)
 
 
+def fold_negations(t: Transform) -> None:
+    fold_negations_.fold_derived(t.derived)
+
+
 def load(t: Transform) -> None:
     t.loaded = loader.load(t.derived, t.parsed)
 
@@ -159,7 +163,7 @@ STEPS = [
     # reverse pass (reverse/reverse)
     primal, adjoint, adjoint_return, snapshots, saves, tapes, residuals, assemble,
     # back end
-    propagate_copies, load,
+    propagate_copies, fold_negations, load,
 ]
 assert STEPS[:len(FRONT)] == FRONT
 

@@ -170,7 +170,8 @@ def _join(a, b):
     """The kind of a name assigned in more than one place (loops, branches)."""
     cplx = a.complex if a.complex == b.complex else None
     if a.shape == b.shape:
-        return Kind(a.shape, cplx, a.ndim if a.ndim == b.ndim else None)
+        return Kind(a.shape, cplx, a.ndim if a.ndim == b.ndim else None,
+                    a.dtype if a.dtype == b.dtype else None)
     if a.is_number and b.is_number:
         return Kind(Shape.NUMBER, cplx)
     return Kind(Shape.UNKNOWN, cplx)
@@ -260,7 +261,8 @@ def _rhs_number(node, op, kinds):
             if p in op.bound and not isinstance(op.bound[p], tuple)]
     cplx = _any_complex(data or ks)
     if isinstance(prim, np.ufunc) or prim in _OPERATORS:
-        return dataclasses.replace(_broadcast(data or ks), complex=cplx)
+        return dataclasses.replace(_broadcast(data or ks), complex=cplx,
+                                   dtype=_float64_result(prim, op, node, kinds))
     if getattr(prim, "__module__", None) == "math" or prim in (abs, float):
         return Kind(Shape.SCALAR, _any_complex(data), 0) if all(
             k.shape is Shape.SCALAR for k in data) else _broadcast(data)
@@ -285,6 +287,47 @@ def _rhs_number(node, op, kinds):
     if any(not k.is_number for k in data) and not _returns_array(prim):
         return Kind(Shape.UNKNOWN, cplx)
     return Kind(Shape.NUMBER, cplx)
+
+
+# integer dtypes that NumPy meets with float64 to give float64
+_WITH_FLOAT64 = ("float64", "int64", "int32", "uint64", "uint32")
+
+
+def _float64_result(prim, op, node, kinds):
+    """``"float64"`` when arithmetic or a ufunc of these operands certainly
+    gives float64 values: real operands, one of them float64, the others
+    float64, ints of 32 bits or more, or int and float literals; and, for a
+    ufunc, float64 from float64.  A power of a scalar (maybe a Python float)
+    to anything but an int literal may be complex: not followed."""
+    if isinstance(node, gast.Call) and node.keywords:
+        return None
+    seen = False
+    for v in op.bound.values():
+        if isinstance(v, gast.Constant) and type(v.value) in (int, float):
+            continue
+        if not isinstance(v, gast.Name):
+            return None
+        k = _atom(v, kinds)
+        if k.complex is not False or k.dtype not in _WITH_FLOAT64:
+            return None
+        seen |= k.dtype == "float64"
+    if not seen:
+        return None
+    if prim is operator.pow:
+        base, exponent = op.bound.get("x"), op.bound.get("y")
+        if not (isinstance(exponent, gast.Constant) and type(exponent.value) is int) and not (
+                isinstance(base, gast.Name) and _atom(base, kinds).shape is Shape.ARRAY):
+            return None
+    if isinstance(prim, np.ufunc):
+        if prim.nout != 1 or len(op.bound) != prim.nin:
+            return None
+        try:
+            out = prim.resolve_dtypes((np.dtype(np.float64),) * prim.nin + (None,))
+        except (TypeError, ValueError):
+            return None
+        if out[-1] != np.float64:
+            return None
+    return "float64"
 
 
 def _returns_array(prim):

@@ -169,10 +169,10 @@ class Gradients:
             names[name] = va or self.stable_var(name)
         return (merged, names, ea & eb), fix_a, fix_b
 
-    def _note_shape(self, exact, name, expr):
+    def _note_shape(self, exact, name, expr, shaped=False):
         """Record in ``exact`` whether the buffer ``expr`` now bound for
-        ``name`` has exactly the primal's shape."""
-        if self.shaped_like is not None and self.shaped_like(expr, name) \
+        ``name`` has exactly the primal's shape (``shaped``: known so)."""
+        if self.shaped_like is not None and (shaped or self.shaped_like(expr, name)) \
                 and self.whole_in_place(name):
             exact.add(name)
         else:
@@ -200,16 +200,18 @@ class Gradients:
 
     # -- accumulation ------------------------------------------------------------
 
-    def add(self, out, name, expr, fresh, alias_of=None):
+    def add(self, out, name, expr, fresh, alias_of=None, shaped=False):
         """Add ``expr`` to ``name``'s gradient.  ``fresh``: ``expr`` is a new
         object nothing else holds; ``alias_of``: the gradient variable's primal
-        whose buffer ``expr`` is (so that one becomes shared too)."""
+        whose buffer ``expr`` is (so that one becomes shared too); ``shaped``:
+        ``expr`` has exactly ``name``'s shape (an operand's contribution where
+        nothing broadcasts, ``ctx.same_shape``)."""
         if alias_of is not None and self.state.get(alias_of) == OWNED:
             self.state[alias_of] = SHARED
         var = self.var(name)
         if not self.bound(name):
             self.state[name] = OWNED if fresh else SHARED
-            self._note_shape(self.exact, name, expr)
+            self._note_shape(self.exact, name, expr, shaped)
             out.append(_assign(var, expr))
             return
         kind = self.kinds.get(name)
@@ -224,17 +226,18 @@ class Gradients:
             total = gast.BinOp(left=_name(var), op=gast.Add(), right=expr)
             # the sum has the primal's shape if either side has (neither is larger)
             if name not in self.exact:
-                self._note_shape(self.exact, name, expr)
+                self._note_shape(self.exact, name, expr, shaped)
         else:
             total = _call(self.helper("add_cotangents", runtime.add_cotangents), _name(var), expr)
             self.exact.discard(name)
         self.state[name] = OWNED
         out.append(_assign(var, total))
 
-    def add_indexed(self, out, name, index, g, zero_for, simple):
+    def add_indexed(self, out, name, index, g, zero_for, simple, written=None):
         """Add ``g`` at ``index`` of ``name``'s gradient (the adjoint of
         ``y = name[index]``).  ``simple``: a basic index into a real array and
-        a real ``g``, so ``x_bar[i] += g`` is exact."""
+        a real ``g``, so ``x_bar[i] += g`` is exact; ``written``: the index as
+        the user wrote it (``x_bar[1:] += g``, no ``slice(1, None)`` call)."""
         var = self.var(name)
         if not self.inplace:
             contribution = _call(self.helper("unindex", runtime.unindex), g,
@@ -243,7 +246,8 @@ class Gradients:
             return
         out.extend(self.make_owned(name, zero_for))
         if simple:
-            target = gast.Subscript(value=_name(var), slice=index, ctx=gast.Store())
+            target = gast.Subscript(value=_name(var), slice=written if written is not None
+                                    else index, ctx=gast.Store())
             out.append(gast.AugAssign(target=target, op=gast.Add(), value=g))
         else:
             add_at = self.helper("index_add", runtime.index_add)

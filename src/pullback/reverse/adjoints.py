@@ -24,7 +24,7 @@ of place.
     y_bar = owned_zeros(y)
     y_bar[1] += out_bar
     z_bar = owned_zeros(z)
-    index_add(z_bar, 0, out_bar)
+    z_bar[0] += out_bar
     # line 2: z = x * y
     x_bar = unbroadcast(z_bar * y, x)
     y_bar += unbroadcast(z_bar * x, y)
@@ -199,9 +199,15 @@ class Adjoints:
             if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
                 k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
                 expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
+            shaped = False
             if rule.broadcasts and self.may_broadcast(op, p, t):
                 expr = _call(self.ctx.runtime("unbroadcast"), expr, _name(name))
-            self.ctx.grads.add(out, name, expr, fresh=self.is_fresh(expr))
+            else:
+                # an array operand of an array result where nothing broadcasts:
+                # its contribution has the result's shape, which is its own
+                shaped = rule.broadcasts and self.ctx.kind(t).shape is Shape.ARRAY \
+                    and self.ctx.kind(name).shape is Shape.ARRAY
+            self.ctx.grads.add(out, name, expr, fresh=self.is_fresh(expr), shaped=shaped)
 
     def indexed_in_place(self, out, op, t, g):
         """``t = x[index]``: add ``g`` into ``x_bar`` at ``index``."""
@@ -212,10 +218,15 @@ class Adjoints:
         if kind.shape is Shape.CONTAINER:
             return False
         index = self.index_value(op.bound["b"])
+        # (an array read with a slice: a number the kinds cannot tell from a
+        # scalar is an array; its dtype float64 when every array is)
         simple = (kind.complex is False and self.ctx.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and kind.shape is Shape.ARRAY
-                  and kind.dtype == "float64" and self.ctx.float64)
-        self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple)
+                  and self.basic_index(op.bound["b"]) and (
+                      (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
+                      or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
+                          and self.ctx.typed and self.ctx.all_float64())))
+        self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple,
+                                   clone(op.bound["b"]))
         self.ctx.indexed.add(x.id)
         return True
 

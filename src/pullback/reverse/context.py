@@ -27,7 +27,7 @@ Each statement's adjoint is recorded in ``parts`` with its block:
 ['out', 'x', 'y']
 >>> for stmt, out, block in ctx.parts:
 ...     print(block.kind, gast.unparse(stmt).strip(), "->", [gast.unparse(s) for s in out])
-top out = y * x -> ['y_bar = unbroadcast(out_bar * x, y)', 'x_bar = unbroadcast(out_bar * y, x)']
+top out = y * x -> ['y_bar = out_bar * x', 'x_bar = out_bar * y']
 top y = np.sin(x) -> ['x_bar = x_bar + y_bar * np.cos(x)']
 """
 from __future__ import annotations
@@ -87,9 +87,16 @@ class ReverseContext(HelperNames):
                                self.shaped_like, self.whole_in_place)
         self.int_names = kinds_.int_names(normal.tree.body, ops)
         self.written = written            # arrays the primal writes into
-        # every input float64 (or a Python float): contributions need no rounding
-        self.float64 = all(kinds[p].dtype == "float64" for p in normal.params
+        # every input float64 (or a Python float), or an integer that NumPy
+        # meets with float64 (int32 and wider: int8 or int16 give float16 or
+        # float32 from np.sqrt): contributions need no rounding
+        self.float64 = all(kinds[p].dtype in _FLOAT64_INPUTS for p in normal.params
                            if p in kinds and kinds[p].shape in (Shape.SCALAR, Shape.ARRAY))
+        # every input a number of known dtype: not the generic transform
+        # (pb.source(f) without examples: any dtype), no container or object
+        # (whose arrays the kinds do not see)
+        self.typed = all(p in kinds and kinds[p].is_number and kinds[p].dtype is not None
+                         for p in normal.params)
         self.parts = []                   # (primal statement, its adjoint, block)
         self.primal_names = set(normal.params) | assigned_names(normal.tree.body)
         self.bound_up_front = set()       # names the primal reads before any assignment
@@ -129,6 +136,11 @@ class ReverseContext(HelperNames):
         if kind.shape != "array" or kind.complex is not False \
                 or kind.dtype not in (None, "float64"):
             return False
+        return self.all_float64()
+
+    def all_float64(self):
+        """Every float array the function computes is float64 and nothing is
+        complex (``_only_float64``), worked out once."""
         if self.only_float64 is None:
             self.only_float64 = self.float64 and _only_float64(self)
         return self.only_float64
@@ -189,7 +201,7 @@ class ReverseContext(HelperNames):
         if a == b:
             return True
         if self.shape_classes is None:
-            self.shape_classes = _shape_classes(self.normal, self.kinds)
+            self.shape_classes = _shape_classes(self.normal, self.kinds, self.ops)
         ca = self.shape_classes.get(a)
         return ca is not None and ca == self.shape_classes.get(b)
 
@@ -212,10 +224,11 @@ def assignments(body) -> dict[str, list[gast.Assign]]:
                     found.setdefault(e.id, []).append(s)
     return found
 
+_FLOAT64_INPUTS = ("float64", "int64", "int32", "uint64", "uint32")
 _ELEMENTWISE = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)
 
 
-def _shape_classes(normal, kinds):
+def _shape_classes(normal, kinds, ops=None):
     """Name -> a representative of its equal-shape class (see ``same_shape``)."""
     counts = {}
     for s in all_statements(normal.tree.body):
@@ -312,6 +325,11 @@ def _shape_classes(normal, kinds):
                 union(t.id, right.id)
         elif isinstance(v, gast.UnaryOp) and isinstance(v.op, gast.USub) and array(v.operand):
             union(t.id, v.operand.id)
+        elif isinstance(v, gast.Call) and len(v.args) == 1 and not v.keywords \
+                and array(v.args[0]) and ops is not None and id(s) in ops \
+                and isinstance(ops[id(s)].primitive, np.ufunc) and ops[id(s)].primitive.nin == 1 \
+                and ops[id(s)].primitive.nout == 1:
+            union(t.id, v.args[0].id)           # np.sin(c): one array in, one of its shape out
         elif isinstance(v, gast.Subscript) and array(v.value):
             k = drop(v.slice)
             if k is not None:

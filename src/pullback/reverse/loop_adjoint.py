@@ -168,9 +168,11 @@ class LoopAdjoint:
         touched = {n for n in carried if n in self.ctx.active}
         touched, indexed, body_assigned = self._live_across(stmt, block, saved, touched,
                                                             target)
-        pre = []
+        pre, fresh = [], []
         for n in sorted(touched):
             if n in indexed:
+                if self.ctx.grads.state.get(n, ZERO) == ZERO:
+                    fresh.append(n)         # a zero buffer, made here
                 pre.extend(self.ctx.grads.make_owned(n, self.ctx.zero_buffer))
             elif not self.ctx.grads.bound(n):
                 pre.append(self.ctx.grads.materialize(n, self.zero_for))
@@ -229,6 +231,8 @@ class LoopAdjoint:
             rebuilt = self.rebuilt_items(stmt, body)
             body.adjoint[:0] = rebuilt
             body.recomputed = {stmt.target.id} | {s.targets[0].id for s in rebuilt}
+            if stmt.target.id not in self.ctx.assigned_in(stmt.body):
+                pre.extend(self.first_writes(stmt, body.adjoint, fresh, taken))
         else:
             loop = gast.For(target=_name("_", True),
                             iter=_call(self.ctx.helper("range", range), _name(trips)),
@@ -237,6 +241,55 @@ class LoopAdjoint:
         for s in pre:
             s.lineno = stmt.lineno
         return pre + [loop]
+
+    def first_writes(self, stmt, adjoint, fresh, taken):
+        """A range loop whose body reads ``x[i]`` (``i`` its index) and ``x``
+        nowhere else, ``x_bar`` a zero buffer made for the loop: each iteration
+        adds into an element no other iteration touches, so where the range's
+        indices are distinct (``runtime.distinct_indices``, checked once) the
+        add is a store, bit for bit the same (``0.0 + g`` is ``g + 0.0``)::
+
+            p_bar = owned_zeros(p)                p_bar = owned_zeros(p)
+            for i in reversed(r[:trips]):   ->    distinct = distinct_indices(r[:trips])
+                p_bar[i] += ex_bar                for i in reversed(r[:trips]):
+                                                      p_bar[i] = (ex_bar + 0.0 if distinct
+                                                                  else p_bar[i] + ex_bar)
+
+        Returns the statement computing the flag (none if nothing changed)."""
+        index_var = stmt.target.id
+        if not fresh or any(isinstance(a, (gast.For, gast.While, gast.If, gast.Try, gast.With))
+                            for a in adjoint):
+            return []       # (a body with nested blocks: not walked again per level)
+        found = []
+        variables = {self.ctx.grads.var(n) for n in fresh}
+        counts = {}             # one walk for all of them
+        for a in adjoint:
+            for x in gast.walk(a):
+                if isinstance(x, gast.Name) and x.id in variables:
+                    counts[x.id] = counts.get(x.id, 0) + 1
+        for n in fresh:
+            var = self.ctx.grads.var(n)
+            uses = counts.get(var, 0)
+            at = [k for k, a in enumerate(adjoint) if isinstance(a, gast.AugAssign)
+                  and isinstance(a.op, gast.Add) and isinstance(a.target, gast.Subscript)
+                  and isinstance(a.target.value, gast.Name) and a.target.value.id == var
+                  and isinstance(a.target.slice, gast.Name) and a.target.slice.id == index_var]
+            if uses == 1 and len(at) == 1:
+                found.append(at[0])
+        if not found:
+            return []
+        flag = self.ctx.namer.fresh("distinct")
+        for k in found:
+            add = adjoint[k]
+            old = clone(add.target)
+            old.ctx = gast.Load()
+            adjoint[k] = gast.Assign(targets=[add.target], value=gast.IfExp(
+                test=_name(flag),
+                body=gast.BinOp(left=add.value, op=gast.Add(), right=gast.Constant(0.0, None)),
+                orelse=gast.BinOp(left=old, op=gast.Add(), right=clone(add.value))),
+                type_comment=None)
+        return [_assign(flag, _call(self.ctx.runtime("distinct_indices"), clone(taken)),
+                        stmt.lineno)]
 
     def rebuilt_items(self, stmt, body):
         """``y = x[i]`` in a range loop's body, ``i`` its index (with constants

@@ -214,8 +214,10 @@ class Residuals:
         arrays = {n for n in block.save if self.ctx.kinds.get(n) is not None
                   and self.ctx.kinds[n].shape in (Shape.ARRAY, Shape.NUMBER)}
         shape_only = arrays - values
-        saved = [_call(self.ctx.runtime("meta"), _name(n)) if n in shape_only else _name(n)
-                 for n in block.save]
+        shapes = {} if transforming_again() else self.shape_reads(block, shape_only)
+        saved = [self.kept_shape(n, shapes[n]) if n in shapes
+                 else _call(self.ctx.runtime("meta"), _name(n)) if n in shape_only
+                 else _name(n) for n in block.save]
         pack = gast.Tuple(elts=saved, ctx=gast.Load())
         push = gast.Expr(value=gast.Call(func=gast.Attribute(
             value=_name(self.ctx.tape), attr="append", ctx=gast.Load()), args=[pack], keywords=[]))
@@ -227,6 +229,28 @@ class Residuals:
             push.value.args = [saved[0]]
             pop.targets = [_name(block.save[0], True)]
         pops = [pop]
+        if not transforming_again():
+            # a NumPy float64 scalar the adjoint only adds, subtracts and
+            # multiplies by: a Python float, bit for bit the same value, whose
+            # arithmetic costs a third of a NumPy scalar's (`x_bar + g * ex`);
+            # anything else (a 0-d Dask array: float() would compute it) as is
+            to_float = self.ctx.helper("float", float)
+            scalars = [n for n in block.save if self.ctx.kinds.get(n) is not None
+                       and self.ctx.kinds[n].shape is Shape.SCALAR
+                       and self.ctx.kinds[n].complex is False
+                       and self.ctx.kinds[n].dtype == "float64"]
+            if scalars:
+                scalars = [n for n in scalars
+                           if n not in self.names_in_blocks(block.adjoint)]
+            arithmetic = _arithmetic_only(scalars, block.adjoint) if scalars else set()
+            for n in scalars:
+                if n not in arithmetic:
+                    continue
+                test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)),
+                                    ops=[gast.Is()],
+                                    comparators=[_name(self.ctx.helper("float64", np.float64))])
+                pops.append(_assign(n, gast.IfExp(test=test, body=_call(to_float, _name(n)),
+                                                  orelse=_name(n)), None))
         if transforming_again():
             # to be differentiated again: the tape is read by a position that
             # counts down (``tape[at]``), not popped (forward mode follows no
@@ -246,6 +270,87 @@ class Residuals:
         stmts.insert(at, push)
         block.adjoint[0:0] = pops
         return True
+
+    def shape_reads(self, block, names):
+        """Of ``names`` (arrays a loop body's adjoint reads only for their
+        shape), those read only by ``unbroadcast(g, x)`` and, for a float64
+        array, by ``owned_zeros(x)`` or ``zeros_like(x)``: name -> those calls.
+        Their tape entry is ``x.shape`` rather than ``meta(x)`` (an attribute
+        read, not a call and an object), read back by ``unbroadcast_to`` and
+        ``zeros_shaped``::
+
+            tape.append((meta(d), ...))            tape.append((d.shape if type(d) is ndarray
+            ...                              ->                 else meta(d), ...))
+            d_bar = unbroadcast(g, d)              d_bar = unbroadcast_to(g, d)
+        """
+        if not names:
+            return {}
+        float64 = set()
+        for n in names:
+            kind = self.ctx.kinds.get(n)
+            if kind is not None and kind.complex is False and (
+                    kind.dtype == "float64" or (kind.dtype is None and self.ctx.typed
+                                                and n in self.ctx.active
+                                                and self.ctx.all_float64())):
+                float64.add(n)
+        calls, reads = {}, {}          # one walk for all of them
+        nested = self.names_in_blocks(block.adjoint)
+        names = names - nested         # (read in a nested block: left as they are)
+        for node in _walk_simple(block.adjoint):
+            if isinstance(node, gast.Name) and node.id in names:
+                reads[node.id] = reads.get(node.id, 0) + 1
+            if not isinstance(node, gast.Call) or node.keywords or not node.args:
+                continue
+            last = node.args[-1]
+            if not (isinstance(last, gast.Name) and last.id in names):
+                continue
+            fn = self.ctx.resolve(node.func)
+            if fn is runtime.unbroadcast and len(node.args) == 2:
+                calls.setdefault(last.id, []).append((node, "unbroadcast_to"))
+            elif fn in (runtime.owned_zeros, runtime.zeros_like) and last.id in float64 \
+                    and len(node.args) == 1:
+                calls.setdefault(last.id, []).append((node, "zeros_shaped"))
+        out = {n: c for n, c in calls.items() if reads.get(n) == len(c)}
+        for calls in out.values():
+            for node, helper in calls:
+                node.func = _name(self.ctx.runtime(helper))
+        return out
+
+    def names_in_blocks(self, stmts):
+        """Every name read or written in the compound statements among
+        ``stmts``; each statement's names found once (a loop's adjoint is
+        part of every enclosing loop's)."""
+        memo = self.__dict__.setdefault("_names_memo", {})
+        out = set()
+        for s in stmts:
+            if isinstance(s, _COMPOUND):
+                out |= self._names_of(s, memo)
+        return out
+
+    def _names_of(self, stmt, memo):
+        got = memo.get(id(stmt))
+        if got is not None and got[1] is stmt:
+            return got[0]
+        out, stack = set(), [stmt]
+        while stack:
+            node = stack.pop()
+            if node is not stmt and isinstance(node, _COMPOUND):
+                out |= self._names_of(node, memo)
+                continue
+            if isinstance(node, gast.Name):
+                out.add(node.id)
+            stack.extend(gast.iter_child_nodes(node))
+        memo[id(stmt)] = (out, stmt)
+        return out
+
+    def kept_shape(self, n, calls):
+        """``n.shape if type(n) is ndarray else meta(n)``: what the tape keeps
+        of an array read only by ``calls`` (see ``shape_reads``)."""
+        test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)), ops=[gast.Is()],
+                            comparators=[_name(self.ctx.helper("ndarray", np.ndarray))])
+        return gast.IfExp(test=test, body=gast.Attribute(value=_name(n), attr="shape",
+                                                          ctx=gast.Load()),
+                          orelse=_call(self.ctx.runtime("meta"), _name(n)))
 
     def maybe_unbound(self, top):
         """Names a block saves that only a nested branch may assign: bound to
@@ -303,7 +408,8 @@ class Residuals:
 _META_POSITION = {runtime.unbroadcast: (1,), runtime.unreduce: (1,), runtime.project: (1,),
                   runtime.realify: (1,), runtime.zeros_like: (0,), runtime.owned_zeros: (0,),
                   runtime.written_grad: (2,), runtime.per_output: (0, 1), np.shape: (0,),
-                  np.size: (0,), np.ndim: (0,)}
+                  np.size: (0,), np.ndim: (0,), runtime.unbroadcast_to: (1,),
+                  runtime.zeros_shaped: (0,)}
 
 
 def _views_of(written, stmts, ops, kinds=None):
@@ -378,3 +484,37 @@ def is_break_check(stmt):
 def _is_copy(stmt):
     return isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name) \
         and isinstance(stmt.value, gast.Name)
+
+
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult)
+
+
+def _arithmetic_only(names, stmts):
+    """Those of ``names`` every read of which in ``stmts`` is an operand of
+    ``+``, ``-`` or ``*`` (where a Python float and a NumPy float64 give the
+    same value; not ``/`` or ``**``, where one raises and the other gives inf
+    or nan), and which something reads.  One walk for all of them."""
+    names = set(names)
+    reads, arithmetic = {}, {}
+    for node in _walk_simple(stmts):
+        if isinstance(node, gast.Name) and node.id in names:
+            reads[node.id] = reads.get(node.id, 0) + 1
+        elif isinstance(node, gast.BinOp) and isinstance(node.op, _ARITHMETIC):
+            for o in (node.left, node.right):
+                if isinstance(o, gast.Name) and o.id in names:
+                    arithmetic[o.id] = arithmetic.get(o.id, 0) + 1
+        elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub) \
+                and isinstance(node.operand, gast.Name) and node.operand.id in names:
+            arithmetic[node.operand.id] = arithmetic.get(node.operand.id, 0) + 1
+    return {n for n, k in reads.items() if arithmetic.get(n) == k}
+
+
+_COMPOUND = (gast.For, gast.While, gast.If, gast.Try, gast.With)
+
+
+def _walk_simple(stmts):
+    """The nodes of the simple statements among ``stmts`` (not of nested
+    blocks, which ``names_in_blocks`` answers for once)."""
+    for s in stmts:
+        if not isinstance(s, _COMPOUND):
+            yield from gast.walk(s)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FieldGrads, Meta, add_cotangents, fields_of, is_instance, is_structure, realify, \
-    unbroadcast, zeros_like
+from .core import FieldGrads, Meta, add_cotangents, fields_of, is_instance, is_structure, meta, \
+    realify, unbroadcast, zeros_like
 from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
 
-__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed"]
+__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
+           "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped"]
 
 def owned_copy(g):
     """A copy of a shared gradient that the adjoint may then update in place."""
@@ -57,6 +58,16 @@ def index_add(buffer, index, g):
         _add_repeated(buffer, index, g)
 
 
+def index_sub(buffer, index, g):
+    """``index_add(buffer, index, -g)`` without making ``-g``: ``x - g`` is
+    ``x + (-g)`` bit for bit."""
+    if type(buffer) is np.ndarray and type(g) is np.ndarray and g.dtype == buffer.dtype \
+            and type(index) in (slice, int):
+        buffer[index] -= g
+        return
+    index_add(buffer, index, -g)
+
+
 def _add_repeated(buffer, index, g):
     """``np.add.at(buffer, index, g)``, rounded as the out-of-place path
     rounds it (``buffer + unindex(g)``): the values for one position are
@@ -74,6 +85,47 @@ def _add_repeated(buffer, index, g):
     part = np.zeros_like(buffer)
     np.add.at(part, index, g)
     buffer += part
+
+
+def distinct_indices(r):
+    """Whether the integers of the range ``r`` index distinct elements of any
+    axis they are all valid for: all of one sign (``-1`` and ``n - 1`` are one
+    element).  An adjoint loop over ``r`` whose buffer is fresh then stores
+    each element once, ``x_bar[i] = g + 0.0``, rather than adding to it.
+
+    >>> distinct_indices(range(5, -1, -1)), distinct_indices(range(-1, 3))
+    (True, False)
+    """
+    if not r:
+        return True
+    lo, hi = (r[0], r[-1]) if r.step > 0 else (r[-1], r[0])
+    return lo >= 0 or hi < 0
+
+
+# A loop's tape keeps, of a NumPy array the adjoint reads only for its shape,
+# the shape itself (``x.shape``, no call; ``meta(x)`` for any other value),
+# and the adjoint reads it through these two:
+
+def unbroadcast_to(g, shape):
+    """``unbroadcast(g, x)`` given what the tape kept of ``x``."""
+    if type(shape) is tuple:
+        if type(g) is np.ndarray and g.shape == shape:
+            return g
+        return unbroadcast(g, Meta(shape, None))
+    return unbroadcast(g, shape)
+
+
+def zeros_shaped(shape):
+    """``owned_zeros(x)`` of a float64 ``x``, given what the tape kept of it."""
+    if type(shape) is tuple:
+        return np.zeros(shape)
+    return owned_zeros(shape)
+
+
+def shape_of(x):
+    """What a tape keeps of an array read for its shape alone (the generated
+    code writes it inline: ``x.shape if type(x) is ndarray else meta(x)``)."""
+    return x.shape if type(x) is np.ndarray else meta(x)
 
 
 def owned_zeros(x):

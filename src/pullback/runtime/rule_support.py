@@ -225,6 +225,18 @@ def unconcatenate(g, arrays, axis=0, ndmin=1):
     ``axis=None`` means the inputs were flattened first; ``ndmin`` is the
     rank the inputs were promoted to (2 for ``vstack``).
     """
+    if axis == 0 and ndmin == 1 and type(g) is np.ndarray and g.ndim:
+        # the common case (a loop's np.concatenate((wall, x, wall))): arrays
+        # of g's rank along their first axis, one slice each
+        parts, start = [], 0
+        for x in arrays:
+            if type(x) is not np.ndarray or x.ndim != g.ndim:
+                break
+            n = x.shape[0]
+            parts.append(g[start:start + n])
+            start += n
+        else:
+            return _same_kind(arrays, parts)
     if axis is None:
         g, axis = np.ravel(g), 0
         sizes = [np.size(x) for x in arrays]
