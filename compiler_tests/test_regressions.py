@@ -560,3 +560,60 @@ def test_vjp_of_a_star_args_function_is_exact_not_a_crash():
     np.testing.assert_array_equal(out, np.sum(a * b, axis=0))
     np.testing.assert_array_equal(ga, ct * b)
     np.testing.assert_array_equal(gb, ct * a)
+
+
+# -- found by the corpus' particle system (2026-12-02, third round) -----------------------
+
+class _State:
+    def __init__(self, x):
+        self.x = x
+
+    def step(self):
+        self.x = self.x * self.x
+
+    def run(self, n):
+        for _ in range(n):
+            self.step()
+        return self
+
+    def squared(self):
+        return _State(self.x * self.x)
+
+
+def _stepped(x0):
+    s = _State(x0)
+    s.step()
+    return np.sum(s.x)
+
+
+def _run_returns_self(x0):
+    s = _State(x0)
+    final = s.run(2)
+    return np.sum(final.x)
+
+
+def _rebuilt(x0):
+    s = _State(x0)
+    for _ in range(2):
+        s = s.squared()
+    return np.sum(s.x)
+
+
+@pytest.mark.parametrize("fun, line", [(_stepped, "s.step()"), (_run_returns_self, "self.step()")])
+def test_method_storing_into_self_is_refused_not_ignored(fun, line):
+    """`s = S(x); s.step()` with `step` doing `self.x = self.x * self.x`: the bare
+    call ran as plain Python and the gradient was the one of `np.sum(x)`, ones
+    (reverse and forward mode), where 2x is right; through `s.run(2)` (a method
+    calling `self.step()` in a loop) ones again where 4x^3 is right."""
+    x = np.array([0.3, -0.2, 0.5])
+    for call in (lambda: pb.grad(fun)(x), lambda: pb.jvp(fun, (x,), (np.ones(3),))):
+        with pytest.raises(pb.PullbackError) as info:
+            call()
+        message = str(info.value)
+        assert "stores into the attribute" in message and line in message, message
+
+
+def test_method_returning_a_new_object_is_exact():
+    """What the refusal's hint says to write instead: `s = s.squared()`."""
+    x = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_allclose(pb.grad(_rebuilt)(x), 4 * x ** 3, rtol=1e-14)

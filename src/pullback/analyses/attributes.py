@@ -48,6 +48,7 @@ def loss(x, log):
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
 
 import gast
@@ -73,6 +74,7 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
         call = _called(stmt, ops)
         if call is not None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
+        errors.extend(_method_stores(stmt, normal, parsed, varied))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
             continue
         store = _store(stmt.value, parsed, local)
@@ -171,6 +173,68 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
             f"Make `{fn.__name__}` return a new object instead of changing its argument, "
             f"e.g. `return {example}`, and use it: `{name} = {fn.__name__}(...)`.")]
     return []
+
+
+def _method_stores(stmt, normal, parsed, varied):
+    """The refusal of a statement ``obj.meth(...)`` (its result unused, so it
+    runs as plain Python) on an object holding differentiated values whose
+    method stores into an attribute of its ``self`` (``self.x = self.x * dt``),
+    directly or through the methods it calls: the reads of ``obj`` after it
+    would be differentiated as if the store had not happened (was a silent
+    wrong gradient: ``s = S(x); s.step(); np.sum(s.x)`` gave ones).  The
+    class is the one ``obj`` is built from in this function (``obj = S(x)``)
+    or, for ``self``, the method's own; an object whose class pullback cannot
+    tell here (an argument, a factory's result) is left to the checks made
+    when the call runs."""
+    if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+        return []
+    func = stmt.value.func
+    if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+            and func.value.id in varied):
+        return []
+    obj, meth = func.value.id, func.attr
+    cls = _class_of(obj, normal, parsed)
+    if cls is None:
+        return []
+    from ..frontend.written import _param_store
+    method = inspect.getattr_static(cls, meth, None)
+    if not isinstance(method, types.FunctionType):
+        return []
+    params = list(inspect.signature(method, follow_wrapped=False).parameters)
+    found = _param_store(cls, method, params[0], set()) if params else None
+    if found is None:
+        return []
+    attr, where = found
+    what = f"the attribute `{obj}.{attr}`" if attr is not None else f"an attribute of `{obj}`"
+    via = "" if where is method else f" (in `{where.__name__}`, which it calls)"
+    return [UnsupportedSyntaxError(
+        f"pullback cannot differentiate this call of `{obj}.{meth}()`: its result is unused, "
+        f"so it runs as plain Python, and it stores into {what}{via}, while `{obj}` holds "
+        "differentiated values: the reads of it after the call would be differentiated as "
+        "if the store had not happened.", parsed.location(stmt),
+        f"Make `{meth}` return a new `{cls.__name__}` instead of changing `self`, and bind "
+        f"it: `{'obj' if obj == 'self' else obj} = {'obj' if obj == 'self' else obj}"
+        f".{meth}(...)`.")]
+
+
+def _class_of(name, normal, parsed):
+    """The user class of the object ``name`` holds: built in this function
+    by ``name = Cls(...)`` (its only binding), or ``self`` of a method."""
+    binds = [n for n in gast.walk(normal.tree) if isinstance(n, gast.Assign)
+             and any(isinstance(t, gast.Name) and t.id == name for t in n.targets)]
+    if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
+            and isinstance(binds[0].value.func, gast.Name):
+        cls = _resolve(binds[0].value.func.id, parsed, set())
+        return cls if isinstance(cls, type) and not issubclass(cls, BaseException) else None
+    params = list(normal.params)
+    if not binds and params and name == params[0]:
+        qual = getattr(parsed.fn, "__qualname__", "").split(".")
+        if len(qual) >= 2 and qual[-2] != "<locals>":
+            cls = parsed.fn.__globals__.get(qual[-2])
+            if isinstance(cls, type) and isinstance(
+                    inspect.getattr_static(cls, parsed.fn.__name__, None), types.FunctionType):
+                return cls
+    return None
 
 
 def _store(call, parsed, local):
