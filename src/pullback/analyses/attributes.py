@@ -81,13 +81,19 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
     errors = []
     local = {n.id for n in gast.walk(normal.tree)
              if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)} | set(normal.params)
+    binds = {}                  # name -> the assignments binding it (one walk)
+    for n in gast.walk(normal.tree):
+        if isinstance(n, gast.Assign):
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    binds.setdefault(t.id, []).append(n)
     for stmt in gast.walk(normal.tree):
         call = _called(stmt, ops)
         if call is not None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
-        errors.extend(_method_stores(stmt, normal, parsed, varied))
-        errors.extend(_property_reads(stmt, normal, parsed, varied))
-        errors.extend(_own_item_reads(stmt, normal, parsed, varied))
+        errors.extend(_method_stores(stmt, normal, parsed, varied, binds))
+        errors.extend(_property_reads(stmt, normal, parsed, varied, binds))
+        errors.extend(_own_item_reads(stmt, normal, parsed, varied, binds))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
             continue
         store = _store(stmt.value, parsed, local)
@@ -189,7 +195,7 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
     return []
 
 
-def _method_stores(stmt, normal, parsed, varied):
+def _method_stores(stmt, normal, parsed, varied, binds):
     """The refusal of a statement ``obj.meth(...)`` (or ``getattr(obj,
     "meth")()``) whose result is unused, on an object holding differentiated
     values: such a call runs as plain Python, so whatever it changes in
@@ -204,7 +210,7 @@ def _method_stores(stmt, normal, parsed, varied):
         return []
     func = stmt.value.func
     if isinstance(func, gast.Name) and func.id in varied:
-        bind = _only_binding(func.id, normal)
+        bind = _only_binding(func.id, binds)
         value = bind.value if bind is not None else None
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
                 and _resolve(value.func.id, parsed, set()) is builtins.getattr \
@@ -224,7 +230,7 @@ def _method_stores(stmt, normal, parsed, varied):
     else:
         return []
     from ..frontend.written import _known_method, _param_store
-    cls = _class_of(obj, normal, parsed)
+    cls = _class_of(obj, normal, parsed, binds)
     what = ""
     if cls is None:
         if obj in normal.params or _known_method(meth):
@@ -322,7 +328,7 @@ def _may_change(cls, fn, self_name, seen):
     return False
 
 
-def _property_reads(stmt, normal, parsed, varied):
+def _property_reads(stmt, normal, parsed, varied, binds):
     """The refusal of ``v = obj.attr`` where ``attr`` is a property (or
     another data descriptor) of the class of an object holding differentiated
     values: the read is differentiated as a read of a stored attribute, so
@@ -332,7 +338,7 @@ def _property_reads(stmt, normal, parsed, varied):
             and isinstance(stmt.value.value, gast.Name) and stmt.value.value.id in varied):
         return []
     obj, attr = stmt.value.value.id, stmt.value.attr
-    cls = _class_of(obj, normal, parsed)
+    cls = _class_of(obj, normal, parsed, binds)
     found = inspect.getattr_static(cls, attr, None) if cls is not None else None
     # (a property with a setter that `__init__` stores into: instances refuses the class)
     if not (isinstance(found, functools.cached_property)
@@ -348,7 +354,7 @@ def _property_reads(stmt, normal, parsed, varied):
         "differentiated.")]
 
 
-def _own_item_reads(stmt, normal, parsed, varied):
+def _own_item_reads(stmt, normal, parsed, varied, binds):
     """The refusal of ``v = obj[i]`` and ``for v in obj`` where ``obj``, holding
     differentiated values, is of a user class with its own ``__getitem__`` or
     ``__iter__``: the read was differentiated as a namedtuple's (``obj[0]``
@@ -362,7 +368,7 @@ def _own_item_reads(stmt, normal, parsed, varied):
         return []
     if not (isinstance(node, gast.Name) and node.id in varied):
         return []
-    cls = _class_of(node.id, normal, parsed)
+    cls = _class_of(node.id, normal, parsed, binds)
     if cls is None or issubclass(cls, (tuple, list, dict)) or not any(
             isinstance(inspect.getattr_static(cls, d, None), types.FunctionType)
             for d in dunder):
@@ -436,17 +442,15 @@ def _writes_through_attributes(normal, parsed, varied):
     return errors
 
 
-def _only_binding(name, normal):
-    binds = [n for n in gast.walk(normal.tree) if isinstance(n, gast.Assign)
-             and any(isinstance(t, gast.Name) and t.id == name for t in n.targets)]
-    return binds[0] if len(binds) == 1 else None
+def _only_binding(name, binds):
+    found = binds.get(name, [])
+    return found[0] if len(found) == 1 else None
 
 
-def _class_of(name, normal, parsed):
+def _class_of(name, normal, parsed, binds):
     """The user class of the object ``name`` holds: built in this function
     by ``name = Cls(...)`` (its only binding), or ``self`` of a method."""
-    binds = [n for n in gast.walk(normal.tree) if isinstance(n, gast.Assign)
-             and any(isinstance(t, gast.Name) and t.id == name for t in n.targets)]
+    binds = binds.get(name, [])
     if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
             and isinstance(binds[0].value.func, gast.Name):
         cls = _resolve(binds[0].value.func.id, parsed, set())
