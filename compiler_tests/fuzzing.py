@@ -17,7 +17,14 @@ whose parameters are explicit (scaling, shifting the result), ``f`` itself
 decorated, a small ``Model`` class holding constants and a function whose
 methods and ``__call__`` are called, and the layer loop of an MLP over a
 list of ``(W, b)`` with random widths (the carried value changes shape; the
-loss reads the last ``outputs``).  Some programs are also differentiated
+loss reads the last ``outputs``).  What the corpus' third round found real code
+doing: helpers taking a dict of parameters (``d["a"]``, ``d.values()``,
+``d.get``), ``*args`` (walked with ``enumerate``, called with ``h(a, *[b, c])``)
+and ``**kwargs`` with defaults, and a stateful ``Sim`` class built inside ``f``
+from differentiated values, its methods calling methods (a ``staticmethod``, an
+``*args`` method) and stepped by rebinding (``sim = sim.advance(dt, push)``,
+``sim = sim.run(n)``); its ``kick`` stores into ``self`` and, called for its
+effect, must be refused.  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -68,6 +75,7 @@ import os
 import re
 import sys
 import time
+import types
 
 import numpy as np
 from hypothesis import strategies as st
@@ -314,6 +322,21 @@ class Gen:
                 return f"{name}({a})"              # the default function
             fv = self.function_value(env)
             return f"{name}({a}, fn={fv})" if k == 1 else f"{name}({a}, {fv})"
+        if kind == "dictarg":
+            a, b = self.shared(env, "s", d), self.shared(env, "s", d)
+            return f'{name}({{"a": {a}, "b": {b}}}, {self.shared(env, t, d)})'
+        if kind == "starargs":
+            rest = [self.shared(env, self.pick(_BELOW[t]), d)
+                    for _ in range(self.draw(st.integers(0, 2)))]
+            if rest and self.chance(0.3):
+                return f"{name}({self.shared(env, t, d)}, *[{', '.join(rest)}])"
+            return f"{name}({', '.join([self.shared(env, t, d)] + rest)})"
+        if kind == "kwargs":
+            a = self.shared(env, t, d)
+            shift = self.shared(env, "s", d)
+            if self.chance(0.5):
+                return f"{name}({a}, shift={shift}, scale={self.shared(env, 's', d)})"
+            return f"{name}({a}, shift={shift})"
         if kind == "partialable":
             a = self.shared(env, t, d)
             c = self.pick(["0.5", "1.5", "-0.7"])
@@ -395,6 +418,42 @@ class Gen:
                 f"model = Model({self.pick(['0.7', '1.3', '-0.4'])}, "
                 f"{self.pick(['0.1', '-0.2'])})"]
 
+    def need_sim(self):
+        """A small stateful simulator class, as physics code writes it: state
+        in attributes, methods calling methods (a ``staticmethod`` among
+        them), ``*args`` in a method, a new object per step; ``kick`` stores
+        into ``self`` (called for its effect, pullback must refuse it)."""
+        if "Sim" not in self.prelude:
+            self.prelude["Sim"] = [
+                "class Sim:",
+                "    def __init__(self, pos, vel, k=1.3):",
+                "        self.pos = pos",
+                "        self.vel = vel",
+                "        self.k = k",
+                "",
+                "    @staticmethod",
+                "    def squash(v):",
+                f"        return {self.pick(['np.tanh(v)', 'np.sin(v)', 'v / (1.0 + v * v)'])}",
+                "",
+                "    def force(self):",
+                "        return -self.k * self.squash(self.pos)",
+                "",
+                "    def advance(self, dt, *pushes):",
+                "        acc = self.force() + sum(pushes)",
+                "        return Sim(self.pos + dt * self.vel, self.vel + dt * acc, self.k)",
+                "",
+                "    def run(self, n, dt=0.1):",
+                "        sim = self",
+                "        for _ in range(n):",
+                "            sim = sim.advance(dt)",
+                "        return sim",
+                "",
+                "    def energy(self):",
+                "        return 0.5 * np.sum(self.vel * self.vel) + self.k * np.sum(self.pos ** 2)",
+                "",
+                "    def kick(self, dv):",
+                "        self.vel = self.vel + dv"]
+
     def shared(self, env, t, depth):
         """A value another name comes to hold (an assignment, an argument of a
         user function, a branch of a conditional expression): an array named
@@ -457,6 +516,8 @@ class Gen:
                 kinds += ["layers", "layers"]
         if self.names(env, "v"):
             kinds += ["fnvalue", "fnvalue"]
+            if indent == 1 and self.chance(0.3):
+                kinds += ["sim"]
         if self.risky_allowed:
             kinds += ["risky"]
         getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
@@ -874,6 +935,30 @@ class Gen:
             access = (name,)
         env[name] = Var("f", "shared", known=False, access=access)
 
+    def stmt_sim(self, env, depth, indent):
+        """A simulator object built from differentiated values, stepped by
+        rebinding (``sim = sim.advance(dt, push)``, ``sim = sim.run(2)``), in
+        straight line or a loop, then read by a method or its attributes."""
+        self.need_sim()
+        name, out = self.fresh_name("sim"), self.fresh_name("a")
+        k = f", k={self.shared(env, 's', 1)}" if self.chance(0.3) else ""
+        self.emit(indent, f"{name} = Sim({self.shared(env, 'v', 1)}, "
+                          f"{self.shared(env, self.pick('sv'), 1)}{k})")
+        how = self.draw(st.integers(0, 2))
+        push = f", {self.shared(env, self.pick('sv'), 1)}" if self.chance(0.5) else ""
+        if how == 0:
+            for _ in range(self.draw(st.integers(1, 2))):
+                self.emit(indent, f"{name} = {name}.advance({self.pick(['0.1', '0.05'])}{push})")
+        elif how == 1:
+            self.emit(indent, f"for _ in range({self.draw(st.integers(1, 3))}):")
+            self.emit(indent + 1, f"{name} = {name}.advance(0.1{push})")
+        else:
+            self.emit(indent, f"{name} = {name}.run({self.draw(st.integers(1, 3))})")
+        self.emit(indent, f"{out} = " + self.pick([
+            f"{name}.energy()", f"np.sum({name}.pos * {name}.vel)",
+            f"{name}.energy() + np.sum({name}.force())"]))
+        env[out] = Var("s", "shared", known=False)
+
     def stmt_layers(self, env, depth, indent):
         """The layer loop of an MLP: the carried value changes shape every
         iteration (widths drawn at random); the loss reads the last
@@ -903,14 +988,25 @@ class Gen:
     def stmt_refused(self, env, indent):
         """A construct pullback documents as refused (`must_refuse`): a lambda
         made as a value that reads a name assigned again before it is called
-        (Python's closure reads the new value)."""
+        (Python's closure reads the new value), or a method storing into
+        `self` called for its effect on an object holding differentiated values."""
         name = self.fresh_name("a")
         g = self.fresh_name("g")
-        c = self.fresh_name("c")
-        self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
-        self.emit(indent, f"{g} = [lambda t: t * {c}]")
-        self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
-        self.emit(indent, f"{name} = np.sum({g}[0]({self.expr(env, 'v', 1)}))")
+        k = self.draw(st.integers(0, 2))
+        if k == 2:
+            # a method storing into `self`, called for its effect on an object
+            # holding differentiated values (the corpus' particle system)
+            self.need_sim()
+            sim = self.fresh_name("sim")
+            self.emit(indent, f"{sim} = Sim({self.expr(env, 'v', 1)}, {self.pick(['s', 'x'])})")
+            self.emit(indent, f"{sim}.kick({self.expr(env, self.pick('sv'), 1)})")
+            self.emit(indent, f"{name} = {sim}.energy()")
+        else:
+            c = self.fresh_name("c")
+            self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
+            self.emit(indent, f"{g} = [lambda t: t * {c}]")
+            self.emit(indent, f"{c} = {self.expr(env, 'v', 1)}")
+            self.emit(indent, f"{name} = np.sum({g}[0]({self.expr(env, 'v', 1)}))")
         # its gradient matters: the value is returned, and never rebound
         # (kept out of env, where a later statement could assign the name)
         self.must_use.append(name)
@@ -1026,7 +1122,7 @@ def _helpers(gen):
     for k in range(gen.draw(st.integers(0, 3))):
         name = f"h{k}"
         kind = gen.pick(["elementwise", "scalar", "recursive", "vector", "act", "apply",
-                         "applyfn", "partialable"])
+                         "applyfn", "partialable", "dictarg", "starargs", "kwargs"])
         env = {"p": Var("s", "shared", known=False), "q": Var("s", "shared", known=False)}
         if kind == "elementwise":
             body = gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2)
@@ -1059,6 +1155,24 @@ def _helpers(gen):
             lines = [f"def {name}(p, fn{default}):",
                      gen.pick([f"    return fn(p) * {c} + 0.5 * p",
                                f"    return fn({c} * p) + fn(p) * 0.5"])]
+        elif kind == "dictarg":
+            # a dict of parameters (as optimiser and config code passes them)
+            body = _elementwise(gen.expr({"p": Var("s")}, "s", 1))
+            lines = [f"def {name}(d, p):",
+                     gen.pick([f'    return d["a"] * ({body}) + np.tanh(d["b"] * p)',
+                               f'    return sum(v * p for v in d.values()) + {body}',
+                               f'    return d.get("a", 1.0) * p + d["b"] * ({body})'])]
+        elif kind == "starargs":
+            # `*args` collected and walked (a variadic combinator)
+            lines = [f"def {name}(p, *rest):", "    out = p",
+                     "    for k, r in enumerate(rest):",
+                     f"        out = out * {gen.pick(['0.5', '0.8'])} + r / (k + 1.0)",
+                     "    return out"]
+        elif kind == "kwargs":
+            # options passed through `**kwargs`, read with a default
+            body = _elementwise(gen.expr({"p": Var("s")}, "s", 1))
+            lines = [f"def {name}(p, **opts):",
+                     f'    return opts.get("scale", 1.0) * ({body}) + opts["shift"] * p']
         else:
             body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
             lines = [f"def {name}(p, a=1.0, b=0.0):", f"    return a * ({body}) + b * p + 0.5 * p"]
@@ -1187,7 +1301,7 @@ def programs(draw, risky=None):
             others = [n for n, kind, _ in gen.helpers if kind == "act" and n != name]
             new = draw(st.sampled_from(_UFUNCS + others))
         rebind = {name: new}
-    order = ["doubled", "scaled", "around", "Model"] + list(gen.act_globals)
+    order = ["doubled", "scaled", "around", "Model", "Sim"] + list(gen.act_globals)
     prelude = [line for key in order if key in gen.prelude
                for line in gen.prelude[key] + [""]]
     body = [header] + ["    " * i + text for i, text, _ in gen.lines]
@@ -1211,10 +1325,16 @@ class Invalid(Exception):
 
 def load(source, namespace=None, name="f"):
     """Define the functions in ``source`` as if they lived in a file."""
-    filename = f"<fuzz program {next(_files)}>"
+    n = next(_files)
+    filename = f"<fuzz program {n}>"
     codegen.register_source(filename, source)
+    # a module of its own, as a file's classes have (`inspect.getsource(cls)`
+    # finds the file through it; a class of module `builtins` is a library's)
+    module = types.ModuleType(f"fuzz_program_{n}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module
     ns = {"np": np, "math": math, "functools": functools, "pullback": pb,
-          **(namespace or {})}
+          "__name__": module.__name__, **(namespace or {})}
     exec(compile(source, filename, "exec"), ns)
     return ns[name]
 

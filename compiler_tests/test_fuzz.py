@@ -60,6 +60,9 @@ FEATURES = {
     "rebinding": lambda p: p.rebind,
     "pb.grad of partial, method, instance": lambda p: p.entry,
     "documented refusal": lambda p: p.must_refuse,
+    "stateful class": lambda p: "= Sim(" in p.source,
+    "dict, *args or **kwargs helper": lambda p: re.search(
+        r"def h\d\((d, p|p, \*rest|p, \*\*opts)\)", p.source),
 }
 
 

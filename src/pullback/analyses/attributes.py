@@ -21,6 +21,16 @@ that stores into an attribute of an argument holding differentiated values
 Calls through values and methods (``p.reset()``) are checked when they run
 (``frontend.writes`` puts ``no_attribute_store`` before them).
 
+An object holding differentiated values (one built here, ``s = S(x)``, or
+``self`` in its method) is differentiated as the dict of its attributes, so
+what would change it or read it through code pullback does not follow is
+refused here too, naming the line: a statement ``s.step()`` whose method may
+change ``self`` (it runs as plain Python), a write into what an attribute
+holds (``s.x[0] = v``, ``s.hist.append(v)``), a property read (``c.area``)
+and ``s[i]``/``for v in s`` on a class with its own ``__getitem__``/
+``__iter__``.  Each was a silent wrong gradient before (the corpus' third
+round); ``s = s.step()`` with ``step`` returning a new object is exact.
+
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source, normal_form
 >>> from pullback.backend.codegen import unparse
@@ -48,6 +58,8 @@ def loss(x, log):
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import types
 
 import gast
@@ -69,10 +81,19 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
     errors = []
     local = {n.id for n in gast.walk(normal.tree)
              if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)} | set(normal.params)
+    binds = {}                  # name -> the assignments binding it (one walk)
+    for n in gast.walk(normal.tree):
+        if isinstance(n, gast.Assign):
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    binds.setdefault(t.id, []).append(n)
     for stmt in gast.walk(normal.tree):
         call = _called(stmt, ops)
         if call is not None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
+        errors.extend(_method_stores(stmt, normal, parsed, varied, binds))
+        errors.extend(_property_reads(stmt, normal, parsed, varied, binds))
+        errors.extend(_own_item_reads(stmt, normal, parsed, varied, binds))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
             continue
         store = _store(stmt.value, parsed, local)
@@ -96,6 +117,7 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
         elif any(isinstance(v, gast.Name) and v.id in varied for v in values):
             errors.append(parsed.unsupported(
                 stmt, f"a store of a differentiated value into {what}", _HINT))
+    errors.extend(_writes_through_attributes(normal, parsed, varied))
     if errors:
         from ..normalize.normalize import _all_of
         raise _all_of(errors)
@@ -171,6 +193,279 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
             f"Make `{fn.__name__}` return a new object instead of changing its argument, "
             f"e.g. `return {example}`, and use it: `{name} = {fn.__name__}(...)`.")]
     return []
+
+
+def _method_stores(stmt, normal, parsed, varied, binds):
+    """The refusal of a statement ``obj.meth(...)`` (or ``getattr(obj,
+    "meth")()``) whose result is unused, on an object holding differentiated
+    values: such a call runs as plain Python, so whatever it changes in
+    ``obj`` (``self.x = ...``, ``self.x[0] = ...``, ``self.hist.append(...)``)
+    would go unseen, and the reads of ``obj`` after it would be differentiated
+    as if it had not run (was a silent wrong gradient: ``s = S(x); s.step();
+    np.sum(s.x)`` gave ones where ``2x`` is right).  A method of a user class
+    (the one ``obj`` is built from here, ``obj = Cls(...)``, or for ``self``
+    the method's own) is refused whatever it does; where the class is not
+    known here, a name that is no array or container method is refused too."""
+    if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+        return []
+    func = stmt.value.func
+    if isinstance(func, gast.Name) and func.id in varied:
+        bind = _only_binding(func.id, binds)
+        value = bind.value if bind is not None else None
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                and _resolve(value.func.id, parsed, set()) is builtins.getattr \
+                and value.args and isinstance(value.args[0], gast.Name):
+            obj, meth = value.args[0].id, _constant(value.args[1]) if len(value.args) > 1 \
+                else None
+        elif isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
+            obj, meth = value.value.id, value.attr
+        else:
+            return []
+        if obj not in varied:
+            return []
+        meth = meth or "..."
+    elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+            and func.value.id in varied:
+        obj, meth = func.value.id, func.attr
+    else:
+        return []
+    from ..frontend.written import _known_method, _param_store
+    cls = _class_of(obj, normal, parsed, binds)
+    what = ""
+    if cls is None:
+        if obj in normal.params or _known_method(meth):
+            return []       # an argument: `no_attribute_store` checks it when it runs
+    else:
+        method = inspect.getattr_static(cls, meth, None)
+        if isinstance(method, (staticmethod, classmethod)):
+            return []
+        if isinstance(method, types.FunctionType):
+            params = list(inspect.signature(method, follow_wrapped=False).parameters)
+            if not params or not _may_change(cls, method, params[0], set()):
+                return []
+            found = _param_store(cls, method, params[0], set())
+            if found is not None:
+                attr, where = found
+                target = f"the attribute `{obj}.{attr}`" if attr is not None \
+                    else f"an attribute of `{obj}`"
+                via = "" if where is method else f" (in `{where.__name__}`, which it calls)"
+                what = f" It stores into {target}{via}."
+    cls_name = cls.__name__ if cls is not None else "object"
+    name = "obj" if obj == "self" else obj
+    shown = obj if obj in (parsed.location(stmt).line or "") else "the object"
+    return [UnsupportedSyntaxError(
+        f"pullback cannot differentiate this call of `{meth}`: its result is unused, "
+        f"so it runs as plain Python, and {shown if shown == 'the object' else f'`{obj}`'} "
+        "holds differentiated values: whatever the "
+        "call changes in it would go unseen, and the reads of it after the call would be "
+        f"differentiated as if the call had not run.{what}", parsed.location(stmt),
+        f"Make `{meth}` return a new {cls_name} (or the new "
+        f"values) instead of changing `self`, and bind it: `{name} = {name}.{meth}(...)`; "
+        "a method called for its result (`e = s.energy()`) is differentiated.")]
+
+
+# methods of builtin containers and arrays that change their object
+_CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "itemset",
+                       "resize", "setflags", "partition", "add", "discard", "at"})
+
+
+def _may_change(cls, fn, self_name, seen):
+    """Whether ``fn`` (a method of ``cls``) may change its ``self_name``
+    parameter's object, directly or through the methods of ``cls`` it calls
+    on it: a store or a ``del`` rooted at it (``self.x = v``, ``self.x[0] =
+    v``, ``self.n += 1``), a changing container or array method on something
+    reached from it (``self.hist.append(v)``, ``np.add.at(self.x, ...)``), a
+    call given it (``helper(self)``, ``setattr(self, ...)``) or an ``out=``.
+    When its source cannot be read: yes."""
+    import ast
+    import textwrap
+    if fn in seen:
+        return False
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+
+    def root(node):
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+    rooted = {self_name}
+    for node in ast.walk(tree):     # local aliases: `layers = self.layers`, `for l in self.ls`
+        if isinstance(node, ast.Assign) and root(node.value) in rooted:
+            rooted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.For, ast.comprehension)) and root(node.iter) in rooted:
+            rooted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in targets):
+            return True
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if any(k.arg == "out" for k in node.keywords):
+            return True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == self_name:
+            callee = inspect.getattr_static(cls, func.attr, None)
+            if isinstance(callee, types.FunctionType):
+                names = list(inspect.signature(callee, follow_wrapped=False).parameters)
+                if names and _may_change(cls, callee, names[0], seen):
+                    return True
+                continue
+        if isinstance(func, ast.Attribute) and root(func.value) in rooted \
+                and func.attr in _CHANGING:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "at" and node.args \
+                and root(node.args[0]) in rooted:
+            return True
+        if any(isinstance(a, ast.Name) and a.id in rooted for a in node.args) or \
+                (isinstance(func, ast.Name) and func.id in ("setattr", "delattr")):
+            return True
+    return False
+
+
+def _property_reads(stmt, normal, parsed, varied, binds):
+    """The refusal of ``v = obj.attr`` where ``attr`` is a property (or
+    another data descriptor) of the class of an object holding differentiated
+    values: the read is differentiated as a read of a stored attribute, so
+    the gradient of what the property computes was dropped (was a silent
+    wrong gradient: ``c = Circle(r); np.sum(c.area)`` gave zeros)."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Attribute)
+            and isinstance(stmt.value.value, gast.Name) and stmt.value.value.id in varied):
+        return []
+    obj, attr = stmt.value.value.id, stmt.value.attr
+    cls = _class_of(obj, normal, parsed, binds)
+    found = inspect.getattr_static(cls, attr, None) if cls is not None else None
+    # (a property with a setter that `__init__` stores into: instances refuses the class)
+    if not (isinstance(found, functools.cached_property)
+            or (isinstance(found, property) and found.fset is None)):
+        return []
+    if obj not in (parsed.location(stmt).line or ""):
+        obj = "..."                 # a name normalize made (`Circle(r).area`)
+    return [UnsupportedSyntaxError(
+        f"pullback cannot differentiate the read of `{obj}.{attr}`: `{attr}` is a property of "
+        f"`{cls.__name__}`, computed by code pullback does not follow through an attribute "
+        "read, so the gradient of what it computes would be lost.", parsed.location(stmt),
+        f"Make `{attr}` a method and call it (`{obj}.{attr}()`): a method's result is "
+        "differentiated.")]
+
+
+def _own_item_reads(stmt, normal, parsed, varied, binds):
+    """The refusal of ``v = obj[i]`` and ``for v in obj`` where ``obj``, holding
+    differentiated values, is of a user class with its own ``__getitem__`` or
+    ``__iter__``: the read was differentiated as a namedtuple's (``obj[0]``
+    as its first attribute), a silent wrong gradient (``Pair(a, b)[0]``
+    returning ``b`` gave ``a`` the gradient) or an IndexError."""
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Subscript):
+        node, dunder = stmt.value.value, ("__getitem__",)
+    elif isinstance(stmt, gast.For):
+        node, dunder = stmt.iter, ("__iter__", "__getitem__")
+    else:
+        return []
+    if not (isinstance(node, gast.Name) and node.id in varied):
+        return []
+    cls = _class_of(node.id, normal, parsed, binds)
+    if cls is None or issubclass(cls, (tuple, list, dict)) or not any(
+            isinstance(inspect.getattr_static(cls, d, None), types.FunctionType)
+            for d in dunder):
+        return []
+    obj = node.id if node.id in (parsed.location(stmt).line or "") else "..."
+    how = "indexing" if isinstance(stmt, gast.Assign) else "iterating over"
+    return [UnsupportedSyntaxError(
+        f"pullback cannot differentiate {how} `{obj}`: `{cls.__name__}` defines its own "
+        f"`{dunder[0]}`, which pullback does not follow (it would read the object's "
+        "attributes in order, as a namedtuple's).", parsed.location(stmt),
+        "Index or walk the attribute that holds the items (`obj.layers[i]`, "
+        "`for layer in obj.layers`), or call a method that returns the item.")]
+
+
+def _writes_through_attributes(normal, parsed, varied):
+    """The refusals of writes into a value read from an attribute of an object
+    holding differentiated values (``s.x[0] = 5.0``, ``s.x[1] += v``,
+    ``s.hist.append(v)``, ``np.add.at(s.x, i, v)``, here or in a method on
+    ``self``): the attribute is not followed as a variable, so the reads of
+    it after the write were differentiated as if it had not happened (was a
+    silent wrong gradient: ``s.hist.append(3 * x)`` then
+    ``np.sum(s.hist[0] ** 2)`` gave zeros, ``s.x[0] = 5.0`` kept the gradient
+    of the overwritten element)."""
+    held = {}
+    for node in gast.walk(normal.tree):
+        if isinstance(node, gast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], gast.Name) \
+                and isinstance(node.value, gast.Attribute) \
+                and isinstance(node.value.value, gast.Name) and node.value.value.id in varied:
+            held[node.targets[0].id] = f"{node.value.value.id}.{node.value.attr}"
+    if not held:
+        return []
+
+    def root(node):
+        while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+            node = node.value
+        return node.id if isinstance(node, gast.Name) else None
+    errors = []
+    for stmt in gast.walk(normal.tree):
+        name = None
+        if isinstance(stmt, (gast.Assign, gast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, gast.Assign) else [stmt.target]
+            name = next((root(t) for t in targets if isinstance(t, gast.Subscript)
+                         and root(t) in held), None)
+        if name is None and isinstance(stmt, (gast.Expr, gast.Assign)) \
+                and isinstance(stmt.value, gast.Call):
+            call = stmt.value
+            func = call.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.value.id in held and func.attr in _CHANGING:
+                name = func.value.id
+            elif isinstance(func, gast.Attribute) and func.attr == "at" and call.args \
+                    and isinstance(call.args[0], gast.Name) and call.args[0].id in held:
+                name = call.args[0].id
+            else:
+                name = next((k.value.id for k in call.keywords if k.arg == "out"
+                             and isinstance(k.value, gast.Name) and k.value.id in held), None)
+        if name is None:
+            continue
+        attr = held[name]
+        obj = attr.split(".")[0]
+        shown = attr if attr in (parsed.location(stmt).line or "") else f"an attribute of `{obj}`"
+        shown = f"`{shown}`" if shown == attr else shown
+        errors.append(UnsupportedSyntaxError(
+            f"pullback cannot differentiate this write into {shown}: `{obj}` holds "
+            "differentiated values, and an attribute is not followed as a variable, so the "
+            "reads of it after the write would be differentiated as if it had not happened.",
+            parsed.location(stmt),
+            "Build the new value in a local name (`x = s.x.copy(); x[0] = v`, "
+            "`hist = s.hist + [v]`) and use it, or make a new object with it."))
+    return errors
+
+
+def _only_binding(name, binds):
+    found = binds.get(name, [])
+    return found[0] if len(found) == 1 else None
+
+
+def _class_of(name, normal, parsed, binds):
+    """The user class of the object ``name`` holds: built in this function
+    by ``name = Cls(...)`` (its only binding), or ``self`` of a method."""
+    binds = binds.get(name, [])
+    if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
+            and isinstance(binds[0].value.func, gast.Name):
+        cls = _resolve(binds[0].value.func.id, parsed, set())
+        if isinstance(cls, type) and cls.__module__ == "builtins":
+            return None
+        return cls if isinstance(cls, type) and not issubclass(cls, BaseException) else None
+    params = list(normal.params)
+    if not binds and params and name == params[0]:
+        qual = getattr(parsed.fn, "__qualname__", "").split(".")
+        if len(qual) >= 2 and qual[-2] != "<locals>":
+            cls = parsed.fn.__globals__.get(qual[-2])
+            if isinstance(cls, type) and isinstance(
+                    inspect.getattr_static(cls, parsed.fn.__name__, None), types.FunctionType):
+                return cls
+    return None
 
 
 def _store(call, parsed, local):
