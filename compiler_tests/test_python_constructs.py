@@ -806,3 +806,82 @@ def test_dict_called_by_an_alias_and_from_a_dict_literal():
     assert pb.grad(_dict_by_alias)(3.0) == 2 * 3.0 + 8 * 3.0
     (g,) = pb.vjp(lambda x: aliased_dict({"a": x}, b=2.0 * x), 1.5)[1]({"a": 2.0, "b": 1.0})
     assert g == 4.0
+
+
+# -- comprehensions where Python evaluates them lazily, and nested ones --------
+
+def _while_sum_test(x):
+    s = x
+    n = 0
+    while sum(v for v in [s, s]) < 10.0 and n < 50:
+        s = s * 2.0
+        n += 1
+    return s
+
+
+def test_comprehension_in_a_while_test_runs_before_every_test():
+    """The loop computing the test ran once, before the loop: `s` doubled 50
+    times (2**50 * x, no error) where Python stops at 2 * s >= 10."""
+    assert _while_sum_test(1.0) == 8.0
+    assert pb.grad(_while_sum_test)(1.0) == 8.0      # three doublings
+    assert pb.grad(_while_sum_test)(3.0) == 2.0      # one
+    assert pb.jvp(_while_sum_test, (3.0,), (1.0,)) == (6.0, 2.0)
+
+
+def _and_any(x, c):
+    ok = c > 0 and any([t > 0.5 for t in x])
+    return np.sum(x ** 2) * (2.0 if ok else 1.0)
+
+
+def _ifexp_sum(x, c):
+    return sum(t * t for t in x) if c > 0 else np.sum(x)
+
+
+def _or_and_values(x, c):
+    v = (c > 0) or sum([t for t in x]) > 1.0
+    w = (c > 0) and sum([t * 3.0 for t in x])
+    return w if not isinstance(w, bool) else np.sum(x) * v
+
+
+@pytest.mark.parametrize("f, c, value, grad", [
+    (_and_any, 1.0, 2 * 1.79, lambda x: 4 * x), (_and_any, -1.0, 1.79, lambda x: 2 * x),
+    (_ifexp_sum, 1.0, 1.79, lambda x: 2 * x), (_ifexp_sum, -1.0, 2.1, np.ones_like),
+    (_or_and_values, 1.0, 6.3, lambda x: 3 * np.ones_like(x)),
+    (_or_and_values, -1.0, 2.1, np.ones_like)])
+def test_comprehension_inside_and_or_and_a_conditional_expression(f, c, value, grad):
+    """Only the operand Python evaluates runs (was refused: 'a comprehension
+    inside a conditional expression or `and`/`or`')."""
+    x = np.array([0.3, 0.7, 1.1])
+    v, g = pb.value_and_grad(f)(x, c)
+    np.testing.assert_allclose(v, value, rtol=1e-14)
+    np.testing.assert_allclose(g, grad(x), rtol=1e-14)
+
+
+def test_operand_not_evaluated_is_not_run():
+    """`xs and [1.0 / t for t in xs]` with an empty list: the division never runs."""
+    def f(x, xs):
+        inv = xs and [1.0 / t for t in xs]
+        return x * (len(inv) if inv else 2.0)
+    assert pb.grad(f)(3.0, []) == 2.0
+    assert pb.grad(f)(3.0, [1.0, 2.0]) == 2.0
+    assert pb.grad(f)(3.0, [1.0, 2.0, 4.0]) == 3.0
+
+
+def _nested_sum(x):
+    xs = [x, 2.0 * x]
+    return sum(sum(a * b for b in xs) for a in xs)
+
+
+def _nested_list(x):
+    xs = [x, 2.0 * x]
+    return np.sum(np.array([[a * b for b in xs] for a in xs]) * np.array([[1.0, 2.0],
+                                                                          [3.0, 4.0]]))
+
+
+def test_nested_comprehensions_read_the_outer_variable():
+    """The inner comprehension was computed before the outer loop (NameError)."""
+    assert _nested_sum(1.5) == 9 * 1.5 ** 2
+    np.testing.assert_allclose(pb.grad(_nested_sum)(1.5), 18 * 1.5, rtol=1e-15)
+    # sum of w_ab * a * b with a, b in (x, 2x): (1 + 2*2 + 3*2 + 4*4) x^2 = 27 x^2
+    np.testing.assert_allclose(pb.grad(_nested_list)(1.5), 54 * 1.5, rtol=1e-15)
+    assert pb.jvp(_nested_sum, (1.5,), (1.0,))[1] == 27.0

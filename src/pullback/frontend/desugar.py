@@ -103,6 +103,9 @@ class _Desugar:
         for stmt in stmts:
             pre = []
             stmt = Hoist(self, pre).visit_statement(stmt)
+            if isinstance(stmt, gast.While) and pre:
+                out.extend(self.rotated_while(stmt, pre))
+                continue
             out.extend(pre)
             if isinstance(stmt, gast.For):
                 out.extend(self.loop(stmt))
@@ -114,6 +117,28 @@ class _Desugar:
         return out
 
     # -- loops -----------------------------------------------------------------
+
+    def rotated_while(self, stmt, pre):
+        """A ``while`` whose test needs statements of its own (a comprehension's
+        loop) runs them before every test, as Python evaluates it::
+
+            while sum(t for t in xs) < c:      while True:
+                body                               <the loop's sum into total>
+                                                   if not total < c:
+                                                       break
+                                                   body
+        """
+        if stmt.orelse:
+            raise self.parsed.unsupported(
+                stmt, "a `while ... else` whose condition contains a comprehension",
+                "Compute the condition into a name before the loop and at the end of its "
+                "body, and test that name.")
+        stop = gast.copy_location(gast.If(test=gast.UnaryOp(op=gast.Not(), operand=stmt.test),
+                                          body=[gast.copy_location(gast.Break(), stmt)],
+                                          orelse=[]), stmt)
+        stmt.test = gast.Constant(True, None)
+        stmt.body = pre + [stop] + self.block(stmt.body)
+        return [stmt]
 
     def loop(self, node):
         """``for target in iterable`` as a loop over ``range``."""

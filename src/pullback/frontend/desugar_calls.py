@@ -25,6 +25,7 @@ def f(xs, c):
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import gast
@@ -59,23 +60,59 @@ class Hoist(gast.NodeTransformer):
         return node
 
     def visit_IfExp(self, node):
+        """``b if c else d`` whose ``b`` or ``d`` needs statements of its own
+        (a comprehension's loop) becomes an ``if`` statement, so that only the
+        branch Python evaluates runs::
+
+            v = [t * t for t in xs] if c else ys   ->   if c:
+                                                             v_1 = <the loop's list>
+                                                         else:
+                                                             v_1 = ys
+        """
         node.test = self.visit(node.test)
-        self.check_lazy(node.body)
-        self.check_lazy(node.orelse)
-        return node
+        body, orelse = self.lazy(node.body), self.lazy(node.orelse)
+        if body is not None and orelse is not None:
+            node.body, node.orelse = body, orelse
+            return node
+        value = self.d.namer.fresh("chosen")
+        branch = gast.If(test=node.test, body=[_assign(_name(value, gast.Store()), node.body,
+                                                       node)],
+                         orelse=[_assign(_name(value, gast.Store()), node.orelse, node)])
+        self.pre.extend(self.d.block([gast.copy_location(branch, node)]))
+        return _name(value)
 
     def visit_BoolOp(self, node):
-        node.values[0] = self.visit(node.values[0])
-        for v in node.values[1:]:
-            self.check_lazy(v)
-        return node
+        """``a and b`` (``or``) whose ``b`` needs statements of its own runs
+        them only where Python evaluates ``b``::
 
-    def check_lazy(self, node):
-        for n in gast.walk(node):
-            if isinstance(n, (gast.ListComp, gast.GeneratorExp)):
-                raise self.d.parsed.unsupported(
-                    n, "a comprehension inside a conditional expression or `and`/`or`",
-                    "Compute it in a statement of its own before the condition.")
+            v = a and any([t > 0 for t in xs])   ->   v_1 = a
+                                                      if v_1:
+                                                          v_1 = <the loop's any>
+        """
+        node.values[0] = self.visit(node.values[0])
+        rest = [self.lazy(v) for v in node.values[1:]]
+        if all(v is not None for v in rest):
+            node.values[1:] = rest
+            return node
+        value = self.d.namer.fresh("either" if isinstance(node.op, gast.Or) else "both")
+        inner = []
+        for v in reversed(node.values[1:]):
+            test = _name(value) if isinstance(node.op, gast.And) else gast.UnaryOp(
+                op=gast.Not(), operand=_name(value))
+            inner = [gast.copy_location(gast.If(
+                test=test, body=[_assign(_name(value, gast.Store()), v, node)] + inner,
+                orelse=[]), node)]
+        self.pre.append(_assign(_name(value, gast.Store()), node.values[0], node))
+        self.pre.extend(self.d.block(inner))
+        return _name(value)
+
+    def lazy(self, node):
+        """``node``, an operand Python may not evaluate, rewritten in place if
+        that needs no statements before it; None if it does (the original is
+        kept, unvisited, for the caller to put in a branch)."""
+        trial, scratch = copy.deepcopy(node), []
+        done = Hoist(self.d, scratch).visit(trial)
+        return done if not scratch else None
 
     def visit_Call(self, node):
         d = self.d
@@ -86,7 +123,6 @@ class Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "sum") and node.args and isinstance(
                 node.args[0], (gast.GeneratorExp, gast.ListComp)) and not node.keywords:
             comp = node.args[0]
-            comp.elt = self.visit(comp.elt)
             start = self.visit(node.args[1]) if len(node.args) > 1 else None
             return _name(d.comprehension(comp, self.pre, reduce_with="+", start=start))
         if d.is_builtin(node.func, "map") and len(node.args) >= 2 and not node.keywords:
@@ -222,11 +258,11 @@ class Hoist(gast.NodeTransformer):
         return gast.copy_location(comp, node)
 
     def visit_ListComp(self, node):
-        node.elt = self.visit(node.elt)
+        # the element is rewritten inside the loop that computes it (it may
+        # read the loop's variables: a nested comprehension)
         return _name(self.d.comprehension(node, self.pre))
 
     def visit_GeneratorExp(self, node):
-        node.elt = self.visit(node.elt)
         return _name(self.d.comprehension(node, self.pre))
 
 
