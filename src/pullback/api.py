@@ -312,7 +312,7 @@ def source(fun, *example_args, argnums=None, mode="reverse"):
         example_args = handle.bind(tuple(example_args), {})
     n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
     wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
-    from .backend.namespace import with_header      # (says whether jax.jit traces it)
+    from .backend.traceability import with_header  # (says whether jax.jit traces it)
     if example_args:
         return with_header(handle.specialize(example_args if getattr(handle, "variadic", False)
                                              else tuple(example_args), tuple(sorted(set(wrt)))),

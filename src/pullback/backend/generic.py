@@ -1,0 +1,279 @@
+"""The namespace-generic runtime helpers, and the jax.numpy twins of what
+generated code holds: what the namespace build (``backend.namespace``)
+binds in place of NumPy's, and what the traceability check
+(``backend.traceability``) asks about.
+
+A NumPy runtime helper (``GENERIC``: ``unbroadcast``, ``unindex``, ...) has a
+twin made by ``_make_generic(xp)`` for an array namespace ``xp``: the same
+result, no buffer written (an indexed scatter is ``.at[index].add``, not
+``np.add.at``).  ``_numpy_twin`` maps ``np``/``numpy``, ``math`` and NumPy's
+functions to jax.numpy's.
+
+Before, NumPy's ``unbroadcast`` sums a gradient back to its input's shape;
+after, its generic twin does the same on the namespace it was made for:
+
+>>> import numpy as np
+>>> from pullback.runtime import core
+>>> GENERIC[core.unbroadcast]
+'unbroadcast'
+>>> _make_generic(np)["unbroadcast"](np.ones((2, 3)), np.zeros(3)).tolist()
+[2.0, 2.0, 2.0]
+>>> import jax.numpy as jnp
+>>> _generic_helpers()["unindex"](jnp.ones(2), jnp.zeros(3), np.array([0, 0])).tolist()
+[2.0, 0.0, 0.0]
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from ..errors import NotTraceableError
+from ..runtime import core as _core
+from ..runtime import rule_support as _rule_support
+from ..runtime import accumulation as _accumulation
+from ..runtime import forward_support as _forward_support
+from ..runtime.core import Meta
+
+__all__ = ["GENERIC"]
+
+
+# -- what jax.numpy has ------------------------------------------------------------
+
+def _numpy_function(value):
+    return isinstance(value, np.ufunc) or (
+        callable(value) and (getattr(value, "__module__", "") or "").split(".")[0] == "numpy")
+
+
+_JNP_NAMES = None
+
+
+def _jnp_has(name):
+    global _JNP_NAMES
+    if _JNP_NAMES is None:
+        try:
+            import jax.numpy as jnp
+        except ImportError:
+            return False
+        _JNP_NAMES = frozenset(n for n in dir(jnp) if not n.startswith("_"))
+    return name in _JNP_NAMES
+
+
+# -- the namespace-generic helpers ---------------------------------------------------
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+def _make_generic(xp):
+    """The runtime helpers as functions of arrays of namespace ``xp``
+    (jax.numpy): the same results as NumPy's helpers, no buffer written."""
+
+    def meta(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, Meta):
+            return Meta(tuple(x.shape), np.dtype(x.dtype))
+        return x
+
+    def unbroadcast(g, x):
+        shape, gshape = _shape(x), _shape(g)
+        if gshape == shape:
+            return g
+        lead = len(gshape) - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+        if axes:
+            g = xp.sum(g, axis=axes)
+        if _shape(g) != shape:
+            g = xp.reshape(g, shape)
+        return g
+
+    def unreduce(g, x, axis=None, keepdims=False):
+        shape = _shape(x)
+        if axis is not None and not keepdims:
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            g = xp.expand_dims(g, tuple(sorted(a % len(shape) for a in axes)))
+        return xp.broadcast_to(g, shape)
+
+    def _dtype(x):
+        return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
+
+    def realify(g, x):
+        if xp.iscomplexobj(g) and not np.issubdtype(_dtype(x), np.complexfloating):
+            return xp.real(g)
+        return g
+
+    def _plain(x):
+        if isinstance(x, (list, tuple, dict)) or _core.is_structure(x) or _core.is_instance(x):
+            raise NotTraceableError(
+                "pullback runs generated code under jax.jit on arrays and numbers; this "
+                f"value is a {type(x).__name__} (containers of arrays are not traced yet).",
+                hint="Pass the arrays as separate arguments, or call pullback outside jax.jit.")
+
+    def project(g, x, copy=False):
+        _plain(x)
+        if isinstance(x, bool):
+            raise TypeError("booleans carry no gradient")
+        if g is None:
+            return zeros_like(x)
+        if isinstance(x, (float, int, complex)) and not hasattr(x, "shape"):
+            return xp.sum(g) if len(_shape(g)) else g
+        g = unbroadcast(g, x)
+        g = realify(g, x)
+        dtype = _dtype(x)
+        if _shape(g) != _shape(x):
+            g = xp.broadcast_to(g, _shape(x))
+        g = xp.asarray(g)
+        return g.astype(dtype) if g.dtype != dtype else g
+
+    def zeros_like(x):
+        if x is None or (isinstance(x, (float, int)) and not hasattr(x, "shape")):
+            return 0.0
+        _plain(x)
+        return xp.zeros(_shape(x), dtype=_dtype(x))
+
+    def owned_zeros(x):
+        _plain(x)
+        return xp.zeros(_shape(x), dtype=np.result_type(_dtype(x), 0.0))
+
+    def unindex(g, a, index):
+        _plain(a)
+        dtype = np.result_type(_dtype(a), 0.0) if not isinstance(a, Meta) else a.dtype
+        out = xp.zeros(_shape(a), dtype=dtype)
+        return out.at[index].add(realify(g, out))    # repeats accumulate, as np.add.at
+
+    def _inexact(x):
+        return hasattr(x, "dtype") and np.dtype(x.dtype).kind in "fc" or (
+            isinstance(x, (float, complex)) and not hasattr(x, "shape"))
+
+    def zeros_tangent(x):
+        _plain(x)
+        if isinstance(x, range):
+            return xp.zeros(len(x))
+        if not _inexact(x):
+            if hasattr(x, "dtype") and np.dtype(x.dtype).kind in "iu":
+                return xp.zeros(_shape(x))
+            if isinstance(x, int) and not isinstance(x, bool):
+                return 0.0
+            return None
+        if not hasattr(x, "shape"):
+            return 0j if isinstance(x, complex) else 0.0
+        return xp.zeros(_shape(x), dtype=_dtype(x))
+
+    def broadcast_tangent(t, x):
+        shape = _shape(x)
+        return t if _shape(t) == shape else xp.broadcast_to(t, shape)
+
+    def output_tangent(t, y, fresh=False):
+        _plain(y)
+        if not _inexact(y):
+            return zeros_tangent(y) if t is None else t
+        if t is None:
+            return zeros_tangent(y)
+        return project(t, y)
+
+    made = {"meta": meta, "zeros_tangent": zeros_tangent,
+            "broadcast_tangent": broadcast_tangent, "output_tangent": output_tangent, "unbroadcast": unbroadcast, "unreduce": unreduce,
+            "realify": realify, "project": project, "zeros_like": zeros_like,
+            "owned_zeros": owned_zeros, "unindex": unindex,
+            "per_output": _core.per_output}      # reads shapes only
+    # helpers whose code calls only NumPy functions and the helpers above:
+    # the same code with its `np` bound to xp
+    for fn in _REBOUND:
+        g = dict(fn.__globals__)
+        g.update(made)
+        g["np"] = xp
+        made[fn.__name__] = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__,
+                                               fn.__closure__)
+    return made
+
+
+_REBOUND = (_rule_support.matmul_lhs_grad, _rule_support.matmul_rhs_grad,
+            _rule_support.inner_lhs_grad, _rule_support.inner_rhs_grad)
+
+#: the NumPy helpers that have a namespace-generic form, by identity
+GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce: "unreduce",
+           _core.realify: "realify", _core.project: "project", _core.zeros_like: "zeros_like",
+           _accumulation.owned_zeros: "owned_zeros", _rule_support.unindex: "unindex",
+           _core.per_output: "per_output"}
+GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
+GENERIC.update({getattr(_forward_support, n): n for n in ("zeros_tangent", "broadcast_tangent",
+                                                          "output_tangent")})
+#: helpers the in-place build calls that the out-of-place build (the one
+#: jax.jit runs) does not
+_ACCUMULATION_ONLY = {getattr(_accumulation, n) for n in ("owned_copy", "index_add")
+                      if hasattr(_accumulation, n)}
+
+
+def _generic_of(value):
+    try:
+        return GENERIC.get(value)
+    except TypeError:       # unhashable
+        return None
+
+
+def _accumulation_only(value):
+    try:
+        return value in _ACCUMULATION_ONLY
+    except TypeError:
+        return False
+
+
+_GENERIC_CACHE = {}
+
+
+def _generic_helpers():
+    import jax.numpy as jnp
+    made = _GENERIC_CACHE.get("jax")
+    if made is None:
+        made = _GENERIC_CACHE["jax"] = _make_generic(jnp)
+    return made
+
+
+# -- jax.numpy twins -------------------------------------------------------------
+
+#: ``math`` functions and their jax.numpy twins (the same function of one
+#: number; math.log with a base, math.pow and the rest are refused)
+_MATH_TWINS = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
+               "atan": "arctan", "atan2": "arctan2", "sinh": "sinh", "cosh": "cosh",
+               "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+               "exp": "exp", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt",
+               "fabs": "abs", "hypot": "hypot", "log": "log", "log10": "log10",
+               "log2": "log2", "pi": None, "e": None, "tau": None, "inf": None, "nan": None}
+
+
+def _math_twin(math, jnp):
+    twin = types.SimpleNamespace(**vars(math))
+    for name, jname in _MATH_TWINS.items():
+        if jname is not None:
+            setattr(twin, name, getattr(jnp, jname))
+
+    def log(x, base=None):          # math.log(x, base) is log(x) / log(base)
+        return jnp.log(x) if base is None else jnp.log(x) / jnp.log(base)
+    twin.log = log
+    twin.__name__ = "math"
+    return twin
+
+
+def _numpy_twin(value, jnp):
+    if isinstance(value, types.ModuleType) and value.__name__ == "numpy":
+        return jnp
+    if isinstance(value, types.ModuleType) and value.__name__ == "math":
+        return _math_twin(value, jnp)
+    if _numpy_function(value):
+        name = getattr(value, "__name__", None)
+        if name and hasattr(jnp, name):
+            return getattr(jnp, name)
+    return value
+
+
+def _callee_of(value):
+    """The ``Derivative`` handle of a callee's primal or adjoint as generated
+    code holds them (``Derivative.for_callers``), else None."""
+    tag = getattr(value, "__pullback_callee__", None)
+    if tag is not None and hasattr(tag[0], "specialize"):
+        return tag[0]
+    owner = getattr(value, "__self__", None)
+    if owner is not None and getattr(value, "__name__", "") == "call_adjoint" \
+            and hasattr(owner, "specialize") and hasattr(owner, "for_callers"):
+        return owner
+    return None
