@@ -7,6 +7,7 @@ Every gradient is checked against exact values worked out by hand, central
 finite differences, or jax.grad (x64) where jax is installed.
 """
 import functools
+import inspect
 
 import numpy as np
 import pytest
@@ -885,3 +886,16 @@ def test_nested_comprehensions_read_the_outer_variable():
     # sum of w_ab * a * b with a, b in (x, 2x): (1 + 2*2 + 3*2 + 4*4) x^2 = 27 x^2
     np.testing.assert_allclose(pb.grad(_nested_list)(1.5), 54 * 1.5, rtol=1e-15)
     assert pb.jvp(_nested_sum, (1.5,), (1.0,))[1] == 27.0
+
+
+def _signature_defaults(x):
+    sig = inspect.signature(_and_any)
+    n = sum(1 for p in sig.parameters.values() if p.default is inspect.Parameter.empty)
+    return x * n
+
+
+def test_values_of_a_read_only_mapping():
+    """`.values()` of a mappingproxy (an inspect.Signature's parameters) raised a
+    plain TypeError from the generated code; it is read by key as a dict is."""
+    assert _signature_defaults(1.5) == 3.0
+    assert pb.grad(_signature_defaults)(1.5) == 2.0

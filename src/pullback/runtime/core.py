@@ -1,6 +1,7 @@
 """Projection onto the primal, zeros, reductions and structures."""
 from __future__ import annotations
 
+import collections.abc
 import copy as copy_module
 import dataclasses
 import functools
@@ -159,6 +160,8 @@ def update_attribute(obj, name, old, op, value):
 def mapping_keys(d):
     """The keys of the dict ``d``, in its order (``for k, v in d.items()``)."""
     if not isinstance(d, dict):
+        if isinstance(d, collections.abc.Mapping):
+            return list(d)     # a read-only mapping (inspect's parameters): read by key
         raise TypeError(f"`.items()`, `.keys()` and `.values()` are differentiated on dicts; "
                         f"this is a {type(d).__name__}.")
     return list(d)
