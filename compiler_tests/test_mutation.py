@@ -1140,6 +1140,10 @@ class _Plain:
     def indirect(self):
         self.poke()
 
+    def through_alias(self):
+        w = self.w
+        np.add.at(w, [1], 2.0)
+
 
 def _argument_pokes(x, p):
     p.poke()
@@ -1156,13 +1160,19 @@ def _argument_pokes_indirectly(x, p):
     return np.sum(p.w * x)
 
 
+def _argument_writes_through_alias(x, p):
+    p.through_alias()
+    return np.sum(p.w * x)
+
+
 def _argument_counts(x, p):
     p.count()
     return np.sum(p.w * x)
 
 
 _WRITERS = [(_argument_pokes, "self.w[0] = 5.0"), (_argument_bumps, "self.w += 1.0"),
-            (_argument_pokes_indirectly, "self.w[0] = 5.0")]
+            (_argument_pokes_indirectly, "self.w[0] = 5.0"),
+            (_argument_writes_through_alias, "np.add.at(w, [1], 2.0)")]
 
 
 @pytest.mark.parametrize("fn, line", _WRITERS)
@@ -1185,7 +1195,8 @@ def test_argument_method_writing_into_its_array_is_refused_before_it_runs(fn, li
     message = str(info.value)
     assert "writes into the array `self.w`" in message and f"`{line}`" in message
     call = {_argument_pokes: "p.poke()", _argument_bumps: "p.bump()",
-            _argument_pokes_indirectly: "p.indirect()"}[fn]
+            _argument_pokes_indirectly: "p.indirect()",
+            _argument_writes_through_alias: "p.through_alias()"}[fn]
     assert call in message
     np.testing.assert_array_equal(p.w, [3.0, 4.0])
     np.testing.assert_array_equal(x, [1.0, 2.0])

@@ -699,6 +699,8 @@ def _self_array_writes(cls, fn, self_name, seen):
     except (OSError, TypeError, SyntaxError):
         return []
 
+    aliases = {}        # `w = self.w`: a name bound (only) to an attribute chain of self
+
     def chain(node):
         attrs = []
         while isinstance(node, ast.Attribute):
@@ -706,7 +708,18 @@ def _self_array_writes(cls, fn, self_name, seen):
             node = node.value
         if isinstance(node, ast.Name) and node.id == self_name and attrs:
             return tuple(reversed(attrs))
+        if isinstance(node, ast.Name) and aliases.get(node.id):
+            return aliases[node.id] + tuple(reversed(attrs))
         return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = getattr(node, "value", None)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    c = chain(value) if isinstance(node, ast.Assign) and len(targets) == 1 \
+                        and t.id not in aliases else None
+                    aliases[t.id] = c if c is not None and t.id not in aliases else None
     found = []
 
     def note(node, stmt):
