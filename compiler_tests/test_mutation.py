@@ -1119,3 +1119,93 @@ def listed(q, p):
     assert written_params(through) == {"s": "item"}
     assert written_params(rebound) == {}          # t is a new array when written
     assert written_params(listed) == {"p": "update"}
+
+
+# -- a method of an argument writing into an array the object holds ---------------------
+
+class _Plain:
+    def __init__(self, w):
+        self.w = w
+        self.calls = 0
+
+    def poke(self):
+        self.w[0] = 5.0
+
+    def bump(self):
+        self.w += 1.0
+
+    def count(self):
+        self.calls += 1
+
+    def indirect(self):
+        self.poke()
+
+    def through_alias(self):
+        w = self.w
+        np.add.at(w, [1], 2.0)
+
+
+def _argument_pokes(x, p):
+    p.poke()
+    return np.sum(p.w * x)
+
+
+def _argument_bumps(x, p):
+    p.bump()
+    return np.sum(p.w * x)
+
+
+def _argument_pokes_indirectly(x, p):
+    p.indirect()
+    return np.sum(p.w * x)
+
+
+def _argument_writes_through_alias(x, p):
+    p.through_alias()
+    return np.sum(p.w * x)
+
+
+def _argument_counts(x, p):
+    p.count()
+    return np.sum(p.w * x)
+
+
+_WRITERS = [(_argument_pokes, "self.w[0] = 5.0"), (_argument_bumps, "self.w += 1.0"),
+            (_argument_pokes_indirectly, "self.w[0] = 5.0"),
+            (_argument_writes_through_alias, "np.add.at(w, [1], 2.0)")]
+
+
+@pytest.mark.parametrize("fn, line", _WRITERS)
+@pytest.mark.parametrize("transform", ["grad", "grad_both", "jvp", "vjp"])
+def test_argument_method_writing_into_its_array_is_refused_before_it_runs(fn, line, transform):
+    """A method of an argument (a plain object here; a dataclass in
+    test_regressions) writing into an array it holds runs as plain Python: the
+    write would reach the caller's array and go unseen by the derivative.  It
+    is refused before it runs, whether or not the object is differentiated,
+    naming the method, the write and the call's line; the caller's array is
+    unchanged (README "Mutation": an argument's method writing into it is
+    refused)."""
+    x, p = np.array([1.0, 2.0]), _Plain(np.array([3.0, 4.0]))
+    run = {"grad": lambda: pb.grad(fn)(x, p),
+           "grad_both": lambda: pb.grad(fn, argnums=(0, 1))(x, p),
+           "jvp": lambda: pb.jvp(fn, (x, p), (np.ones(2), _Plain(np.ones(2)))),
+           "vjp": lambda: pb.vjp(fn, x, p)[1](1.0)}[transform]
+    with pytest.raises(pb.UnsupportedSyntaxError) as info:
+        run()
+    message = str(info.value)
+    assert "writes into the array `self.w`" in message and f"`{line}`" in message
+    call = {_argument_pokes: "p.poke()", _argument_bumps: "p.bump()",
+            _argument_pokes_indirectly: "p.indirect()",
+            _argument_writes_through_alias: "p.through_alias()"}[fn]
+    assert call in message
+    np.testing.assert_array_equal(p.w, [3.0, 4.0])
+    np.testing.assert_array_equal(x, [1.0, 2.0])
+
+
+def test_argument_method_updating_a_number_attribute_still_runs():
+    """`self.calls += 1` rebinds a number: a counter, not a write into an
+    array; it runs once, as Python runs it, and the gradient is exact."""
+    x, p = np.array([1.0, 2.0]), _Plain(np.array([3.0, 4.0]))
+    np.testing.assert_array_equal(pb.grad(_argument_counts)(x, p), [3.0, 4.0])
+    assert p.calls == 1
+    np.testing.assert_array_equal(p.w, [3.0, 4.0])

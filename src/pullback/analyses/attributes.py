@@ -19,7 +19,10 @@ that stores into an attribute of an argument holding differentiated values
 (``h(p)`` with ``h`` doing ``p.b = 0.0``, also through the functions it calls:
 ``frontend.written.attribute_stores``), refused with the caret on the call.
 Calls through values and methods (``p.reset()``) are checked when they run
-(``frontend.writes`` puts ``no_attribute_store`` before them).
+(``frontend.writes`` puts ``no_attribute_store`` before them): a store into a
+dataclass, and a method writing into an array its object holds
+(``self.w[0] = v``, ``self.w += v``, on any object), are refused there before
+the call runs.
 
 An object holding differentiated values (one built here, ``s = S(x)``, or
 ``self`` in its method) is differentiated as the dict of its attributes, so

@@ -598,6 +598,8 @@ def _no_attribute_store(fn, *args, **kwargs):
             first, fn = [fn.__self__] + first, fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
+    if first and not isinstance(first[0], type):
+        _no_array_write(fn, first[0])
     stores = attribute_stores(fn)
     if not stores:
         return
@@ -633,6 +635,125 @@ def _no_attribute_store(fn, *args, **kwargs):
                 hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, "
                      "and use it: " + (f"`obj = obj.{fn.__name__}()`." if param == "self"
                                        else f"`{param} = {fn.__name__}(...)`."))
+
+
+def _no_array_write(fn, obj):
+    """Refuse, before it runs, a method call ``obj.meth(...)`` whose method
+    writes into an array ``obj`` holds (``self.w[0] = v``, ``self.w += v``,
+    ``np.add.at(self.w, i, v)``, ``self.w.fill(0)``, ``out=self.w``),
+    directly or through the methods of its class it calls on ``self``.  Such a
+    call on an argument runs as plain Python: the write would reach the
+    caller's array (a transform never changes it, README "Mutation"), compound
+    when a transform runs the function more than once, and go unseen by the
+    gradient (was a silent wrong gradient: ``p.poke()`` doing ``self.w[0] =
+    5.0`` gave ``p.w``'s gradient ``[1, 2]`` where ``[0, 2]`` is right)::
+
+        p.poke()    ->  no_attribute_store(p.poke); p.poke()
+                        # UnsupportedSyntaxError: `_Holder.poke` writes into
+                        # the array `self.w` (`self.w[0] = 5.0`) ...
+    """
+    params = list(inspect.signature(fn, follow_wrapped=False).parameters)
+    if not params:
+        return
+    for chain, text, where in _self_array_writes(type(obj), fn, params[0], set()):
+        value = obj
+        for attr in chain:
+            value = inspect.getattr_static(value, attr, None) if not isinstance(value, type) \
+                else None
+            if value is None:
+                break
+        if not isinstance(value, np.ndarray):
+            continue
+        target = ".".join(("self",) + chain)
+        via = "" if where is fn else f" (in `{where.__qualname__}`, which it calls)"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot run this call of `{fn.__qualname__}`: it writes into the array "
+            f"`{target}` of its object (`{text}`){via}, a write into what an attribute holds, "
+            "which pullback does not follow: the write would change the object's array "
+            "(the caller's, for an argument, which a transform never changes), and the "
+            "reads of it after the call would be differentiated as if the write had not "
+            "happened.",
+            hint=f"Make `{fn.__name__}` return the new array (`w = self.{chain[-1]}.copy(); "
+                 f"w[0] = ...; return w`) or a new object "
+                 f"(`dataclasses.replace(self, {chain[-1]}=w)`), and use that instead of "
+                 "changing the object in place.")
+
+
+_ARRAY_CHANGING = frozenset({"fill", "put", "itemset", "resize", "sort", "partition",
+                             "setfield", "byteswap"})
+
+
+def _self_array_writes(cls, fn, self_name, seen):
+    """``(attribute chain, source text, function)`` of each write into
+    something reached from ``self_name`` by attributes (``self.w[0] = v``:
+    ``("w",)``) in ``fn``, a method of ``cls``, and in the methods of ``cls``
+    it calls on ``self_name``; the caller checks at run time which chains hold
+    arrays (``self.n += 1`` on a number is a rebinding, not a write)."""
+    import ast
+    import textwrap
+    if fn in seen:
+        return []
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+
+    aliases = {}        # `w = self.w`: a name bound (only) to an attribute chain of self
+
+    def chain(node):
+        attrs = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id == self_name and attrs:
+            return tuple(reversed(attrs))
+        if isinstance(node, ast.Name) and aliases.get(node.id):
+            return aliases[node.id] + tuple(reversed(attrs))
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = getattr(node, "value", None)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    c = chain(value) if isinstance(node, ast.Assign) and len(targets) == 1 \
+                        and t.id not in aliases else None
+                    aliases[t.id] = c if c is not None and t.id not in aliases else None
+    found = []
+
+    def note(node, stmt):
+        c = chain(node)
+        if c is not None:
+            found.append((c, ast.unparse(stmt).splitlines()[0], fn))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) \
+                else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                        note(n.value, node)
+                if isinstance(node, ast.AugAssign) and isinstance(t, ast.Attribute):
+                    note(t, node)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            for k in node.keywords:
+                if k.arg == "out":
+                    for v in (k.value.elts if isinstance(k.value, ast.Tuple) else [k.value]):
+                        note(v, node)
+            if isinstance(func, ast.Attribute) and func.attr in _ARRAY_CHANGING:
+                note(func.value, node)
+            if isinstance(func, ast.Attribute) and func.attr == "at" and node.args:
+                note(node.args[0], node)
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id == self_name:
+                callee = inspect.getattr_static(cls, func.attr, None)
+                if isinstance(callee, types.FunctionType):
+                    names = list(inspect.signature(callee, follow_wrapped=False).parameters)
+                    if names:
+                        found += _self_array_writes(cls, callee, names[0], seen)
+    return found
 
 
 def _param_store(cls, fn, param, seen):
