@@ -806,3 +806,27 @@ def test_dict_called_by_an_alias_and_from_a_dict_literal():
     assert pb.grad(_dict_by_alias)(3.0) == 2 * 3.0 + 8 * 3.0
     (g,) = pb.vjp(lambda x: aliased_dict({"a": x}, b=2.0 * x), 1.5)[1]({"a": 2.0, "b": 1.0})
     assert g == 4.0
+
+
+def test_max_and_min_with_a_key_are_refused_saying_what_to_write():
+    def by_key(x):
+        parts = [x[:2], x[2:]]
+        return np.sum(max(parts, key=lambda p: float(np.sum(p))))
+
+    def with_default(x):
+        return min(list(x), default=0.0)
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(by_key)(np.arange(4.0))
+    text = str(err.value)
+    assert "`max(..., key=...)`" in text and "np.argmax" in text and "line" in text
+    with pytest.raises(pb.PullbackError, match=r"`min\(\.\.\., default=\.\.\.\)`"):
+        pb.grad(with_default)(np.arange(4.0))
+
+
+def test_picking_by_index_as_the_refusal_says():
+    def f(x):
+        parts = [x[:2], x[2:], 2.0 * x[:2]]
+        i = int(np.argmax([np.sum(p) for p in parts]))
+        return np.sum(parts[i] ** 2)
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(pb.grad(f)(x), [0.0, 0.0, 6.0, 8.0])
