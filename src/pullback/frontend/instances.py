@@ -30,6 +30,19 @@ attributes it stored::
             if scale > 1.0:                        self_scale = self_w
                 self.scale = self.w                ...
 
+``self.W, self.b = W, b`` is split into one store per attribute (through
+fresh names first where the values read ``self``, so a swap keeps Python's
+meaning); ``self.log_softmax(z)`` of a staticmethod reads the class's.  A
+class called through a value known only when the call runs (``cls(...)`` in
+a classmethod, ``Model(**params)`` spread by ``star_call``) goes to the same
+rewritten ``__init__`` (``called_class``, from ``callees._unwrap``)::
+
+    class Norm:                                 def Norm_init(z, s):
+        def __init__(self, z, s):                   self_p = Norm_.log_softmax(z)
+            self.p = self.log_softmax(z)   ->      self_s = s
+            self.s, self.t = s, 2 * s               self_t = 2 * s
+                                                    return new_object(p=self_p, ...)
+
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
 bases), or a class with its own ``__new__``, ``__setattr__``, ``__slots__``, a
