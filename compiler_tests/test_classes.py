@@ -454,3 +454,114 @@ def test_super_init_refused_where_it_cannot_be_told():
         return np.sum(_Two(w).w)
     with pytest.raises(pb.NonDifferentiableError, match="_Two.*several bases"):
         pb.grad(f)(np.ones(2))
+
+
+# -- constructs the corpus found refused with messages pointing the wrong way --
+
+class _Norm:
+    def __init__(self, logits, scale):
+        self.log_p = self.log_softmax(logits)          # a staticmethod read off `self`
+        self.scale, self.shift = scale, 0.5 * scale      # one tuple assignment
+        self.a, self.b = self.scale, self.shift          # reads `self`: values first
+
+    @staticmethod
+    def log_softmax(z):
+        return z - np.log(np.sum(np.exp(z)))
+
+    @staticmethod
+    def square(z):
+        return z * z
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["logits"], params["scale"])
+
+    def value(self, x):
+        return np.sum(self.square(self.log_p * x)) * self.a + self.b
+
+
+class _Swap:
+    def __init__(self, u, v):
+        self.p, self.q = u, v
+        self.p, self.q = self.q, self.p                  # a swap, as Python does
+
+
+def _jax_norm(logits, scale, x):
+    log_p = logits - jnp.log(jnp.sum(jnp.exp(logits)))
+    return jnp.sum((log_p * x) ** 2) * scale + 0.5 * scale
+
+
+LOGITS, X3 = np.array([0.3, -1.2, 0.8]), np.array([1.5, -0.5, 2.0])
+
+
+def test_object_built_with_double_star_and_its_staticmethods():
+    def f(params, x):
+        return _Norm(**params).value(x)
+    params = {"logits": LOGITS, "scale": 1.7}
+    got = pb.grad(f, argnums=(0, 1))(params, X3)
+    want = jax.grad(lambda p, x: _jax_norm(p["logits"], p["scale"], x), argnums=(0, 1))(
+        params, X3)
+    close(got, want)
+    out, out_dot = pb.jvp(f, (params, X3), ({"logits": X3, "scale": 0.3}, LOGITS))
+    _, want_dot = jax.jvp(lambda p, x: _jax_norm(p["logits"], p["scale"], x), (params, X3),
+                          ({"logits": X3, "scale": 0.3}, LOGITS))
+    np.testing.assert_allclose(out_dot, want_dot, rtol=1e-12)
+
+
+def test_cls_called_in_a_classmethod():
+    def f(params, x):
+        return _Norm.from_params(params).value(x)
+    params = {"logits": LOGITS, "scale": 0.9}
+    got = pb.grad(f)(params, X3)
+    want = jax.grad(lambda p, x: _jax_norm(p["logits"], p["scale"], x))(params, X3)
+    close(got, want)
+
+
+def test_tuple_assignment_of_attributes_in_init():
+    def f(u, v):
+        s = _Swap(u, v)
+        return s.p * 3.0 + s.q * 5.0
+    assert pb.grad(f, argnums=(0, 1))(2.0, 7.0) == (5.0, 3.0)
+
+
+class _NotFollowed:
+    def __init__(self, w):
+        self.w = w
+        self.register()
+
+    def register(self):
+        pass
+
+
+def test_class_called_through_a_value_that_cannot_be_followed_names_the_class():
+    def f(w):
+        make = _NotFollowed
+        return make(w).w
+    with pytest.raises(pb.PullbackError, match=r"_NotFollowed.*`self` is used otherwise"):
+        pb.grad(f)(1.0)
+
+
+class _Canvas:
+    def __init__(self, w):
+        self.w = w
+
+    def fill(self, v):                      # the user's own method, not ndarray.fill
+        return self.w * v
+
+
+def test_a_user_method_named_fill_is_the_users():
+    def f(w, v):
+        c = _Canvas(w)
+        return np.sum(c.fill(v))
+    gw, gv = pb.grad(f, argnums=(0, 1))(np.array([1.0, 2.0, 4.0]), 3.0)
+    np.testing.assert_array_equal(gw, [3.0, 3.0, 3.0])
+    assert gv == 7.0
+
+
+def test_ndarray_fill_is_still_refused():
+    def f(x):
+        y = x * 2.0
+        y.fill(1.0)
+        return np.sum(y)
+    with pytest.raises(pb.PullbackError, match=r"\.fill\(\)`, which changes `y` in place"):
+        pb.grad(f)(np.ones(3))

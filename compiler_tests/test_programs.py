@@ -253,13 +253,16 @@ XFAIL = {
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
     "coupling_flow": "an `__init__` calling `super().__init__(...)` on an object built from "
                      "differentiated values is refused (instances)",
-    "hmm_forward": "`GaussianHMM(**params)`, an instance built with `**` from differentiated "
-                   "values, is refused as 'no differentiation rule for GaussianHMM (a type)'",
-    "crf_tagger": "`cls(...)` in a classmethod (`LinearChainCRF.from_params(params)`) is "
-                  "refused as 'no differentiation rule for LinearChainCRF (a type)'",
-    "batchnorm_running_stats": "`self.W, self.b = W, b` (attributes stored by one tuple "
-                               "assignment in `__init__`) is refused: '`self` is used "
-                               "otherwise than to store an attribute' (instances)",
+    "hmm_forward": "WRONG GRADIENT (pre-existing, lists): `alphas[-1]` read from a list that "
+                   "grows by `alphas.append(...)` later is sent back by `unindex(ct, alphas, -1)` "
+                   "against the final list, so the gradient is lost (zeros); "
+                   "`GaussianHMM(**params)` and its staticmethods are followed now",
+    "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
+                  "differentiation rule (`cls(...)` in the classmethod is followed now)",
+    "batchnorm_running_stats": "`BatchNorm.__call__` stores into `self.running_mean` of an "
+                               "object holding differentiated values: refused, as in "
+                               "particle_system (`self.W, self.b = W, b` in `__init__` is "
+                               "split now)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

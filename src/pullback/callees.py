@@ -491,8 +491,15 @@ def _unwrap(fn, args, kwargs, mask):
             fn = fn.__func__
         elif _is_callable_instance(fn):
             fn = fn.__call__          # a bound method of the instance
+        elif isinstance(fn, type) and _called_class(fn) is not None:
+            fn = _called_class(fn)    # `cls(...)`, `Model(**d)`: its __init__, rewritten
         else:
             return fn, args, kwargs, mask
+
+
+def _called_class(cls):
+    from .frontend.instances import called_class
+    return called_class(cls)
 
 
 def _is_callable_instance(obj):

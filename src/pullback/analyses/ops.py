@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
-from ..errors import NoRuleError, UnsupportedSyntaxError
+from ..errors import NoRuleError, PullbackError, UnsupportedSyntaxError
 from ..ir.walk import all_statements
 from ..rules.registry import WRITES_INTO, Rule, is_nondifferentiable, lookup
 
@@ -117,10 +117,39 @@ def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
         n.id for n in gast.walk(normal.tree)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = _Resolver(parsed, locals_)
+    r.objects = _user_objects(normal, r)
     return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
 
 
+def _user_objects(normal, r):
+    """The locals bound only to new objects of one of the user's classes
+    (``b = Buffer(w)``), each with its class: there ``b.fill(v)`` is that
+    class's method, not ndarray's in-place ``.fill``."""
+    found, other, direct = {}, set(normal.params), set()
+    for node in gast.walk(normal.tree):
+        if not (isinstance(node, gast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], gast.Name)):
+            continue
+        direct.add(id(node.targets[0]))
+        name, value, cls = node.targets[0].id, node.value, None
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+                and r.is_static(value.func):
+            try:
+                cls = r.lookup_static(value.func)
+            except PullbackError:
+                cls = None
+        if isinstance(cls, type) and not is_library(cls) and found.get(name, cls) is cls:
+            found[name] = cls
+        else:
+            other.add(name)
+    other.update(n.id for n in gast.walk(normal.tree) if isinstance(n, gast.Name)
+                 and isinstance(n.ctx, gast.Store) and id(n) not in direct)
+    return {k: v for k, v in found.items() if k not in other}
+
+
 class _Resolver:
+    objects = {}
+
     def __init__(self, parsed, locals_):
         self.parsed = parsed
         self.locals = locals_
@@ -230,7 +259,9 @@ class _Resolver:
                 "Assign the result to a name instead: `y = np.sin(x)`, not "
                 "`np.sin(x, out=y)`.")
         if isinstance(func, gast.Attribute) and not self.is_static(func):
-            if func.attr in _MUTATING_METHODS:
+            own = isinstance(func.value, gast.Name) and isinstance(inspect.getattr_static(
+                self.objects.get(func.value.id), func.attr, None), types.FunctionType)
+            if func.attr in _MUTATING_METHODS and not own:
                 raise UnsupportedSyntaxError(
                     f"pullback cannot differentiate `.{func.attr}()`, which changes "
                     f"`{dotted(func.value)}` in place.", self.parsed.location(node),
@@ -276,6 +307,9 @@ class _Resolver:
             made = followed(obj)
             if made is not None:    # Dense(W, b): its __init__, returning the object
                 return self.bind_python(made, OpKind.USER, made, node, label)
+        if (obj is builtins.max or obj is builtins.min) and ("key" in kwargs
+                                                             or "default" in kwargs):
+            self.refuse_max_by(obj.__name__, kwargs, node)
         if lookup(obj) is not None or is_nondifferentiable(obj):
             return self.primitive_op(obj, node.args, kwargs, node, label)
         if isinstance(obj, types.FunctionType) and not is_library(obj) \
@@ -288,6 +322,21 @@ class _Resolver:
         return Op(OpKind.OPAQUE, label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
                                  if isinstance(a, gast.Name)))
+
+    def refuse_max_by(self, name, kwargs, node):
+        """``max(parts, key=score)`` / ``min(xs, default=0.0)``: pullback's
+        rule for the builtin compares the items themselves."""
+        arg = "key" if "key" in kwargs else "default"
+        pick = "argmax" if name == "max" else "argmin"
+        items = dotted(node.args[0]) if len(node.args) == 1 else "items"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{name}(..., {arg}=...)`: its rule for {name} "
+            f"compares the items themselves, {'not their keys' if arg == 'key' else 'and '}"
+            f"{'' if arg == 'key' else 'takes no default for an empty sequence'}.",
+            self.parsed.location(node),
+            f"Pick the item by its index: `i = int(np.{pick}([score(p) for p in {items}])); "
+            f"best = {items}[i]`" if arg == "key" else
+            f"Test for the empty case first: `{name}({items}) if len({items}) else v`.")
 
     def star(self, node):
         """``star_call(how, method, f, a, xs, k=v)``: a call with starred

@@ -189,6 +189,19 @@ class _NoCalleeGradient:
         return tuple(grads)
 
 
+class _NoReceiverGradient:
+    """The residual of ``obj.f(x)`` for a staticmethod ``f``: the object is
+    not passed on, its cotangent is zeros of its shape."""
+
+    def __init__(self, at, obj):
+        self.at, self.obj = at, obj
+
+    def adjoint(self, r, ct):
+        grads = list(dynamic_adjoint(r, ct))
+        grads.insert(self.at, runtime.zeros_like(self.obj))
+        return tuple(grads)
+
+
 class _HeldCallee:
     """The residual of ``obj.attr(x)`` where ``attr`` is a value ``obj`` holds:
     the callee's cotangent is that of ``obj``'s attribute ``attr``."""
@@ -364,6 +377,13 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
         out, res = dynamic_call(vars(obj)[name], tuple(_CALLEE if k == _RECEIVER else k
                                                        for k in mask), inplace, *args, **kwargs)
         return out, (_HeldCallee(at, name), res)
+    if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
+                                        staticmethod):
+        # `self.log_normal(x, m, s)` of a staticmethod: the object is not passed on
+        at = mask.index(_RECEIVER)
+        out, res = dynamic_call(method, tuple(k for k in mask if k != _RECEIVER), inplace,
+                                *args, **kwargs)
+        return out, (_NoReceiverGradient(at, obj), res)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
                                   and method.__self__ is obj):
         raise NonDifferentiableError(

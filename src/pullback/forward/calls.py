@@ -328,6 +328,12 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
         tangents[at] = getattr(tangents[at], name, 0.0)
         return dynamic_jvp(vars(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
                            tuple(tangents), *args, **kwargs)
+    if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
+                                        staticmethod):
+        # self.log_normal(x, m, s) of a staticmethod: the object is not passed on
+        keep = [i for i, k in enumerate(mask) if k != _RECEIVER]
+        mask = tuple(mask[i] for i in keep)
+        tangents = tuple(tangents[i] for i in keep)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
                                   and method.__self__ is obj):
         raise NonDifferentiableError(

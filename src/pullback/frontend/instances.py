@@ -30,6 +30,19 @@ attributes it stored::
             if scale > 1.0:                        self_scale = self_w
                 self.scale = self.w                ...
 
+``self.W, self.b = W, b`` is split into one store per attribute (through
+fresh names first where the values read ``self``, so a swap keeps Python's
+meaning); ``self.log_softmax(z)`` of a staticmethod reads the class's.  A
+class called through a value known only when the call runs (``cls(...)`` in
+a classmethod, ``Model(**params)`` spread by ``star_call``) goes to the same
+rewritten ``__init__`` (``called_class``, from ``callees._unwrap``)::
+
+    class Norm:                                 def Norm_init(z, s):
+        def __init__(self, z, s):                   self_p = Norm_.log_softmax(z)
+            self.p = self.log_softmax(z)   ->      self_s = s
+            self.s, self.t = s, 2 * s               self_t = 2 * s
+                                                    return new_object(p=self_p, ...)
+
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
 bases), or a class with its own ``__new__``, ``__setattr__``, ``__slots__``, a
@@ -75,7 +88,7 @@ import gast
 from ..errors import NonDifferentiableError, PullbackError
 
 __all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
-           "NOT_STORED"]
+           "NOT_STORED", "called_class"]
 
 _made = weakref.WeakKeyDictionary()      # class -> its fields function
 
@@ -136,6 +149,31 @@ def followed(cls):
     return fn
 
 
+def called_class(cls):
+    """The fields function standing for a call of the user's class ``cls``
+    known only when the call runs (``cls(...)`` in a classmethod,
+    ``Model(**params)``, spread by ``star_call``); None for anything that is
+    not a class of the user's; refused, naming the class and why, where its
+    objects cannot be followed."""
+    if not isinstance(cls, type) or issubclass(cls, BaseException):
+        return None
+    from ..analyses.ops import _structure_fields, is_library
+    from ..rules.registry import is_nondifferentiable, lookup
+    if is_library(cls) or lookup(cls) is not None or is_nondifferentiable(cls) \
+            or _structure_fields(cls) is not None:
+        return None
+    fn = followed(cls)
+    if fn is None:
+        raise NonDifferentiableError(
+            f"pullback cannot yet send gradients through an object of your class "
+            f"{cls.__name__} built here from values being differentiated: "
+            f"{why_not_followed(cls)}.",
+            hint=f"Store each value with `self.attr = value` at the top level of "
+                 f"{cls.__name__}.__init__, or create the object outside and pass it in as "
+                 f"an argument, or pass those values to its methods as arguments.")
+    return fn
+
+
 def why_not_followed(cls):
     try:
         return _refused.get(cls)
@@ -187,6 +225,7 @@ def rewrite_init(tree, parsed, cls):
     taken = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)}
     locals_, order = {}, []
     unset = [None]              # the name of the "not stored on this path" marker
+    own = [None]                # the name the class itself goes by (its staticmethods)
 
     def fresh(base):
         v = base
@@ -214,6 +253,16 @@ def rewrite_init(tree, parsed, cls):
     class Reads(gast.NodeTransformer):
         def visit_Attribute(self, node):
             if is_self_attr(node) and isinstance(node.ctx, gast.Load):
+                if node.attr not in locals_ and isinstance(
+                        inspect.getattr_static(cls, node.attr, None),
+                        (staticmethod, classmethod)):
+                    # `self.log_softmax(z)` of a staticmethod: the class's
+                    if own[0] is None:
+                        own[0] = fresh(name)
+                        parsed.closure[own[0]] = types.CellType(cls)
+                    return gast.copy_location(gast.Attribute(
+                        value=gast.copy_location(load(own[0]), node), attr=node.attr,
+                        ctx=gast.Load()), node)
                 if node.attr not in locals_:
                     refuse(node, f"`{me}.{node.attr}` is read before __init__ stores it")
                 return gast.copy_location(load(locals_[node.attr]), node)
@@ -260,9 +309,45 @@ def rewrite_init(tree, parsed, cls):
                 gast.copy_location(n, stmt)
         return out
 
+    def split(stmt):
+        """``self.W, self.b = W, b``: one store per attribute, through fresh
+        names where a value reads ``self`` (``self.a, self.b = self.b, self.a``
+        swaps, as Python does); None for another statement."""
+        if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], (gast.Tuple, gast.List))
+                and isinstance(stmt.value, (gast.Tuple, gast.List))):
+            return None
+        targets, values = stmt.targets[0].elts, stmt.value.elts
+        if len(targets) != len(values) or not any(is_self_attr(t) for t in targets) \
+                or any(isinstance(e, gast.Starred) for e in targets + values) \
+                or not all(is_self_attr(t) or isinstance(t, gast.Name) for t in targets):
+            return None
+        reads = any(isinstance(n, gast.Name) and n.id in ({me} | {
+            t.id for t in targets if isinstance(t, gast.Name)})
+            for v in values for n in gast.walk(v))
+        out = []
+        if reads:
+            names = [fresh("value") for _ in values]
+            out = [gast.Assign(targets=[store(n)], value=Reads().visit(v), type_comment=None)
+                   for n, v in zip(names, values)]
+            values = [load(n) for n in names]
+        for t, v in zip(targets, values):
+            out.append(gast.Assign(targets=[t], value=v, type_comment=None))
+        for o in out:
+            for n in gast.walk(o):
+                if not hasattr(n, "lineno") or n.lineno is None:
+                    gast.copy_location(n, stmt)
+        return out
+
     def block(stmts, top):
         body = []
-        for stmt in stmts:
+        pending = list(stmts)
+        while pending:
+            stmt = pending.pop(0)
+            parts = split(stmt)
+            if parts is not None:
+                pending[:0] = parts
+                continue
             if top and isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) \
                     and isinstance(stmt.value.value, str):
                 continue       # the docstring
