@@ -244,7 +244,7 @@ def check_refusal(name):
 # each with its line; none gives a number). Strict: the moment the fix lands, the
 # test passes, the xfail fails; remove the entry then. Empty since the four the
 # corpus' round of 2026-12-02 found were made to work (updates, classes, itemstores).
-# The third round's six (each a refusal naming its line; none gives a number):
+# The third round's (each a refusal naming its line; none gives a number):
 XFAIL = {
     "particle_system": "a method storing into `self` of an object holding differentiated "
                        "values (`self.x = self.x + dt * self.v` in `step`, called as "
@@ -253,10 +253,6 @@ XFAIL = {
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
     "coupling_flow": "an `__init__` calling `super().__init__(...)` on an object built from "
                      "differentiated values is refused (instances)",
-    "hmm_forward": "WRONG GRADIENT (pre-existing, lists): `alphas[-1]` read from a list that "
-                   "grows by `alphas.append(...)` later is sent back by `unindex(ct, alphas, -1)` "
-                   "against the final list, so the gradient is lost (zeros); "
-                   "`GaussianHMM(**params)` and its staticmethods are followed now",
     "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
                   "differentiation rule (`cls(...)` in the classmethod is followed now)",
     "batchnorm_running_stats": "`BatchNorm.__call__` stores into `self.running_mean` of an "

@@ -923,3 +923,28 @@ def test_picking_by_index_as_the_refusal_says():
         return np.sum(parts[i] ** 2)
     x = np.array([1.0, 2.0, 3.0, 4.0])
     np.testing.assert_array_equal(pb.grad(f)(x), [0.0, 0.0, 6.0, 8.0])
+
+
+def _grown_last(a):
+    xs = [a]
+    for t in range(3):
+        xs.append(xs[-1] * 2.0)
+    return np.sum(xs[-1] * xs[-2])
+
+
+def _grown_slice(a):
+    xs = [a, 3.0 * a]
+    head = xs[-2:]
+    xs.append(head[0] * head[1])
+    return np.sum(xs[-1])
+
+
+def test_reads_from_the_end_of_a_list_that_grows_later():
+    """`xs[-1]` then `xs.append(...)`: the cotangent went to the item appended
+    after the read, and the gradient was zero (found by the corpus' HMM)."""
+    a = np.array([0.1, 0.5])
+    # 8a * 4a = 32 a^2
+    np.testing.assert_allclose(pb.grad(_grown_last)(a), 64 * a, rtol=1e-15)
+    np.testing.assert_allclose(pb.grad(_grown_slice)(a), 6 * a, rtol=1e-15)
+    np.testing.assert_allclose(pb.jvp(_grown_last, (a,), (np.ones(2),))[1], np.sum(64 * a),
+                               rtol=1e-15)

@@ -35,7 +35,7 @@ import types
 from .analyses import ops as ops_
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
-from .frontend import writes
+from .frontend import grown_lists, writes
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -63,6 +63,10 @@ def lower_blocks(t: Transform) -> None:
     exceptions.lower_blocks(t.parsed.tree, t.namer, t.parsed)
 
 
+def pin_list_indices(t: Transform) -> None:
+    grown_lists.pin_list_indices(t.parsed.tree, t.namer, t.parsed)
+
+
 def desugar(t: Transform) -> None:
     desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
 
@@ -88,7 +92,7 @@ def resolve_ops(t: Transform) -> None:
     t.ops = ops_.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
+FRONT = [parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes, normalize,
          resolve_ops]
 
 

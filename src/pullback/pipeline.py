@@ -12,8 +12,8 @@ the same front end, analyses and lowering, then the tangents pass
 (``forward/tangents``) in place of the reverse pass.
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
-['parse', 'lower_blocks', 'desugar', 'lift_closures', 'structure', 'follow_writes', 'normalize',
- 'resolve_ops']
+['parse', 'lower_blocks', 'pin_list_indices', 'desugar', 'lift_closures', 'structure',
+ 'follow_writes', 'normalize', 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
 """
@@ -31,7 +31,7 @@ from .analyses import ops as ops_
 from .backend import loader
 from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, follow_writes, lift_closures,  # noqa: F401
-                    lower_blocks,
+                    lower_blocks, pin_list_indices,
                     normalize, parse, resolve_ops, structure)
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
@@ -153,8 +153,8 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
-    resolve_ops,
+    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes,
+    normalize, resolve_ops,
     # analyses
     infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes, check_updates,
     check_mutation,
@@ -197,7 +197,8 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, lower_blocks, desugar, lift_closures, structure, follow_writes, normalize,
+    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes,
+    normalize,
     resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,
     check_updates, check_mutation,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,

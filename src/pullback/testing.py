@@ -92,6 +92,16 @@ def blocks_lowered(fn):
     return codegen.unparse(exceptions.lower_blocks(parsed.tree, namer, parsed))
 
 
+def pinned(fn):
+    """``fn``'s source after its reads of lists that grow are pinned."""
+    from .frontend import grown_lists
+    from .ir.naming import Namer
+    parsed = frontend.parse(fn)
+    namer = Namer.for_tree(parsed.tree, parsed.globals.keys())
+    grown_lists.pin_list_indices(parsed.tree, namer, parsed)
+    return codegen.unparse(parsed.tree)
+
+
 def lifted(fn):
     """``fn``'s source after closure lifting, followed by the lifted functions."""
     from .frontend import closures

@@ -43,6 +43,7 @@ import numpy as np
 
 __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
+           "list_index",
            "expire_value", "check_live",
            "sort_order", "zip_length", "reduce_start", "caught_exception"]
 
@@ -239,3 +240,25 @@ def nested_value(lifted, **captured):
     with the values it captures bound by keyword (their gradients flow
     through it: ``driver.dispatch._make_function``)."""
     return functools.partial(lifted, **captured)
+
+
+def list_index(seq, index):
+    """``index`` into the list ``seq`` as it names an item now (``frontend.grown_lists``):
+    a negative index counted from the current end, a slice's bounds made
+    non-negative; unchanged for anything but a list (an out-of-range index
+    too, so that Python raises its own error)."""
+    if type(seq) is not list:
+        return index
+    n = len(seq)
+    if isinstance(index, slice):
+        if index.step is not None and index.step < 0:
+            from ..errors import NonDifferentiableError
+            raise NonDifferentiableError(
+                "pullback cannot follow a negative-step slice of a list the function "
+                "changes later (the adjoint reads the list after it has changed).",
+                hint="Read the items by index (`xs[len(xs) - 1]`), or copy the list first "
+                     "(`list(xs)[::-1]`).")
+        return slice(*index.indices(n))
+    if isinstance(index, int) and not isinstance(index, bool) and -n <= index < 0:
+        return index + n
+    return index
