@@ -70,6 +70,7 @@ def _spread(wrt, n):
 #: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
 #: it is imported (``import pullback`` imports it): this module imports no pass.
 higher_order = None
+class_calls = None      # analyses.ops.called_class, once imported
 
 
 class Derivative:
@@ -498,8 +499,9 @@ def _unwrap(fn, args, kwargs, mask):
 
 
 def _called_class(cls):
-    from .frontend.instances import called_class
-    return called_class(cls)
+    # set by analyses.ops when it is imported (it imports this module);
+    # generated code runs after a transform, which imports it, did
+    return class_calls(cls) if class_calls is not None else None
 
 
 def _is_callable_instance(obj):

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import rules as _rules  # noqa: F401  (registers every rule)
 from .. import runtime
-from ..errors import NoRuleError, PullbackError, UnsupportedSyntaxError
+from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..ir.walk import all_statements
 from ..rules.registry import WRITES_INTO, Rule, is_nondifferentiable, lookup
 
@@ -579,3 +579,35 @@ def dotted(node, sep=".", default="a call"):
 def _op_symbol(node):
     from ..backend.codegen import unparse
     return f"`{unparse(node)}`"
+
+
+def called_class(cls):
+    """The fields function standing for a call of the user's class ``cls``
+    known only when the call runs (``cls(...)`` in a classmethod,
+    ``Model(**params)``, spread by ``star_call``); None for anything that is
+    not a class of the user's; refused, naming the class and why, where its
+    objects cannot be followed."""
+    if not isinstance(cls, type) or issubclass(cls, BaseException):
+        return None
+    if is_library(cls) or lookup(cls) is not None or is_nondifferentiable(cls) \
+            or _structure_fields(cls) is not None:
+        return None
+    from ..frontend.instances import followed, why_not_followed
+    fn = followed(cls)
+    if fn is None:
+        raise NonDifferentiableError(
+            f"pullback cannot yet send gradients through an object of your class "
+            f"{cls.__name__} built here from values being differentiated: "
+            f"{why_not_followed(cls)}.",
+            hint=f"Store each value with `self.attr = value` at the top level of "
+                 f"{cls.__name__}.__init__, or create the object outside and pass it in as "
+                 f"an argument, or pass those values to its methods as arguments.")
+    return fn
+
+
+def _install():
+    from .. import callees
+    callees.class_calls = called_class     # (callees cannot import this module: a cycle)
+
+
+_install()

@@ -35,7 +35,7 @@ fresh names first where the values read ``self``, so a swap keeps Python's
 meaning); ``self.log_softmax(z)`` of a staticmethod reads the class's.  A
 class called through a value known only when the call runs (``cls(...)`` in
 a classmethod, ``Model(**params)`` spread by ``star_call``) goes to the same
-rewritten ``__init__`` (``called_class``, from ``callees._unwrap``)::
+rewritten ``__init__`` (``analyses.ops.called_class``, from ``callees._unwrap``)::
 
     class Norm:                                 def Norm_init(z, s):
         def __init__(self, z, s):                   self_p = Norm_.log_softmax(z)
@@ -88,7 +88,7 @@ import gast
 from ..errors import NonDifferentiableError, PullbackError
 
 __all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
-           "NOT_STORED", "called_class"]
+           "NOT_STORED"]
 
 _made = weakref.WeakKeyDictionary()      # class -> its fields function
 
@@ -146,31 +146,6 @@ def followed(cls):
             fn = None
     if fn is None:
         _refused[cls] = why or "its source is not available"
-    return fn
-
-
-def called_class(cls):
-    """The fields function standing for a call of the user's class ``cls``
-    known only when the call runs (``cls(...)`` in a classmethod,
-    ``Model(**params)``, spread by ``star_call``); None for anything that is
-    not a class of the user's; refused, naming the class and why, where its
-    objects cannot be followed."""
-    if not isinstance(cls, type) or issubclass(cls, BaseException):
-        return None
-    from ..analyses.ops import _structure_fields, is_library
-    from ..rules.registry import is_nondifferentiable, lookup
-    if is_library(cls) or lookup(cls) is not None or is_nondifferentiable(cls) \
-            or _structure_fields(cls) is not None:
-        return None
-    fn = followed(cls)
-    if fn is None:
-        raise NonDifferentiableError(
-            f"pullback cannot yet send gradients through an object of your class "
-            f"{cls.__name__} built here from values being differentiated: "
-            f"{why_not_followed(cls)}.",
-            hint=f"Store each value with `self.attr = value` at the top level of "
-                 f"{cls.__name__}.__init__, or create the object outside and pass it in as "
-                 f"an argument, or pass those values to its methods as arguments.")
     return fn
 
 
