@@ -586,7 +586,7 @@ from test_programs import XFAIL as PROGRAM_XFAIL  # noqa: E402
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=PROGRAM_XFAIL[n]))
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="issue 13: " + PROGRAM_XFAIL[n]))
     if n in PROGRAM_XFAIL else n for n in programs.NAMES])
 def test_program_dot_product_identity(name):
     m = _program(name)

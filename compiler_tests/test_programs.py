@@ -266,7 +266,7 @@ REFUSED = [n for n in programs.NAMES if hasattr(load(n), "refuses")]
 
 
 def params(names):
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n]))
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="issue 13: " + XFAIL[n]))
             if n in XFAIL else n for n in names]
 
 

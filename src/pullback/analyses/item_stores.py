@@ -42,7 +42,7 @@ import gast
 
 from ..errors import UnsupportedSyntaxError
 from .kinds import Shape
-from .mutation import _derived
+from .mutation import _closure as _joined, _derived
 from .ops import OpKind, all_statements
 from .order import only_after
 
@@ -181,18 +181,6 @@ def _read_from(normal, ops, group):
 
 def _display(kind):
     return "{'w': w, 'b': b}" if kind == "dict" else "[a, b]"
-
-
-def _joined(names, pairs):
-    group = set(names)
-    changed = True
-    while changed:
-        changed = False
-        for a, b in pairs:
-            if (a in group) != (b in group):
-                group |= {a, b}
-                changed = True
-    return group
 
 
 def _outer(name, bound, local):
