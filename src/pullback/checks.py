@@ -302,7 +302,9 @@ class _JaxBoundary:
 def _has_jax(a):
     if backend_of(a) == "jax":
         return True
-    return runtime.is_structure(a) and any(_has_jax(v) for _, v in runtime.fields_of(a))
+    if runtime.is_structure(a):
+        return any(_has_jax(v) for _, v in runtime.fields_of(a))
+    return runtime.is_instance(a) and _has_tracer(a)     # an object under jax.jit
 
 
 def _to_host(a, found):
@@ -330,13 +332,23 @@ class _Traced(_JaxBoundary):
 TRACED = _Traced(None)
 
 
-def _has_tracer(a):
+def _has_tracer(a, seen=None):
     import jax
     if isinstance(a, jax.core.Tracer):
         return True
     if isinstance(a, (tuple, list)):
-        return any(_has_tracer(v) for v in a)
-    return runtime.is_structure(a) and any(_has_tracer(v) for _, v in runtime.fields_of(a))
+        return any(_has_tracer(v, seen) for v in a)
+    if runtime.is_structure(a):
+        return any(_has_tracer(v, seen) for _, v in runtime.fields_of(a))
+    # a registered pytree or an object of the user's class: by attribute (once
+    # each: an object may hold itself)
+    if not runtime.is_instance(a):
+        return False
+    seen = set() if seen is None else seen
+    if id(a) in seen:
+        return False
+    seen.add(id(a))
+    return any(_has_tracer(v, seen) for v in vars(a).values())
 
 
 def jax_boundary(args):

@@ -24,6 +24,7 @@ after, its generic twin does the same on the namespace it was made for:
 """
 from __future__ import annotations
 
+import functools
 import types
 
 import numpy as np
@@ -103,14 +104,47 @@ def _make_generic(xp):
         return g
 
     def _plain(x):
-        if isinstance(x, (list, tuple, dict)) or _core.is_structure(x) or _core.is_instance(x):
+        if isinstance(x, (list, tuple, dict)) or _core.is_structure(x) or _core.is_instance(x) \
+                or isinstance(x, functools.partial):
             raise NotTraceableError(
-                "pullback runs generated code under jax.jit on arrays and numbers; this "
-                f"value is a {type(x).__name__} (containers of arrays are not traced yet).",
+                "pullback runs tangent functions and function values under jax.jit on arrays, "
+                f"numbers and structures of them; this value is a {type(x).__name__}.",
                 hint="Pass the arrays as separate arguments, or call pullback outside jax.jit.")
 
+    def _leaf(x):
+        return hasattr(x, "shape") and hasattr(x, "dtype")
+
+    def _fields(x):
+        """(key, value) pairs of a structure or an object of the user's class."""
+        return _core.fields_of(x) if _core.is_structure(x) else list(vars(x).items())
+
+    def _no_extra_fields(g, x, names):
+        # a gradient reaching a name that is not a field: refused where it is a
+        # property (its value came through code the adjoint did not see); read
+        # as a tracer, its value cannot be tested for zero as NumPy's path does
+        if isinstance(g, dict):
+            for k in g:
+                if k not in names and isinstance(k, str):
+                    found = getattr(type(x), k, None)
+                    if found is not None and hasattr(type(found), "__get__") and not \
+                            isinstance(found, (types.FunctionType, staticmethod, classmethod)):
+                        _core._computed_attribute(type(x), k)
+
+    def _project_fields(g, x, copy):
+        fields = _fields(x)
+        _no_extra_fields(g, x, {k for k, _ in fields})
+        values = {}
+        for k, v in fields:
+            e = _core._entry(g, k)
+            values[k] = zeros_like(v) if e is None or v is None or isinstance(
+                v, _core._NO_GRADIENT + (bool,)) else project(e, v, copy)
+        return _core.rebuild_like(x, values) if _core.is_structure(x) else values
+
     def project(g, x, copy=False):
-        _plain(x)
+        if not _leaf(x):
+            if _core.is_structure(x) or _core.is_instance(x):
+                return _project_fields(g, x, copy)
+            _plain(x)
         if isinstance(x, bool):
             raise TypeError("booleans carry no gradient")
         if g is None:
@@ -126,20 +160,73 @@ def _make_generic(xp):
         return g.astype(dtype) if g.dtype != dtype else g
 
     def zeros_like(x):
-        if x is None or (isinstance(x, (float, int)) and not hasattr(x, "shape")):
-            return 0.0
-        _plain(x)
+        if not _leaf(x):
+            if x is None or isinstance(x, _core._NO_GRADIENT):
+                return 0.0
+            if isinstance(x, (float, int, complex)):
+                return 0j if isinstance(x, complex) else 0.0
+            if _core.is_structure(x):
+                return _core.rebuild_like(x, {k: zeros_like(v) for k, v in _fields(x)})
+            if _core.is_instance(x):
+                return {k: zeros_like(v) for k, v in _fields(x)}
+            _plain(x)
         return xp.zeros(_shape(x), dtype=_dtype(x))
 
+    def _field_grads(x):
+        out = _core.FieldGrads((k, zeros_like(v)) for k, v in _fields(x))
+        out.of = type(x)
+        return out
+
     def owned_zeros(x):
-        _plain(x)
+        if not _leaf(x):
+            if isinstance(x, list) or (isinstance(x, tuple) and not hasattr(x, "_fields")):
+                return [zeros_like(v) for v in x]
+            if isinstance(x, dict):
+                return {k: zeros_like(v) for k, v in x.items()}
+            if _core.is_structure(x) or _core.is_instance(x):
+                return _field_grads(x)
+            _plain(x)
         return xp.zeros(_shape(x), dtype=np.result_type(_dtype(x), 0.0))
 
     def unindex(g, a, index):
-        _plain(a)
+        if not _leaf(a):
+            if isinstance(a, dict):
+                out = {k: zeros_like(v) for k, v in a.items()}
+                out[index] = g
+                return out
+            if isinstance(a, list) or (isinstance(a, tuple) and not hasattr(a, "_fields")):
+                out = [zeros_like(v) for v in a]
+                if isinstance(index, slice):
+                    for i, gi in zip(range(*index.indices(len(a))), g):
+                        out[i] = gi
+                else:
+                    out[index] = g
+                return out if isinstance(a, list) else tuple(out)
+            if _core.is_structure(a) or _core.is_instance(a):    # namedtuple, dataclass, object
+                out = _field_grads(a)
+                for k, gk in zip(out.keys_at(index), g if isinstance(index, slice) else [g]):
+                    out[k] = gk
+                return out
+            _plain(a)
         dtype = np.result_type(_dtype(a), 0.0) if not isinstance(a, Meta) else a.dtype
         out = xp.zeros(_shape(a), dtype=dtype)
         return out.at[index].add(realify(g, out))    # repeats accumulate, as np.add.at
+
+    def pack_like(t, parts):
+        parts = [zeros_like(v) if p is None else p for p, v in zip(parts, t)]
+        if _leaf(t):
+            return xp.stack(parts)
+        if isinstance(t, list):
+            return parts
+        if isinstance(t, tuple) and type(t) is not tuple:      # a namedtuple
+            return type(t)(*parts)
+        return tuple(parts)
+
+    def join_grads(g, x, y):
+        if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+            parts = list(g) if g is not None else [None] * (len(x) + len(y))
+            return pack_like(x, parts[:len(x)]), pack_like(y, parts[len(x):])
+        return unbroadcast(g, x), unbroadcast(g, y)
 
     def _inexact(x):
         return hasattr(x, "dtype") and np.dtype(x.dtype).kind in "fc" or (
@@ -174,8 +261,11 @@ def _make_generic(xp):
     made = {"meta": meta, "zeros_tangent": zeros_tangent,
             "broadcast_tangent": broadcast_tangent, "output_tangent": output_tangent, "unbroadcast": unbroadcast, "unreduce": unreduce,
             "realify": realify, "project": project, "zeros_like": zeros_like,
-            "owned_zeros": owned_zeros, "unindex": unindex,
+            "owned_zeros": owned_zeros, "unindex": unindex, "pack_like": pack_like,
+            "join_grads": join_grads,
             "per_output": _core.per_output}      # reads shapes only
+    # structural helpers whose only arithmetic is `a + b` on their leaves
+    made.update({name: getattr(_core, name) for name in _STRUCTURAL})
     # helpers whose code calls only NumPy functions and the helpers above:
     # the same code with its `np` bound to xp
     for fn in _REBOUND:
@@ -195,7 +285,12 @@ GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce:
            _core.realify: "realify", _core.project: "project", _core.zeros_like: "zeros_like",
            _accumulation.owned_zeros: "owned_zeros", _rule_support.unindex: "unindex",
            _core.per_output: "per_output"}
+#: helpers that only take structures apart, check them or add leaves (`a + b`):
+#: the NumPy helper itself is namespace-generic
+_STRUCTURAL = ("add_cotangents", "indexable", "field_cotangent", "mapping_keys")
 GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
+GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads"})
+GENERIC.update({getattr(_core, n): n for n in _STRUCTURAL})
 GENERIC.update({getattr(_forward_support, n): n for n in ("zeros_tangent", "broadcast_tangent",
                                                           "output_tangent")})
 #: helpers the in-place build calls that the out-of-place build (the one

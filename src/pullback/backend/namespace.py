@@ -9,6 +9,11 @@ functions again from the same source with two bindings changed: the names
 that held NumPy (``np``, ``numpy``, ``from numpy import sin``) hold
 ``jax.numpy``, and the runtime helpers are their namespace-generic versions
 (``GENERIC``: indexed scatters by ``.at[index].add``, no buffer written).
+Arguments may be structures of traced arrays (tuples, lists, dicts,
+namedtuples, dataclasses, registered pytrees: a dict of an MLP's parameters):
+the transform is the one for the same structure of NumPy stand-ins, the
+generic helpers take structures apart as NumPy's do, and a gradient comes
+back with its argument's structure (``unflatten`` for a registered pytree).
 One generated source, two bindings; the NumPy build is untouched, so NumPy
 keeps its fast path (the traced path starts only where ``checks.jax_boundary``
 finds a tracer, after its type tests).
@@ -35,10 +40,12 @@ Before, a NumPy function; after, its gradient traced by ``jax.jit``:
 """
 from __future__ import annotations
 
+import copy
 import types
 
 import numpy as np
 
+from .. import pytrees
 from ..checks import _has_tracer
 from ..errors import NotTraceableError
 from ..runtime import core as _core
@@ -52,32 +59,116 @@ __all__ = ["value_and_grad", "vjp", "jvp", "is_traced", "build"]
 
 def is_traced(args):
     """Whether ``args`` (a tuple, possibly of structures) hold a JAX tracer."""
-    import jax
-    for a in args:
-        if isinstance(a, jax.core.Tracer):
-            return True
-        if isinstance(a, (tuple, list)) and is_traced(a):
-            return True
-        if isinstance(a, dict) and is_traced(tuple(a.values())):
-            return True
-    return False
+    return any(_holds_tracer(a) for a in args)
 
 
 def _stand_in(a):
     """A NumPy value of ``a``'s abstract signature (dtype and rank), as small
     as can be: the transform is chosen by signature, never by size (and a
-    size-1 stand-in keeps fused kernels out)."""
+    size-1 stand-in keeps fused kernels out).  A structure (tuple, list, dict,
+    namedtuple, dataclass), a registered pytree object or an object of the
+    user's class stands in as the same structure of stand-ins."""
     import jax
     if isinstance(a, (jax.core.Tracer, jax.Array)) or (
             isinstance(a, np.ndarray) and type(a) is not np.ndarray) or type(a) is np.ndarray:
         return np.zeros((1,) * a.ndim, dtype=np.dtype(a.dtype))
-    if (isinstance(a, (tuple, list, dict)) or _core.is_structure(a)) and _has_tracer(a):
-        raise NotTraceableError(
-            "pullback runs generated code under jax.jit on arrays and numbers as arguments; "
-            f"this argument is a {type(a).__name__} holding traced arrays (containers are "
-            "not traced yet).",
-            hint="Pass the arrays as separate arguments, or call pullback outside jax.jit.")
-    return a
+    if not _has_tracer(a) and not _holds_jax(a):
+        return a
+    if _core.is_structure(a):
+        return _core.rebuild_like(a, {k: _stand_in(v) for k, v in _core.fields_of(a)})
+    reg = pytrees.registration(a)
+    if reg is not None:
+        children, aux = reg[0](a)
+        return reg[1](aux, [_stand_in(c) for c in children])
+    if _core.is_instance(a):
+        new = copy.copy(a)
+        for k, v in vars(a).items():
+            object.__setattr__(new, k, _stand_in(v))
+        return new
+    raise NotTraceableError(
+        "pullback runs generated code under jax.jit on arrays, numbers and structures of "
+        f"them (tuples, lists, dicts, dataclasses, registered pytrees); this argument is a "
+        f"{type(a).__name__} holding JAX arrays.",
+        hint="Pass the arrays as separate arguments, or call pullback outside jax.jit.")
+
+
+def _leaves(a, seen=None):
+    """The arrays and numbers in ``a`` (a value or a structure of values;
+    an object that holds itself is read once)."""
+    if _core.is_structure(a):
+        return [x for _, v in _core.fields_of(a) for x in _leaves(v, seen)]
+    if hasattr(a, "shape") or not _core.is_instance(a):
+        return [a]
+    seen = set() if seen is None else seen
+    if id(a) in seen:
+        return []
+    seen.add(id(a))
+    reg = pytrees.registration(a)
+    children = reg[0](a)[0] if reg is not None else vars(a).values()
+    return [x for c in children for x in _leaves(c, seen)]
+
+
+def _holds_jax(a):
+    import jax
+    return any(isinstance(x, jax.Array) for x in _leaves(a))
+
+
+def _holds_tracer(a):
+    import jax
+    return any(isinstance(x, jax.core.Tracer) for x in _leaves(a))
+
+
+def _kind(a):
+    """The dtype kind of a leaf ("f", "c", "i", "b", ...)."""
+    if isinstance(a, bool):
+        return "b"
+    return np.dtype(a.dtype).kind if hasattr(a, "dtype") else np.result_type(a).kind
+
+
+def _inexact(a):
+    """Whether ``a`` carries a gradient: a float or complex leaf, or a
+    structure whose leaves all are (as the NumPy path's ``is_inexact``)."""
+    leaves = _leaves(a)
+    if len(leaves) == 1 and leaves[0] is a:
+        return a is not None and not isinstance(a, (str, bytes)) and _kind(a) in "fc"
+    return all(_inexact(x) for x in leaves)
+
+
+def _to_user(g, a):
+    """The gradient the user sees for the argument ``a`` from the adjoint's
+    ``g`` (already projected: a structure's is the same structure): a
+    registered pytree's is ``unflatten(aux, child_gradients)``, a plain
+    object's a copy whose float attributes hold their gradients.  (Not
+    ``pytrees.to_user_grad``: it tells float children by NumPy's types and
+    would keep a traced child as its own gradient.)"""
+    if hasattr(a, "shape") or not (_core.is_structure(a) or _core.is_instance(a)):
+        return g
+    if _core.is_structure(a):
+        return _core.rebuild_like(a, {k: _to_user(_core._entry(g, k), v)
+                                      for k, v in _core.fields_of(a)})
+    attrs = vars(a)
+    reg = pytrees.registration(a)
+    if reg is not None:
+        children, aux = reg[0](a)
+        names = {id(v): k for k, v in attrs.items()}
+        grads = []
+        for c in children:
+            k = names.get(id(c))
+            if k is None:
+                raise NotTraceableError(
+                    f"pullback hands back the gradient of a {type(a).__name__} under jax.jit "
+                    "when each child its flatten gives is one of the object's attributes; "
+                    "this child is not.", hint="Flatten to the attributes themselves, or call "
+                    "pullback outside jax.jit.")
+            grads.append(_to_user(_core._entry(g, k), c))
+        return reg[1](aux, grads)
+    new = copy.copy(a)                 # a plain object: its floats' gradients
+    for k, v in attrs.items():
+        if _core.is_structure(v) or _core.is_instance(v) or (
+                v is not None and not isinstance(v, (str, bytes, bool) + _core._NO_GRADIENT)
+                and _kind(v) in "fc"):
+            object.__setattr__(new, k, _to_user(_core._entry(g, k), v))
+    return new
 
 
 def _traced_callee(value):
@@ -153,7 +244,7 @@ def _traced_build(fun, handle, args, wrt, has_aux):
     if hasattr(args, "layout"):         # a call of a *args/**kwargs function, bound
         stand_ins = type(args)(stand_ins, args.layout)
     loaded = handle.specialize(stand_ins, wrt, has_aux, inplace=False)
-    traced = [i for i, a in enumerate(args) if isinstance(a, jax.core.Tracer)]
+    traced = [i for i, a in enumerate(args) if _holds_tracer(a)]
     reason = traceability(loaded, handle.fun, traced)
     if reason is not None:
         raise NotTraceableError(
@@ -183,31 +274,34 @@ def value_and_grad(fun, handle, args, argnums, wrt, has_aux):
     argnums_t = argnums if isinstance(argnums, tuple) else (argnums,)
     _, (primal, adjoint) = _traced_build(fun, handle, args, wrt, has_aux)
     for i in argnums_t:
-        a = args[i]
-        dtype = np.dtype(a.dtype) if hasattr(a, "dtype") else np.result_type(a)
-        if dtype.kind not in "fc":
-            raise TypeError(f"pb.grad is asked for the gradient of argument {i}, which is "
-                            f"of {dtype}: an integer or boolean carries no gradient.")
+        for leaf in _leaves(args[i]):
+            if leaf is not None and not isinstance(leaf, (str, bytes)) \
+                    and _kind(leaf) not in "fc" and (leaf is args[i] or _kind(leaf) == "b"):
+                raise TypeError(f"pb.grad is asked for the gradient of argument {i}, which "
+                                "is or holds a value of "
+                                f"{'bool' if _kind(leaf) == 'b' else np.result_type(leaf)}: "
+                                "an integer or boolean carries no gradient.")
     out, res = primal(*args)
     value, aux = (out[0], out[1]) if has_aux else (out, None)
     _check_scalar(fun, value)
     grads = _spread(adjoint(res, jnp.ones_like(value)), wrt, len(args))
-    g = tuple(grads[i] for i in argnums_t)
+    g = tuple(_to_user(grads[i], args[i]) for i in argnums_t)
     result = g[0] if isinstance(argnums, int) else g
     return ((value, aux), result) if has_aux else (value, result)
 
 
 def vjp(fun, handle, args, has_aux):
     """``pb.vjp(fun, *args)`` for arguments that hold JAX tracers."""
-    wrt = tuple(i for i, a in enumerate(args)
-                if (np.dtype(a.dtype).kind if hasattr(a, "dtype")
-                    else np.result_type(a).kind) in "fc" and not isinstance(a, bool))
+    wrt = tuple(i for i, a in enumerate(args) if _inexact(a))
     _, (primal, adjoint) = _traced_build(fun, handle, args, wrt, has_aux)
     out, res = primal(*args)
     value, aux = (out[0], out[1]) if has_aux else (out, None)
 
     def pullback(ct):
-        return _spread(adjoint(res, ct), wrt, len(args))
+        if pytrees.needs_boundary(value):       # an object's cotangent: by attribute
+            ct = pytrees.to_internal_cotangent(ct, value)
+        grads = _spread(adjoint(res, ct), wrt, len(args))
+        return tuple(None if g is None else _to_user(g, a) for g, a in zip(grads, args))
 
     pullback.__pullback_api__ = "pb.vjp"
     return (value, pullback, aux) if has_aux else (value, pullback)
