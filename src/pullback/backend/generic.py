@@ -1,12 +1,15 @@
-"""The namespace-generic runtime helpers, and the jax.numpy twins of what
-generated code holds: what the namespace build (``backend.namespace``)
-binds in place of NumPy's, and what the traceability check
-(``backend.traceability``) asks about.
+"""The namespace-generic runtime helpers: what the namespace build
+(``backend.namespace``) binds in place of NumPy's, and what the
+traceability check (``backend.traceability``) asks about.  Structures
+(tuples, lists, dicts, namedtuples, dataclasses, objects) are taken apart as
+NumPy's helpers take them; helpers whose NumPy code runs on jax.numpy once
+``np`` is rebound are made again over it (``_REBOUND_MODULES``); a few have
+forms of their own (``prod_grad``, ``take_grad``, ``sort_grad``).
 
 A NumPy runtime helper (``GENERIC``: ``unbroadcast``, ``unindex``, ...) has a
 twin made by ``_make_generic(xp)`` for an array namespace ``xp``: the same
 result, no buffer written (an indexed scatter is ``.at[index].add``, not
-``np.add.at``).  ``_numpy_twin`` maps ``np``/``numpy``, ``math`` and NumPy's
+``np.add.at``).  ``backend.twins`` maps ``np``/``numpy``, ``math`` and NumPy's
 functions to jax.numpy's.
 
 Before, NumPy's ``unbroadcast`` sums a gradient back to its input's shape;
@@ -35,29 +38,9 @@ from ..runtime import rule_support as _rule_support
 from ..runtime import accumulation as _accumulation
 from ..runtime import forward_support as _forward_support
 from ..runtime.core import Meta
+from .twins import _special_twin
 
 __all__ = ["GENERIC"]
-
-
-# -- what jax.numpy has ------------------------------------------------------------
-
-def _numpy_function(value):
-    return isinstance(value, np.ufunc) or (
-        callable(value) and (getattr(value, "__module__", "") or "").split(".")[0] == "numpy")
-
-
-_JNP_NAMES = None
-
-
-def _jnp_has(name):
-    global _JNP_NAMES
-    if _JNP_NAMES is None:
-        try:
-            import jax.numpy as jnp
-        except ImportError:
-            return False
-        _JNP_NAMES = frozenset(n for n in dir(jnp) if not n.startswith("_"))
-    return name in _JNP_NAMES
 
 
 # -- the namespace-generic helpers ---------------------------------------------------
@@ -266,19 +249,83 @@ def _make_generic(xp):
             "per_output": _core.per_output}      # reads shapes only
     # structural helpers whose only arithmetic is `a + b` on their leaves
     made.update({name: getattr(_core, name) for name in _STRUCTURAL})
-    # helpers whose code calls only NumPy functions and the helpers above:
-    # the same code with its `np` bound to xp
-    for fn in _REBOUND:
-        g = dict(fn.__globals__)
-        g.update(made)
-        g["np"] = xp
-        made[fn.__name__] = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__,
-                                               fn.__closure__)
+    def prod_grad(g, ans, a, axis=None, keepdims=False):
+        # NumPy's tests for a zero first (`if not zero.any()`); traced, the
+        # zero-safe form always: one zero in a slice gets the product of the
+        # others, two or more give the slice zero
+        g = unreduce(g, a, axis, keepdims)
+        zero = a == 0
+        nonzero = xp.where(zero, 1, a)
+        others = xp.prod(nonzero, axis=axis, keepdims=True)
+        zeros = xp.sum(zero, axis=axis, keepdims=True)
+        return g * xp.where(zero, xp.where(zeros == 1, others, 0),
+                            xp.where(zeros == 0, others / nonzero, 0))
+
+    def take_grad(g, a, indices, axis=None):
+        out = xp.zeros(_shape(a), dtype=np.result_type(_dtype(a), 0.0))
+        g = realify(g, out)
+        if axis is None:
+            return xp.reshape(xp.reshape(out, (-1,)).at[indices].add(g), _shape(a))
+        axis = axis % len(_shape(a))
+        k = np.ndim(indices)
+        moved = xp.moveaxis(out, axis, 0).at[indices].add(
+            xp.moveaxis(g, list(range(axis, axis + k)), list(range(k))))
+        return xp.moveaxis(moved, 0, axis)
+
+    def sort_grad(g, a, axis=-1):
+        along = -1 if axis is None else axis
+        places = xp.argsort(xp.argsort(a, axis=axis, stable=True), axis=along)
+        return xp.reshape(xp.take_along_axis(g, places, axis=along), _shape(a))
+
+    made.update({"prod_grad": prod_grad, "take_grad": take_grad, "sort_grad": sort_grad})
+    # helpers whose code calls only NumPy functions, the helpers above and
+    # functions of their own module: the same code with `np` bound to xp (and
+    # the module's other functions rebound alike)
+    for module, names in _REBOUND_MODULES.items():
+        rebound = _rebind(module, xp, made)
+        made.update({n: rebound[n] for n in names})
     return made
 
 
-_REBOUND = (_rule_support.matmul_lhs_grad, _rule_support.matmul_rhs_grad,
-            _rule_support.inner_lhs_grad, _rule_support.inner_rhs_grad)
+def _rebind(module, xp, made):
+    """``module``'s functions as functions of namespace ``xp``: one new
+    globals dict with ``np`` bound to xp, SciPy's special functions to
+    ``jax.scipy.special``, the generic helpers in place of NumPy's, and every
+    function defined in the module made again over it."""
+    g = dict(vars(module))
+    for name, value in vars(module).items():
+        if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+            g[name] = types.FunctionType(value.__code__, g, name, value.__defaults__,
+                                         value.__closure__)
+    g.update({k: v for k, v in made.items() if k in g})
+    g["np"] = xp
+    if "_special" in g:
+        g["_special"] = _special_twin
+    return g
+
+
+from ..runtime import layout_support as _layout_support            # noqa: E402
+from ..runtime import linalg_support as _linalg_support            # noqa: E402
+from ..runtime import scipy_support as _scipy_support              # noqa: E402
+
+#: helpers whose NumPy code runs on jax.numpy as written once ``np`` is
+#: rebound (``_rebind``): no write into an array, no Python branch on a value.
+#: Each is checked against pullback's NumPy gradient under jax.jit
+#: (test_jit.py::test_helpers_with_a_generic_form); the helpers of these
+#: modules not listed branch on values (``det_grad``: ``if np.all(ans != 0)``)
+#: or write into arrays, and are refused by the traceability check
+_REBOUND_MODULES = {
+    _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
+                    "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
+                    "unconcatenate", "unstack", "untranspose", "ravel_grad", "unarray"),
+    _layout_support: ("einsum_grads", "atleast_grads", "trace_grad",
+                      "tile_grad", "diff_grad", "kron_grads", "cross_grads", "linspace_grads"),
+    _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
+                      "norm_grad", "pinv_grad", "hermitian_grad"),
+    _scipy_support: ("sp_digamma", "sp_polygamma", "logsumexp_grad", "xlogy_grad",
+                     "multigammaln_grad"),
+}
+_REBOUND = tuple(getattr(m, n) for m, names in _REBOUND_MODULES.items() for n in names)
 
 #: the NumPy helpers that have a namespace-generic form, by identity
 GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce: "unreduce",
@@ -289,7 +336,9 @@ GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce:
 #: the NumPy helper itself is namespace-generic
 _STRUCTURAL = ("add_cotangents", "indexable", "field_cotangent", "mapping_keys")
 GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
-GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads"})
+GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads",
+                _rule_support.prod_grad: "prod_grad", _rule_support.take_grad: "take_grad",
+                _layout_support.sort_grad: "sort_grad"})
 GENERIC.update({getattr(_core, n): n for n in _STRUCTURAL})
 GENERIC.update({getattr(_forward_support, n): n for n in ("zeros_tangent", "broadcast_tangent",
                                                           "output_tangent")})
@@ -322,43 +371,6 @@ def _generic_helpers():
     if made is None:
         made = _GENERIC_CACHE["jax"] = _make_generic(jnp)
     return made
-
-
-# -- jax.numpy twins -------------------------------------------------------------
-
-#: ``math`` functions and their jax.numpy twins (the same function of one
-#: number; math.log with a base, math.pow and the rest are refused)
-_MATH_TWINS = {"sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
-               "atan": "arctan", "atan2": "arctan2", "sinh": "sinh", "cosh": "cosh",
-               "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
-               "exp": "exp", "expm1": "expm1", "log1p": "log1p", "sqrt": "sqrt",
-               "fabs": "abs", "hypot": "hypot", "log": "log", "log10": "log10",
-               "log2": "log2", "pi": None, "e": None, "tau": None, "inf": None, "nan": None}
-
-
-def _math_twin(math, jnp):
-    twin = types.SimpleNamespace(**vars(math))
-    for name, jname in _MATH_TWINS.items():
-        if jname is not None:
-            setattr(twin, name, getattr(jnp, jname))
-
-    def log(x, base=None):          # math.log(x, base) is log(x) / log(base)
-        return jnp.log(x) if base is None else jnp.log(x) / jnp.log(base)
-    twin.log = log
-    twin.__name__ = "math"
-    return twin
-
-
-def _numpy_twin(value, jnp):
-    if isinstance(value, types.ModuleType) and value.__name__ == "numpy":
-        return jnp
-    if isinstance(value, types.ModuleType) and value.__name__ == "math":
-        return _math_twin(value, jnp)
-    if _numpy_function(value):
-        name = getattr(value, "__name__", None)
-        if name and hasattr(jnp, name):
-            return getattr(jnp, name)
-    return value
 
 
 def _callee_of(value):

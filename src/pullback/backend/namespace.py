@@ -49,8 +49,9 @@ from .. import pytrees
 from ..checks import _has_tracer
 from ..errors import NotTraceableError
 from ..runtime import core as _core
-from .generic import _callee_of, _generic_helpers, _generic_of, _numpy_twin, _shape
-from .traceability import traceability
+from .generic import _callee_of, _generic_helpers, _generic_of, _shape
+from .twins import _numpy_twin
+from .traceability import Reason, traceability
 
 __all__ = ["value_and_grad", "vjp", "jvp", "is_traced", "build"]
 
@@ -213,9 +214,56 @@ def build(loaded, fn):
         c = inner[name]
         cells = tuple(_twin_cell(closure[v], jnp) if v in closure and v not in helpers
                       else types.CellType(helpers[v]) for v in c.co_freevars)
-        return types.FunctionType(c, globals_, name, None, cells)
+        return _guarded(types.FunctionType(c, globals_, name, None, cells), loaded, fn)
 
     return function(loaded.primal.__name__), function(loaded.adjoint.__name__)
+
+
+def _tracer_errors():
+    import jax
+    names = ("ConcretizationTypeError", "TracerArrayConversionError",
+             "TracerBoolConversionError", "TracerIntegerConversionError",
+             "NonConcreteBooleanIndexError")
+    return tuple(getattr(jax.errors, n) for n in names if hasattr(jax.errors, n))
+
+
+def _guarded(run, loaded, fn):
+    """``run`` (a generated function of the namespace build), turning an
+    error JAX raises where a traced value is needed concrete, or an array
+    written into, into a ``NotTraceableError`` at the user's line: what the
+    traceability check could not see (a library function given a tracer)
+    is still refused as pullback's own error, never as a JAX internal one."""
+    caught = _tracer_errors()
+
+    def guarded(*args):
+        try:
+            return run(*args)
+        except caught as err:
+            raise _not_traceable(err, loaded, fn, "needs a traced value as a concrete one "
+                                 f"({type(err).__name__})") from err
+        except TypeError as err:
+            # jax.numpy refusing what NumPy takes (a write into an array, a
+            # list where an array is needed: `np.take(x, [0, 2])`)
+            what = "writes into a JAX array, which is immutable" if "immutable" in str(err) \
+                else f"is refused by jax.numpy ({str(err).splitlines()[0]})"
+            raise _not_traceable(err, loaded, fn, what) from err
+    guarded.__name__ = run.__name__
+    return guarded
+
+
+def _not_traceable(err, loaded, fn, what):
+    tb, lineno = err.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == loaded.filename:
+            lineno = tb.tb_lineno
+        tb = tb.tb_next
+    user = loaded.user_line(lineno) if lineno is not None else None
+    reason = Reason(what, loaded.user_file, user)
+    return NotTraceableError(
+        f"{getattr(fn, '__qualname__', fn)}'s derivative cannot run under jax.jit: a call in "
+        f"its generated code {what}.", reason.location(),
+        "Call the pullback function outside jax.jit (it takes concrete JAX arrays), or "
+        "differentiate with jax.grad.")
 
 
 def _twin_cell(cell, jnp):
@@ -239,7 +287,6 @@ def _spread(grads, wrt, n):
 
 
 def _traced_build(fun, handle, args, wrt, has_aux):
-    import jax
     stand_ins = tuple(_stand_in(a) for a in args)
     if hasattr(args, "layout"):         # a call of a *args/**kwargs function, bound
         stand_ins = type(args)(stand_ins, args.layout)

@@ -33,8 +33,8 @@ import linecache
 import types
 
 from ..errors import Location
-from .generic import (_MATH_TWINS, _accumulation_only, _callee_of, _generic_of, _jnp_has,
-                      _numpy_function)
+from .generic import _accumulation_only, _callee_of, _generic_of
+from .twins import _MATH_TWINS, _SPECIAL_TWINS, _jnp_has, _numpy_function, _special_name
 
 __all__ = ["traceability", "header", "with_header", "Reason"]
 
@@ -53,6 +53,11 @@ _STATIC_BUILTINS = frozenset({"len", "isinstance"})
 _CONCRETE_BUILTINS = frozenset({"range", "float", "int", "bool", "complex", "round", "min", "max"})
 _CONCRETE_METHODS = frozenset({"item", "tolist", "__float__", "__int__", "__bool__"})
 _WRITABLE_MAKERS = frozenset({"list", "dict", "owned_zeros", "owned_copy"})
+#: NumPy functions whose result is fixed when JAX traces (dtypes, shapes)
+_STATIC_NUMPY = frozenset({"iscomplexobj", "isrealobj", "ndim", "shape", "size", "result_type",
+                           "issubdtype"})
+#: modules whose functions run under jax.jit through a twin (backend.generic)
+_TWINNED_MODULES = frozenset({"numpy", "numpy.linalg", "numpy.fft", "scipy.special", "math"})
 _INPLACE_METHODS = frozenset({"fill", "sort", "resize", "put", "itemset", "setfield"})
 
 
@@ -113,7 +118,9 @@ def header(loaded, fn):
     if reason is None:
         callees = sorted({getattr(_callee_of(v).fun, "__name__", "?")
                           for v in loaded.helpers.values() if _callee_of(v) is not None})
-        also = f"; the calls of {', '.join(callees)} are checked when traced" if callees else ""
+        also = (f"; not decided here for the calls of {', '.join(callees)}: their derivatives "
+                "are built for the arguments they get and checked when jax.jit traces them, "
+                "and an untraceable one raises NotTraceableError at its line") if callees else ""
         return ("# jax.jit: traceable (JAX arrays under jax.jit run this code on jax.numpy"
                 f"{also})\n")
     return f"# jax.jit: not traceable: {reason.text()}\n"
@@ -290,7 +297,7 @@ class _Scan:
             inner = self.traced(e.value)
             if e.attr in _STATIC_ATTRS:
                 return False
-            if isinstance(e.value, ast.Name) and e.value.id not in self.locals:
+            if self.module_of(e.value) is not None:
                 self.module_attribute(e)
             return inner
         if isinstance(e, ast.Call):
@@ -315,20 +322,45 @@ class _Scan:
                 found |= self.traced(child.value)
         return found
 
+    def module_of(self, e):
+        """The module ``e`` (a name or a chain of attributes: ``np``,
+        ``scipy.special``) holds, else None."""
+        if isinstance(e, ast.Name):
+            if e.id in self.locals:
+                return None
+            value = self.resolve(e.id)[1]
+        elif isinstance(e, ast.Attribute):
+            outer = self.module_of(e.value)
+            value = getattr(outer, e.attr, None) if outer is not None else None
+        else:
+            return None
+        return value if isinstance(value, types.ModuleType) else None
+
     def module_attribute(self, e):
-        """``np.tanh``, ``math.sin``: a module's function must have a
-        jax.numpy form."""
-        kind, value = self.resolve(e.value.id)
+        """``np.tanh``, ``math.sin``, ``scipy.special.erf``: a module's
+        function must have a jax.numpy (or jax.scipy.special) form."""
+        module = self.module_of(e.value)
+        name, text = module.__name__, ast.unparse(e)
+        value = getattr(module, e.attr, None)
         if isinstance(value, types.ModuleType):
-            name = value.__name__
-            if name == "numpy" and not _jnp_has(e.attr):
-                self.fail(f"`{e.value.id}.{e.attr}`, which jax.numpy does not have", e)
-            elif name == "math" and e.attr in _MATH_TWINS:
-                pass
-            elif name not in ("numpy", "operator", "builtins") and _is_callable_attr(value,
-                                                                                       e.attr):
-                self.fail(f"`{e.value.id}.{e.attr}` ({name}), which works on Python numbers, "
-                          "not traced arrays", e)
+            if value.__name__ not in _TWINNED_MODULES:
+                self.fail(f"`{text}` ({value.__name__}), a module jax.jit does not run "
+                          "with a jax.numpy twin", e)
+            return
+        if name == "numpy" and not _jnp_has(e.attr):
+            self.fail(f"`{text}`, which jax.numpy does not have", e)
+        elif name in ("numpy.linalg", "numpy.fft") and not _jnp_has(name[6:] + "." + e.attr):
+            self.fail(f"`{text}`, which jax.numpy.{name[6:]} does not have", e)
+        elif name == "scipy.special" and e.attr not in _SPECIAL_TWINS:
+            self.fail(f"`{text}` (scipy.special), which pullback does not run under jax.jit "
+                      "(jax.scipy.special has no function of the same meaning)", e)
+        elif name == "math" and e.attr in _MATH_TWINS:
+            pass
+        elif name not in ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "operator",
+                          "builtins") and _is_callable_attr(module, e.attr):
+            what = "works on Python numbers, not traced arrays" if name == "math" else \
+                "pullback does not run on traced arrays"
+            self.fail(f"`{text}` ({name}), which {what}", e)
 
     def call(self, e):
         args_traced = [self.traced(a) for a in e.args] + \
@@ -337,8 +369,11 @@ class _Scan:
         func = e.func
         if isinstance(func, ast.Attribute):
             obj_traced = self.traced(func)
-            if isinstance(func.value, ast.Name) and func.value.id not in self.locals:
-                return any_traced        # a module's function (checked above)
+            module = self.module_of(func.value)
+            if module is not None:       # a module's function (checked above)
+                if module.__name__ == "numpy" and func.attr in _STATIC_NUMPY:
+                    return False         # reads a dtype or a shape
+                return any_traced
             if func.attr in _CONCRETE_METHODS and obj_traced:
                 self.fail(f"`.{func.attr}()` of a value computed from the inputs", e)
             if func.attr in _INPLACE_METHODS and obj_traced:
@@ -360,6 +395,11 @@ class _Scan:
                     self.fail(f"`{func.id}(...)` on a value computed from the inputs", e)
                 return any_traced and func.id not in _STATIC_BUILTINS
             if kind == "global":
+                if _special_name(value) is not None:
+                    if _special_name(value) not in _SPECIAL_TWINS:
+                        self.fail(f"`{func.id}` (scipy.special.{_special_name(value)}), which "
+                                  "pullback does not run under jax.jit", e)
+                    return any_traced
                 if _numpy_function(value):
                     if not _jnp_has(func.id if not hasattr(value, "__name__")
                                     else value.__name__):
