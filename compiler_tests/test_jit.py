@@ -527,8 +527,27 @@ def _variance(x):
     return np.var(x) + np.std(x)
 
 
+def _shapes(x):
+    return (np.sum(np.tile(x, 2) ** 2 * np.arange(10.0)) + np.sum(np.diff(x) ** 2)
+            + np.sum(np.kron(x, x) * np.arange(25.0)) + np.sum(np.cross(x[:3], x[2:]) ** 2)
+            + np.sum(np.linspace(x[0], x[1], 4) ** 2) + np.sum(np.atleast_2d(x) ** 2)
+            + np.sum(np.ravel(np.outer(x, x)) * np.arange(25.0))
+            + np.sum(np.array([x[0], x[1] * 2.0, x[2]]) ** 2))
+
+
+def _products(x):
+    m = np.outer(x, x * np.arange(5.0))
+    return np.sum(m.T @ x) + np.dot(m, x)[1] + np.dot(x, x) + np.inner(x, x * 2.0) \
+        + np.sum(np.linalg.pinv(np.diag(np.arange(1.0, 6.0)) + np.outer(x, x)))
+
+
+def _more_special(x):
+    return np.sum(scipy.special.polygamma(1, x + 3.0)) + scipy.special.multigammaln(x[0] + 4.0, 3)
+
+
 GENERIC_HELPERS = [_sort, _solve, _slogdet, _inv, _norm, _gammaln, _erf_digamma, _logsumexp,
-                   _clip_abs_prod, _prod_with_a_zero, _layout, _variance]
+                   _clip_abs_prod, _prod_with_a_zero, _layout, _variance, _shapes, _products,
+                   _more_special]
 
 
 @pytest.mark.parametrize("fn", GENERIC_HELPERS, ids=lambda f: f.__name__)
@@ -589,6 +608,10 @@ def _checkpointed(x):
     return np.sum(h(x))
 
 
+def _trace(x):
+    return np.trace(np.outer(x, x))
+
+
 def _bessel(x):
     return np.sum(scipy.special.j1(x + 2.0))
 
@@ -596,7 +619,7 @@ def _bessel(x):
 REFUSED_AT_TRANSFORM = [
     (_det, "det_grad"), (_eigh, "eigh_grad"), (_svd, "svd_grad"), (_cholesky, "cholesky_grad"),
     (_fft, "fft_grad"), (_view_write, "array_copy"), (_partial, "functools.partial"),
-    (_checkpointed, "pb.checkpoint"), (_bessel, "j1"),
+    (_checkpointed, "pb.checkpoint"), (_bessel, "j1"), (_trace, "trace_grad"),
 ]
 
 

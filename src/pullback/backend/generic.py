@@ -277,7 +277,21 @@ def _make_generic(xp):
         places = xp.argsort(xp.argsort(a, axis=axis, stable=True), axis=along)
         return xp.reshape(xp.take_along_axis(g, places, axis=along), _shape(a))
 
-    made.update({"prod_grad": prod_grad, "take_grad": take_grad, "sort_grad": sort_grad})
+    def _nested_shape(a):
+        if isinstance(a, (list, tuple)):
+            return (len(a),) + (_nested_shape(a[0]) if len(a) else ())
+        return _shape(a)
+
+    def unarray(g, a):
+        # np.shape of a list of tracers converts them: the shape by hand
+        if _shape(g) != _nested_shape(a):
+            g = xp.reshape(g, _nested_shape(a))
+        if isinstance(a, (list, tuple)):
+            parts = [unarray(g[i], x) for i, x in enumerate(a)]
+            return parts if isinstance(a, list) else tuple(parts)
+        return g
+
+    made.update({"unarray": unarray, "prod_grad": prod_grad, "take_grad": take_grad, "sort_grad": sort_grad})
     # helpers whose code calls only NumPy functions, the helpers above and
     # functions of their own module: the same code with `np` bound to xp (and
     # the module's other functions rebound alike)
@@ -317,8 +331,8 @@ from ..runtime import scipy_support as _scipy_support              # noqa: E402
 _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
                     "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
-                    "unconcatenate", "unstack", "untranspose", "ravel_grad", "unarray"),
-    _layout_support: ("einsum_grads", "atleast_grads", "trace_grad",
+                    "unconcatenate", "unstack", "untranspose", "ravel_grad"),
+    _layout_support: ("einsum_grads", "atleast_grads",
                       "tile_grad", "diff_grad", "kron_grads", "cross_grads", "linspace_grads"),
     _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
                       "norm_grad", "pinv_grad", "hermitian_grad"),
@@ -338,6 +352,7 @@ _STRUCTURAL = ("add_cotangents", "indexable", "field_cotangent", "mapping_keys")
 GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
 GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads",
                 _rule_support.prod_grad: "prod_grad", _rule_support.take_grad: "take_grad",
+                _rule_support.unarray: "unarray",
                 _layout_support.sort_grad: "sort_grad"})
 GENERIC.update({getattr(_core, n): n for n in _STRUCTURAL})
 GENERIC.update({getattr(_forward_support, n): n for n in ("zeros_tangent", "broadcast_tangent",
