@@ -369,3 +369,84 @@ def test_cupy_large_elementwise_chain_uses_the_fused_kernel():
     got = pb.grad(chain)(cupy.asarray(x))
     assert isinstance(got, cupy.ndarray) and kernels.stats["jax"] > before
     np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-10, atol=1e-12)
+
+
+# -- generated code bound to the inputs' library (backend.foreign) -------------------
+
+def test_dask_arguments_run_the_generated_code_with_their_own_namespace():
+    from pullback.backend.foreign import Twin
+    from pullback.callees import derivative_of
+    f, _, args, argnums = PROBLEMS["chain"]
+    dargs = _chunked(args)
+    pb.grad(f)(*dargs)
+    handle = derivative_of(f)
+    loaded = next(entry[0] for key, entry in handle.cache.items()
+                  if key[0][0][0] is da.Array)
+    assert isinstance(loaded.primal.__globals__["np"], Twin)
+    assert loaded.primal.__globals__["np"].tanh is da.tanh
+    numpy_loaded = next(entry[0] for key, entry in handle.cache.items()
+                        if key[0][0][0] is np.ndarray)
+    assert numpy_loaded.primal.__globals__["np"] is np       # NumPy: untouched
+
+
+def test_a_function_dask_lacks_but_its_array_namespace_has_stays_lazy():
+    # np.sort is not in dask.array: through NumPy's protocol it computed the
+    # graph (a FutureWarning); bound to array_api_compat's namespace it is lazy
+    pytest.importorskip("array_api_compat")
+
+    def f(x):
+        return np.sort(x) * 2.0 + np.tanh(x)
+    x = rng.normal(size=N)
+    with dask.config.set(scheduler=_no_compute), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        out, back = pb.vjp(f, da.from_array(x, chunks=N // 4))
+    assert isinstance(out, da.Array)
+    ct = rng.normal(size=N)
+    np.testing.assert_allclose(out.compute(), f(x), **TOL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)    # sort_grad's argsort: computes
+        got = back(da.from_array(ct, chunks=N // 4))[0]
+    np.testing.assert_allclose(np.asarray(got), pb.vjp(f, x)[1](ct)[0], **TOL)
+
+
+def mlp_params(params, x, y):
+    return mlp(params["w1"], params["b1"], params["w2"], params["b2"], x, y)
+
+
+def test_a_dict_of_parameters_numpy_dask_and_jax_under_jit_agree():
+    w1, b1, w2, b2, x, y = PROBLEMS["mlp"][2]
+    params = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+    want = pb.grad(mlp_params, argnums=(0, 1))(params, x, y)
+    dparams = {k: da.from_array(v) for k, v in params.items()}
+    dx, dy = _chunked((x, y))
+    with dask.config.set(scheduler=_no_compute), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        dgot = pb.grad(mlp_params, argnums=(0, 1))(dparams, dx, dy)
+    assert all(isinstance(g, da.Array) for g in dgot[0].values())
+    dgot = dask.compute(dgot, scheduler="synchronous")[0]
+    jparams = {k: jnp.asarray(v) for k, v in params.items()}
+    jgot = jax.jit(pb.grad(mlp_params, argnums=(0, 1)))(jparams, jnp.asarray(x), jnp.asarray(y))
+    oracle = jax.grad(lambda p, x, y: mlp_j(p["w1"], p["b1"], p["w2"], p["b2"], x, y),
+                      argnums=(0, 1))(jparams, jnp.asarray(x), jnp.asarray(y))
+    for got in (dgot, jgot, want):
+        for k in params:
+            np.testing.assert_allclose(np.asarray(got[0][k]), np.asarray(oracle[0][k]), **TOL)
+        np.testing.assert_allclose(np.asarray(got[1]), np.asarray(oracle[1]), **TOL)
+
+
+@pytest.mark.parametrize("name", list(PROBLEMS))
+def test_numpy_dask_and_jax_under_jit_agree(name):
+    f, fj, args, argnums = PROBLEMS[name]
+    want = pb.grad(f, argnums=argnums)(*args)
+    with dask.config.set(scheduler=_no_compute):
+        dgot = pb.grad(f, argnums=argnums)(*_chunked(args))
+    dgot = dask.compute(*dgot, scheduler="synchronous")
+    jargs = tuple(jnp.asarray(a) if a.dtype.kind == "f" else a for a in args)
+    if name in ("indexed_loop", "gather"):      # integer indices: constants of the trace
+        jf = jax.jit(lambda *a: pb.grad(f, argnums=argnums)(*a, args[-1]))
+        jgot = jf(*jargs[:-1])
+    else:
+        jgot = jax.jit(pb.grad(f, argnums=argnums))(*jargs)
+    for g, d, j in zip(want, dgot, jgot):
+        np.testing.assert_allclose(d, g, **TOL)
+        np.testing.assert_allclose(np.asarray(j), g, **TOL)

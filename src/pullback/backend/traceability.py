@@ -32,6 +32,8 @@ import builtins
 import linecache
 import types
 
+import numpy as np
+
 from ..errors import Location
 from .generic import _accumulation_only, _callee_of, _generic_of
 from .twins import _MATH_TWINS, _SPECIAL_TWINS, _jnp_has, _numpy_function, _special_name
@@ -47,8 +49,8 @@ _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 _STATIC_HELPERS = frozenset({"meta", "per_output"})
 #: builtins that read shapes or build containers: traceable on any value
 _SAFE_BUILTINS = frozenset({"len", "reversed", "enumerate", "zip", "tuple", "list",
-                            "dict", "isinstance", "abs", "sum", "slice", "print"})
-_STATIC_BUILTINS = frozenset({"len", "isinstance"})
+                            "dict", "isinstance", "abs", "sum", "slice", "print", "type"})
+_STATIC_BUILTINS = frozenset({"len", "isinstance", "type"})
 #: builtins that turn a traced value into a Python number
 _CONCRETE_BUILTINS = frozenset({"range", "float", "int", "bool", "complex", "round", "min", "max"})
 _CONCRETE_METHODS = frozenset({"item", "tolist", "__float__", "__int__", "__bool__"})
@@ -303,6 +305,10 @@ class _Scan:
         if isinstance(e, ast.Call):
             return self.call(e)
         if isinstance(e, (ast.IfExp,)):
+            if self.numpy_type_test(e.test):
+                # `float(v) if type(v) is float64 else v`: a traced value is
+                # never of a NumPy scalar type, so only the other branch runs
+                return self.traced(e.orelse)
             if self.traced(e.test):
                 self.fail("a conditional expression on a value computed from the inputs", e)
             return self.traced(e.body) | self.traced(e.orelse)
@@ -321,6 +327,19 @@ class _Scan:
             elif isinstance(child, ast.keyword):
                 found |= self.traced(child.value)
         return found
+
+    def numpy_type_test(self, test):
+        """``type(v) is T`` with ``T`` a NumPy scalar type or a Python number
+        type: never true of a tracer."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is) and isinstance(test.left, ast.Call)
+                and isinstance(test.left.func, ast.Name) and test.left.func.id == "type"
+                and self.resolve("type")[0] == "builtin"
+                and isinstance(test.comparators[0], ast.Name)):
+            return False
+        kind, value = self.resolve(test.comparators[0].id)
+        return kind != "local" and isinstance(value, type) and (
+            issubclass(value, np.generic) or value in (float, int, complex, bool))
 
     def module_of(self, e):
         """The module ``e`` (a name or a chain of attributes: ``np``,

@@ -21,7 +21,7 @@ from .bindings import Bindings
 from ..callees import Derivative
 from ..checks import signature_key
 from ..runtime import set_odeint_vjp
-from ..runtime.backends import functional_only
+from ..runtime.backends import foreign_arguments, functional_only
 from ..runtime import calls as runtime_calls
 
 __all__ = ["specialize", "transform", "obtain"]
@@ -93,9 +93,17 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
         loaded = obtain(handle.fun, key[0], wrt, has_aux,
                         lambda: transform(handle, args, wrt, has_aux, inplace),
                         options or None)
+        if foreign_arguments(args):     # Dask, CuPy: NumPy's names bound to their library
+            loaded = _foreign_build(handle, args, loaded)
         entry = handle.cache[key] = (loaded, bindings)
         _remember(handle, key, entry)
     return loaded
+
+
+def _foreign_build(handle, args, loaded):
+    from ..backend import foreign      # (late, as the compiler)
+    twin = foreign.twin_for(args)
+    return loaded if twin is None else foreign.bind(loaded, handle.fun, twin)
 
 
 def _remember(handle, key, entry):

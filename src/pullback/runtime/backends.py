@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["backend_of", "is_foreign", "zeros_for", "to_namespace", "add_repeated",
-           "set_basic", "functional_only", "FOREIGN_BACKENDS"]
+           "set_basic", "functional_only", "foreign_arguments", "FOREIGN_BACKENDS"]
 
 # arrays that run through the generated NumPy-API code by NumPy's protocols
 FOREIGN_BACKENDS = ("dask", "cupy")
@@ -86,6 +86,18 @@ def functional_only(args):
             if type(x) is not np.ndarray and backend_of(x) == "dask":
                 return True
     return False
+
+
+def foreign_arguments(args):
+    """The Dask and CuPy arrays among ``args`` (and in the tuples, lists and
+    dicts among them, one level down): the generated code is then bound to
+    their library (``backend.foreign``)."""
+    found = []
+    for a in args:
+        items = a.values() if isinstance(a, dict) else a if isinstance(a, (tuple, list)) \
+            else (a,)
+        found.extend(x for x in items if type(x) is not np.ndarray and is_foreign(x))
+    return found
 
 
 def set_basic(out, index, g):
