@@ -450,3 +450,57 @@ def test_numpy_dask_and_jax_under_jit_agree(name):
     for g, d, j in zip(want, dgot, jgot):
         np.testing.assert_allclose(d, g, **TOL)
         np.testing.assert_allclose(np.asarray(j), g, **TOL)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs a GPU with CuPy (issue 18: run benchmarks/gpu_check.sh where one is lent)")
+def test_cupy_dict_of_parameters_runs_bound_to_cupy_and_equals_numpy():
+    import cupy
+    from pullback.backend.foreign import Twin
+    from pullback.callees import derivative_of
+    w1, b1, w2, b2, x, y = PROBLEMS["mlp"][2]
+    params = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+    want = pb.grad(mlp_params, argnums=(0, 1))(params, x, y)
+    cparams = {k: cupy.asarray(v) for k, v in params.items()}
+    got = pb.grad(mlp_params, argnums=(0, 1))(cparams, cupy.asarray(x), cupy.asarray(y))
+    for k in params:
+        assert isinstance(got[0][k], cupy.ndarray)
+        np.testing.assert_allclose(cupy.asnumpy(got[0][k]), want[0][k], **TOL)
+    np.testing.assert_allclose(cupy.asnumpy(got[1]), want[1], **TOL)
+    bound = [e[0] for k, e in derivative_of(mlp_params).cache.items()
+             if isinstance(e[0].primal.__globals__.get("np"), Twin)]
+    assert bound and bound[0].primal.__globals__["np"].tanh is cupy.tanh
+
+
+def test_the_cupy_binding_without_a_gpu(monkeypatch):
+    """The CuPy path of ``backend.foreign`` with a stand-in library (no GPU
+    here): NumPy's names resolve to the library's first, NumPy's last, and a
+    transform's functions are built again over it."""
+    import types as types_
+    from pullback.backend import foreign
+    fake = types_.ModuleType("cupy")
+    calls = []
+
+    def tanh(x):
+        calls.append("tanh")
+        return np.tanh(x)
+    fake.tanh = tanh
+    fake.linalg = types_.ModuleType("cupy.linalg")
+    fake.linalg.inv = np.linalg.inv
+    twin = foreign.Twin(fake, None, "cupy")
+    assert twin.tanh is tanh and twin.sum is np.sum and twin.linalg.inv is np.linalg.inv
+    assert twin.linalg.det is np.linalg.det
+
+    def f(x):
+        return np.sum(np.tanh(x) * x)
+    from pullback.callees import derivative_of
+    x = rng.normal(size=5)
+    loaded = derivative_of(f).specialize((x,), (0,), False)
+    bound = foreign.bind(loaded, f, twin)
+    assert bound is not loaded and bound.primal is not loaded.primal
+    assert foreign.bind(loaded, f, twin) is bound          # one build per library
+    out, res = bound.primal(x)
+    (g,) = bound.adjoint(res, 1.0)
+    assert calls == ["tanh"]
+    np.testing.assert_allclose(g, pb.grad(f)(x), **TOL)
+    assert loaded.primal.__globals__["np"] is np            # the NumPy build untouched
