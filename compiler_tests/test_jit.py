@@ -660,3 +660,27 @@ def test_the_header_says_how_user_callees_are_decided():
     header = pb.source(calls_a_user_function, np.ones(4)).splitlines()[1]
     assert "not decided here for the calls of square" in header
     assert "checked when jax.jit traces them" in header
+
+
+class Plain:
+    def __init__(self, w, b, tag):
+        self.w, self.b, self.tag = w, b, tag
+
+
+def plain_loss(p, x):
+    return np.sum(np.tanh(x * p.w) + p.b ** 2)
+
+
+def test_a_plain_object_built_under_jit_and_one_that_holds_itself():
+    x, w = (jnp.asarray(RNG.normal(size=3)) for _ in range(2))
+    got = jax.jit(lambda w, x: pb.grad(plain_loss)(Plain(w, 0.5 * w, "t"), x).w)(w, x)
+    _close(got, jax.grad(lambda w: jnp.sum(jnp.tanh(x * w)))(w))     # (b held apart)
+    gb = jax.jit(lambda w, x: pb.grad(plain_loss)(Plain(w, 0.5 * w, "t"), x).b)(w, x)
+    _close(gb, w)             # d/db sum(b ** 2) = 2 b = w
+
+    def loops(w, x):
+        p = Plain(w, w, "t")
+        p.me = p
+        return pb.grad(plain_loss)(p, x)
+    with pytest.raises(pb.NotTraceableError, match="holds itself"):
+        jax.jit(loops)(w, x)

@@ -63,7 +63,7 @@ def is_traced(args):
     return any(_holds_tracer(a) for a in args)
 
 
-def _stand_in(a):
+def _stand_in(a, seen=None):
     """A NumPy value of ``a``'s abstract signature (dtype and rank), as small
     as can be: the transform is chosen by signature, never by size (and a
     size-1 stand-in keeps fused kernels out).  A structure (tuple, list, dict,
@@ -76,15 +76,22 @@ def _stand_in(a):
     if not _has_tracer(a) and not _holds_jax(a):
         return a
     if _core.is_structure(a):
-        return _core.rebuild_like(a, {k: _stand_in(v) for k, v in _core.fields_of(a)})
+        return _core.rebuild_like(a, {k: _stand_in(v, seen) for k, v in _core.fields_of(a)})
     reg = pytrees.registration(a)
     if reg is not None:
         children, aux = reg[0](a)
-        return reg[1](aux, [_stand_in(c) for c in children])
+        return reg[1](aux, [_stand_in(c, seen) for c in children])
     if _core.is_instance(a):
+        seen = set() if seen is None else seen
+        if id(a) in seen:
+            raise NotTraceableError(
+                f"pullback does not run generated code under jax.jit on a "
+                f"{type(a).__name__} that holds itself.",
+                hint="Pass the arrays it holds as arguments, or call pullback outside jax.jit.")
+        seen.add(id(a))
         new = copy.copy(a)
         for k, v in vars(a).items():
-            object.__setattr__(new, k, _stand_in(v))
+            object.__setattr__(new, k, _stand_in(v, seen))
         return new
     raise NotTraceableError(
         "pullback runs generated code under jax.jit on arrays, numbers and structures of "

@@ -16,6 +16,11 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
           x_item_bar = s_bar * np.cos(x[i])          x_item_bar = s_bar * np.cos(x[i])
           x_bar[i] += x_item_bar                     x_bar = x_bar + unindex(x_item_bar, x, i)
 
+  The generated functions are built again for such arguments with NumPy's
+  names bound to the arrays' library (``backend.foreign``: ``dask.array`` or
+  ``cupy``, then ``array_api_compat.array_namespace``'s, then NumPy's), so a
+  function Dask implements only in its array-API namespace (``sort``) stays
+  lazy instead of being computed by NumPy's protocol.
   What does not dispatch is what the runtime does itself: allocating
   (``np.zeros(shape)``), converting (``np.asarray``) and indexed accumulation
   (``np.add.at``).  For those arrays the runtime calls ``zeros_for``,
