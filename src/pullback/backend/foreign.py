@@ -104,31 +104,27 @@ def twin_for(args):
 
 
 def bind(loaded, fn, twin):
-    """A copy of ``loaded`` whose primal and adjoint are built again from its
-    source with NumPy's names bound to ``twin`` (kept on ``loaded``: one
+    """A copy of ``loaded`` whose primal and adjoint are made again from their
+    code with NumPy's names bound to ``twin`` (kept on ``loaded``: one
     build per library)."""
     made = loaded.__dict__.setdefault("_foreign", {})
     bound = made.get(twin.__name__)
     if bound is not None:
         return bound
-    code = compile(loaded.text, loaded.filename, "exec")
-    make = next(c for c in code.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == "__pullback_make__")
-    inner = {c.co_name: c for c in make.co_consts if isinstance(c, types.CodeType)}
     globals_ = {k: _twin(v, twin) for k, v in fn.__globals__.items()}
-    closure = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     helpers = loaded.helpers
 
-    def function(name):
-        c = inner[name]
-        cells = tuple(_twin_cell(closure[v], twin) if v in closure and v not in helpers
-                      else types.CellType(helpers[v]) for v in c.co_freevars)
-        return types.FunctionType(c, globals_, name, None, cells)
+    def function(f):
+        # the same code object (whatever factory made it: a transform, the
+        # disk cache, an artifact), its user closure cells twinned
+        cells = tuple(cell if v in helpers else _twin_cell(cell, twin)
+                      for v, cell in zip(f.__code__.co_freevars, f.__closure__ or ()))
+        return types.FunctionType(f.__code__, globals_, f.__name__, f.__defaults__, cells)
 
     bound = copy.copy(loaded)
     del bound.__dict__["_foreign"]
-    bound.primal = function(loaded.primal.__name__)
-    bound.adjoint = function(loaded.adjoint.__name__)
+    bound.primal = function(loaded.primal)
+    bound.adjoint = function(loaded.adjoint)
     made[twin.__name__] = bound
     return bound
 
