@@ -13,9 +13,9 @@ import jax.numpy as jnp
 
 
 def sir_rhs(y: np.ndarray, t: float, beta: float, gamma: float) -> np.ndarray:
-    S, I, R = y
-    new_inf = beta * S * I
-    return np.array([-new_inf, new_inf - gamma * I, gamma * I])
+    susceptible, infected, _ = y
+    new_inf = beta * susceptible * infected
+    return np.array([-new_inf, new_inf - gamma * infected, gamma * infected])
 
 
 def euler_step(f: Callable, y, t, dt, args=()):
