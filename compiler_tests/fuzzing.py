@@ -24,7 +24,13 @@ and ``**kwargs`` with defaults, and a stateful ``Sim`` class built inside ``f``
 from differentiated values, its methods calling methods (a ``staticmethod``, an
 ``*args`` method) and stepped by rebinding (``sim = sim.advance(dt, push)``,
 ``sim = sim.run(n)``); its ``kick`` stores into ``self`` and, called for its
-effect, must be refused.  Some programs are also differentiated
+effect, must be refused.  What the fourth round found (programs in the styles of
+tutorials and papers' code): helpers with type hints, a keyword-only option,
+an ``assert`` with an f-string message and a ``logging`` call; constants from a
+``functools.lru_cache``'d helper taking an int; an ODE stepper taking the
+right-hand side and odeint's ``args`` tuple (``fn(p, *args)``, given a lambda
+or a helper); a parameter object built by a module-level factory function
+(``state = make_state(a, b)``) and read by its attributes.  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -337,6 +343,22 @@ class Gen:
             if self.chance(0.5):
                 return f"{name}({a}, shift={shift}, scale={self.shared(env, 's', d)})"
             return f"{name}({a}, shift={shift})"
+        if kind == "annotated":
+            a = self.shared(env, t, d)
+            if self.chance(0.5):
+                return f"{name}({a}, gain={self.shared(env, 's', d)})"
+            return f"{name}({a})"
+        if kind == "integrator":
+            a = self.shared(env, t, d)
+            two = [n for n, k2, _ in self.helpers if k2 == "elementwise"]
+            if two and self.chance(0.5):
+                fn = self.pick(two)
+            else:
+                body = _elementwise(self.expr({"p": Var("s"), "q": Var("s")}, "s", 1))
+                fn = f"lambda p, q: 0.5 * p + {body}"
+            q = self.shared(env, self.pick(_BELOW[t]), d)
+            n = f", n={self.draw(st.integers(1, 2))}" if self.chance(0.3) else ""
+            return f"{name}({fn}, {a}, args=({q},){n})"
         if kind == "partialable":
             a = self.shared(env, t, d)
             c = self.pick(["0.5", "1.5", "-0.7"])
@@ -518,6 +540,8 @@ class Gen:
             kinds += ["fnvalue", "fnvalue"]
             if indent == 1 and self.chance(0.3):
                 kinds += ["sim"]
+            if self.chance(0.3):
+                kinds += ["state"]
         if self.risky_allowed:
             kinds += ["risky"]
         getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
@@ -959,6 +983,40 @@ class Gen:
             f"{name}.energy() + np.sum({name}.force())"]))
         env[out] = Var("s", "shared", known=False)
 
+    def need_state(self):
+        """A parameter object built by a module-level factory function from
+        differentiated values (``state = make_state(a, b)``, as physics and
+        statistics code builds a state or a distribution), read by its plain
+        attributes in ``f``: pullback sees the object's class only when it
+        runs.  Field names: ``_STATE_FIELDS`` (the corpus' fourth round found
+        names an ndarray also has, ``T`` and ``size``, differentiated by the
+        array attribute's rule; ``PULLBACK_FUZZ_STATE_FIELDS=T,size`` draws
+        them)."""
+        if "State" not in self.prelude:
+            one, two = _STATE_FIELDS
+            self.prelude["State"] = [
+                "class State:",
+                f"    def __init__(self, {one}, {two}):",
+                f"        self.{one} = {one}",
+                f"        self.{two} = {two}",
+                "",
+                "",
+                "def make_state(a, b):",
+                f"    return State({self.pick(['np.exp(0.3 * a)', '1.0 + a * a'])}, "
+                f"{self.pick(['0.5 * b + 1.0', 'np.tanh(b)'])})"]
+
+    def stmt_state(self, env, depth, indent):
+        """``state = make_state(a, b)`` then a value read from its two fields."""
+        self.need_state()
+        one, two = _STATE_FIELDS
+        name, t = self.fresh_name("state"), self.pick("sv")
+        out = self.fresh_name({"s": "a", "v": "u"}[t])
+        self.emit(indent, f"{name} = make_state({self.shared(env, 's', 1)}, "
+                          f"{self.shared(env, 's', 1)})")
+        self.emit(indent, f"{out} = ({self.shared(env, t, 1)}) / {name}.{one} + "
+                          f"{name}.{two} * ({self.shared(env, t, 1)})")
+        env[out] = Var(t, "shared", known=False)
+
     def stmt_layers(self, env, depth, indent):
         """The layer loop of an MLP: the carried value changes shape every
         iteration (widths drawn at random); the loss reads the last
@@ -1122,7 +1180,8 @@ def _helpers(gen):
     for k in range(gen.draw(st.integers(0, 3))):
         name = f"h{k}"
         kind = gen.pick(["elementwise", "scalar", "recursive", "vector", "act", "apply",
-                         "applyfn", "partialable", "dictarg", "starargs", "kwargs"])
+                         "applyfn", "partialable", "dictarg", "starargs", "kwargs",
+                         "annotated", "cached", "integrator"])
         env = {"p": Var("s", "shared", known=False), "q": Var("s", "shared", known=False)}
         if kind == "elementwise":
             body = gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2)
@@ -1173,6 +1232,32 @@ def _helpers(gen):
             body = _elementwise(gen.expr({"p": Var("s")}, "s", 1))
             lines = [f"def {name}(p, **opts):",
                      f'    return opts.get("scale", 1.0) * ({body}) + opts["shift"] * p']
+        elif kind == "annotated":
+            # as a library's utility is written: type hints, a keyword-only
+            # option, an assert with an f-string message, a logging call
+            gen.prelude["logging"] = _LOGGING
+            body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
+            lines = [f"def {name}(p: np.ndarray, *, gain: float = 1.5) -> np.ndarray:",
+                     f'    assert np.ndim(p) <= 2, f"{name}: expected at most a matrix, '
+                     f'got {{np.ndim(p)}} dimensions"',
+                     f'    log.debug("{name}: gain %s", gain)',
+                     f"    return gain * ({body}) + 0.5 * p"]
+        elif kind == "cached":
+            # constants from a functools.lru_cache'd helper taking an int
+            # (quadrature nodes, a stencil): an elementwise helper to its callers
+            gen.prelude["table"] = _TABLE
+            body = _elementwise(gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2))
+            lines = [f"def {name}(p, q):",
+                     f"    w = table({gen.draw(st.integers(2, 5))})",
+                     f"    return 0.5 * p + w[{gen.pick(['0', '1', '-1'])}] * ({body}) "
+                     f"+ w[-2] * q"]
+            kind = "elementwise"
+        elif kind == "integrator":
+            # an ODE stepper taking the right-hand side and odeint's `args`
+            lines = [f"def {name}(fn, p, args=(), n={gen.draw(st.integers(1, 3))}):",
+                     "    for _ in range(n):",
+                     f"        p = p + {gen.pick(['0.1', '0.25'])} * fn(p, *args)",
+                     "    return p"]
         else:
             body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
             lines = [f"def {name}(p, a=1.0, b=0.0):", f"    return a * ({body}) + b * p + 0.5 * p"]
@@ -1195,6 +1280,15 @@ def _helpers(gen):
 
 
 _UFUNCS = ["np.sin", "np.tanh", "np.cos", "np.arctan"]
+
+_LOGGING = ["import logging", "", 'log = logging.getLogger("pullback.fuzz")']
+
+_TABLE = ["@functools.lru_cache(maxsize=None)",
+          "def table(n: int):",
+          "    return np.linspace(0.5, 1.5, n)"]
+
+#: the two attribute names of ``State`` (``Gen.need_state``)
+_STATE_FIELDS = tuple(os.environ.get("PULLBACK_FUZZ_STATE_FIELDS", "temp,gain").split(","))
 
 _SCALED = ["def scaled(c, shift):",
            "    def deco(fn):",
@@ -1301,7 +1395,8 @@ def programs(draw, risky=None):
             others = [n for n, kind, _ in gen.helpers if kind == "act" and n != name]
             new = draw(st.sampled_from(_UFUNCS + others))
         rebind = {name: new}
-    order = ["doubled", "scaled", "around", "Model", "Sim"] + list(gen.act_globals)
+    order = ["logging", "table", "doubled", "scaled", "around", "Model", "Sim",
+             "State"] + list(gen.act_globals)
     prelude = [line for key in order if key in gen.prelude
                for line in gen.prelude[key] + [""]]
     body = [header] + ["    " * i + text for i, text, _ in gen.lines]
