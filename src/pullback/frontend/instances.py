@@ -268,7 +268,10 @@ def rewrite_init(tree, parsed, cls):
                          f"{why_not_followed(base)}")
         made = fresh(f"{me}_{base.__name__}")
         helper = fresh(f"{base.__name__}_init")
-        parsed.closure[helper] = types.CellType(fn)
+        # (where no argument carries a gradient the call runs as plain Python:
+        # the rewritten code, compiled without derivatives, not __init__'s own)
+        from .method_state import Followed
+        parsed.closure[helper] = types.CellType(Followed(fn, calls=False))
         args = [a for a in call.args]
         if isinstance(call.func.value, gast.Name):      # Base.__init__(self, ...)
             args = args[1:]

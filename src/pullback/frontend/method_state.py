@@ -1,0 +1,727 @@
+"""Methods that store into ``self``: objects as state, followed as values.
+
+An object of the user's class built in the differentiated function
+(``s = Sim(x)``), or ``self`` inside a method followed this way, is a value
+whose cotangent is the dict of its attributes' (``frontend.instances``).  A
+method that changes it (``self.x = self.x + dt * self.v``, ``self.n += 1``,
+or a call of another such method on ``self``) is differentiated as its
+*state function*: the method's own code, rewritten so that each store makes
+a new object (``runtime.objects.with_attribute``, a shallow copy with one
+attribute set; its last argument, the object again, builds the zero tangent
+of an object that carries none, in forward mode) and every return hands back the object with the result.  The
+caller rebinds its name to the object that comes back, so the reads after
+the call see what Python's would, and the old object, which the tape may
+hold, is never changed::
+
+    class Sim:                                def step_state(self, dt):
+        def step(self, dt):                       a = self.force()
+            a = self.force()          ->          self = with_attribute(self, 'v', self.v + dt * a, self)
+            self.v = self.v + dt * a              rebinds(self.n, 'self.n', '+')
+            self.n += 1                           self = with_attribute(self, 'n', self.n + 1, self)
+                                                  return (self, None)
+    def loss(x):                              def loss(x):
+        s = Sim(x)                                s = Sim(x)
+        for _ in range(100):          ->          for _ in range(100):
+            s.step(0.1)                               s, step_result = Sim_step(s, 0.1)
+        return np.sum(s.x)                        return np.sum(s.x)
+
+``self.n += 1`` is exact where Python rebinds (a number, a tuple); on an
+array or a list, which Python changes in place, it is refused when it runs
+(``rebinds``).  What is followed is checked first, and refused naming the
+line otherwise: the object's class must be known (``s`` bound only by
+``s = Cls(...)``, a class without its own ``__new__``, ``__setattr__``,
+``__slots__`` or metaclass), and ``s`` must be its only name: passed to a
+function, put in a container, copied to another name, returned, or the
+receiver of a method that returns or hands on ``self``, it could be seen
+through another name after the call, which would not see the change.  A
+method returning ``self`` (``final = s.run(10)``) gives the object a second
+name, which is followed as long as neither name is changed again.  Inside a
+state function, a write into what an attribute holds (``self.x[0] = v``,
+``self.hist.append(v)``), a ``del``, ``super()`` or ``self`` used otherwise
+is refused.  Each state function runs as plain Python where nothing in the
+call carries a gradient (``Followed``: the same rewritten code, compiled
+without derivatives).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import linecache
+import textwrap
+import types
+import weakref
+
+import gast
+
+from ..errors import NonDifferentiableError, UnsupportedSyntaxError
+from ..ir.build import closure_name as _helper
+
+__all__ = ["follow_state_calls", "state_function", "Followed", "changes_self",
+           "state_class"]
+
+
+# -- what a state function is -------------------------------------------------------
+
+class Followed:
+    """A function pullback differentiates from rewritten source
+    (``function``, whose code is the user's method with a
+    ``__pullback_rewrite__`` hook) and that runs, where no argument carries a
+    gradient, as the same rewritten code compiled without derivatives."""
+
+    def __init__(self, function, calls=True):
+        self.function = function
+        self.calls = calls          # rewrite state calls in the plain code too
+        self._plain = None
+        self.__name__ = function.__name__
+        self.__qualname__ = function.__qualname__
+
+    def __call__(self, *args, **kwargs):
+        if self._plain is None:
+            self._plain = _compile_plain(self.function, self.calls)
+        return self._plain(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<pullback state function {self.function.__qualname__}>"
+
+
+_counter = itertools.count()
+
+
+def _compile_plain(fn, calls):
+    from ..backend.codegen import unparse
+    from ..ir.naming import Namer
+    from .parse import parse
+    parsed = parse(fn)
+    if calls:
+        follow_state_calls(parsed.tree, Namer.for_tree(parsed.tree, parsed.globals.keys()),
+                           parsed)
+    tree = parsed.tree
+    tree.decorator_list = []
+    names = sorted(parsed.closure)
+    body = textwrap.indent(unparse(tree), "    ")
+    src = f"def __pullback_make__({', '.join(names)}):\n{body}\n    return {tree.name}\n"
+    filename = f"<pullback plain {fn.__qualname__} #{next(_counter)}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    code = compile(src, filename, "exec")
+    make = types.FunctionType(next(c for c in code.co_consts if isinstance(c, types.CodeType)),
+                              fn.__globals__)
+    values = []
+    for n in names:
+        try:
+            values.append(parsed.closure[n].cell_contents)
+        except ValueError:
+            values.append(None)
+    return make(*values)
+
+
+_states = weakref.WeakKeyDictionary()     # class -> {method name: Followed}
+
+
+def state_function(cls, name):
+    """The ``Followed`` state function of method ``name`` of ``cls``:
+    ``(self, *args) -> (new self, result)``."""
+    table = _states.setdefault(cls, {})
+    made = table.get(name)
+    if made is not None:
+        return made
+    method = inspect.getattr_static(cls, name)
+    fn = types.FunctionType(method.__code__, method.__globals__, f"{cls.__name__}_{name}",
+                            method.__defaults__, method.__closure__)
+    fn.__kwdefaults__ = method.__kwdefaults__
+    fn.__qualname__ = method.__qualname__
+    fn.__module__ = method.__module__
+    fn.__signature__ = inspect.signature(method)
+    fn.__pullback_state_of__ = cls
+    fn.__pullback_rewrite__ = lambda tree, parsed: rewrite_state(tree, parsed, cls, name)
+    made = table[name] = Followed(fn)
+    return made
+
+
+def state_class(fn):
+    """The class whose state function ``fn`` is, or None."""
+    return getattr(fn, "__pullback_state_of__", None)
+
+
+def changes_self(cls, name):
+    """Whether method ``name`` of ``cls`` (a plain function) may change its
+    object (``analyses.attributes._may_change``)."""
+    method = inspect.getattr_static(cls, name, None)
+    if not isinstance(method, types.FunctionType):
+        return False
+    params = list(inspect.signature(method, follow_wrapped=False).parameters)
+    if not params:
+        return False
+    from ..analyses.attributes import _may_change
+    return _may_change(cls, method, params[0], set())
+
+
+def returns_self(cls, name):
+    """Whether every ``return`` of method ``name`` returns ``self`` (and it
+    has one): its result is the object itself."""
+    method = inspect.getattr_static(cls, name, None)
+    tree = _source_tree(method)
+    if tree is None or not tree.args.args:
+        return False
+    me = tree.args.args[0].arg
+    returns = [n for n in _own_nodes(tree) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Name) and r.value.id == me
+                                 for r in returns) and _ends_in_return(tree.body)
+
+
+def _ends_in_return(body):
+    return bool(body) and isinstance(body[-1], ast.Return)
+
+
+def _source_tree(fn):
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    tree = tree.body[0] if tree.body else None
+    return tree if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _own_nodes(tree):
+    """The nodes of a function, not those of functions nested in it."""
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                             ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _escape(cls, fn, seen):
+    """Where method ``fn`` lets its ``self`` be seen otherwise than through
+    its attributes (returned, passed on, put in a container, captured), as a
+    sentence, or None; through the methods it calls on ``self`` too."""
+    if fn in seen:
+        return None
+    seen.add(fn)
+    tree = _source_tree(fn)
+    if tree is None:
+        return f"the source of `{fn.__name__}` cannot be read"
+    if not tree.args.args:
+        return None
+    me = tree.args.args[0].arg
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and node.id == me) or node is tree.args.args[0]:
+            continue
+        parent = parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            call = parents.get(parent)
+            if isinstance(call, ast.Call) and call.func is parent:
+                callee = inspect.getattr_static(cls, parent.attr, None)
+                if isinstance(callee, types.FunctionType):
+                    why = _escape(cls, callee, seen)
+                    if why is not None:
+                        return why
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
+                and parent.func.id in ("isinstance", "type", "super") and parent.args \
+                and parent.args[0] is node:
+            continue
+        return f"`{fn.__name__}` uses `{me}` otherwise than through its attributes " \
+               f"(line {node.lineno} of {fn.__code__.co_filename})"
+    return None
+
+
+# -- the state function of one method -------------------------------------------------
+
+def _load(n):
+    return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _store(n):
+    return gast.Name(id=n, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def _located(node, where):
+    for n in gast.walk(node):
+        if getattr(n, "lineno", None) is None:
+            gast.copy_location(n, where)
+    return node
+
+
+_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+            gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitOr: "|",
+            gast.BitAnd: "&", gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>"}
+
+
+def _stores_to_values(stmt, me, fresh, helper, located):
+    """The statements that replace a store into an attribute of ``me``
+    (``me.a = v``, ``me.a += v``, ``me.a, x = v, w``), or None for another
+    statement."""
+    def is_me_attr(t):
+        return isinstance(t, gast.Attribute) and isinstance(t.value, gast.Name) \
+            and t.value.id == me
+
+    def put(attr, value):
+        return located(gast.Assign(targets=[_store(me)], value=gast.Call(
+            func=_load(helper("with_attribute")), args=[_load(me), gast.Constant(attr, None),
+                                                       value, _load(me)], keywords=[]),
+            type_comment=None), stmt)
+
+    if isinstance(stmt, gast.AugAssign) and is_me_attr(stmt.target):
+        attr, symbol = stmt.target.attr, _SYMBOLS.get(type(stmt.op), "?")
+        read = gast.Attribute(value=_load(me), attr=attr, ctx=gast.Load())
+        check = located(gast.Expr(value=gast.Call(
+            func=_load(helper("rebinds")), args=[read, gast.Constant(f"{me}.{attr}", None),
+                                                gast.Constant(symbol, None)],
+            keywords=[])), stmt)
+        value = gast.BinOp(left=gast.Attribute(value=_load(me), attr=attr, ctx=gast.Load()),
+                           op=stmt.op, right=stmt.value)
+        return [check, put(attr, located(value, stmt))]
+    if isinstance(stmt, gast.AnnAssign) and is_me_attr(stmt.target):
+        if stmt.value is None:
+            return []
+        return [put(stmt.target.attr, stmt.value)]
+    if not isinstance(stmt, gast.Assign):
+        return None
+    targets = stmt.targets
+    if not any(is_me_attr(t) or (isinstance(t, (gast.Tuple, gast.List))
+                                 and any(is_me_attr(e) for e in t.elts)) for t in targets):
+        return None
+    out = []
+    if len(targets) == 1 and is_me_attr(targets[0]):
+        return [put(targets[0].attr, stmt.value)]
+    # several targets, or a tuple of them: the value first, then each target
+    # from left to right, as Python assigns them
+    value = fresh("value")
+    out.append(located(gast.Assign(targets=[_store(value)], value=stmt.value,
+                                   type_comment=None), stmt))
+    for t in targets:
+        if is_me_attr(t):
+            out.append(put(t.attr, _load(value)))
+        elif isinstance(t, (gast.Tuple, gast.List)) and any(is_me_attr(e) for e in t.elts):
+            if any(isinstance(e, gast.Starred) or not (is_me_attr(e) or isinstance(e, gast.Name))
+                   for e in t.elts):
+                return "a starred or nested target beside an attribute of `self`"
+            names = [fresh(f"{e.attr}_value") if is_me_attr(e) else e.id for e in t.elts]
+            out.append(located(gast.Assign(targets=[gast.Tuple(
+                elts=[_store(n) for n in names], ctx=gast.Store())], value=_load(value),
+                type_comment=None), stmt))
+            for e, n in zip(t.elts, names):
+                if is_me_attr(e):
+                    out.append(put(e.attr, _load(n)))
+        else:
+            out.append(located(gast.Assign(targets=[t], value=_load(value),
+                                           type_comment=None), stmt))
+    return out
+
+
+def rewrite_state(tree, parsed, cls, name):
+    """Rewrite the method FunctionDef ``tree`` in place into its state function
+    (module docstring): stores into ``self`` rebind ``self`` to a new object,
+    returns hand back ``(self, result)``."""
+    where = f"{cls.__name__}.{name}"
+
+    def refuse(node, why, hint=None):
+        raise NonDifferentiableError(
+            f"pullback follows a method that changes its object (`{where}`, called here on "
+            f"an object holding differentiated values) when it only stores values into "
+            f"attributes of self (`self.x = ...`, `self.n += 1`) and calls such methods "
+            f"on self; here {why}.", parsed.location(node),
+            hint or f"Build the new value in a local name and store it whole "
+                    f"(`x = self.x.copy(); x[0] = v; self.x = x`, `self.hist = self.hist + "
+                    f"[v]`), or make `{name}` return the new values and store them in the "
+                    f"caller.")
+
+    if not tree.args.args:
+        refuse(tree, "the method takes no `self`")
+    me = tree.args.args[0].id
+    taken = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)}
+
+    def fresh(base):
+        v = base
+        while v in taken or v in parsed.globals or v in parsed.closure:
+            v += "_"
+        taken.add(v)
+        return v
+
+    helpers = {}
+
+    def helper(kind):
+        if kind not in helpers:
+            from ..runtime import objects
+            helpers[kind] = fresh(kind)
+            parsed.closure[helpers[kind]] = types.CellType(getattr(objects, kind))
+        return helpers[kind]
+
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.Yield, gast.YieldFrom)):
+            refuse(node, "the method is a generator")
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "super":
+            refuse(node, "it calls `super()`", "Call the base class's method by name "
+                                                "(`Base.step(self, dt)` is refused too): "
+                                                "move its code into this method.")
+        if isinstance(node, (gast.Lambda, gast.FunctionDef)) and node is not tree and any(
+                isinstance(n, gast.Name) and n.id == me for n in gast.walk(node)):
+            refuse(node, f"a nested function uses `{me}`")
+        if isinstance(node, gast.Delete) and any(_root(t) == me for t in node.targets):
+            refuse(node, f"it deletes from `{me}`")
+        targets = node.targets if isinstance(node, gast.Assign) else \
+            [node.target] if isinstance(node, (gast.AugAssign, gast.AnnAssign)) else \
+            [node.target] if isinstance(node, gast.For) else []
+        for t in targets:
+            for e in (t.elts if isinstance(t, (gast.Tuple, gast.List)) else [t]):
+                if isinstance(e, gast.Starred):
+                    e = e.value
+                if isinstance(e, gast.Subscript) and _root(e) == me:
+                    refuse(node, f"it writes into what an attribute of `{me}` holds")
+                if isinstance(e, gast.Attribute) and _root(e) == me \
+                        and not isinstance(e.value, gast.Name):
+                    refuse(node, f"it stores into an attribute of what `{me}` holds")
+                if isinstance(e, gast.Name) and e.id == me:
+                    refuse(node, f"it rebinds `{me}`")
+                if isinstance(e, gast.Attribute) and isinstance(node, gast.For):
+                    refuse(node, f"a loop stores into `{_text(e)}`")
+        if isinstance(node, gast.Call):
+            func = node.func
+            from ..analyses.attributes import _CHANGING
+            if isinstance(func, gast.Attribute) and func.attr in _CHANGING \
+                    and _root(func.value) == me and not isinstance(func.value, gast.Name):
+                refuse(node, f"`{_text(func)}(...)` changes what an attribute of `{me}` holds")
+            if isinstance(func, gast.Attribute) and func.attr == "at" and node.args \
+                    and _root(node.args[0]) == me:
+                refuse(node, f"`{_text(func)}` writes into what an attribute of `{me}` holds")
+            if any(k.arg == "out" and _root(k.value) == me for k in node.keywords):
+                refuse(node, f"`out=` writes into what an attribute of `{me}` holds")
+    # local names holding what an attribute holds (`h = self.hist`), written into
+    held = {}
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and _root(node.value) == me \
+                and isinstance(node.value, (gast.Attribute, gast.Subscript)):
+            for t in node.targets:
+                if isinstance(t, gast.Name):
+                    held[t.id] = _text(node.value)
+    for node in gast.walk(tree):
+        written = None
+        if isinstance(node, (gast.Assign, gast.AugAssign)):
+            for t in (node.targets if isinstance(node, gast.Assign) else [node.target]):
+                if isinstance(t, gast.Subscript) and _root(t) in held:
+                    written = _root(t)
+            if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) \
+                    and node.target.id in held:
+                refuse(node, f"`{node.target.id} {_SYMBOLS.get(type(node.op), '?')}= ...` may "
+                             f"change `{held[node.target.id]}` in place")
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
+            from ..analyses.attributes import _CHANGING
+            if node.func.attr in _CHANGING and _root(node.func.value) in held:
+                written = _root(node.func.value)
+        if written is not None:
+            refuse(node, f"it writes into `{written}`, which holds `{held[written]}`")
+
+    def returns(body):
+        out = []
+        for stmt in body:
+            parts = _stores_to_values(stmt, me, fresh, helper, _located)
+            if isinstance(parts, str):
+                refuse(stmt, parts)
+            if parts is not None:
+                out.extend(parts)
+                continue
+            if isinstance(stmt, gast.Return):
+                value = stmt.value if stmt.value is not None else gast.Constant(None, None)
+                pre = []
+                if _state_call_of(value, me, cls) is not None:
+                    # `return self.run(n)`: the call first, on a line of its own
+                    tmp = fresh(f"{value.func.attr}_result")
+                    pre.append(_located(gast.Assign(targets=[_store(tmp)], value=value,
+                                                    type_comment=None), stmt))
+                    value = _load(tmp)
+                ret = gast.Return(value=gast.Tuple(elts=[_load(me), value], ctx=gast.Load()))
+                ret.pullback_state_return = True
+                out.extend(pre + [_located(ret, stmt)])
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                if isinstance(getattr(stmt, field, None), list):
+                    setattr(stmt, field, returns(getattr(stmt, field)))
+            for h in getattr(stmt, "handlers", None) or ():
+                h.body = returns(h.body)
+            out.append(stmt)
+        return out
+
+    tree.body = returns(tree.body)
+    if not tree.body or not isinstance(tree.body[-1], gast.Return):
+        ret = gast.Return(value=gast.Tuple(elts=[_load(me), gast.Constant(None, None)],
+                                           ctx=gast.Load()))
+        ret.pullback_state_return = True
+        tree.body.append(_located(ret, tree.body[-1] if tree.body else tree))
+    tree.name = f"{cls.__name__}_{name}"
+    tree.decorator_list = []
+    return tree
+
+
+def _root(node):
+    while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def _text(node):
+    if isinstance(node, gast.Name):
+        return node.id
+    if isinstance(node, gast.Attribute):
+        return f"{_text(node.value)}.{node.attr}"
+    if isinstance(node, gast.Subscript):
+        return f"{_text(node.value)}[...]"
+    return "..."
+
+
+def _state_call_of(value, name, cls):
+    """The method name of ``name.m(...)`` when ``m`` changes its object."""
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and isinstance(value.func.value, gast.Name) and value.func.value.id == name \
+            and not any(isinstance(a, gast.Starred) for a in value.args) \
+            and not any(k.arg is None for k in value.keywords) \
+            and changes_self(cls, value.func.attr):
+        return value.func.attr
+    return None
+
+
+# -- the calls: objects whose class is known ---------------------------------------------
+
+def _plain(cls):
+    from .instances import plain_class
+    return isinstance(cls, type) and plain_class(cls) is None \
+        and not issubclass(cls, BaseException) \
+        and (getattr(cls, "__module__", "") or "").split(".")[0] not in (
+            "builtins", "numpy", "pullback", "jax", "scipy")
+
+
+def _resolve(name, parsed):
+    cell = parsed.closure.get(name)
+    if cell is not None:
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return None
+    return parsed.globals.get(name)
+
+
+def known_objects(tree, parsed):
+    """Local name -> class for the objects whose class is known: names bound
+    only by ``name = Cls(...)`` of one class the function names, and
+    ``self`` of a state function."""
+    binds = {}
+    params = {a.id for a in tree.args.args + tree.args.kwonlyargs}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            binds.setdefault(n.id, []).append(n)
+    values = {}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name):
+            values.setdefault(n.targets[0].id, []).append(n.value)
+    out = {}
+    for name, vs in values.items():
+        if name in params or len(vs) != len(binds.get(name, ())):
+            continue
+        classes = set()
+        for v in vs:
+            cls = _resolve(v.func.id, parsed) if isinstance(v, gast.Call) \
+                and isinstance(v.func, gast.Name) and v.func.id not in binds \
+                and v.func.id not in params else None
+            classes.add(cls if _plain(cls) else None)
+        if len(classes) == 1 and None not in classes:
+            out[name] = classes.pop()
+    owner = state_class(parsed.fn)
+    if owner is not None and tree.args.args:
+        out[tree.args.args[0].id] = owner
+    return out
+
+
+def follow_state_calls(tree, namer, parsed):
+    """Rewrite, in the FunctionDef ``tree``, calls of methods that change their
+    object on objects whose class is known into calls of their state
+    functions, and stores into the attributes of those objects into new
+    objects (module docstring).  Objects that cannot be followed are left
+    as they are, with the reason kept for ``analyses.attributes``'s
+    refusal (``parsed.state_refusals``)."""
+    known = known_objects(tree, parsed)
+    if not known:
+        return
+    parents = {}
+    for node in gast.walk(tree):
+        for child in gast.iter_child_nodes(node):
+            parents[child] = node
+    refusals = getattr(parsed, "state_refusals", None)
+    if refusals is None:
+        refusals = parsed.state_refusals = {}
+    followed = getattr(parsed, "state_objects", None)
+    if followed is None:
+        followed = parsed.state_objects = {}
+    for name, cls in known.items():
+        plan = _plan(tree, parsed, parents, name, cls)
+        if isinstance(plan, tuple):
+            node, why = plan
+            refusals[name] = (node, why)
+            continue
+        if plan:
+            _rewrite(tree, namer, parsed, name, cls, plan)
+            followed[name] = cls
+
+
+def _statement_of(node, parents):
+    while node is not None and not isinstance(node, gast.stmt):
+        node = parents.get(node)
+    return node
+
+
+def _plan(tree, parsed, parents, name, cls):
+    """The statements to rewrite for the object ``name`` of class ``cls``: a
+    list of (statement, kind, method), empty where nothing changes it; or
+    (node, why) where it changes and cannot be followed."""
+    plan, others, aliases = [], [], {}
+    me = state_class(parsed.fn) is cls and tree.args.args and tree.args.args[0].id == name
+    for node in gast.walk(tree):
+        if not (isinstance(node, gast.Name) and node.id == name):
+            continue
+        parent = parents.get(node)
+        if isinstance(node.ctx, (gast.Store, gast.Del, gast.Param)):
+            continue
+        stmt = _statement_of(node, parents)
+        if isinstance(parent, gast.Attribute) and parent.value is node:
+            if isinstance(parent.ctx, gast.Store):
+                if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign)) \
+                        and (parent in getattr(stmt, "targets", ()) or parent is getattr(
+                            stmt, "target", None) or any(
+                            parent in getattr(t, "elts", ()) for t in getattr(
+                                stmt, "targets", ()))):
+                    plan.append((stmt, "store", parent.attr))
+                    continue
+                others.append((node, f"`{name}.{parent.attr}` is stored in a way pullback "
+                                     "does not follow"))
+                continue
+            call = parents.get(parent)
+            if isinstance(call, gast.Call) and call.func is parent:
+                method = inspect.getattr_static(cls, parent.attr, None)
+                if isinstance(method, (staticmethod, classmethod)) or not isinstance(
+                        method, types.FunctionType):
+                    continue
+                if changes_self(cls, parent.attr):
+                    if _state_call_of(call, name, cls) is None:
+                        others.append((call, f"`{name}.{parent.attr}(...)` is called with "
+                                             "starred arguments"))
+                        continue
+                    if isinstance(stmt, gast.Expr) and stmt.value is call:
+                        plan.append((stmt, "call", parent.attr))
+                    elif isinstance(stmt, gast.Assign) and stmt.value is call:
+                        plan.append((stmt, "call", parent.attr))
+                        if returns_self(cls, parent.attr):
+                            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0],
+                                                                        gast.Name):
+                                others.append((stmt, f"`{parent.attr}` returns `self`, bound "
+                                                     "here to more than one name"))
+                            else:
+                                aliases.setdefault(stmt.targets[0].id, []).append(stmt)
+                    elif isinstance(stmt, gast.Return) and stmt.value is call:
+                        plan.append((stmt, "call", parent.attr))
+                    else:
+                        others.append((call, f"`{name}.{parent.attr}(...)`, which changes "
+                                             f"`{name}`, is called inside an expression"))
+                    continue
+                why = _escape(cls, method, set())
+                if why is not None:
+                    others.append((call, why))
+                continue
+            continue            # a read: `s.x`
+        if me and isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return) \
+                and getattr(parents.get(parent), "pullback_state_return", False) \
+                and (parent.elts[0] is node or True):
+            continue
+        if isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) \
+                and parent.func.id in ("isinstance", "type") and parent.args \
+                and parent.args[0] is node:
+            continue
+        what = "is returned" if isinstance(parent, gast.Return) else \
+            "is passed to a function" if isinstance(parent, gast.Call) else \
+            "is put in a container" if isinstance(parent, (gast.List, gast.Tuple, gast.Set,
+                                                           gast.Dict)) else \
+            "is bound to another name" if isinstance(parent, (gast.Assign, gast.NamedExpr)) \
+            else "is used otherwise than through its attributes"
+        others.append((node, f"`{name}` {what}"))
+    if not plan:
+        return []
+    if others:
+        return others[0]
+    # a method returning `self` gives the object a second name: followed while
+    # neither is changed again
+    for alias, stmts in aliases.items():
+        if alias == name:
+            continue
+        changing = [s for s, kind, _ in plan if s not in stmts]
+        if changing:
+            return (changing[0], f"`{alias}` is another name of `{name}` (`{alias} = "
+                                 f"{name}.{stmts[0].value.func.attr}(...)` returns `self`), "
+                                 f"which would not see this change")
+        alias_plan = _plan(tree, parsed, parents, alias, cls) if alias not in (
+            a.id for a in tree.args.args) else []
+        if isinstance(alias_plan, tuple):
+            return alias_plan
+        if alias_plan:
+            return (alias_plan[0][0], f"`{alias}` is another name of `{name}` (`{alias} = "
+                                      f"{name}.{stmts[0].value.func.attr}(...)` returns "
+                                      f"`self`), so changing it would not change `{name}`")
+    return plan
+
+
+def _rewrite(tree, namer, parsed, name, cls, plan):
+    by_stmt = {id(s): (s, kind, attr) for s, kind, attr in plan}
+
+    def helper(kind):
+        from ..runtime import objects
+        return _helper(namer, parsed, kind, getattr(objects, kind))
+
+    def block(body):
+        out = []
+        for stmt in body:
+            entry = by_stmt.get(id(stmt))
+            if entry is None:
+                for field in ("body", "orelse", "finalbody"):
+                    if isinstance(getattr(stmt, field, None), list):
+                        setattr(stmt, field, block(getattr(stmt, field)))
+                for h in getattr(stmt, "handlers", None) or ():
+                    h.body = block(h.body)
+                out.append(stmt)
+                continue
+            _, kind, attr = entry
+            if kind == "store":
+                parts = _stores_to_values(stmt, name, namer.fresh, helper, _located)
+                if isinstance(parts, str):
+                    raise UnsupportedSyntaxError(
+                        f"pullback cannot differentiate this store into `{name}`: {parts}.",
+                        parsed.location(stmt), "Store each attribute on a line of its own.")
+                out.extend(parts)
+                continue
+            call = stmt.value
+            fn = state_function(cls, attr)
+            callee = _helper(namer, parsed, f"{cls.__name__}_{attr}", fn)
+            result = namer.fresh(f"{attr}_result")
+            new = gast.Assign(targets=[gast.Tuple(elts=[_store(name), _store(result)],
+                                                  ctx=gast.Store())],
+                              value=gast.Call(func=_load(callee),
+                                              args=[_load(name)] + list(call.args),
+                                              keywords=list(call.keywords)),
+                              type_comment=None)
+            out.append(_located(new, stmt))
+            if isinstance(stmt, gast.Assign):
+                out.append(_located(gast.Assign(targets=stmt.targets, value=_load(result),
+                                                type_comment=None), stmt))
+            elif isinstance(stmt, gast.Return):
+                ret = gast.Return(value=_load(result))
+                if getattr(stmt, "pullback_state_return", False):
+                    ret.pullback_state_return = True
+                out.append(_located(ret, stmt))
+        return out
+
+    tree.body = block(tree.body)
