@@ -253,6 +253,22 @@ def _method_stores(stmt, normal, parsed, varied, binds):
                     else f"an attribute of `{obj}`"
                 via = "" if where is method else f" (in `{where.__name__}`, which it calls)"
                 what = f" It stores into {target}{via}."
+    refusal = getattr(parsed, "state_refusals", {}).get(obj)
+    if refusal is not None and cls is not None:
+        # (frontend.method_state follows such a call where it can: say why not)
+        node, why = refusal
+        line = getattr(node, "lineno", None)
+        return [UnsupportedSyntaxError(
+            f"pullback cannot differentiate this call of `{meth}`, which changes `{obj}` "
+            f"(an object holding differentiated values).{what} pullback follows such a call "
+            f"by rebinding `{obj}` to the changed object, which is exact only where nothing "
+            f"else can reach the object; here {why}"
+            f"{f' (line {line})' if line is not None else ''}, and what reaches it there "
+            "would not see the change.",
+            parsed.location(stmt),
+            f"Keep the object under the one name `{obj}` in this function: read its "
+            f"attributes (`{obj}.x`) rather than passing, storing or returning it, or make "
+            f"`{meth}` return the new values and bind them.")]
     cls_name = cls.__name__ if cls is not None else "object"
     name = "obj" if obj == "self" else obj
     shown = obj if obj in (parsed.location(stmt).line or "") else "the object"
@@ -452,7 +468,12 @@ def _only_binding(name, binds):
 
 def _class_of(name, normal, parsed, binds):
     """The user class of the object ``name`` holds: built in this function
-    by ``name = Cls(...)`` (its only binding), or ``self`` of a method."""
+    by ``name = Cls(...)`` (its only binding), or ``self`` of a method; or
+    an object followed through the methods that change it
+    (``frontend.method_state``), whose names normalize rebinds."""
+    followed = _followed_classes(normal, parsed)
+    if name in followed:
+        return followed[name]
     binds = binds.get(name, [])
     if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
             and isinstance(binds[0].value.func, gast.Name):
@@ -469,6 +490,75 @@ def _class_of(name, normal, parsed, binds):
                     inspect.getattr_static(cls, parsed.fn.__name__, None), types.FunctionType):
                 return cls
     return None
+
+
+def _followed_classes(normal, parsed):
+    """Name -> class for the names of the normal form that hold an object
+    ``frontend.method_state`` follows: bound from ``Cls(...)``, from the
+    object a state function returns, from ``with_attribute`` or from another
+    such name (normalize's copies in loops), and from nothing else."""
+    from ..frontend.method_state import Followed, state_class
+    from ..runtime.objects import with_attribute
+    if not getattr(parsed, "state_objects", None) and state_class(parsed.fn) is None:
+        return {}
+    memo = getattr(normal, "_followed_classes", None)
+    if memo is not None:
+        return memo
+    sources = {}
+    for n in gast.walk(normal.tree):
+        if isinstance(n, gast.Assign):
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    sources.setdefault(t.id, []).append((n.value, None))
+                elif isinstance(t, gast.Tuple):
+                    for i, e in enumerate(t.elts):
+                        if isinstance(e, gast.Name):
+                            sources.setdefault(e.id, []).append((n.value, i))
+        elif isinstance(n, (gast.For, gast.AugAssign)):
+            target = n.target
+            for e in gast.walk(target):
+                if isinstance(e, gast.Name):
+                    sources.setdefault(e.id, []).append((None, None))
+    owner = state_class(parsed.fn)
+    params = list(normal.params)
+    known = {params[0]: owner} if owner is not None and params else {}
+
+    def source_class(value, index):
+        if isinstance(value, gast.Name) and index is None:
+            return known.get(value.id)
+        if not isinstance(value, gast.Call) or not isinstance(value.func, gast.Name):
+            return None
+        fn = _resolve(value.func.id, parsed, set())
+        if isinstance(fn, Followed) and index == 0 and state_class(fn.function) is not None:
+            return state_class(fn.function)
+        if fn is with_attribute and index is None and value.args \
+                and isinstance(value.args[0], gast.Name):
+            return known.get(value.args[0].id)
+        if index is None and isinstance(fn, type) \
+                and fn in getattr(parsed, "state_objects", {}).values():
+            return fn
+        return None
+    changed = True
+    while changed:          # optimistic: what one source says, ...
+        changed = False
+        for name, srcs in sources.items():
+            if name not in known:
+                found = {source_class(v, i) for v, i in srcs} - {None}
+                if len(found) == 1:
+                    known[name] = found.pop()
+                    changed = True
+    changed = True
+    while changed:          # ... kept where every source agrees
+        changed = False
+        for name in list(known):
+            if owner is not None and name == params[0] and name not in sources:
+                continue
+            if any(source_class(v, i) is not known[name]
+                   for v, i in sources.get(name, [(None, None)])):
+                del known[name]
+                changed = True
+    normal._followed_classes = known
+    return known
 
 
 def _store(call, parsed, local):

@@ -228,8 +228,9 @@ def _escape(cls, fn, seen):
                 and parent.func.id in ("isinstance", "type", "super") and parent.args \
                 and parent.args[0] is node:
             continue
+        line = node.lineno + fn.__code__.co_firstlineno - 1
         return f"`{fn.__name__}` uses `{me}` otherwise than through its attributes " \
-               f"(line {node.lineno} of {fn.__code__.co_filename})"
+               f"(line {line} of {fn.__code__.co_filename})"
     return None
 
 
@@ -571,6 +572,15 @@ def follow_state_calls(tree, namer, parsed):
             followed[name] = cls
 
 
+def _is_with_attribute(name, parsed):
+    from ..runtime.objects import with_attribute
+    cell = parsed.closure.get(name)
+    try:
+        return cell is not None and cell.cell_contents is with_attribute
+    except ValueError:
+        return False
+
+
 def _statement_of(node, parents):
     while node is not None and not isinstance(node, gast.stmt):
         node = parents.get(node)
@@ -643,6 +653,10 @@ def _plan(tree, parsed, parents, name, cls):
                 and parent.func.id in ("isinstance", "type") and parent.args \
                 and parent.args[0] is node:
             continue
+        if isinstance(parent, gast.Call) and isinstance(parent.func, gast.Name) \
+                and _is_with_attribute(parent.func.id, parsed) \
+                and node in (parent.args[0], parent.args[-1]):
+            continue        # a store rewritten already (the state function's own)
         what = "is returned" if isinstance(parent, gast.Return) else \
             "is passed to a function" if isinstance(parent, gast.Call) else \
             "is put in a container" if isinstance(parent, (gast.List, gast.Tuple, gast.Set,

@@ -77,7 +77,8 @@ def field_tangent(t, x, name):
     through it (``self.gravity``), a constant, whose tangent is zero (``t``'s
     own lookup would find the class's value)."""
     own = getattr(t, "__dict__", None)
-    if isinstance(own, dict) and name not in own:
+    if t is None or (isinstance(own, dict) and name not in own):
+        # (None: the zero tangent of an object, forward_support.zeros_tangent's)
         from .forward_support import zeros_tangent
         return zeros_tangent(getattr(x, name))
     return getattr(t, name)
