@@ -28,9 +28,12 @@ An object holding differentiated values (one built here, ``s = S(x)``, or
 ``self`` in its method) is differentiated as the dict of its attributes, so
 what would change it or read it through code pullback does not follow is
 refused here too, naming the line: a statement ``s.step()`` whose method may
-change ``self`` (it runs as plain Python), a write into what an attribute
-holds (``s.x[0] = v``, ``s.hist.append(v)``), a property read (``c.area``)
-and ``s[i]``/``for v in s`` on a class with its own ``__getitem__``/
+change ``self`` and which ``frontend.method_state`` could not follow (the
+object has another name, is in a list, is passed on: the reason and its line
+are in the message; followed, the call is a call of the method's state
+function and never reaches this check), a write into what an attribute holds
+(``s.x[0] = v``, ``s.hist.append(v)``), a property read (``c.area``) and
+``s[i]``/``for v in s`` on a class with its own ``__getitem__``/
 ``__iter__``.  Each was a silent wrong gradient before (the corpus' third
 round); ``s = s.step()`` with ``step`` returning a new object is exact.
 
