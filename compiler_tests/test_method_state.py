@@ -381,3 +381,97 @@ def test_an_update_in_place_of_an_array_attribute_refused():
         pb.grad(f)(np.array([1.0, 2.0]))
     assert "`self.x += ...`" in str(info.value)
     assert "self.x = self.x + ..." in str(info.value)
+
+
+# -- stores of every shape, calls inside expressions ------------------------------------------
+
+class Pair:
+    def __init__(self, x):
+        self.a = x
+        self.b = 2 * x
+
+    def swap(self):                         # a tuple store (was run as plain Python:
+        self.a, self.b = self.b, self.a     # 12 where 21 is right, no error)
+
+    def both(self, v):
+        self.a = self.b = v
+
+    def early(self, v):                     # a return inside a branch
+        if v > 0:
+            self.a = self.a * v
+            return 1.0
+        self.b = self.b * v
+        return 2.0
+
+
+def pair_loss(x):
+    s = Pair(x)
+    s.swap()
+    r = s.early(3.0) + 10.0 * s.early(-2.0)     # two calls inside one expression
+    s.both(s.a * s.b)
+    return s.a * 10 + s.b + r
+
+
+def pair_reference(x):
+    a, b = 2 * x, x                 # swap
+    a = a * 3.0                     # early(3.0): 1.0
+    b = b * -2.0                    # early(-2.0): 2.0
+    a = b = a * b
+    return a * 10 + b + 21.0
+
+
+@pytest.mark.parametrize("x", [1.0, -0.5, 2.5])
+def test_tuple_chained_stores_early_returns_and_calls_in_expressions(x):
+    assert pair_loss(x) == pytest.approx(pair_reference(x), rel=1e-15)
+    assert pb.grad(pair_loss)(x) == pytest.approx(float(jax.grad(pair_reference)(x)),
+                                                  rel=1e-14)
+    assert pb.jvp(pair_loss, (x,), (1.0,))[1] == pytest.approx(
+        float(jax.jvp(pair_reference, (x,), (1.0,))[1]), rel=1e-14)
+
+
+def test_a_call_that_may_not_run_is_refused():
+    def f(x):
+        s = Pair(x)
+        y = x > 0 and s.early(x)
+        return s.a + y
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(f)(1.0)
+    assert "may run it more than once or not at all" in str(info.value)
+
+
+def test_a_container_changed_without_gradient_runs_as_python():
+    class Log:
+        def __init__(self):
+            self.hist = []
+
+        def record(self, v):
+            self.hist.append(v)
+
+    def f(x):
+        log = Log()
+        log.record(3)
+        log.record(4)
+        return x * len(log.hist)
+    assert pb.grad(f)(2.0) == 2.0
+    assert pb.jvp(f, (2.0,), (1.0,)) == (4.0, 2.0)
+
+
+def test_a_property_setter_is_refused():
+    class Box:
+        def __init__(self, w):
+            self._w = w
+
+        @property
+        def w(self):
+            return self._w
+
+        @w.setter
+        def w(self, v):
+            self._w = 3 * v
+
+    def f(x):
+        b = Box(x)
+        b.w = x
+        return b._w
+    with pytest.raises(pb.PullbackError):
+        pb.grad(f)(1.0)

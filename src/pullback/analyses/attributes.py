@@ -212,7 +212,18 @@ def _method_stores(stmt, normal, parsed, varied, binds):
     (the one ``obj`` is built from here, ``obj = Cls(...)``, or for ``self``
     the method's own) is refused whatever it does; where the class is not
     known here, a name that is no array or container method is refused too."""
-    if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) \
+            and isinstance(stmt.value.func, gast.Attribute) \
+            and isinstance(stmt.value.func.value, gast.Name) \
+            and stmt.value.func.value.id in getattr(parsed, "state_refusals", {}) \
+            and stmt.value.func.value.id in varied:
+        # `y = c and s.step()`: a method changing `s` whose call
+        # frontend.method_state could not follow (its reason, below)
+        from ..frontend.method_state import changes_self
+        cls = _class_of(stmt.value.func.value.id, normal, parsed, binds)
+        if cls is None or not changes_self(cls, stmt.value.func.attr):
+            return []
+    elif not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
         return []
     func = stmt.value.func
     if isinstance(func, gast.Name) and func.id in varied:
@@ -320,10 +331,18 @@ def _may_change(cls, fn, self_name, seen):
             rooted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         elif isinstance(node, (ast.For, ast.comprehension)) and root(node.iter) in rooted:
             rooted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    def parts(targets):     # `self.a, self.b = ...`: each element (was missed)
+        for t in targets:
+            if isinstance(t, (ast.Tuple, ast.List)):
+                yield from parts(t.elts)
+            else:
+                yield t.value if isinstance(t, ast.Starred) else t
     for node in ast.walk(tree):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in targets):
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else \
+            [i.optional_vars for i in node.items if i.optional_vars is not None] \
+            if isinstance(node, ast.With) else []
+        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in parts(targets)):
             return True
         if not isinstance(node, ast.Call):
             continue

@@ -138,6 +138,38 @@ def state_function(cls, name):
     return made
 
 
+_reasons = weakref.WeakKeyDictionary()    # class -> {method name: why not, or None}
+
+
+def why_not_state(cls, name):
+    """Why method ``name`` of ``cls`` cannot be followed as a state function
+    (the refusal of its rewrite, with its line), or None: checked once."""
+    table = _reasons.setdefault(cls, {})
+    if name in table:
+        return table[name]
+    from ..errors import PullbackError
+    from .parse import parse
+    why = None
+    try:
+        parse(state_function(cls, name).function)
+    except PullbackError as err:
+        loc = err.location
+        why = err.message.split("; here ", 1)[-1].rstrip(".") + (
+            f" (line {loc.lineno} of {loc.filename})" if loc is not None else "")
+    table[name] = why
+    return why
+
+
+def _descriptor(cls, attr):
+    """Whether ``attr`` is a property (or another data descriptor) of ``cls``:
+    a store into it runs code, not a plain store."""
+    for c in cls.__mro__:
+        d = vars(c).get(attr)
+        if d is not None and hasattr(type(d), "__set__"):
+            return True
+    return False
+
+
 def state_class(fn):
     """The class whose state function ``fn`` is, or None."""
     return getattr(fn, "__pullback_state_of__", None)
@@ -421,6 +453,13 @@ def rewrite_state(tree, parsed, cls, name):
         if written is not None:
             refuse(node, f"it writes into `{written}`, which holds `{held[written]}`")
 
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Store) \
+                and isinstance(node.value, gast.Name) and node.value.id == me \
+                and _descriptor(cls, node.attr):
+            refuse(node, f"`{node.attr}` is a property (or another descriptor) of the class, "
+                         "whose store runs code")
+
     def returns(body):
         out = []
         for stmt in body:
@@ -592,6 +631,7 @@ def _plan(tree, parsed, parents, name, cls):
     list of (statement, kind, method), empty where nothing changes it; or
     (node, why) where it changes and cannot be followed."""
     plan, others, aliases = [], [], {}
+    changing = False            # a call of a method changing the object, followed or not
     me = state_class(parsed.fn) is cls and tree.args.args and tree.args.args[0].id == name
     for node in gast.walk(tree):
         if not (isinstance(node, gast.Name) and node.id == name):
@@ -602,6 +642,11 @@ def _plan(tree, parsed, parents, name, cls):
         stmt = _statement_of(node, parents)
         if isinstance(parent, gast.Attribute) and parent.value is node:
             if isinstance(parent.ctx, gast.Store):
+                if _descriptor(cls, parent.attr):
+                    others.append((node, f"`{parent.attr}` is a property (or another "
+                                         f"descriptor) of {cls.__name__}, whose store runs "
+                                         "code"))
+                    continue
                 if isinstance(stmt, (gast.Assign, gast.AugAssign, gast.AnnAssign)) \
                         and (parent in getattr(stmt, "targets", ()) or parent is getattr(
                             stmt, "target", None) or any(
@@ -619,6 +664,12 @@ def _plan(tree, parsed, parents, name, cls):
                         method, types.FunctionType):
                     continue
                 if changes_self(cls, parent.attr):
+                    changing = True
+                    why = why_not_state(cls, parent.attr)
+                    if why is not None:
+                        others.append((call, f"`{cls.__name__}.{parent.attr}` cannot be "
+                                             f"followed: {why}"))
+                        continue
                     if _state_call_of(call, name, cls) is None:
                         others.append((call, f"`{name}.{parent.attr}(...)` is called with "
                                              "starred arguments"))
@@ -637,8 +688,12 @@ def _plan(tree, parsed, parents, name, cls):
                     elif isinstance(stmt, gast.Return) and stmt.value is call:
                         plan.append((stmt, "call", parent.attr))
                     else:
-                        others.append((call, f"`{name}.{parent.attr}(...)`, which changes "
-                                             f"`{name}`, is called inside an expression"))
+                        why = _hoistable(stmt, call, name, parents)
+                        if why is None:
+                            plan.append((stmt, "hoist", parent.attr))
+                        else:
+                            others.append((call, f"`{name}.{parent.attr}(...)`, which changes "
+                                                 f"`{name}`, is called {why}"))
                     continue
                 why = _escape(cls, method, set())
                 if why is not None:
@@ -664,7 +719,7 @@ def _plan(tree, parsed, parents, name, cls):
             "is bound to another name" if isinstance(parent, (gast.Assign, gast.NamedExpr)) \
             else "is used otherwise than through its attributes"
         others.append((node, f"`{name}` {what}"))
-    if not plan:
+    if not plan and not changing:
         return []
     if others:
         return others[0]
@@ -689,6 +744,50 @@ def _plan(tree, parsed, parents, name, cls):
     return plan
 
 
+def _hoistable(stmt, call, name, parents):
+    """Why the call ``call`` (of a method changing ``name``) inside the
+    statement ``stmt`` cannot run just before it, or None: it can where
+    Python runs it exactly once, and nothing else in the statement reads
+    ``name`` (what runs before it could not see the change, nor after it
+    miss it)."""
+    if not isinstance(stmt, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign, gast.If)):
+        return "inside a statement that may run it more than once or not at all"
+    top = stmt.test if isinstance(stmt, gast.If) else stmt.value
+    node = parents.get(call)
+    while node is not None and node is not stmt:
+        if isinstance(node, (gast.BoolOp, gast.IfExp, gast.Lambda, gast.ListComp,
+                             gast.SetComp, gast.DictComp, gast.GeneratorExp, gast.Dict)):
+            return "inside an expression that may run it more than once or not at all"
+        node = parents.get(node)
+    if node is None or not _within(call, top, parents):
+        return "where pullback cannot tell when it runs"
+    reads = [n for n in gast.walk(stmt) if isinstance(n, gast.Name) and n.id == name]
+    receivers = [n for n in gast.walk(top) if isinstance(n, gast.Call)
+                 and isinstance(n.func, gast.Attribute) and isinstance(n.func.value, gast.Name)
+                 and n.func.value.id == name]
+    if len(reads) != len(receivers) or any(
+            isinstance(a, gast.Name) and a.id == name
+            for c in receivers for a in gast.walk(c) if a is not c.func.value):
+        return "beside another use of it in the same statement"
+    return None
+
+
+def _within(node, top, parents):
+    while node is not None:
+        if node is top:
+            return True
+        node = parents.get(node)
+    return False
+
+
+def _in_order(node):
+    """The nodes of an expression in the order Python evaluates them (the
+    operands of a call, then the call)."""
+    for child in gast.iter_child_nodes(node):
+        yield from _in_order(child)
+    yield node
+
+
 def _rewrite(tree, namer, parsed, name, cls, plan):
     by_stmt = {id(s): (s, kind, attr) for s, kind, attr in plan}
 
@@ -709,6 +808,38 @@ def _rewrite(tree, namer, parsed, name, cls, plan):
                 out.append(stmt)
                 continue
             _, kind, attr = entry
+            if kind == "hoist":
+                # `y = s.step(dt) + 1.0`: the call first, on a line of its own
+                top = stmt.test if isinstance(stmt, gast.If) else stmt.value
+                calls = [c for c in _in_order(top) if isinstance(c, gast.Call)
+                         and isinstance(c.func, gast.Attribute)
+                         and isinstance(c.func.value, gast.Name) and c.func.value.id == name
+                         and changes_self(cls, c.func.attr)]
+                temps = {}
+                for c in calls:
+                    result = namer.fresh(f"{c.func.attr}_result")
+                    temps[id(c)] = result
+                    callee = _helper(namer, parsed, f"{cls.__name__}_{c.func.attr}",
+                                     state_function(cls, c.func.attr))
+                    out.append(_located(gast.Assign(
+                        targets=[gast.Tuple(elts=[_store(name), _store(result)],
+                                            ctx=gast.Store())],
+                        value=gast.Call(func=_load(callee), args=[_load(name)] + list(c.args),
+                                        keywords=list(c.keywords)), type_comment=None), stmt))
+
+                class Swap(gast.NodeTransformer):
+                    def visit_Call(self, node):
+                        if id(node) in temps:
+                            return gast.copy_location(_load(temps[id(node)]), node)
+                        return self.generic_visit(node)
+                if isinstance(stmt, gast.If):
+                    stmt.test = Swap().visit(stmt.test)
+                    stmt.body = block(stmt.body)
+                    stmt.orelse = block(stmt.orelse)
+                else:
+                    stmt.value = Swap().visit(stmt.value)
+                out.append(stmt)
+                continue
             if kind == "store":
                 parts = _stores_to_values(stmt, name, namer.fresh, helper, _located)
                 if isinstance(parts, str):
