@@ -72,6 +72,8 @@ import gast
 
 from .. import runtime
 from ..errors import UnsupportedSyntaxError
+from ..frontend.method_state import (_CHANGING, _may_change, Followed, changes_self,
+                                      state_class)
 
 __all__ = ["check"]
 
@@ -219,7 +221,6 @@ def _method_stores(stmt, normal, parsed, varied, binds):
             and stmt.value.func.value.id in varied:
         # `y = c and s.step()`: a method changing `s` whose call
         # frontend.method_state could not follow (its reason, below)
-        from ..frontend.method_state import changes_self
         cls = _class_of(stmt.value.func.value.id, normal, parsed, binds)
         if cls is None or not changes_self(cls, stmt.value.func.attr):
             return []
@@ -295,78 +296,6 @@ def _method_stores(stmt, normal, parsed, varied, binds):
         f"Make `{meth}` return a new {cls_name} (or the new "
         f"values) instead of changing `self`, and bind it: `{name} = {name}.{meth}(...)`; "
         "a method called for its result (`e = s.energy()`) is differentiated.")]
-
-
-# methods of builtin containers and arrays that change their object
-_CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
-                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "itemset",
-                       "resize", "setflags", "partition", "add", "discard", "at"})
-
-
-def _may_change(cls, fn, self_name, seen):
-    """Whether ``fn`` (a method of ``cls``) may change its ``self_name``
-    parameter's object, directly or through the methods of ``cls`` it calls
-    on it: a store or a ``del`` rooted at it (``self.x = v``, ``self.x[0] =
-    v``, ``self.n += 1``), a changing container or array method on something
-    reached from it (``self.hist.append(v)``, ``np.add.at(self.x, ...)``), a
-    call given it (``helper(self)``, ``setattr(self, ...)``) or an ``out=``.
-    When its source cannot be read: yes."""
-    import ast
-    import textwrap
-    if fn in seen:
-        return False
-    seen.add(fn)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return True
-
-    def root(node):
-        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-            node = node.value
-        return node.id if isinstance(node, ast.Name) else None
-    rooted = {self_name}
-    for node in ast.walk(tree):     # local aliases: `layers = self.layers`, `for l in self.ls`
-        if isinstance(node, ast.Assign) and root(node.value) in rooted:
-            rooted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.For, ast.comprehension)) and root(node.iter) in rooted:
-            rooted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-    def parts(targets):     # `self.a, self.b = ...`: each element (was missed)
-        for t in targets:
-            if isinstance(t, (ast.Tuple, ast.List)):
-                yield from parts(t.elts)
-            else:
-                yield t.value if isinstance(t, ast.Starred) else t
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else \
-            [i.optional_vars for i in node.items if i.optional_vars is not None] \
-            if isinstance(node, ast.With) else []
-        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in parts(targets)):
-            return True
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if any(k.arg == "out" for k in node.keywords):
-            return True
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id == self_name:
-            callee = inspect.getattr_static(cls, func.attr, None)
-            if isinstance(callee, types.FunctionType):
-                names = list(inspect.signature(callee, follow_wrapped=False).parameters)
-                if names and _may_change(cls, callee, names[0], seen):
-                    return True
-                continue
-        if isinstance(func, ast.Attribute) and root(func.value) in rooted \
-                and func.attr in _CHANGING:
-            return True
-        if isinstance(func, ast.Attribute) and func.attr == "at" and node.args \
-                and root(node.args[0]) in rooted:
-            return True
-        if any(isinstance(a, ast.Name) and a.id in rooted for a in node.args) or \
-                (isinstance(func, ast.Name) and func.id in ("setattr", "delattr")):
-            return True
-    return False
 
 
 def _property_reads(stmt, normal, parsed, varied, binds):
@@ -519,7 +448,6 @@ def _followed_classes(normal, parsed):
     ``frontend.method_state`` follows: bound from ``Cls(...)``, from the
     object a state function returns, from ``with_attribute`` or from another
     such name (normalize's copies in loops), and from nothing else."""
-    from ..frontend.method_state import Followed, state_class
     from ..runtime.objects import with_attribute
     if not getattr(parsed, "state_objects", None) and state_class(parsed.fn) is None:
         return {}

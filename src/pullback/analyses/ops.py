@@ -294,7 +294,7 @@ class _Resolver:
         if fields is not None:
             return self.construct(obj, fields, node, kwargs, label)
         from ..frontend.instances import ObjectMaker, followed
-        from ..frontend.method_state import Followed
+        from ..frontend.followed import Followed
         if isinstance(obj, Followed):    # a state function, an __init__ rewritten
             return self.bind_python(obj.function, OpKind.USER, obj.function, node, label)
         if isinstance(obj, ObjectMaker):        # the end of a rewritten __init__

@@ -41,13 +41,42 @@ state function, a write into what an attribute holds (``self.x[0] = v``,
 is refused.  Each state function runs as plain Python where nothing in the
 call carries a gradient (``Followed``: the same rewritten code, compiled
 without derivatives).
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> from pullback.backend.codegen import unparse
+>>> from pullback.frontend.parse import parse
+>>> Sim = function_from_source('''
+... def make():
+...     class Sim:
+...         def __init__(self, x):
+...             self.x = x
+...             self.n = 0
+...         def step(self, dt):
+...             self.x = self.x * (1 + dt)
+...             self.n += 1
+...     return Sim
+... ''', {"__name__": "example"})()
+>>> print(unparse(parse(state_function(Sim, "step").function).tree))
+def Sim_step(self, dt):
+    self = with_attribute(self, 'x', self.x * (1 + dt), self)
+    rebinds(self.n, 'self.n', '+')
+    self = with_attribute(self, 'n', self.n + 1, self)
+    return (self, None)
+>>> loss = function_from_source('''
+... def loss(x):
+...     s = Sim(x)
+...     for _ in range(3):
+...         s.step(0.5)
+...     return np.sum(s.x) * s.n
+... ''', {"Sim": Sim})
+>>> pb.grad(loss)(np.array([1.0, 2.0]))        # 1.5 ** 3 * 3
+array([10.125, 10.125])
 """
 from __future__ import annotations
 
 import ast
 import inspect
-import itertools
-import linecache
 import textwrap
 import types
 import weakref
@@ -56,64 +85,13 @@ import gast
 
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
+from .followed import Followed
 
 __all__ = ["follow_state_calls", "state_function", "Followed", "changes_self",
            "state_class"]
 
 
 # -- what a state function is -------------------------------------------------------
-
-class Followed:
-    """A function pullback differentiates from rewritten source
-    (``function``, whose code is the user's method with a
-    ``__pullback_rewrite__`` hook) and that runs, where no argument carries a
-    gradient, as the same rewritten code compiled without derivatives."""
-
-    def __init__(self, function, calls=True):
-        self.function = function
-        self.calls = calls          # rewrite state calls in the plain code too
-        self._plain = None
-        self.__name__ = function.__name__
-        self.__qualname__ = function.__qualname__
-
-    def __call__(self, *args, **kwargs):
-        if self._plain is None:
-            self._plain = _compile_plain(self.function, self.calls)
-        return self._plain(*args, **kwargs)
-
-    def __repr__(self):
-        return f"<pullback state function {self.function.__qualname__}>"
-
-
-_counter = itertools.count()
-
-
-def _compile_plain(fn, calls):
-    from ..backend.codegen import unparse
-    from ..ir.naming import Namer
-    from .parse import parse
-    parsed = parse(fn)
-    if calls:
-        follow_state_calls(parsed.tree, Namer.for_tree(parsed.tree, parsed.globals.keys()),
-                           parsed)
-    tree = parsed.tree
-    tree.decorator_list = []
-    names = sorted(parsed.closure)
-    body = textwrap.indent(unparse(tree), "    ")
-    src = f"def __pullback_make__({', '.join(names)}):\n{body}\n    return {tree.name}\n"
-    filename = f"<pullback plain {fn.__qualname__} #{next(_counter)}>"
-    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    code = compile(src, filename, "exec")
-    make = types.FunctionType(next(c for c in code.co_consts if isinstance(c, types.CodeType)),
-                              fn.__globals__)
-    values = []
-    for n in names:
-        try:
-            values.append(parsed.closure[n].cell_contents)
-        except ValueError:
-            values.append(None)
-    return make(*values)
-
 
 _states = weakref.WeakKeyDictionary()     # class -> {method name: Followed}
 
@@ -134,7 +112,7 @@ def state_function(cls, name):
     fn.__signature__ = inspect.signature(method)
     fn.__pullback_state_of__ = cls
     fn.__pullback_rewrite__ = lambda tree, parsed: rewrite_state(tree, parsed, cls, name)
-    made = table[name] = Followed(fn)
+    made = table[name] = Followed(fn, follow_state_calls)
     return made
 
 
@@ -177,14 +155,13 @@ def state_class(fn):
 
 def changes_self(cls, name):
     """Whether method ``name`` of ``cls`` (a plain function) may change its
-    object (``analyses.attributes._may_change``)."""
+    object (``_may_change``)."""
     method = inspect.getattr_static(cls, name, None)
     if not isinstance(method, types.FunctionType):
         return False
     params = list(inspect.signature(method, follow_wrapped=False).parameters)
     if not params:
         return False
-    from ..analyses.attributes import _may_change
     return _may_change(cls, method, params[0], set())
 
 
@@ -264,6 +241,78 @@ def _escape(cls, fn, seen):
         return f"`{fn.__name__}` uses `{me}` otherwise than through its attributes " \
                f"(line {line} of {fn.__code__.co_filename})"
     return None
+
+
+# methods of builtin containers and arrays that change their object
+_CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "itemset",
+                       "resize", "setflags", "partition", "add", "discard", "at"})
+
+
+def _may_change(cls, fn, self_name, seen):
+    """Whether ``fn`` (a method of ``cls``) may change its ``self_name``
+    parameter's object, directly or through the methods of ``cls`` it calls
+    on it: a store or a ``del`` rooted at it (``self.x = v``, ``self.x[0] =
+    v``, ``self.n += 1``), a changing container or array method on something
+    reached from it (``self.hist.append(v)``, ``np.add.at(self.x, ...)``), a
+    call given it (``helper(self)``, ``setattr(self, ...)``) or an ``out=``.
+    When its source cannot be read: yes."""
+    import ast
+    import textwrap
+    if fn in seen:
+        return False
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return True
+
+    def root(node):
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+    rooted = {self_name}
+    for node in ast.walk(tree):     # local aliases: `layers = self.layers`, `for l in self.ls`
+        if isinstance(node, ast.Assign) and root(node.value) in rooted:
+            rooted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.For, ast.comprehension)) and root(node.iter) in rooted:
+            rooted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    def parts(targets):     # `self.a, self.b = ...`: each element (was missed)
+        for t in targets:
+            if isinstance(t, (ast.Tuple, ast.List)):
+                yield from parts(t.elts)
+            else:
+                yield t.value if isinstance(t, ast.Starred) else t
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else \
+            [i.optional_vars for i in node.items if i.optional_vars is not None] \
+            if isinstance(node, ast.With) else []
+        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in parts(targets)):
+            return True
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if any(k.arg == "out" for k in node.keywords):
+            return True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == self_name:
+            callee = inspect.getattr_static(cls, func.attr, None)
+            if isinstance(callee, types.FunctionType):
+                names = list(inspect.signature(callee, follow_wrapped=False).parameters)
+                if names and _may_change(cls, callee, names[0], seen):
+                    return True
+                continue
+        if isinstance(func, ast.Attribute) and root(func.value) in rooted \
+                and func.attr in _CHANGING:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "at" and node.args \
+                and root(node.args[0]) in rooted:
+            return True
+        if any(isinstance(a, ast.Name) and a.id in rooted for a in node.args) or \
+                (isinstance(func, ast.Name) and func.id in ("setattr", "delattr")):
+            return True
+    return False
 
 
 # -- the state function of one method -------------------------------------------------
@@ -419,7 +468,6 @@ def rewrite_state(tree, parsed, cls, name):
                     refuse(node, f"a loop stores into `{_text(e)}`")
         if isinstance(node, gast.Call):
             func = node.func
-            from ..analyses.attributes import _CHANGING
             if isinstance(func, gast.Attribute) and func.attr in _CHANGING \
                     and _root(func.value) == me and not isinstance(func.value, gast.Name):
                 refuse(node, f"`{_text(func)}(...)` changes what an attribute of `{me}` holds")
@@ -447,7 +495,6 @@ def rewrite_state(tree, parsed, cls, name):
                 refuse(node, f"`{node.target.id} {_SYMBOLS.get(type(node.op), '?')}= ...` may "
                              f"change `{held[node.target.id]}` in place")
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
-            from ..analyses.attributes import _CHANGING
             if node.func.attr in _CHANGING and _root(node.func.value) in held:
                 written = _root(node.func.value)
         if written is not None:
@@ -642,6 +689,11 @@ def _plan(tree, parsed, parents, name, cls):
         stmt = _statement_of(node, parents)
         if isinstance(parent, gast.Attribute) and parent.value is node:
             if isinstance(parent.ctx, gast.Store):
+                if isinstance(inspect.getattr_static(cls, parent.attr, None),
+                              (types.FunctionType, staticmethod, classmethod)):
+                    others.append((node, f"`{name}.{parent.attr} = ...` hides the method "
+                                         f"`{cls.__name__}.{parent.attr}`"))
+                    continue
                 if _descriptor(cls, parent.attr):
                     others.append((node, f"`{parent.attr}` is a property (or another "
                                          f"descriptor) of {cls.__name__}, whose store runs "
