@@ -475,3 +475,61 @@ def test_a_property_setter_is_refused():
         return b._w
     with pytest.raises(pb.PullbackError):
         pb.grad(f)(1.0)
+
+
+# -- objects another function built, met one at a time in a loop --------------------------
+
+class Scale:
+    def __init__(self, w):
+        self.w = w
+        self.calls = 0
+
+    def __call__(self, h):
+        self.calls += 1
+        self.last = h                       # state the loss never reads again
+        return h * self.w
+
+
+class Shift:
+    def __init__(self, b):
+        self.b = b
+
+    def __call__(self, h):
+        return h + self.b
+
+
+def build_layers(w, b):
+    return [Scale(w), Shift(b), Scale(2.0 * w)]
+
+
+def layered(w, b, x):
+    h = x
+    for layer in build_layers(w, b):
+        h = layer(h)
+    return np.sum(h ** 2)
+
+
+def layered_jax(w, b, x):
+    return jnp.sum((2.0 * w * (x * w + b)) ** 2)
+
+
+def test_a_list_of_new_objects_changed_in_a_loop():
+    w, b, x = 0.7, np.array([0.5, -1.0]), np.array([1.0, 2.0])
+    assert layered(w, b, x) == pytest.approx(float(layered_jax(w, b, x)), rel=1e-14)
+    g = pb.grad(layered, argnums=(0, 1, 2))(w, b, x)
+    j = jax.grad(layered_jax, argnums=(0, 1, 2))(w, b, x)
+    for a, e in zip(g, j):
+        np.testing.assert_allclose(a, e, rtol=1e-12)
+    _, t = pb.jvp(layered, (w, b, x), (1.0, np.zeros(2), np.zeros(2)))
+    assert t == pytest.approx(float(j[0]), rel=1e-12)
+
+
+def test_a_list_of_objects_read_again_stays_refused():
+    def f(w, b, x):
+        layers = build_layers(w, b)
+        h = x
+        for layer in layers:
+            h = layer(h)
+        return np.sum(h ** 2) + np.sum(layers[0].last)
+    with pytest.raises(pb.PullbackError):
+        pb.grad(f)(0.7, np.array([0.5, -1.0]), np.array([1.0, 2.0]))

@@ -250,12 +250,6 @@ XFAIL = {
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
     "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
                   "differentiation rule (`cls(...)` in the classmethod is followed now)",
-    "batchnorm_running_stats": "`BatchNorm.__call__` stores into `self.running_mean` of a "
-                               "layer taken from a list another function built "
-                               "(`for layer in build(params): h = layer(h)`): its class is "
-                               "not known when transforming, nor whether another reference "
-                               "to it sees the change, so the store is refused "
-                               "(frontend/method_state follows objects built in the function)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]
