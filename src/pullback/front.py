@@ -35,7 +35,7 @@ import types
 from .analyses import ops as ops_
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
-from .frontend import grown_lists, method_state, writes
+from .frontend import grown_lists, state_calls, writes
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -80,7 +80,7 @@ def structure(t: Transform) -> None:
 
 
 def follow_state(t: Transform) -> None:
-    method_state.follow_state_calls(t.parsed.tree, t.namer, t.parsed)
+    state_calls.follow_state_calls(t.parsed.tree, t.namer, t.parsed)
 
 
 def follow_writes(t: Transform) -> None:

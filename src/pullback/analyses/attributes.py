@@ -72,8 +72,8 @@ import gast
 
 from .. import runtime
 from ..errors import UnsupportedSyntaxError
-from ..frontend.method_state import (_CHANGING, _may_change, Followed, changes_self,
-                                      state_class)
+from ..frontend.followed import Followed
+from ..frontend.method_state import _CHANGING, _may_change, changes_self, state_class
 
 __all__ = ["check"]
 

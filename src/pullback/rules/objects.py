@@ -23,10 +23,3 @@ def with_attribute_rule(g, ans, obj, name, value, like=None):
 linear(with_attribute)
 nondifferentiable(rebinds)
 
-
-def _state_of():
-    from ..frontend.method_state import state_of
-    nondifferentiable(state_of)
-
-
-_state_of()
