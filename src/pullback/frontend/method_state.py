@@ -161,21 +161,35 @@ def state_class(fn):
     return getattr(fn, "__pullback_state_of__", None)
 
 
+_changes = weakref.WeakKeyDictionary()    # class -> {method name: bool}
+
+
 def changes_self(cls, name):
     """Whether method ``name`` of ``cls`` (a plain function) may change its
-    object (``_may_change``)."""
-    method = inspect.getattr_static(cls, name, None)
-    if not isinstance(method, types.FunctionType):
-        return False
-    params = list(inspect.signature(method, follow_wrapped=False).parameters)
-    if not params:
-        return False
-    return _may_change(cls, method, params[0], set())
+    object (``_may_change``; once per class and name)."""
+    try:
+        table = _changes.setdefault(cls, {})
+    except TypeError:
+        table = {}
+    if name not in table:
+        method = inspect.getattr_static(cls, name, None)
+        params = list(inspect.signature(method, follow_wrapped=False).parameters) \
+            if isinstance(method, types.FunctionType) else []
+        table[name] = bool(params) and _may_change(cls, method, params[0], set())
+    return table[name]
 
 
 def returns_self(cls, name):
     """Whether every ``return`` of method ``name`` returns ``self`` (and it
     has one): its result is the object itself."""
+    key = ("returns self", name)
+    table = _changes.setdefault(cls, {})
+    if key not in table:
+        table[key] = _returns_self(cls, name)
+    return table[key]
+
+
+def _returns_self(cls, name):
     method = inspect.getattr_static(cls, name, None)
     tree = _source_tree(method)
     if tree is None or not tree.args.args:
@@ -215,6 +229,12 @@ def _escape(cls, fn, seen):
     """Where method ``fn`` lets its ``self`` be seen otherwise than through
     its attributes (returned, passed on, put in a container, captured), as a
     sentence, or None; through the methods it calls on ``self`` too."""
+    if not seen:
+        key = ("escape", fn)
+        table = _changes.setdefault(cls, {})
+        if key not in table:
+            table[key] = _escape(cls, fn, {None})
+        return table[key]
     if fn in seen:
         return None
     seen.add(fn)
