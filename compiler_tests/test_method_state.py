@@ -85,6 +85,13 @@ def test_counter_beside_float_state_against_jax():
     np.testing.assert_allclose(pb.jacfwd(sim_loss)(X, V), jx, rtol=1e-12)
 
 
+def test_second_derivatives_against_jax():
+    f = lambda x: sim_loss(x, V, 5)                                 # noqa: E731
+    expected = jax.hessian(lambda x: sim_jax(x, V, 5))(X)
+    np.testing.assert_allclose(pb.hessian(f)(X), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(pb.jacrev(pb.jacfwd(f))(X), expected, rtol=1e-12, atol=1e-12)
+
+
 def test_inputs_unchanged_and_the_counter_exact():
     x, v = X.copy(), V.copy()
     pb.grad(sim_loss, argnums=(0, 1))(x, v)

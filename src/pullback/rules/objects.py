@@ -23,3 +23,17 @@ def with_attribute_rule(g, ans, obj, name, value, like=None):
 linear(with_attribute)
 nondifferentiable(rebinds)
 
+
+
+def _second_order():
+    """Forwards over the generated adjoint and tangent code (``pb.hessian``,
+    jvp of jvp): ``other_fields`` and ``field_tangent`` are linear in the
+    cotangent or tangent they are given, their other arguments discrete."""
+    from ..runtime.objects import field_tangent
+    from .runtime_helpers import _register_linear
+    for fn in (other_fields, field_tangent):
+        _register_linear(fn, (0,))
+        linear(fn)
+
+
+_second_order()
