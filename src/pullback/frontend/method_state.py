@@ -140,8 +140,10 @@ def why_not_state(cls, name):
         parse(state_function(cls, name).function)
     except PullbackError as err:
         loc = err.location
+        text = (getattr(loc, "line", None) or "").strip() if loc is not None else ""
         why = err.message.split("; here ", 1)[-1].rstrip(".") + (
-            f" (line {loc.lineno} of {loc.filename})" if loc is not None else "")
+            f" (line {loc.lineno} of {loc.filename}{f': `{text}`' if text else ''})"
+            if loc is not None else "")
     table[name] = why
     return why
 
