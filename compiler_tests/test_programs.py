@@ -246,19 +246,10 @@ def check_refusal(name):
 # corpus' round of 2026-12-02 found were made to work (updates, classes, itemstores).
 # The third round's (each a refusal naming its line; none gives a number):
 XFAIL = {
-    "particle_system": "a method storing into `self` of an object holding differentiated "
-                       "values (`self.x = self.x + dt * self.v` in `step`, called as "
-                       "`self.step(dt)`) is refused: attributes are not followed as variables",
     "adam_unrolled": "an item store of a differentiated value into a dict made in a loop "
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
-    "coupling_flow": "an `__init__` calling `super().__init__(...)` on an object built from "
-                     "differentiated values is refused (instances)",
     "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
                   "differentiation rule (`cls(...)` in the classmethod is followed now)",
-    "batchnorm_running_stats": "`BatchNorm.__call__` stores into `self.running_mean` of an "
-                               "object holding differentiated values: refused, as in "
-                               "particle_system (`self.W, self.b = W, b` in `__init__` is "
-                               "split now)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
     "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "

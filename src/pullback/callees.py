@@ -490,6 +490,8 @@ def _unwrap(fn, args, kwargs, mask):
             fn = fn.__func__
         elif isinstance(fn, (staticmethod, classmethod)):
             fn = fn.__func__
+        elif type(fn).__name__ == "Followed" and hasattr(fn, "follow"):
+            fn = fn.function          # a state function (frontend.followed)
         elif _is_callable_instance(fn):
             fn = fn.__call__          # a bound method of the instance
         elif isinstance(fn, type) and _called_class(fn) is not None:

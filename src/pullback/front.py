@@ -35,7 +35,7 @@ import types
 from .analyses import ops as ops_
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
-from .frontend import grown_lists, writes
+from .frontend import grown_lists, state_calls, writes
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -79,6 +79,10 @@ def structure(t: Transform) -> None:
     structure_.structure(t.parsed.tree, t.namer, t.parsed)
 
 
+def follow_state(t: Transform) -> None:
+    state_calls.follow_state_calls(t.parsed.tree, t.namer, t.parsed)
+
+
 def follow_writes(t: Transform) -> None:
     writes.follow_writes(t.parsed.tree, t.namer, t.parsed, t.param_kinds,
                          getattr(t.fn, "__pullback_variant__", None))
@@ -92,8 +96,8 @@ def resolve_ops(t: Transform) -> None:
     t.ops = ops_.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes, normalize,
-         resolve_ops]
+FRONT = [parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+         follow_writes, normalize, resolve_ops]
 
 
 def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:

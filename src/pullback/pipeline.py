@@ -13,7 +13,7 @@ the same front end, analyses and lowering, then the tangents pass
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
 ['parse', 'lower_blocks', 'pin_list_indices', 'desugar', 'lift_closures', 'structure',
- 'follow_writes', 'normalize', 'resolve_ops']
+ 'follow_state', 'follow_writes', 'normalize', 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
 """
@@ -30,7 +30,8 @@ from .analyses import (activity as activity_, aliases, attributes, defuse, item_
 from .analyses import ops as ops_
 from .backend import loader
 from .errors import PullbackError
-from .front import (FRONT, Transform, desugar, follow_writes, lift_closures,  # noqa: F401
+from .front import (FRONT, Transform, desugar, follow_state, follow_writes,  # noqa: F401
+                    lift_closures,
                     lower_blocks, pin_list_indices,
                     normalize, parse, resolve_ops, structure)
 from .forward import tangents as tangents_
@@ -153,7 +154,8 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes,
+    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    follow_writes,
     normalize, resolve_ops,
     # analyses
     infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes, check_updates,
@@ -197,7 +199,8 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_writes,
+    parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    follow_writes,
     normalize,
     resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,
     check_updates, check_mutation,

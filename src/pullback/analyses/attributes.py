@@ -28,9 +28,12 @@ An object holding differentiated values (one built here, ``s = S(x)``, or
 ``self`` in its method) is differentiated as the dict of its attributes, so
 what would change it or read it through code pullback does not follow is
 refused here too, naming the line: a statement ``s.step()`` whose method may
-change ``self`` (it runs as plain Python), a write into what an attribute
-holds (``s.x[0] = v``, ``s.hist.append(v)``), a property read (``c.area``)
-and ``s[i]``/``for v in s`` on a class with its own ``__getitem__``/
+change ``self`` and which ``frontend.method_state`` could not follow (the
+object has another name, is in a list, is passed on: the reason and its line
+are in the message; followed, the call is a call of the method's state
+function and never reaches this check), a write into what an attribute holds
+(``s.x[0] = v``, ``s.hist.append(v)``), a property read (``c.area``) and
+``s[i]``/``for v in s`` on a class with its own ``__getitem__``/
 ``__iter__``.  Each was a silent wrong gradient before (the corpus' third
 round); ``s = s.step()`` with ``step`` returning a new object is exact.
 
@@ -69,6 +72,8 @@ import gast
 
 from .. import runtime
 from ..errors import UnsupportedSyntaxError
+from ..frontend.followed import Followed
+from ..frontend.method_state import _CHANGING, _may_change, changes_self, state_class
 
 __all__ = ["check"]
 
@@ -209,7 +214,17 @@ def _method_stores(stmt, normal, parsed, varied, binds):
     (the one ``obj`` is built from here, ``obj = Cls(...)``, or for ``self``
     the method's own) is refused whatever it does; where the class is not
     known here, a name that is no array or container method is refused too."""
-    if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+    if isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Call) \
+            and isinstance(stmt.value.func, gast.Attribute) \
+            and isinstance(stmt.value.func.value, gast.Name) \
+            and stmt.value.func.value.id in getattr(parsed, "state_refusals", {}) \
+            and stmt.value.func.value.id in varied:
+        # `y = c and s.step()`: a method changing `s` whose call
+        # frontend.method_state could not follow (its reason, below)
+        cls = _class_of(stmt.value.func.value.id, normal, parsed, binds)
+        if cls is None or not changes_self(cls, stmt.value.func.attr):
+            return []
+    elif not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
         return []
     func = stmt.value.func
     if isinstance(func, gast.Name) and func.id in varied:
@@ -253,6 +268,22 @@ def _method_stores(stmt, normal, parsed, varied, binds):
                     else f"an attribute of `{obj}`"
                 via = "" if where is method else f" (in `{where.__name__}`, which it calls)"
                 what = f" It stores into {target}{via}."
+    refusal = getattr(parsed, "state_refusals", {}).get(obj)
+    if refusal is not None and cls is not None:
+        # (frontend.method_state follows such a call where it can: say why not)
+        node, why = refusal
+        line = getattr(node, "lineno", None)
+        return [UnsupportedSyntaxError(
+            f"pullback cannot differentiate this call of `{meth}`, which changes `{obj}` "
+            f"(an object holding differentiated values).{what} pullback follows such a call "
+            f"by rebinding `{obj}` to the changed object, which is exact only where nothing "
+            f"else can reach the object; here {why}"
+            f"{f' (line {line})' if line is not None else ''}, and what reaches it there "
+            "would not see the change.",
+            parsed.location(stmt),
+            f"Keep the object under the one name `{obj}` in this function: read its "
+            f"attributes (`{obj}.x`) rather than passing, storing or returning it, or make "
+            f"`{meth}` return the new values and bind them.")]
     cls_name = cls.__name__ if cls is not None else "object"
     name = "obj" if obj == "self" else obj
     shown = obj if obj in (parsed.location(stmt).line or "") else "the object"
@@ -265,70 +296,6 @@ def _method_stores(stmt, normal, parsed, varied, binds):
         f"Make `{meth}` return a new {cls_name} (or the new "
         f"values) instead of changing `self`, and bind it: `{name} = {name}.{meth}(...)`; "
         "a method called for its result (`e = s.energy()`) is differentiated.")]
-
-
-# methods of builtin containers and arrays that change their object
-_CHANGING = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
-                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "itemset",
-                       "resize", "setflags", "partition", "add", "discard", "at"})
-
-
-def _may_change(cls, fn, self_name, seen):
-    """Whether ``fn`` (a method of ``cls``) may change its ``self_name``
-    parameter's object, directly or through the methods of ``cls`` it calls
-    on it: a store or a ``del`` rooted at it (``self.x = v``, ``self.x[0] =
-    v``, ``self.n += 1``), a changing container or array method on something
-    reached from it (``self.hist.append(v)``, ``np.add.at(self.x, ...)``), a
-    call given it (``helper(self)``, ``setattr(self, ...)``) or an ``out=``.
-    When its source cannot be read: yes."""
-    import ast
-    import textwrap
-    if fn in seen:
-        return False
-    seen.add(fn)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return True
-
-    def root(node):
-        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-            node = node.value
-        return node.id if isinstance(node, ast.Name) else None
-    rooted = {self_name}
-    for node in ast.walk(tree):     # local aliases: `layers = self.layers`, `for l in self.ls`
-        if isinstance(node, ast.Assign) and root(node.value) in rooted:
-            rooted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, (ast.For, ast.comprehension)) and root(node.iter) in rooted:
-            rooted |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-    for node in ast.walk(tree):
-        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        if any(not isinstance(t, ast.Name) and root(t) in rooted for t in targets):
-            return True
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if any(k.arg == "out" for k in node.keywords):
-            return True
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-                and func.value.id == self_name:
-            callee = inspect.getattr_static(cls, func.attr, None)
-            if isinstance(callee, types.FunctionType):
-                names = list(inspect.signature(callee, follow_wrapped=False).parameters)
-                if names and _may_change(cls, callee, names[0], seen):
-                    return True
-                continue
-        if isinstance(func, ast.Attribute) and root(func.value) in rooted \
-                and func.attr in _CHANGING:
-            return True
-        if isinstance(func, ast.Attribute) and func.attr == "at" and node.args \
-                and root(node.args[0]) in rooted:
-            return True
-        if any(isinstance(a, ast.Name) and a.id in rooted for a in node.args) or \
-                (isinstance(func, ast.Name) and func.id in ("setattr", "delattr")):
-            return True
-    return False
 
 
 def _property_reads(stmt, normal, parsed, varied, binds):
@@ -452,7 +419,12 @@ def _only_binding(name, binds):
 
 def _class_of(name, normal, parsed, binds):
     """The user class of the object ``name`` holds: built in this function
-    by ``name = Cls(...)`` (its only binding), or ``self`` of a method."""
+    by ``name = Cls(...)`` (its only binding), or ``self`` of a method; or
+    an object followed through the methods that change it
+    (``frontend.method_state``), whose names normalize rebinds."""
+    followed = _followed_classes(normal, parsed)
+    if name in followed:
+        return followed[name]
     binds = binds.get(name, [])
     if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
             and isinstance(binds[0].value.func, gast.Name):
@@ -469,6 +441,74 @@ def _class_of(name, normal, parsed, binds):
                     inspect.getattr_static(cls, parsed.fn.__name__, None), types.FunctionType):
                 return cls
     return None
+
+
+def _followed_classes(normal, parsed):
+    """Name -> class for the names of the normal form that hold an object
+    ``frontend.method_state`` follows: bound from ``Cls(...)``, from the
+    object a state function returns, from ``with_attribute`` or from another
+    such name (normalize's copies in loops), and from nothing else."""
+    from ..runtime.objects import with_attribute
+    if not getattr(parsed, "state_objects", None) and state_class(parsed.fn) is None:
+        return {}
+    memo = getattr(normal, "_followed_classes", None)
+    if memo is not None:
+        return memo
+    sources = {}
+    for n in gast.walk(normal.tree):
+        if isinstance(n, gast.Assign):
+            for t in n.targets:
+                if isinstance(t, gast.Name):
+                    sources.setdefault(t.id, []).append((n.value, None))
+                elif isinstance(t, gast.Tuple):
+                    for i, e in enumerate(t.elts):
+                        if isinstance(e, gast.Name):
+                            sources.setdefault(e.id, []).append((n.value, i))
+        elif isinstance(n, (gast.For, gast.AugAssign)):
+            target = n.target
+            for e in gast.walk(target):
+                if isinstance(e, gast.Name):
+                    sources.setdefault(e.id, []).append((None, None))
+    owner = state_class(parsed.fn)
+    params = list(normal.params)
+    known = {params[0]: owner} if owner is not None and params else {}
+
+    def source_class(value, index):
+        if isinstance(value, gast.Name) and index is None:
+            return known.get(value.id)
+        if not isinstance(value, gast.Call) or not isinstance(value.func, gast.Name):
+            return None
+        fn = _resolve(value.func.id, parsed, set())
+        if isinstance(fn, Followed) and index == 0 and state_class(fn.function) is not None:
+            return state_class(fn.function)
+        if fn is with_attribute and index is None and value.args \
+                and isinstance(value.args[0], gast.Name):
+            return known.get(value.args[0].id)
+        if index is None and isinstance(fn, type) \
+                and fn in getattr(parsed, "state_objects", {}).values():
+            return fn
+        return None
+    changed = True
+    while changed:          # optimistic: what one source says, ...
+        changed = False
+        for name, srcs in sources.items():
+            if name not in known:
+                found = {source_class(v, i) for v, i in srcs} - {None}
+                if len(found) == 1:
+                    known[name] = found.pop()
+                    changed = True
+    changed = True
+    while changed:          # ... kept where every source agrees
+        changed = False
+        for name in list(known):
+            if owner is not None and name == params[0] and name not in sources:
+                continue
+            if any(source_class(v, i) is not known[name]
+                   for v, i in sources.get(name, [(None, None)])):
+                del known[name]
+                changed = True
+    normal._followed_classes = known
+    return known
 
 
 def _store(call, parsed, local):

@@ -294,6 +294,9 @@ class _Resolver:
         if fields is not None:
             return self.construct(obj, fields, node, kwargs, label)
         from ..frontend.instances import ObjectMaker, followed
+        from ..frontend.followed import Followed
+        if isinstance(obj, Followed):    # a state function, an __init__ rewritten
+            return self.bind_python(obj.function, OpKind.USER, obj.function, node, label)
         if isinstance(obj, ObjectMaker):        # the end of a rewritten __init__
             return Op(OpKind.CONSTRUCT, label=obj.cls.__name__, primitive=obj, node=node,
                       operands=tuple((k, a.id) for k, a in kwargs.items()

@@ -327,8 +327,11 @@ def signature_data(key):
 def identity(fn, sig_key, wrt, has_aux):
     """The key material of a transform of ``fn``, or None if it cannot be
     cached (no source, or a global that cannot be described)."""
-    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
-        return None     # (a variant's code is frontend.written's, not its function's)
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None) \
+            or getattr(fn, "__pullback_rewrite__", None):
+        # (a variant's code is frontend.written's, not its function's; a state
+        # function or a rewritten __init__ shares its code with the method's)
+        return None
     code = fn.__code__
     linecache.checkcache(code.co_filename)
     lines = linecache.getlines(code.co_filename, fn.__globals__)

@@ -258,7 +258,11 @@ class _Forward(HelperNames):
             return None
         if self.kind(name).is_number:
             self.refuse_opaque(stmt, op)
-        return gast.Attribute(value=_name(self.dot(name)), attr=attr, ctx=gast.Load())
+        # (a class attribute read through the object, `self.gravity`, has a
+        # zero tangent: the tangent object's own lookup would find the value)
+        from ..runtime.objects import field_tangent
+        return _call(self.helper("field_tangent", field_tangent), _name(self.dot(name)),
+                     _name(name), gast.Constant(attr, None))
 
     def tangent_opaque(self, stmt, op, t):
         if any(n in self.active for _, n in op.operands):

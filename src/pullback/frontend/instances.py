@@ -86,6 +86,7 @@ import weakref
 import gast
 
 from ..errors import NonDifferentiableError, PullbackError
+from .followed import Followed
 
 __all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
            "NOT_STORED"]
@@ -268,7 +269,9 @@ def rewrite_init(tree, parsed, cls):
                          f"{why_not_followed(base)}")
         made = fresh(f"{me}_{base.__name__}")
         helper = fresh(f"{base.__name__}_init")
-        parsed.closure[helper] = types.CellType(fn)
+        # (where no argument carries a gradient the call runs as plain Python:
+        # the rewritten code, compiled without derivatives, not __init__'s own)
+        parsed.closure[helper] = types.CellType(Followed(fn))
         args = [a for a in call.args]
         if isinstance(call.func.value, gast.Name):      # Base.__init__(self, ...)
             args = args[1:]

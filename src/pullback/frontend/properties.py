@@ -45,9 +45,13 @@ def follow_properties(tree, namer, parsed):
     """Rewrite, in the FunctionDef ``tree``, reads of properties of objects
     whose class is known into calls of the getters (module docstring)."""
     known = _built_here(tree, parsed)
+    # objects followed through the methods that change them (method_state):
+    # rebound to the changed object, of the same class
+    known.update(getattr(parsed, "state_objects", {}))
     owner = owner_class(parsed.fn)
     me = tree.args.args[0].id if owner is not None and tree.args.args else None
-    if me is not None and _stored_once(tree).get(me, 0):
+    if me is not None and _stored_once(tree).get(me, 0) \
+            and getattr(parsed.fn, "__pullback_state_of__", None) is None:
         me = None                   # `self` rebound: its class is not known
     if not known and me is None:
         return

@@ -12,6 +12,8 @@ adjoints call them on hot paths.
 - ``scipy_support``, ``scipy_solvers``: the SciPy rules' helpers (special
   functions and distributions; linalg, signal, odeint), SciPy imported when one runs;
 - ``arguments``: checks on the arguments of a function that writes into them;
+- ``objects``: an object with one attribute replaced, for methods that store into
+  ``self`` (``frontend.method_state``);
 - ``calls``: calls into pullback itself (a callee known only at run time,
   a callee's handle), through hooks the driver installs.
 - ``control`` (not re-exported here, reached as ``runtime.control``): ``with
@@ -35,6 +37,8 @@ from .fft_support import __all__ as _fft_support
 from .layout_support import *  # noqa: F401,F403
 from .layout_support import __all__ as _layout_support
 from .linalg_support import *  # noqa: F401,F403
+from .objects import *  # noqa: F401,F403
+from .objects import __all__ as _objects
 from .linalg_support import __all__ as _linalg_support
 from .rule_support import *  # noqa: F401,F403
 from .rule_support import __all__ as _rule_support
@@ -44,4 +48,5 @@ from .scipy_solvers import *  # noqa: F401,F403
 from .scipy_solvers import __all__ as _scipy_solvers
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
-           + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments)
+           + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
+           + _objects)

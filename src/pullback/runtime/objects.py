@@ -1,0 +1,84 @@
+"""Objects of the user's classes changed by their methods, as values.
+
+A method that stores into ``self`` (``self.x = self.x + dt * self.v``) is
+differentiated as a function returning the changed object
+(``frontend.method_state``): each store makes a new object,
+``self = with_attribute(self, 'x', value)``, a shallow copy of the old one
+with one attribute set, and the caller rebinds its name to what the method
+returns.  The old object is never changed, so what the tape holds of it stays
+valid, and the cotangent of the new object (a dict of its attributes'
+cotangents) splits into the stored value's and the old object's.
+
+>>> class S:
+...     pass
+>>> s = S(); s.x = 1.0; s.n = 2
+>>> t = with_attribute(s, "x", 5.0)
+>>> (t.x, t.n, s.x, type(t) is S)
+(5.0, 2, 1.0, True)
+>>> other_fields({"x": 3.0, "n": None}, "x")
+{'n': None}
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import field_cotangent  # noqa: F401  (the rule's other half)
+
+__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent"]
+
+
+def with_attribute(obj, name, value, like=None):
+    """A new object of ``obj``'s class holding ``obj``'s attributes, with
+    ``name`` set to ``value``; ``obj`` is left as it is.  ``obj`` None is the
+    zero tangent of the object ``like`` (forward mode): an object of its
+    class whose attributes are zero tangents."""
+    if obj is None:
+        from .forward_support import zeros_tangent
+        obj = object.__new__(type(like))
+        for k, v in vars(like).items():
+            object.__setattr__(obj, k, zeros_tangent(v))
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    object.__setattr__(new, name, value)
+    return new
+
+
+def other_fields(g, name):
+    """The cotangent ``g`` of an object without its attribute ``name``'s
+    entry: what goes back to the object a store replaced ``name`` in."""
+    if g is None:
+        return None
+    items = g.items() if isinstance(g, dict) else vars(g).items()
+    return {k: v for k, v in items if k != name}
+
+
+_IN_PLACE = (np.ndarray, list, dict, set, bytearray)
+
+
+def rebinds(old, where, symbol):
+    """Check, before ``self.attr op= value`` runs as ``self.attr = self.attr op
+    value``, that this is what Python does: for a number, a tuple or a
+    string it rebinds; an array or a container it changes in place, so any
+    other name holding it would change too: refused."""
+    if isinstance(old, _IN_PLACE) or any(
+            hasattr(type(old), f"__i{m}__") for m in ("add", "sub", "mul", "truediv")):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{where} {symbol}= ...`: `{where}` holds a "
+            f"{type(old).__name__}, which `{symbol}=` changes in place (any other name "
+            "holding it would change with it), and pullback follows the attributes of this "
+            "object as values.",
+            hint=f"Rebind the attribute to a new value: `{where} = {where} {symbol} ...`.")
+
+
+def field_tangent(t, x, name):
+    """The tangent of ``x.name`` in the tangent ``t`` of the object ``x``
+    (forward mode): ``t.name``, except for an attribute of ``x``'s class read
+    through it (``self.gravity``), a constant, whose tangent is zero (``t``'s
+    own lookup would find the class's value)."""
+    own = getattr(t, "__dict__", None)
+    if t is None or (isinstance(own, dict) and name not in own):
+        # (None: the zero tangent of an object, forward_support.zeros_tangent's)
+        from .forward_support import zeros_tangent
+        return zeros_tangent(getattr(x, name))
+    return getattr(t, name)
