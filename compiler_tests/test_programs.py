@@ -253,8 +253,6 @@ XFAIL = {
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
     "coupling_flow": "an `__init__` calling `super().__init__(...)` on an object built from "
                      "differentiated values is refused (instances)",
-    "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
-                  "differentiation rule (`cls(...)` in the classmethod is followed now)",
     "batchnorm_running_stats": "`BatchNorm.__call__` stores into `self.running_mean` of an "
                                "object holding differentiated values: refused, as in "
                                "particle_system (`self.W, self.b = W, b` in `__init__` is "

@@ -223,6 +223,27 @@ for key in (np.cumsum, "ndarray.cumsum"):
     for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
         case(key, lambda G: [G.normal((3, 4))], RC, **kw)
 
+# ufunc methods (rules.numpy_ufunc_methods): axis=0 unless told, axis=None all axes
+UFUNC_AXES = [{}, {"axis": 1}, {"axis": -1, "keepdims": True}, {"axis": None},
+              {"axis": (0, 1)}, {"axis": 0, "keepdims": True}]
+for key, gen, kinds in [(np.add.reduce, "normal", RC), (np.multiply.reduce, "pos", RC),
+                        (np.maximum.reduce, "distinct", R), (np.minimum.reduce, "distinct", R),
+                        (np.fmax.reduce, "distinct", R), (np.fmin.reduce, "distinct", R),
+                        (np.logaddexp.reduce, "normal", R), (np.logaddexp2.reduce, "normal", R)]:
+    for kw in UFUNC_AXES:
+        case(key, lambda G, gen=gen: [getattr(G, gen)((3, 4))], kinds, **kw)
+    case(key, lambda G, gen=gen: [getattr(G, gen)((5,))], kinds)
+for key, gen, kinds in [(np.add.accumulate, "normal", RC), (np.multiply.accumulate, "away", RC),
+                        (np.maximum.accumulate, "normal", R),
+                        (np.minimum.accumulate, "normal", R)]:
+    for kw in ({}, {"axis": 1}, {"axis": -1}):
+        case(key, lambda G, gen=gen: [getattr(G, gen)((3, 4))], kinds, **kw)
+    case(key, lambda G, gen=gen: [getattr(G, gen)((5,))], kinds)
+for key in (np.add.outer, np.subtract.outer, np.multiply.outer):
+    for sa, sb in [((3,), (4,)), ((2, 3), (4,)), ((3,), ()), ((), (2, 2)), (None, (3,))]:
+        case(key, lambda G, sa=sa, sb=sb: [G.normal(sa), G.normal(sb)], RC,
+             f32_exact=sa is not None)
+
 # products
 DOT_PAIRS = [((3, 4), (4, 2)), ((4,), (4,)), ((4,), (4, 2)), ((3, 4), (4,)),
              ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (5, 4, 2)),
@@ -1017,6 +1038,8 @@ def keyname(key):
         return key
     if isinstance(key, np.ufunc):
         return "np." + key.__name__
+    if isinstance(getattr(key, "__self__", None), np.ufunc):     # np.add.reduce
+        return f"np.{key.__self__.__name__}.{key.__name__}"
     module = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(
         getattr(key, "__module__", None), getattr(key, "__module__", "") or "")
     return f"{module}.{key.__name__}" if module else key.__name__

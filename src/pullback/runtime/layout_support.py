@@ -21,7 +21,7 @@ __all__ = ["einsum_grads", "tensordot_subscripts", "kron_grads", "cross_grads",
            "rollaxis_grad", "unjoin", "atleast_grads", "sort_grad", "partition_grad",
            "linspace_grads", "take_along_axis_grad", "diff_grad",
            "cumprod_grad", "select_grads", "average_grad", "ptp_grad", "cov_grad",
-           "corrcoef_grad", "nan_to_num_grad"]
+           "corrcoef_grad", "nan_to_num_grad", "running_winners", "cummax_grad", "unouter"]
 
 
 def _same_kind(seq, parts):
@@ -432,3 +432,66 @@ def nan_to_num_grad(g, x):
         return (np.where(np.isfinite(np.real(x)), np.real(g), 0)
                 + 1j * np.where(np.isfinite(np.imag(x)), np.imag(g), 0))
     return np.where(np.isfinite(x), g, 0)
+
+
+# --- ufunc methods (rules.numpy_ufunc_methods) ---
+
+
+def running_winners(a, ans, axis):
+    """For ``ans = np.maximum.accumulate(a, axis)`` (or ``minimum``), with
+    ``axis`` moved last: ``hit`` (``a`` attains the running extremum), the
+    first and last position of the run of equal ``ans`` each position lies in,
+    and ``count``, how many positions up to each one attain its value (the
+    tied winners that share its cotangent, as ``np.max``'s rule shares it)."""
+    a = np.moveaxis(np.asarray(a), axis, -1)
+    ans = np.moveaxis(np.asarray(ans), axis, -1)
+    n = a.shape[-1]
+    hit = a == ans
+    new = np.ones(a.shape, bool)
+    new[..., 1:] = ans[..., 1:] != ans[..., :-1]
+    last = np.ones(a.shape, bool)
+    last[..., :-1] = new[..., 1:]
+    idx = np.arange(n)
+    first = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)
+    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, idx, n - 1), -1), axis=-1), -1)
+    hits = np.cumsum(hit, axis=-1)
+    count = hits - np.take_along_axis(hits, first, -1) + np.take_along_axis(hit, first, -1)
+    return hit, first, end, count
+
+
+def cummax_grad(g, ans, a, axis=0):
+    """Cotangent of ``np.maximum.accumulate(a, axis)`` (and ``minimum``):
+    each ``g_i`` is shared equally by the positions ``j <= i`` where ``a_j``
+    equals ``ans_i``.
+
+    >>> cummax_grad(np.ones(4), np.array([1., 3., 3., 3.]), np.array([1., 3., 2., 3.]))
+    array([1. , 2.5, 0. , 0.5])
+    """
+    axis = 0 if axis is None else axis
+    hit, first, end, count = running_winners(a, ans, axis)
+    with np.errstate(divide="ignore", invalid="ignore"):     # a NaN: no winner, NaN
+        g = np.moveaxis(np.asarray(g), axis, -1)
+        w = g / count.astype(np.result_type(g, np.float16))
+    total = np.cumsum(w, axis=-1)
+    # sum of w over positions i >= j in j's run of equal ans
+    tail = np.take_along_axis(total, end, -1) - total + w
+    return np.moveaxis(np.where(hit, tail, 0 * tail), -1, axis)
+
+
+def unouter(g, A, B, kind, which):
+    """The cotangent of ``A`` (``which=0``) or ``B`` (1) in ``np.add.outer(A,
+    B)`` (``kind`` ``"add"``), ``np.subtract.outer`` or ``np.multiply.outer``
+    (unconjugated): ``g`` has ``A``'s axes then ``B``'s.
+
+    >>> unouter(np.ones((2, 3)), np.ones(2), np.arange(3.0), "multiply", 0)
+    array([3., 3.])
+    """
+    na, nb = np.ndim(A), np.ndim(B)
+    if kind == "multiply":
+        if which == 0:
+            return np.tensordot(g, B, nb) if nb else g * B
+        return np.tensordot(A, g, na) if na else A * g
+    if which == 0:
+        return np.sum(g, axis=tuple(range(na, na + nb)))
+    gb = np.sum(g, axis=tuple(range(na)))
+    return -gb if kind == "subtract" else gb

@@ -20,7 +20,8 @@ from .forward_support import max_jvp
 
 __all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
            "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
-           "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp"]
+           "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp", "cummax_jvp",
+           "logaddexp_reduce_jvp"]
 
 
 def cumprod_jvp(t, ans, a, axis=None, dtype=None):
@@ -190,3 +191,25 @@ def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fals
     if return_sign:
         return (out, np.zeros_like(ans[1]))
     return out
+
+
+def cummax_jvp(t, ans, a, axis=0):
+    """Tangent of ``np.maximum.accumulate(a, axis)`` (and ``minimum``): the
+    mean of the tangents of the tied winners ``j <= i`` (as ``cummax_grad``)."""
+    from .layout_support import running_winners
+    axis = 0 if axis is None else axis
+    hit, first, end, count = running_winners(a, ans, axis)
+    ht = np.where(hit, np.moveaxis(np.broadcast_to(t, np.shape(a)), axis, -1), 0)
+    total = np.cumsum(ht, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (total - np.take_along_axis(total, first, -1)
+               + np.take_along_axis(ht, first, -1)) / count.astype(np.result_type(ht, np.float16))
+    return np.moveaxis(out, -1, axis)
+
+
+def logaddexp_reduce_jvp(t, ans, a, axis=0, keepdims=False, base=None):
+    """Tangent of ``np.logaddexp.reduce(a, axis)`` (``base=2``: ``logaddexp2``):
+    ``t`` weighted by ``base ** (a - ans)``, summed over ``axis``."""
+    full = ans if keepdims or axis is None else np.expand_dims(ans, axis)
+    w = np.exp(a - full) if base is None else np.exp2(a - full)
+    return np.sum(t * w, axis=axis, keepdims=keepdims)
