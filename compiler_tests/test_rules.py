@@ -649,6 +649,47 @@ for key in (np.nansum, np.nanmean):
     for kw in AXES:
         case(key, lambda G: [_with_nans(G, (3, 4))], RC, **kw)
     case(key, lambda G: [G.normal((2, 3, 4))], RC, axis=(0, 2))
+# (rules.numpy_statistics)
+for key in (np.nanvar, np.nanstd):
+    for kw in AXES + [{"ddof": 1}, {"axis": 0, "ddof": 1, "keepdims": True}]:
+        case(key, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+for kw in AXES:
+    case(np.nanprod, lambda G: [np.where(np.isnan(_with_nans(G, (3, 4))), np.nan,
+                                         G.pos((3, 4)))], R, **kw)
+for kw in ({}, {"axis": 0}, {"axis": 1}):
+    case(np.nancumsum, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+for kw in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": (0, 1)}, {"axis": -1}):
+    case(np.median, lambda G: [G.distinct((3, 4))], R, **kw)
+    case(np.quantile, lambda G: [G.distinct((3, 4)), 0.3], R, **kw)
+    case(np.quantile, lambda G: [G.distinct((3, 4)), np.array([0.1, 0.5, 1.0])], R,
+         f32_exact=False, **kw)         # (q of float64 makes the result float64)
+    case(np.percentile, lambda G: [G.distinct((3, 4)), 65.0], R, **kw)
+case(np.median, lambda G: [G.distinct((5,))], R)
+case(np.median, lambda G: [G.distinct((6,))], R)
+for kw in ({}, {"dx": 0.5}, {"axis": 0}, {"x": np.array([0.0, 0.5, 2.0, 2.5])},
+           {"x": np.array([0.0, 1.0, 3.0]), "axis": 0}):
+    case(np.trapezoid, lambda G: [G.normal((3, 4))], RC, f32_exact=False, **kw)
+for kw in ({}, {"indexing": "ij"}, {"sparse": True}):
+    case(np.meshgrid, lambda G: [G.normal((3,)), G.normal((4,))], RC, **kw)
+    case(np.meshgrid, lambda G: [G.normal((3,)), G.normal((4,)), G.normal((2,))], RC, **kw)
+case(np.meshgrid, lambda G: [G.normal((3,))], RC)
+for make in (lambda G: [G.normal((4,)), G.normal((3, 2))], lambda G: [G.normal((3,)), G.normal()],
+             lambda G: [G.normal((1,)), G.normal((5,))]):
+    case(np.polyval, make, RC, f32_exact=False)
+for key in (np.polynomial.polynomial.polyval, np.polynomial.chebyshev.chebval,
+            np.polynomial.legendre.legval, np.polynomial.hermite.hermval,
+            np.polynomial.hermite_e.hermeval, np.polynomial.laguerre.lagval):
+    case(key, lambda G: [G.unit((3, 2)), G.normal((4,))], RC, f32_exact=False)
+    case(key, lambda G: [G.unit(), G.normal((3,))], RC, f32_exact=False)
+binary([np.copysign], "away", "away", R, BROADCAST_PAIRS)
+for kw in ({}, {"to_end": np.array([1.0, 2.0])}, {"to_begin": 3.0, "to_end": 1.0}):
+    case(np.ediff1d, lambda G: [G.normal((5,))], RC, f32_exact=False, **kw)
+case(np.ediff1d, lambda G: [G.normal((2, 3))], RC)
+for kw in ({}, {"N": 2}, {"N": 4, "increasing": True}):
+    case(np.vander, lambda G: [G.normal((3,))], RC, f32_exact=False, **kw)   # (float64 result)
+case(np.delete, lambda G: [G.normal((5,)), 1], RC)
+case(np.delete, lambda G: [G.normal((3, 4)), [0, 2]], RC, axis=1)
+case(np.delete, lambda G: [G.normal((3, 4)), slice(1, 3)], RC)
 for kw in AXES:
     case(np.ptp, lambda G: [G.distinct((3, 4))], R, **kw)
 case(np.ptp, lambda G: [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])], F, axis=1)

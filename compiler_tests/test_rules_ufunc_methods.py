@@ -1,8 +1,11 @@
 """NumPy rules added for issue 13 (the corpus and autograd's suite):
 ufunc methods (``np.logaddexp.reduce``, ``np.maximum.accumulate``,
-``np.multiply.outer``...), ``np.r_`` with slices, and forward tangents of
-non-holomorphic functions of values complex from real arguments
-(``np.abs(np.fft.fft(x))``), which were silently wrong and are now refused.
+``np.multiply.outer``...), ``np.r_`` with slices, quantiles (``np.median``,
+``np.quantile``, ``np.percentile``), ``np.trapezoid``, ``np.meshgrid``,
+polynomial series (``np.polyval``, ``np.polynomial.*val``), NaN-ignoring
+statistics, and forward tangents of non-holomorphic functions of values
+complex from real arguments (``np.abs(np.fft.fft(x))``), which were silently
+wrong and are now refused.
 
 Each rule is also in ``test_rules``' table (the randomized dot-product check,
 reverse and, through ``test_forward``, forward).  Here: whole functions
@@ -240,3 +243,137 @@ def test_a_linear_function_of_fft_still_has_its_tangent():
     assert_close(pb.jvp(f, (x,), (d,))[1],
                  jax.jvp(lambda x: jnp.sum(jnp.real(jnp.fft.fft(x) * jnp.conj(jnp.fft.fft(x)))),
                          (x,), (d,))[1])
+
+
+# -- quantiles, integration, grids, series, NaN statistics (rules.numpy_statistics) -------------
+
+
+def test_median_quantile_percentile_against_jax():
+    def f(x):
+        return (np.median(x) + np.sum(np.median(x, axis=0) ** 2)
+                + np.sum(np.quantile(x, np.array([0.1, 0.75]), axis=1, keepdims=True) ** 3)
+                + np.percentile(x, 40.0) * np.sum(np.percentile(x, 90.0, axis=(0, 1))))
+
+    def jf(x):
+        return (jnp.median(x) + jnp.sum(jnp.median(x, axis=0) ** 2)
+                + jnp.sum(jnp.quantile(x, jnp.array([0.1, 0.75]), axis=1, keepdims=True) ** 3)
+                + jnp.percentile(x, 40.0) * jnp.sum(jnp.percentile(x, 90.0, axis=(0, 1))))
+    against_jax(f, jf, X)
+
+
+def test_quantile_methods_other_than_linear_are_refused_when_the_gradient_runs():
+    def f(x):
+        return np.quantile(x, 0.3, method="nearest")
+    with pytest.raises(NotImplementedError, match="method='nearest'"):
+        pb.grad(f)(X)
+
+
+def test_q_computed_from_the_inputs_is_refused():
+    def f(x):
+        return np.quantile(x, x[0, 0] ** 2 / 10)
+    with pytest.raises(pb.NonDifferentiableError, match="`q` argument of np.quantile"):
+        pb.grad(f)(X)
+
+
+def test_trapezoid_and_meshgrid_against_jax():
+    grid = np.array([0.0, 0.3, 1.0, 1.5])
+
+    def f(y, v):
+        a, b = np.meshgrid(v, y[0])
+        return np.trapezoid(y ** 2, grid) @ y[:, 0] + np.trapezoid(np.sin(y), dx=0.2, axis=0)[1] \
+            + np.sum(a * b ** 2)
+
+    def jf(y, v):
+        a, b = jnp.meshgrid(v, y[0])
+        return jnp.trapezoid(y ** 2, grid) @ y[:, 0] + jnp.trapezoid(jnp.sin(y), dx=0.2, axis=0)[1] \
+            + jnp.sum(a * b ** 2)
+    v = RNG.normal(size=3)
+    for k in (0, 1):
+        assert_close(pb.grad(f, argnums=k)(X, v), jax.grad(jf, argnums=k)(X, v))
+    d = (RNG.normal(size=X.shape), RNG.normal(size=3))
+    assert_close(pb.jvp(f, (X, v), d)[1], jax.jvp(jf, (X, v), d)[1])
+
+
+def test_polyval_against_jax():
+    def f(p, x):
+        return np.sum(np.sin(np.polyval(p, x)))
+
+    def jf(p, x):
+        return jnp.sum(jnp.sin(jnp.polyval(p, x)))
+    p, x = RNG.normal(size=4), RNG.normal(size=(2, 3))
+    for k in (0, 1):
+        assert_close(pb.grad(f, argnums=k)(p, x), jax.grad(jf, argnums=k)(p, x))
+    d = (RNG.normal(size=4), RNG.normal(size=(2, 3)))
+    assert_close(pb.jvp(f, (p, x), d)[1], jax.jvp(jf, (p, x), d)[1])
+
+
+@pytest.mark.parametrize("fn", ["polynomial.polyval", "chebyshev.chebval", "legendre.legval",
+                                "hermite.hermval", "hermite_e.hermeval", "laguerre.lagval"])
+def test_series_by_central_differences(fn):
+    module, name = fn.split(".")
+    val = getattr(getattr(np.polynomial, module), name)
+
+    def f(x, c):
+        return np.sum(np.cos(val(x, c)))
+    f.__globals__["val"] = val
+    x, c = RNG.uniform(-0.9, 0.9, size=(2, 3)), RNG.normal(size=5)
+    for k, arg in ((0, x), (1, c)):
+        d = RNG.normal(size=arg.shape)
+        moved = lambda s: f(*[(a + s * d if i == k else a) for i, a in enumerate((x, c))])
+        fd = (moved(1e-6) - moved(-1e-6)) / 2e-6
+        assert np.sum(pb.grad(f, argnums=k)(x, c) * d) == pytest.approx(fd, rel=1e-6)
+        t = (d, np.zeros(5)) if k == 0 else (np.zeros(x.shape), d)
+        assert pb.jvp(f, (x, c), t)[1] == pytest.approx(fd, rel=1e-6)
+
+
+def test_series_with_coefficients_of_two_axes_is_refused_when_the_gradient_runs():
+    def f(x, c):
+        return np.sum(np.polynomial.hermite.hermval(x, c))
+    with pytest.raises(NotImplementedError, match="more than one axis"):
+        pb.grad(f, argnums=1)(X[0], X)
+
+
+def test_nan_statistics_against_jax():
+    x = X.copy()
+    x[0, 1] = x[2, 3] = np.nan
+
+    def f(x):
+        return (np.nanvar(x) + np.sum(np.nanstd(x, axis=0, ddof=1)) + np.nanprod(x[1:])
+                + np.sum(np.nancumsum(x, axis=1) ** 2))
+
+    def jf(x):
+        return (jnp.nanvar(x) + jnp.sum(jnp.nanstd(x, axis=0, ddof=1))
+                + jnp.nanprod(x[1:]) + jnp.sum(jnp.nancumsum(x, axis=1) ** 2))
+    g, gj = pb.grad(f)(x), jax.grad(jf)(x)
+    assert_close(g, np.where(np.isnan(x), 0.0, gj))       # JAX: NaN at the NaNs, pullback 0
+    d = np.where(np.isnan(x), 0.0, RNG.normal(size=x.shape))
+    assert_close(pb.jvp(f, (x,), (d,))[1], jax.jvp(jf, (x,), (d,))[1])
+
+
+def test_copysign_ediff1d_vander_delete_against_jax():
+    v, w = RNG.normal(size=5), RNG.normal(size=5)
+
+    def f(v, w):
+        return (np.sum(np.copysign(v, w) * w) + np.sum(np.ediff1d(v, to_end=2.0) ** 2)
+                + np.sum(np.vander(v, 3) ** 2) + np.sum(np.delete(v, [1, 3]) ** 3))
+
+    def jf(v, w):
+        return (jnp.sum(jnp.copysign(v, w) * w) + jnp.sum(jnp.ediff1d(v, to_end=2.0) ** 2)
+                + jnp.sum(jnp.vander(v, 3) ** 2) + jnp.sum(jnp.delete(v, jnp.array([1, 3])) ** 3))
+    for k in (0, 1):
+        assert_close(pb.grad(f, argnums=k)(v, w), jax.grad(jf, argnums=k)(v, w))
+    d = (RNG.normal(size=5), RNG.normal(size=5))
+    assert_close(pb.jvp(f, (v, w), d)[1], jax.jvp(jf, (v, w), d)[1])
+
+
+def test_matrix_rank_is_an_integer_and_fill_diagonal_is_refused_as_np_put():
+    def f(a):
+        return np.linalg.matrix_rank(a) * np.sum(a)
+    assert_close(pb.grad(f)(X[:, :3]), 3.0 * np.ones((3, 3)))
+
+    def g(a):
+        b = a.copy()
+        np.fill_diagonal(b, 0.0)
+        return np.sum(b)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="changes its argument in place"):
+        pb.grad(g)(X)
