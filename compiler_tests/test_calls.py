@@ -5,7 +5,7 @@ Every reproducer of the issue, with its exact gradient: function values
 (parameters, defaults, aliases, containers, getattr, closure cells),
 partials, decorators, methods and callable instances, derivatives of
 derivatives, loops whose carried values change shape, rebinding
-between calls, np.r_ and np.c_ (refused), ndarray subclasses and foreign
+between calls, np.r_ and np.c_ (a string directive refused), ndarray subclasses and foreign
 arrays (refused).
 """
 import functools
@@ -301,11 +301,15 @@ def test_r_and_c_of_arrays_and_numbers():
     assert_close(gw, 2 * w + np.array([1.0, 3.0, 5.0]))
 
 
-def test_r_with_a_slice_is_refused():
+def test_r_with_a_slice_joins_its_range_and_a_directive_is_refused():
     def f(x):
         return np.sum(np.r_[x, 0:3] ** 2)
-    with pytest.raises(pb.NoRuleError, match=r"(?s)np\.r_\[\.\.\.\].*np.concatenate"):
-        pb.grad(f)(X)
+    assert_close(pb.grad(f)(X), 2 * X)       # (more in test_rules_ufunc_methods.py)
+
+    def g(x):
+        return np.sum(np.r_["0,2", x, x])
+    with pytest.raises(pb.UnsupportedSyntaxError, match=r"(?s)string directive.*np.concatenate"):
+        pb.grad(g)(X)
 
 
 def test_ndarray_subclasses_and_foreign_arrays_are_refused():

@@ -248,8 +248,6 @@ def check_refusal(name):
 XFAIL = {
     "adam_unrolled": "an item store of a differentiated value into a dict made in a loop "
                      "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
-    "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "
-                  "differentiation rule (`cls(...)` in the classmethod is followed now)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
     "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "

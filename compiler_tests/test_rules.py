@@ -223,6 +223,27 @@ for key in (np.cumsum, "ndarray.cumsum"):
     for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
         case(key, lambda G: [G.normal((3, 4))], RC, **kw)
 
+# ufunc methods (rules.numpy_ufunc_methods): axis=0 unless told, axis=None all axes
+UFUNC_AXES = [{}, {"axis": 1}, {"axis": -1, "keepdims": True}, {"axis": None},
+              {"axis": (0, 1)}, {"axis": 0, "keepdims": True}]
+for key, gen, kinds in [(np.add.reduce, "normal", RC), (np.multiply.reduce, "pos", RC),
+                        (np.maximum.reduce, "distinct", R), (np.minimum.reduce, "distinct", R),
+                        (np.fmax.reduce, "distinct", R), (np.fmin.reduce, "distinct", R),
+                        (np.logaddexp.reduce, "normal", R), (np.logaddexp2.reduce, "normal", R)]:
+    for kw in UFUNC_AXES:
+        case(key, lambda G, gen=gen: [getattr(G, gen)((3, 4))], kinds, **kw)
+    case(key, lambda G, gen=gen: [getattr(G, gen)((5,))], kinds)
+for key, gen, kinds in [(np.add.accumulate, "normal", RC), (np.multiply.accumulate, "away", RC),
+                        (np.maximum.accumulate, "normal", R),
+                        (np.minimum.accumulate, "normal", R)]:
+    for kw in ({}, {"axis": 1}, {"axis": -1}):
+        case(key, lambda G, gen=gen: [getattr(G, gen)((3, 4))], kinds, **kw)
+    case(key, lambda G, gen=gen: [getattr(G, gen)((5,))], kinds)
+for key in (np.add.outer, np.subtract.outer, np.multiply.outer):
+    for sa, sb in [((3,), (4,)), ((2, 3), (4,)), ((3,), ()), ((), (2, 2)), (None, (3,))]:
+        case(key, lambda G, sa=sa, sb=sb: [G.normal(sa), G.normal(sb)], RC,
+             f32_exact=sa is not None)
+
 # products
 DOT_PAIRS = [((3, 4), (4, 2)), ((4,), (4,)), ((4,), (4, 2)), ((3, 4), (4,)),
              ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (5, 4, 2)),
@@ -628,6 +649,47 @@ for key in (np.nansum, np.nanmean):
     for kw in AXES:
         case(key, lambda G: [_with_nans(G, (3, 4))], RC, **kw)
     case(key, lambda G: [G.normal((2, 3, 4))], RC, axis=(0, 2))
+# (rules.numpy_statistics)
+for key in (np.nanvar, np.nanstd):
+    for kw in AXES + [{"ddof": 1}, {"axis": 0, "ddof": 1, "keepdims": True}]:
+        case(key, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+for kw in AXES:
+    case(np.nanprod, lambda G: [np.where(np.isnan(_with_nans(G, (3, 4))), np.nan,
+                                         G.pos((3, 4)))], R, **kw)
+for kw in ({}, {"axis": 0}, {"axis": 1}):
+    case(np.nancumsum, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+for kw in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": (0, 1)}, {"axis": -1}):
+    case(np.median, lambda G: [G.distinct((3, 4))], R, **kw)
+    case(np.quantile, lambda G: [G.distinct((3, 4)), 0.3], R, **kw)
+    case(np.quantile, lambda G: [G.distinct((3, 4)), np.array([0.1, 0.5, 1.0])], R,
+         f32_exact=False, **kw)         # (q of float64 makes the result float64)
+    case(np.percentile, lambda G: [G.distinct((3, 4)), 65.0], R, **kw)
+case(np.median, lambda G: [G.distinct((5,))], R)
+case(np.median, lambda G: [G.distinct((6,))], R)
+for kw in ({}, {"dx": 0.5}, {"axis": 0}, {"x": np.array([0.0, 0.5, 2.0, 2.5])},
+           {"x": np.array([0.0, 1.0, 3.0]), "axis": 0}):
+    case(np.trapezoid, lambda G: [G.normal((3, 4))], RC, f32_exact=False, **kw)
+for kw in ({}, {"indexing": "ij"}, {"sparse": True}):
+    case(np.meshgrid, lambda G: [G.normal((3,)), G.normal((4,))], RC, **kw)
+    case(np.meshgrid, lambda G: [G.normal((3,)), G.normal((4,)), G.normal((2,))], RC, **kw)
+case(np.meshgrid, lambda G: [G.normal((3,))], RC)
+for make in (lambda G: [G.normal((4,)), G.normal((3, 2))], lambda G: [G.normal((3,)), G.normal()],
+             lambda G: [G.normal((1,)), G.normal((5,))]):
+    case(np.polyval, make, RC, f32_exact=False)
+for key in (np.polynomial.polynomial.polyval, np.polynomial.chebyshev.chebval,
+            np.polynomial.legendre.legval, np.polynomial.hermite.hermval,
+            np.polynomial.hermite_e.hermeval, np.polynomial.laguerre.lagval):
+    case(key, lambda G: [G.unit((3, 2)), G.normal((4,))], RC, f32_exact=False)
+    case(key, lambda G: [G.unit(), G.normal((3,))], RC, f32_exact=False)
+binary([np.copysign], "away", "away", R, BROADCAST_PAIRS)
+for kw in ({}, {"to_end": np.array([1.0, 2.0])}, {"to_begin": 3.0, "to_end": 1.0}):
+    case(np.ediff1d, lambda G: [G.normal((5,))], RC, f32_exact=False, **kw)
+case(np.ediff1d, lambda G: [G.normal((2, 3))], RC)
+for kw in ({}, {"N": 2}, {"N": 4, "increasing": True}):
+    case(np.vander, lambda G: [G.normal((3,))], RC, f32_exact=False, **kw)   # (float64 result)
+case(np.delete, lambda G: [G.normal((5,)), 1], RC)
+case(np.delete, lambda G: [G.normal((3, 4)), [0, 2]], RC, axis=1)
+case(np.delete, lambda G: [G.normal((3, 4)), slice(1, 3)], RC)
 for kw in AXES:
     case(np.ptp, lambda G: [G.distinct((3, 4))], R, **kw)
 case(np.ptp, lambda G: [np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])], F, axis=1)
@@ -1017,6 +1079,8 @@ def keyname(key):
         return key
     if isinstance(key, np.ufunc):
         return "np." + key.__name__
+    if isinstance(getattr(key, "__self__", None), np.ufunc):     # np.add.reduce
+        return f"np.{key.__self__.__name__}.{key.__name__}"
     module = {"numpy": "np", "_operator": "operator", "builtins": ""}.get(
         getattr(key, "__module__", None), getattr(key, "__module__", "") or "")
     return f"{module}.{key.__name__}" if module else key.__name__

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import gast
 import numpy as np
 
-from ..rules.registry import (FLAT, NEW_ARRAYS, REAL_OUTPUT, REDUCTIONS,  # facts(...)
-                              RESHAPES, SAME_KIND)
+from ..rules.registry import (COMPLEX_OUTPUT, FLAT, NEW_ARRAYS, REAL_OUTPUT,  # facts(...)
+                              REDUCTIONS, RESHAPES, SAME_KIND)
 from .ops import Op, OpKind, all_statements
 from ..runtime.backends import is_foreign
 
@@ -250,6 +250,10 @@ def _rhs(node, op, kinds, returns=None):
         return Kind(Shape.CONTAINER, None)
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)
+    if prim in COMPLEX_OUTPUT:        # np.fft.fft of a real array: complex
+        kind = _rhs_number(node, op, kinds)
+        return dataclasses.replace(kind, dtype=None, complex=True if COMPLEX_OUTPUT[prim]
+                                   or kind.complex else None)
     return _rhs_number(node, op, kinds)
 
 

@@ -46,6 +46,7 @@ from ..analyses.ops import OpKind, dotted, is_library
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
+from ..rules.numpy_ufunc_methods import refusal_hint
 from .accumulate import ZERO
 from .context import ReverseContext
 
@@ -427,6 +428,8 @@ class Adjoints:
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
                     "which have rules.")
+        elif refusal_hint(op.primitive):       # np.subtract.reduce, np.add.reduceat...
+            hint = refusal_hint(op.primitive)
         elif op.primitive is None:
             hint = ("Call a NumPy function, a function defined with def, or a "
                     "pb.custom_vjp function here.")

@@ -12,7 +12,7 @@ from pullback.rules import registry
 from pullback.rules import (math_rules, methods, numpy_elementwise,  # noqa: F401
                             numpy_linalg_shape, numpy_reductions, operators)
 from pullback.rules import numpy_contractions, numpy_layout, numpy_linalg  # noqa: F401
-from pullback.rules import numpy_fft, numpy_misc  # noqa: F401
+from pullback.rules import numpy_fft, numpy_misc, numpy_statistics, numpy_ufunc_methods  # noqa: F401,E501
 from pullback.rules import objects, runtime_helpers  # noqa: F401
 from pullback.rules.registry import (NONDIFF, RULES, Rule, is_nondifferentiable,
                                      lookup, nondifferentiable, register_lazily, vjp)

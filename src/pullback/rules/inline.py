@@ -198,7 +198,11 @@ def _evaluate(node):
     import ast
     expr = gast.gast_to_ast(gast.Expression(body=node))
     ast.fix_missing_locations(expr)
-    return eval(compile(expr, "<fold>", "eval"), {"__builtins__": {}})
+    import warnings
+    with warnings.catch_warnings():     # `1 is None` (axis substituted) warns, and is False
+        warnings.simplefilter("ignore", SyntaxWarning)
+        code = compile(expr, "<fold>", "eval")
+    return eval(code, {"__builtins__": {}})
 
 
 def _is_const(node, value):

@@ -306,3 +306,4 @@ for _name, _ufunc in (("exp2", np.exp2), ("cbrt", np.cbrt)):   # Python 3.11+
     if hasattr(math, _name):
         facts(getattr(math, _name), math_twin=_ufunc)
 facts(abs, real_output=True)
+facts(complex, complex_output=True)

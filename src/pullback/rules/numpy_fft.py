@@ -40,7 +40,7 @@ True
 """
 import numpy as np
 
-from pullback.rules.registry import vjp, linear
+from pullback.rules.registry import facts, vjp, linear
 from pullback.runtime import fft_grad, unarray
 
 # --- one dimension ---
@@ -126,3 +126,8 @@ def ifftshift(g, ans, x, axes=None):
 linear(np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.fftn, np.fft.ifftn,
        np.fft.rfftn, np.fft.irfftn, np.fft.fft2, np.fft.ifft2, np.fft.rfft2, np.fft.irfft2,
        np.fft.fftshift, np.fft.ifftshift)
+
+
+# -- facts (rules/registry.py: facts): complex values from real arrays ------------
+facts(np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.fftn, np.fft.ifftn, np.fft.rfftn,
+      np.fft.fft2, np.fft.ifft2, np.fft.rfft2, complex_output=True)

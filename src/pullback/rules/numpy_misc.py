@@ -46,7 +46,7 @@ array([6., 6.])
 """
 import numpy as np
 
-from pullback.rules.registry import jvp, vjp, linear, multilinear
+from pullback.rules.registry import facts, jvp, vjp, linear, multilinear
 from pullback.runtime.linalg_forward import (eig_jvp as eig_jvp_helper,
                                              eigvals_jvp as eigvals_jvp_helper)
 from pullback.runtime.reduction_forward import (interp_fp_jvp, interp_x_jvp,
@@ -134,3 +134,7 @@ def eig_jvp(t, ans, a):
 @jvp(np.linalg.eigvals)
 def eigvals_jvp(t, ans, a):
     return eigvals_jvp_helper(t, ans, a)
+
+
+# -- facts (rules/registry.py: facts): complex eigenvalues of real matrices --------
+facts(np.linalg.eig, np.linalg.eigvals, complex_output="maybe")

@@ -239,6 +239,8 @@ def declared_elementwise(prim):
 #   VIEWS     results that may be a view of the first argument (mutation)
 #   REDUCTIONS   a scalar when ``axis`` is None (analyses.kinds)
 #   REAL_OUTPUT  real-valued functions of possibly complex values (analyses.kinds)
+#   COMPLEX_OUTPUT  functions whose values may be complex for real arguments (np.fft.fft:
+#             True, always; np.linalg.eig: None, depending on the values) (analyses.kinds)
 #   SAME_KIND / FLAT / RESHAPES  the result keeps the argument's shape and dtype /
 #             has one axis / has the axes of the ``shape`` written (analyses.kinds)
 #   NEW_ARRAYS   ``np.zeros(shape)`` and ``np.zeros_like(a)`` and friends (analyses.kinds)
@@ -254,6 +256,7 @@ OWNED: set = set()
 VIEWS: set = set()
 REDUCTIONS: set = set()
 REAL_OUTPUT: set = set()
+COMPLEX_OUTPUT: dict = {}
 SAME_KIND: set = set()
 FLAT: set = set()
 RESHAPES: set = set()
@@ -265,7 +268,7 @@ _DECLARED: set = set()
 
 def facts(*primitives, kernel=None, holomorphic=None, math_twin=None, fresh=None,
           owned=None, view=None, reduction=None, real_output=None, shape=None,
-          writes_into=None):
+          writes_into=None, complex_output=None):
     """Declare the facts of ``primitives`` (functions, or ``"ndarray.name"``
     for methods and attributes) beside their registration.
 
@@ -275,8 +278,10 @@ def facts(*primitives, kernel=None, holomorphic=None, math_twin=None, fresh=None
     function on arrays; ``fresh``: its result is a new array; ``owned``: the
     adjoint may write into its result; ``view``: its result may be a view;
     ``reduction``: a scalar when ``axis`` is None; ``real_output``: real for
-    complex arguments; ``shape``: ``"same"``, ``"flat"``, ``"reshape"`` or
-    ``"new"`` (see the tables above); ``writes_into``: writes into an argument."""
+    complex arguments; ``complex_output``: complex for real arguments, True
+    (always) or ``"maybe"`` (depending on the values: ``np.linalg.eig``);
+    ``shape``: ``"same"``, ``"flat"``, ``"reshape"`` or ``"new"`` (see the
+    tables above); ``writes_into``: writes into an argument."""
     if shape is not None and shape not in _SHAPES:
         raise ValueError(f"facts: shape={shape!r}, expected one of {sorted(_SHAPES)}")
     for prim in primitives:
@@ -291,6 +296,8 @@ def facts(*primitives, kernel=None, holomorphic=None, math_twin=None, fresh=None
             MATH_TWIN[prim] = math_twin
         if shape is not None:
             _SHAPES[shape].add(prim)
+        if complex_output is not None:
+            COMPLEX_OUTPUT[prim] = True if complex_output is True else None
         for flag, table in ((fresh, FRESH), (owned, OWNED), (view, VIEWS),
                             (reduction, REDUCTIONS), (real_output, REAL_OUTPUT),
                             (writes_into, WRITES_INTO)):

@@ -27,7 +27,7 @@ Conventions (the project's ``np.linalg`` ones, JAX's where they agree):
 """
 import scipy.linalg as linalg
 
-from pullback.rules.registry import jvp, vjp
+from pullback.rules.registry import facts, jvp, vjp
 from pullback.runtime.forward_support import det_jvp as det_jvp_helper
 from pullback.runtime import (cho_factor_grad, cho_solve_grad, cholesky_grad, det_grad,
                               expm_grad, scipy_inv_grad, scipy_solve_grad, solve_triangular_grad,
@@ -96,3 +96,7 @@ def solve(g, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check
 @jvp(linalg.det)
 def det_jvp(t, ans, a, overwrite_a=False, check_finite=True):
     return det_jvp_helper(t, ans, a)
+
+
+# -- facts (rules/registry.py: facts): a real matrix may have a complex root -------
+facts(linalg.sqrtm, complex_output="maybe")

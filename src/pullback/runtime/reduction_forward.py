@@ -20,7 +20,9 @@ from .forward_support import max_jvp
 
 __all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
            "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
-           "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp"]
+           "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp", "cummax_jvp",
+           "logaddexp_reduce_jvp", "quantile_jvp", "series_jvp",
+           "ediff1d_jvp", "vander_jvp"]
 
 
 def cumprod_jvp(t, ans, a, axis=None, dtype=None):
@@ -190,3 +192,67 @@ def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fals
     if return_sign:
         return (out, np.zeros_like(ans[1]))
     return out
+
+
+def cummax_jvp(t, ans, a, axis=0):
+    """Tangent of ``np.maximum.accumulate(a, axis)`` (and ``minimum``): the
+    mean of the tangents of the tied winners ``j <= i`` (as ``cummax_grad``)."""
+    from .layout_support import running_winners
+    axis = 0 if axis is None else axis
+    hit, first, end, count = running_winners(a, ans, axis)
+    ht = np.where(hit, np.moveaxis(np.broadcast_to(t, np.shape(a)), axis, -1), 0)
+    total = np.cumsum(ht, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (total - np.take_along_axis(total, first, -1)
+               + np.take_along_axis(ht, first, -1)) / count.astype(np.result_type(ht, np.float16))
+    return np.moveaxis(out, -1, axis)
+
+
+def logaddexp_reduce_jvp(t, ans, a, axis=0, keepdims=False, base=None):
+    """Tangent of ``np.logaddexp.reduce(a, axis)`` (``base=2``: ``logaddexp2``):
+    ``t`` weighted by ``base ** (a - ans)``, summed over ``axis``."""
+    full = ans if keepdims or axis is None else np.expand_dims(ans, axis)
+    w = np.exp(a - full) if base is None else np.exp2(a - full)
+    return np.sum(t * w, axis=axis, keepdims=keepdims)
+
+
+def quantile_jvp(t, ans, a, q, axis=None, keepdims=False, method="linear", weights=None):
+    """Tangent of ``np.quantile(a, q, axis)``: the tangents of the two sorted
+    elements each output interpolates, weighted as ``quantile_grad``."""
+    from .layout_support import quantile_parts
+    flat, order, lo, hi, f, perm, shape = quantile_parts(a, q, axis, method, weights)
+    tm = np.transpose(np.broadcast_to(t, np.shape(a)), perm)
+    ts = np.take_along_axis(np.reshape(tm, flat.shape), order, -1)
+    out = np.stack([ts[..., lo[k]] * (1 - f[k]) + ts[..., hi[k]] * f[k]
+                    for k in range(len(lo))])
+    return np.reshape(out, np.shape(ans)).astype(np.result_type(ts), copy=False)
+
+
+def series_jvp(t, x, c, kind, which):
+    """Tangent of a series' value (``layout_support.series_grad``): ``t`` times
+    the derivative series at ``x``, or the series of the coefficients' tangent."""
+    from .layout_support import _series
+    val, der, _, cs = _series(kind, c)
+    if which == "x":
+        return t * val(x, der(cs))
+    tc = np.asarray(t)
+    return val(x, tc[::-1] if kind == "polyval" else tc)
+
+
+def ediff1d_jvp(t, ary, to_end=None, to_begin=None):
+    """Tangent of ``np.ediff1d``: the tangent's differences, the constants'
+    places zero."""
+    d = np.ediff1d(t)
+    before = np.zeros(0 if to_begin is None else np.size(to_begin), dtype=d.dtype)
+    after = np.zeros(0 if to_end is None else np.size(to_end), dtype=d.dtype)
+    return np.concatenate([before, d, after])
+
+
+def vander_jvp(t, x, N=None, increasing=False):
+    """Tangent of ``np.vander(x, N, increasing)``: ``t_i k_j x_i ** (k_j - 1)``."""
+    from .layout_support import vander_powers
+    k = vander_powers(x, N, increasing)
+    x = np.asarray(x)
+    t = np.asarray(t)
+    return (t[:, None] * k * np.power(x[:, None], np.maximum(k - 1, 0)) * (k > 0)).astype(
+        np.result_type(t, x), copy=False)
