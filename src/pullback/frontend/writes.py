@@ -46,6 +46,7 @@ import numpy as np
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper, name as _name
+from .held_writes import guard_held_writes
 from .list_items import split_lists
 from .properties import follow_properties
 from .view_writes import write_views
@@ -67,15 +68,19 @@ def follow_writes(tree, namer, parsed, param_kinds, marker=None):
     (``list_items``), so that those writes are followed as names are, and
     property reads of objects of a known class become calls of their getters
     (``properties``), and writes through a view in a loop or a branch are
-    spelled out (``view_writes``)."""
+    spelled out (``view_writes``); writes into arrays that objects and
+    containers hold are checked before they run (``held_writes``)."""
     split_lists(tree, namer, parsed)
     follow_properties(tree, namer, parsed)
     write_views(tree, namer, parsed)
+    guard_held_writes(tree, namer, parsed)
     locals_ = {a.id for a in tree.args.args} | {
         n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
         and isinstance(n.ctx, gast.Store)}
     own = _scan(tree, parsed)         # before the calls go to variants
-    _Calls(namer, parsed, locals_, tree).rewrite(tree)
+    calls = _Calls(namer, parsed, locals_, tree)
+    calls.param_kinds = param_kinds
+    calls.rewrite(tree)
     if marker is not None:
         _variant_returns(tree, namer, parsed, marker[1], param_kinds, own)
     _copy_on_entry(tree, namer, parsed, param_kinds, own)
@@ -151,8 +156,11 @@ def _variant_returns(tree, namer, parsed, written, param_kinds, own):
 class _Calls:
     """Calls of functions that write into their arguments, to their variants."""
 
+    param_kinds = {}
+
     def __init__(self, namer, parsed, locals_, tree=None):
         self.namer, self.parsed, self.locals = namer, parsed, locals_
+        self.params = list(tree.args.args) if tree is not None else []
         self.constructed = {} if tree is None else self.single_constructions(tree)
 
     def single_constructions(self, tree):
@@ -403,6 +411,19 @@ class _Calls:
                     f"Assign the value to a variable first and pass that (`{p}_value = "
                     f"...; {callee.__name__}({p}_value)`), or pass a copy if the change "
                     "should not be seen.")
+            if written[p] != "update" and getattr(
+                    self.param_kinds.get(arg.id), "shape", None) is kinds_.Shape.CONTAINER \
+                    and arg.id in {a.id for a in self.params}:
+                raise UnsupportedSyntaxError(
+                    f"`{callee.__name__}` writes into its argument `{p}` by item, and here "
+                    + (f"`{p}` is `{arg.id}`, " if arg.id != p else f"`{p}` is ")
+                    + "a list or a tuple this function is given: the write "
+                    "would change the caller's list, which pullback's transforms never do, "
+                    "and pullback follows writes by item only into a list the function "
+                    "builds itself (`state = [q, p]`).", self.parsed.location(call),
+                    f"Make `{callee.__name__}` build and return a new list (`return "
+                    f"[{p}[0] - g] + {p}[1:]`) and bind it: `{arg.id} = "
+                    f"{callee.__name__}({arg.id}, ...)`.")
             names.append(arg.id)
         others = [n.id for n in gast.walk(s) if isinstance(n, gast.Name)
                   and isinstance(n.ctx, gast.Load) and n.id in names
