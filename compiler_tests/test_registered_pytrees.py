@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
+from error_checks import check_error
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -645,3 +646,71 @@ def test_a_registered_object_with_integer_children_inside_a_plain_object():
     np.testing.assert_array_equal(g.w, np.ones(2))
     with pytest.raises(TypeError, match="children that are not floats"):
         pb.grad(lambda c: np.sum(c.w))(holder.counted)
+
+
+# -- reads by a constant name: getattr(obj, "w"), vars(obj)["w"], obj.__dict__["w"] --------
+
+class Weights:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+def by_getattr(p):
+    return np.sum(getattr(p, "w") ** 2) * getattr(p, "b")
+
+
+def by_vars(p):
+    return np.sum(vars(p)["w"] ** 2) * p.__dict__["b"]
+
+
+def built_then_getattr(x):
+    p = Weights(x * 2.0, 3.0)
+    return np.sum(getattr(p, "w") ** 2) + vars(p)["b"] * np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [by_getattr, by_vars])
+def test_attributes_read_by_a_constant_name(fn):
+    # sum(w**2) * b: the gradient is 2 w b for w, sum(w**2) for b (was "no rule for getattr")
+    w = np.array([3.0, 4.0])
+    g = pb.grad(fn)(Weights(w, 2.0))
+    assert isinstance(g, Weights)
+    np.testing.assert_array_equal(g.w, [12.0, 16.0])
+    assert g.b == 25.0
+    y, yd = pb.jvp(fn, (Weights(w, 2.0),), (Weights(np.array([1.0, 0.0]), 1.0),))
+    assert y == 50.0 and yd == 12.0 + 25.0
+    # sum((2x)**2) + 3 sum(x): 8x + 3
+    np.testing.assert_array_equal(pb.grad(built_then_getattr)(np.array([1.0, 2.0])),
+                                  [11.0, 19.0])
+
+
+class ComputedW:
+    def __init__(self, w):
+        self.__dict__["w"] = w * 0.0      # shadowed by the property below
+        self._w = w
+
+    @property
+    def w(self):
+        return self._w
+
+
+def test_vars_item_that_differs_from_the_attribute_is_refused():
+    with pytest.raises(pb.UnsupportedSyntaxError, match="not one here") as err:
+        pb.grad(lambda p: np.sum(vars(p)["w"]))(ComputedW(np.array([1.0, 2.0])))
+    assert "obj.w" in str(err.value)
+    with pytest.raises(KeyError):               # as Python: no such key
+        pb.grad(lambda p: np.sum(vars(p)["v"]))(Weights(np.array([1.0]), 1.0))
+
+
+def all_attributes(p):
+    t = 0.0
+    for v in vars(p).values():
+        t = t + np.sum(v ** 2)
+    return t
+
+
+def test_the_dictionary_of_all_attributes_is_refused_naming_the_read():
+    with pytest.raises(pb.NoRuleError) as err:
+        pb.grad(all_attributes)(Weights(np.array([1.0, 2.0]), 1.0))
+    check_error(err.value, all_attributes, "for v in vars(p).values()", pb.NoRuleError,
+                ["by attribute", "`obj.w`"])

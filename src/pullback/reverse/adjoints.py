@@ -427,6 +427,10 @@ class Adjoints:
         if what.endswith("[...]"):
             hint = ("Build the array with np.concatenate, np.stack or np.column_stack, "
                     "which have rules.")
+        elif op.primitive is vars:
+            hint = ("pullback reads an object that carries a gradient by attribute: write "
+                    "`obj.w` (or `vars(obj)[\"w\"]`, `getattr(obj, \"w\")` with a constant "
+                    "name), not the dictionary of all its attributes.")
         elif op.primitive is None:
             hint = ("Call a NumPy function, a function defined with def, or a "
                     "pb.custom_vjp function here.")

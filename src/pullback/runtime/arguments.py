@@ -19,7 +19,7 @@ import numbers
 import numpy as np
 
 __all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of",
-           "held_array_write", "held_arrays_apart", "follow_path"]
+           "held_array_write", "held_arrays_apart", "follow_path", "instance_attribute"]
 
 
 def _refuse(message, hint):
@@ -268,3 +268,23 @@ def held_arrays_apart(writes, *arguments):
                     f"Make `{callee}` return the new array (`w = {shown}.copy(); w[...] = "
                     f"v; return w`) or a new object, and use that instead of changing "
                     f"`{param}` in place.")
+
+
+def instance_attribute(obj, attr):
+    """Check, where ``vars(obj)["w"]`` (or ``obj.__dict__["w"]``) runs as
+    ``obj.w``, that the two read the same value: Python's errors where the
+    read fails (no ``__dict__``, no key), a refusal where the class would
+    answer ``obj.w`` otherwise (a data descriptor such as a property, its own
+    ``__getattribute__``)."""
+    vars(obj)[attr]
+    cls = type(obj)
+    descriptor = next((vars(c)[attr] for c in cls.__mro__ if attr in vars(c)), None)
+    if cls.__getattribute__ is not object.__getattribute__ or (
+            descriptor is not None and hasattr(type(descriptor), "__set__")):
+        raise _refuse(
+            f"`vars(obj)[{attr!r}]` reads the object's own dictionary, and `{cls.__name__}` "
+            f"answers `obj.{attr}` otherwise (a property or another data descriptor named "
+            f"`{attr}`, or a `__getattribute__` of its own), so the two are not one here; "
+            "pullback follows the read only where they are.",
+            f"Read the attribute as `obj.{attr}`, or keep the value in an attribute of "
+            "another name.")
