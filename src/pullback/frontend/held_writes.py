@@ -46,7 +46,7 @@ import gast
 from ..errors import PullbackError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from ..rules.registry import nondifferentiable
-from ..runtime.arguments import held_array_write, held_arrays_apart
+from ..runtime.arguments import held_array_write, held_arrays_apart, held_writes_of_value
 
 __all__ = ["held_writes", "guard_held_writes", "varied_refusal"]
 
@@ -366,31 +366,6 @@ def _located(stmt, where):
         if getattr(node, "lineno", None) is None and hasattr(where, "lineno"):
             gast.copy_location(node, where)
     return stmt
-
-
-def held_writes_of_value(fn, args, kwargs, *arguments):
-    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
-    whose function is known only when the call runs."""
-    import functools
-    first = []
-    while isinstance(fn, (functools.partial, types.MethodType)):
-        if isinstance(fn, functools.partial):
-            first, kwargs = list(fn.args) + first, {**fn.keywords, **kwargs}
-            fn = fn.func
-        else:
-            first, fn = [fn.__self__] + first, fn.__func__
-    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
-        return
-    found = held_writes(fn)
-    if not found:
-        return
-    try:
-        bound = inspect.signature(fn, follow_wrapped=False).bind_partial(
-            *first, *args, **kwargs).arguments
-    except TypeError:
-        return          # (the call itself raises)
-    held_arrays_apart(tuple((fn.__name__, q, bound[q], path, line) for q in found
-                            if q in bound for path, line in found[q]), *arguments)
 
 
 nondifferentiable(held_writes_of_value)

@@ -19,7 +19,8 @@ import numbers
 import numpy as np
 
 __all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of",
-           "held_array_write", "held_arrays_apart", "follow_path", "instance_attribute"]
+           "held_array_write", "held_arrays_apart", "follow_path", "instance_attribute",
+           "held_writes_of_value"]
 
 
 def _refuse(message, hint):
@@ -288,3 +289,31 @@ def instance_attribute(obj, attr):
             "pullback follows the read only where they are.",
             f"Read the attribute as `obj.{attr}`, or keep the value in an attribute of "
             "another name.")
+
+
+def held_writes_of_value(fn, args, kwargs, *arguments):
+    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
+    whose function is known only when the call runs."""
+    import functools
+    import inspect
+    import types
+    from ..frontend.held_writes import held_writes      # (only where such a call runs)
+    first = []
+    while isinstance(fn, (functools.partial, types.MethodType)):
+        if isinstance(fn, functools.partial):
+            first, kwargs = list(fn.args) + first, {**fn.keywords, **kwargs}
+            fn = fn.func
+        else:
+            first, fn = [fn.__self__] + first, fn.__func__
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
+        return
+    found = held_writes(fn)
+    if not found:
+        return
+    try:
+        bound = inspect.signature(fn, follow_wrapped=False).bind_partial(
+            *first, *args, **kwargs).arguments
+    except TypeError:
+        return          # (the call itself raises)
+    held_arrays_apart(tuple((fn.__name__, q, bound[q], path, line) for q in found
+                            if q in bound for path, line in found[q]), *arguments)
