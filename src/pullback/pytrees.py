@@ -44,7 +44,7 @@ from .runtime import core
 __all__ = ["register_pytree_node", "register_pytree_node_class", "register_dataclass",
            "registration", "needs_boundary", "to_user_grad", "to_internal_cotangent",
            "to_internal_tangent", "to_user_tangent", "object_inexact", "children_of",
-           "tree_items", "tree_replace", "zero_tree", "refuse_objects_again"]
+           "tree_items", "tree_replace", "zero_tree"]
 
 _REGISTRY = core.REGISTERED     # class -> (flatten, unflatten)
 _BUILTIN = (tuple, list, dict, type(None), np.ndarray, np.generic, numbers.Number, str, bytes)
@@ -573,22 +573,6 @@ def to_user_tangent(t, y):
         return _object_like(y, t, lambda e, v: output_tangent(e, v) if _float_leaf(v)
                             else to_user_tangent(e, v))
     return t
-
-
-def refuse_objects_again(args, indices):
-    """Refuse a derivative of a derivative taken with respect to a registered
-    or plain object (``pb.hessian``, ``pb.hvp``, ``pb.grad`` of ``pb.grad``):
-    not followed yet."""
-    for i in sorted(indices):
-        a = args[i] if -len(args) <= i < len(args) else None
-        if needs_boundary(a):
-            raise NonDifferentiableError(
-                f"pullback does not yet differentiate a derivative again with respect to "
-                f"an object of your class (argument {i}, a {type(a).__name__}): registered "
-                "pytrees and plain objects are taken by pb.grad, pb.value_and_grad, pb.vjp, "
-                "pb.jvp, pb.jacrev and pb.jacfwd once.", None,
-                "Pass the object's arrays as arguments (or a dict or tuple of them) to the "
-                "function you differentiate twice.")
 
 
 # -- the user's view of a tree (Jacobians: jacfwd, jacrev) ----------------------------
