@@ -471,10 +471,6 @@ def test_bad_inputs_are_refused_with_the_reason():
     # refused even where the gradient it gets is zero: the read is refused, not the value
     with pytest.raises(pb.NonDifferentiableError, match="`.doubled`, a property"):
         pb.grad(lambda p: np.sum(p.w) + 0.0 * np.sum(p.doubled))(WithProperty(w))
-    with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
-        pb.grad(lambda s: np.sum(s.w))(Slotted(w))
-    with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
-        pb.grad(lambda s: np.sum(s.w))(SlottedRegistered(w))
     cyc = Copied(w)
     cyc.me = cyc
     pb_plain = Layer(w, 1.0)
@@ -813,3 +809,110 @@ def test_the_dictionary_of_all_attributes_is_refused_naming_the_read():
         pb.grad(all_attributes)(Weights(np.array([1.0, 2.0]), 1.0))
     check_error(err.value, all_attributes, "for v in vars(p).values()", pb.NoRuleError,
                 ["by attribute", "`obj.w`"])
+
+
+# -- __slots__ classes (were refused) --------------------------------------------------------
+
+class SlotBase:
+    __slots__ = ("w", "b")
+
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+class SlotChild(SlotBase):
+    __slots__ = ("c", "__weakref__")
+
+    def __init__(self, w, b, c):
+        super().__init__(w, b)
+        self.c = c
+
+
+class SlotWithDict(SlotBase):          # no __slots__ of its own: a __dict__ as well
+    def __init__(self, w, b, d, name):
+        super().__init__(w, b)
+        self.d = d
+        self.name = name
+
+
+for _cls, _names in ((SlotBase, ("w", "b")), (SlotChild, ("w", "b", "c"))):
+    tree_util.register_pytree_node(
+        _cls, lambda o, _n=_names: (tuple(getattr(o, k) for k in _n), None),
+        lambda _, ch, _c=_cls: _c(*ch))
+
+
+def slot_loss(s, x):
+    return np.sum(np.sin(s.w * x)) * s.b
+
+
+def slot_loss_jax(s, x):
+    return jnp.sum(jnp.sin(s.w * x)) * s.b
+
+
+def slot_loss_c(s, x):
+    return slot_loss(s, x) + s.c ** 2 * np.sum(s.w)
+
+
+def slot_loss_c_jax(s, x):
+    return slot_loss_jax(s, x) + s.c ** 2 * jnp.sum(s.w)
+
+
+SLOT_W, SLOT_X = np.array([0.4, -1.2]), np.array([1.5, 0.5])
+
+
+def _slotted(cls):
+    return cls(SLOT_W.copy(), 0.7) if cls is SlotBase else cls(SLOT_W.copy(), 0.7, 1.3)
+
+
+@pytest.mark.parametrize("cls", [SlotBase, SlotChild])
+def test_slots_objects_as_differentiated_inputs_match_jax(cls):
+    s = _slotted(cls)
+    loss, loss_jax = (slot_loss, slot_loss_jax) if cls is SlotBase else \
+        (slot_loss_c, slot_loss_c_jax)
+    js = cls(*(jnp.asarray(getattr(s, k)) for k in slot_names(cls)))
+    g = pb.grad(loss)(s, SLOT_X)
+    assert type(g) is cls and not hasattr(g, "__dict__")
+    assert_tree_close(g, jax.grad(loss_jax)(js, jnp.asarray(SLOT_X)))
+    t = cls(*([np.ones(2)] + [0.5] * (len(slot_names(cls)) - 1)))
+    y, yd = pb.jvp(loss, (s, SLOT_X), (t, np.zeros(2)))
+    jy, jyd = jax.jvp(loss_jax, (js, jnp.asarray(SLOT_X)),
+                      (cls(*(jnp.asarray(getattr(t, k)) for k in slot_names(cls))),
+                       jnp.zeros(2)))
+    np.testing.assert_allclose([y, yd], [jy, jyd], rtol=1e-12)
+    assert_tree_close(pb.jacrev(loss)(s, SLOT_X), jax.jacrev(loss_jax)(js, SLOT_X))
+    assert_tree_close(pb.hessian(loss)(s, SLOT_X), jax.hessian(loss_jax)(js, SLOT_X))
+    np.testing.assert_array_equal(s.w, SLOT_W)            # the user's object untouched
+
+
+def slot_names(cls):
+    return ("w", "b") if cls is SlotBase else ("w", "b", "c")
+
+
+def test_slots_and_dict_together_and_objects_built_in_the_function():
+    s = SlotWithDict(SLOT_W.copy(), 0.7, 2.0, "s")
+    g = pb.grad(lambda s, x: slot_loss(s, x) * s.d)(s, SLOT_X)
+    assert type(g) is SlotWithDict and g.name == "s"
+    # d/dw: cos(w x) x b d; d/db: sum(sin(w x)) d; d/dd: sum(sin(w x)) b
+    np.testing.assert_allclose(g.w, np.cos(SLOT_W * SLOT_X) * SLOT_X * 0.7 * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(g.b, np.sum(np.sin(SLOT_W * SLOT_X)) * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(g.d, np.sum(np.sin(SLOT_W * SLOT_X)) * 0.7, rtol=1e-13)
+
+    def built(x):
+        s = SlotChild(x * 2.0, 3.0, x[0])
+        return slot_loss_c(s, x)
+
+    def built_jax(x):
+        s = SlotChild(x * 2.0, 3.0, x[0])
+        return slot_loss_c_jax(s, x)
+    np.testing.assert_allclose(pb.grad(built)(SLOT_X), jax.grad(built_jax)(jnp.asarray(SLOT_X)),
+                               rtol=1e-12)
+    out, back = pb.vjp(lambda x: SlotBase(x * 2.0, np.sum(x)), SLOT_X)
+    assert type(out) is SlotBase
+    np.testing.assert_array_equal(back(SlotBase(np.ones(2), 1.0))[0], [3.0, 3.0])
+
+
+def test_registered_slots_class():
+    g = pb.grad(lambda s: np.sum(s.w ** 2))(SlottedRegistered(np.array([1.0, 2.0])))
+    assert type(g) is SlottedRegistered
+    np.testing.assert_array_equal(g.w, [2.0, 4.0])
