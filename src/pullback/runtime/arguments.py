@@ -223,7 +223,7 @@ def _method_writes(obj, name):
     (``self.w[0] = v``), also through the methods it calls on ``self``."""
     import inspect
     import types
-    from ..frontend.written import _self_array_writes
+    from .calls import _hook
     fn = inspect.getattr_static(type(obj), name, None)
     if not isinstance(fn, types.FunctionType):
         return []
@@ -231,7 +231,7 @@ def _method_writes(obj, name):
     if not params:
         return []
     out = []
-    for chain, line, _ in _self_array_writes(type(obj), fn, params[0], set()):
+    for chain, line, _ in _hook("self_array_writes")(type(obj), fn, params[0]):
         for a in follow_path(obj, tuple(("attr", k) for k in chain)):
             out.append((chain, line, a))
     return out
@@ -297,7 +297,7 @@ def held_writes_of_value(fn, args, kwargs, *arguments):
     import functools
     import inspect
     import types
-    from ..frontend.held_writes import held_writes      # (only where such a call runs)
+    from .calls import _hook
     first = []
     while isinstance(fn, (functools.partial, types.MethodType)):
         if isinstance(fn, functools.partial):
@@ -307,7 +307,7 @@ def held_writes_of_value(fn, args, kwargs, *arguments):
             first, fn = [fn.__self__] + first, fn.__func__
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
-    found = held_writes(fn)
+    found = _hook("held_writes")(fn)
     if not found:
         return
     try:
