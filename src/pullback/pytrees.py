@@ -432,35 +432,70 @@ def _copy_arrays(v):
     return v
 
 
-# -- cotangents in (vjp of a function returning objects) ------------------------------
+# -- cotangents and tangents in (vjp of a function returning objects; jvp) --------------
+
+def _to_internal(t, x, where, what):
+    """The user's cotangent or tangent ``t`` (``what``) of ``x`` as the
+    generated code reads it: a registered or plain object's cotangent as the
+    dict of its attributes' cotangents, its tangent as an object of its class
+    whose attributes are tangents (None or zeros for those that carry none).
+    One walk for both: they differ only in what an object becomes."""
+    reg = registration(x)
+    if reg is not None or is_plain_object(x):
+        _same_class(t, x, where, what)
+    if reg is not None:
+        children, _, paths = children_of(x)
+        t_children = list(reg[0](t)[0])
+        if len(t_children) != len(children):
+            raise ValueError(f"The {what} of {where} has {len(t_children)} children, but "
+                             f"the {'output' if what == 'cotangent' else 'primal'} has "
+                             f"{len(children)}.")
+        internal = core.zeros_like(x) if what == "cotangent" else \
+            _tangent_zeros(x, _zeros_tangent())
+        for c, tc, path in zip(children, t_children, paths):
+            if path is not None:
+                internal = _set(internal, path, _to_internal(tc, c, where, what))
+        return internal
+    if core.is_structure(x):
+        if not needs_boundary(x):
+            return t
+        return core.rebuild_like(x, {k: _to_internal(core._entry(t, k), v, where, what)
+                                     for k, v in core.fields_of(x)})
+    if not is_plain_object(x):
+        return t
+    if what == "cotangent":
+        return {k: _internal_ct_attr(getattr(t, k, None), v, where)
+                for k, v in _attributes(x).items()}
+    zeros_tangent = _zeros_tangent()
+
+    def leaf(e, v):
+        if _float_leaf(v):
+            return zeros_tangent(v) if e is None else e
+        return _to_internal(e, v, where, what)
+    new = _copy_object(x)
+    for k, v in _attributes(x).items():
+        core.set_attribute(new, k, _kept(t, k, v, leaf) if _holds_float(v, set())
+                           else _tangent_zeros(v, zeros_tangent))
+    return new
+
+
+def _zeros_tangent():
+    from .runtime.forward_support import zeros_tangent
+    return zeros_tangent
+
 
 def to_internal_cotangent(ct, value, where="the output"):
     """The user's cotangent ``ct`` for the output ``value`` as the generated
     adjoint reads it: a registered or plain object's as the dict of its
     attributes' cotangents."""
-    reg = registration(value)
-    if reg is not None or is_plain_object(value):
-        _same_class(ct, value, where, "cotangent")
-    if reg is not None:
-        children, _, paths = children_of(value)
-        ct_children = list(reg[0](ct)[0])
-        if len(ct_children) != len(children):
-            raise ValueError(f"The cotangent of {where} has {len(ct_children)} children, but "
-                             f"the output has {len(children)}.")
-        internal = core.zeros_like(value)
-        for c, cc, p in zip(children, ct_children, paths):
-            if p is not None:
-                internal = _set(internal, p, to_internal_cotangent(cc, c, where))
-        return internal
-    if core.is_structure(value):
-        if not needs_boundary(value):
-            return ct
-        return core.rebuild_like(value, {k: to_internal_cotangent(core._entry(ct, k), v, where)
-                                         for k, v in core.fields_of(value)})
-    if is_plain_object(value):
-        return {k: (_internal_ct_attr(getattr(ct, k, None), v, where))
-                for k, v in _attributes(value).items()}
-    return ct
+    return _to_internal(ct, value, where, "cotangent")
+
+
+def to_internal_tangent(t, p, where="the primal"):
+    """The user's tangent ``t`` of the primal ``p`` as the tangent function
+    reads it: an object of ``p``'s class whose attributes are tangents
+    (None or zeros for attributes that carry none)."""
+    return _to_internal(t, p, where, "tangent")
 
 
 def _internal_ct_attr(c, v, where):
@@ -480,45 +515,6 @@ def _same_class(t, value, where, what):
         raise TypeError(f"The {what} of {where} must be an object of its class "
                         f"`{type(value).__name__}` (as JAX's pytrees), not "
                         f"{type(t).__name__}.")
-
-
-# -- tangents in and out (jvp) ------------------------------------------------------
-
-def to_internal_tangent(t, p, where="the primal"):
-    """The user's tangent ``t`` of the primal ``p`` as the tangent function
-    reads it: an object of ``p``'s class whose attributes are tangents
-    (None or zeros for attributes that carry none)."""
-    from .runtime.forward_support import zeros_tangent
-    reg = registration(p)
-    if reg is not None or is_plain_object(p):
-        _same_class(t, p, where, "tangent")
-    if reg is not None:
-        children, _, paths = children_of(p)
-        t_children = list(reg[0](t)[0])
-        if len(t_children) != len(children):
-            raise ValueError(f"The tangent of {where} has {len(t_children)} children, but "
-                             f"the primal has {len(children)}.")
-        internal = _tangent_zeros(p, zeros_tangent)
-        for c, tc, path in zip(children, t_children, paths):
-            if path is not None:
-                internal = _set(internal, path, to_internal_tangent(tc, c, where))
-        return internal
-    if core.is_structure(p):
-        if not needs_boundary(p):
-            return t
-        return core.rebuild_like(p, {k: to_internal_tangent(core._entry(t, k), v, where)
-                                     for k, v in core.fields_of(p)})
-    if is_plain_object(p):
-        def leaf(e, v):
-            if _float_leaf(v):
-                return zeros_tangent(v) if e is None else e
-            return to_internal_tangent(e, v, where)
-        new = _copy_object(p)
-        for k, v in _attributes(p).items():
-            core.set_attribute(new, k, _kept(t, k, v, leaf) if _holds_float(v, set())
-                               else _tangent_zeros(v, zeros_tangent))
-        return new
-    return t
 
 
 def _tangent_zeros(p, zeros_tangent):
