@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import threading
 import types
 import weakref
 
@@ -139,7 +140,7 @@ def _written_exprs(node):
 # -- what a function writes through its parameters --------------------------------------
 
 _found = weakref.WeakKeyDictionary()
-_progress = set()
+_local = threading.local()      # the functions this thread is scanning (recursion)
 
 
 def held_writes(fn):
@@ -154,19 +155,27 @@ def held_writes(fn):
         return {}
     if hit is not None:
         return hit
-    if fn in _progress:
-        return {}           # recursion: the calls it makes are scanned once
+    progress = getattr(_local, "scanning", None)
+    if progress is None:
+        progress = _local.scanning = []
+    if fn in progress:
+        # recursion: its writes through its own parameters are the outer scan's;
+        # one made only through a recursive call's argument (`walk(c)` with `c`
+        # an item of `p.children`, writing `c.w[0]`) is not found (not yet: a
+        # fixpoint over growing paths)
+        return {}
     from .written import _front
     try:
         parsed, _ = _front(fn)
     except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
         return {}
-    _progress.add(fn)
+    progress.append(fn)
     try:
         found = _scan(parsed.tree, parsed)
     finally:
-        _progress.discard(fn)
-    _found[fn] = found
+        progress.remove(fn)
+    if not progress:            # (one scanned inside a recursion is scanned again)
+        _found[fn] = found
     return found
 
 
