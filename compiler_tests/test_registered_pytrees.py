@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
+from error_checks import check_error
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -470,10 +471,6 @@ def test_bad_inputs_are_refused_with_the_reason():
     # refused even where the gradient it gets is zero: the read is refused, not the value
     with pytest.raises(pb.NonDifferentiableError, match="`.doubled`, a property"):
         pb.grad(lambda p: np.sum(p.w) + 0.0 * np.sum(p.doubled))(WithProperty(w))
-    with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
-        pb.grad(lambda s: np.sum(s.w))(Slotted(w))
-    with pytest.raises(pb.NonDifferentiableError, match="__slots__"):
-        pb.grad(lambda s: np.sum(s.w))(SlottedRegistered(w))
     cyc = Copied(w)
     cyc.me = cyc
     pb_plain = Layer(w, 1.0)
@@ -530,13 +527,7 @@ def test_jvp_holds_a_plain_object_constant_with_a_none_tangent():
         pb.jvp(layer_loss, (layer, x), (layer, np.ones_like(x)))
 
 
-def test_second_derivatives_refuse_objects_but_hold_them_constant():
-    layer = Layer(np.array([[1.0, 2.0]]).T, 0.5)
-    x = np.array([[0.3, -0.2]])
-    with pytest.raises(pb.NonDifferentiableError, match="derivative again with respect to an "
-                                                       "object of your class"):
-        pb.hessian(layer_loss)(layer, x)
-
+def test_second_derivatives_hold_a_config_object_constant():
     class Scale:
         def __init__(self):
             self.s = 2.0
@@ -546,6 +537,111 @@ def test_second_derivatives_refuse_objects_but_hold_them_constant():
         return np.sum(x ** 3) * c.s
     xv = np.array([1.0, 2.0])
     np.testing.assert_array_equal(pb.hessian(cubic)(xv, Scale()), np.diag(12.0 * xv))
+
+
+# -- second derivatives with respect to objects (were refused) ------------------------------
+
+class Cell:
+    """Registered with both pullback and JAX."""
+
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+pb.register_pytree_node(Cell, lambda c: ((c.w, c.b), None), lambda _, ch: Cell(*ch))
+tree_util.register_pytree_node(Cell, lambda c: ((c.w, c.b), None), lambda _, ch: Cell(*ch))
+
+
+@dataclasses.dataclass
+class CellDC:
+    w: np.ndarray
+    b: float
+
+
+tree_util.register_dataclass(CellDC, ["w", "b"], [])
+
+
+class PlainCell:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+pb.register_pytree_node  # (PlainCell: a plain object, not registered with pullback)
+tree_util.register_pytree_node(PlainCell, lambda c: ((c.w, c.b), None),
+                               lambda _, ch: PlainCell(*ch))
+
+
+def cell_loss(c, x):
+    return np.sum(np.tanh(c.w * x) ** 2) * c.b + c.b ** 3 + np.sum(c.w ** 2 * x)
+
+
+def cell_loss_jax(c, x):
+    return jnp.sum(jnp.tanh(c.w * x) ** 2) * c.b + c.b ** 3 + jnp.sum(c.w ** 2 * x)
+
+
+CELL_W, CELL_X = np.array([0.3, -0.7, 1.1]), np.array([1.5, 2.0, -0.4])
+
+
+def _as_jax(c):
+    return type(c)(jnp.asarray(c.w), c.b)
+
+
+@pytest.mark.parametrize("cls", [Cell, CellDC, PlainCell])
+def test_hessian_and_grad_of_grad_with_respect_to_objects_match_jax(cls):
+    c = cls(CELL_W.copy(), 0.8)
+    want = jax.hessian(cell_loss_jax)(_as_jax(c), jnp.asarray(CELL_X))
+    got = pb.hessian(cell_loss)(c, CELL_X)
+    assert type(got) is cls and type(got.w) is cls and type(got.b) is cls
+    assert_tree_close(got, want)
+    assert_tree_close(pb.jacfwd(pb.grad(cell_loss))(c, CELL_X), want)
+    # both arguments: H[i][j]
+    both = pb.hessian(cell_loss, argnums=(0, 1))(c, CELL_X)
+    want_both = jax.hessian(cell_loss_jax, argnums=(0, 1))(_as_jax(c), jnp.asarray(CELL_X))
+    assert_tree_close(both, want_both)
+
+    def inner(c, x):
+        g = pb.grad(cell_loss)(c, x)
+        return np.sum(g.w * x) + g.b ** 2
+
+    def inner_jax(c, x):
+        g = jax.grad(cell_loss_jax)(c, x)
+        return jnp.sum(g.w * x) + g.b ** 2
+    gg = pb.grad(inner)(c, CELL_X)
+    assert type(gg) is cls
+    assert_tree_close(gg, jax.grad(inner_jax)(_as_jax(c), jnp.asarray(CELL_X)))
+    t = cls(np.array([1.0, -2.0, 0.5]), 0.3)
+    hv = pb.hvp(cell_loss, (c, CELL_X), (t, np.zeros(3)))
+    _, want_hv = jax.jvp(jax.grad(cell_loss_jax, argnums=(0, 1)), (_as_jax(c), jnp.asarray(CELL_X)),
+                         (_as_jax(t), jnp.zeros(3)))
+    assert_tree_close(hv, want_hv)
+    np.testing.assert_array_equal(c.w, CELL_W)          # the user's object untouched
+
+
+def plain_layer_loss(layer, x):
+    return np.sum(np.tanh(x @ layer.w + layer.b) ** 2) * layer.units
+
+
+def test_hessian_of_a_plain_layer_matches_central_differences():
+    layer = Layer(np.array([[1.0, 2.0]]).T, 0.5)
+    x = np.array([[0.3, -0.2]])
+    layer_loss = plain_layer_loss
+    H = pb.hessian(layer_loss)(layer, x)
+    assert isinstance(H, Layer) and isinstance(H.w, Layer)
+    eps = 1e-5
+    for k, v in (("w", layer.w), ("b", layer.b)):
+        up, down = copy.copy(layer), copy.copy(layer)
+        if k == "w":
+            step = np.zeros_like(v)
+            step[1, 0] = eps
+            up.w, down.w = v + step, v - step
+        else:
+            up.b, down.b = v + eps, v - eps
+        col = (pb.grad(layer_loss)(up, x).w - pb.grad(layer_loss)(down, x).w) / (2 * eps)
+        got = getattr(H.w, k)[..., 1, 0] if k == "w" else getattr(H.w, k)
+        np.testing.assert_allclose(got, col, rtol=1e-6, atol=1e-8)
+    assert H.name == "layer" and H.units == 3       # what holds no float is left as it is
 
 
 class Settings:
@@ -645,3 +741,178 @@ def test_a_registered_object_with_integer_children_inside_a_plain_object():
     np.testing.assert_array_equal(g.w, np.ones(2))
     with pytest.raises(TypeError, match="children that are not floats"):
         pb.grad(lambda c: np.sum(c.w))(holder.counted)
+
+
+# -- reads by a constant name: getattr(obj, "w"), vars(obj)["w"], obj.__dict__["w"] --------
+
+class Weights:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+def by_getattr(p):
+    return np.sum(getattr(p, "w") ** 2) * getattr(p, "b")
+
+
+def by_vars(p):
+    return np.sum(vars(p)["w"] ** 2) * p.__dict__["b"]
+
+
+def built_then_getattr(x):
+    p = Weights(x * 2.0, 3.0)
+    return np.sum(getattr(p, "w") ** 2) + vars(p)["b"] * np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [by_getattr, by_vars])
+def test_attributes_read_by_a_constant_name(fn):
+    # sum(w**2) * b: the gradient is 2 w b for w, sum(w**2) for b (was "no rule for getattr")
+    w = np.array([3.0, 4.0])
+    g = pb.grad(fn)(Weights(w, 2.0))
+    assert isinstance(g, Weights)
+    np.testing.assert_array_equal(g.w, [12.0, 16.0])
+    assert g.b == 25.0
+    y, yd = pb.jvp(fn, (Weights(w, 2.0),), (Weights(np.array([1.0, 0.0]), 1.0),))
+    assert y == 50.0 and yd == 12.0 + 25.0
+    # sum((2x)**2) + 3 sum(x): 8x + 3
+    np.testing.assert_array_equal(pb.grad(built_then_getattr)(np.array([1.0, 2.0])),
+                                  [11.0, 19.0])
+
+
+class ComputedW:
+    def __init__(self, w):
+        self.__dict__["w"] = w * 0.0      # shadowed by the property below
+        self._w = w
+
+    @property
+    def w(self):
+        return self._w
+
+
+def test_vars_item_that_differs_from_the_attribute_is_refused():
+    with pytest.raises(pb.UnsupportedSyntaxError, match="not one here") as err:
+        pb.grad(lambda p: np.sum(vars(p)["w"]))(ComputedW(np.array([1.0, 2.0])))
+    assert "obj.w" in str(err.value)
+    with pytest.raises(KeyError):               # as Python: no such key
+        pb.grad(lambda p: np.sum(vars(p)["v"]))(Weights(np.array([1.0]), 1.0))
+
+
+def all_attributes(p):
+    t = 0.0
+    for v in vars(p).values():
+        t = t + np.sum(v ** 2)
+    return t
+
+
+def test_the_dictionary_of_all_attributes_is_refused_naming_the_read():
+    with pytest.raises(pb.NoRuleError) as err:
+        pb.grad(all_attributes)(Weights(np.array([1.0, 2.0]), 1.0))
+    check_error(err.value, all_attributes, "for v in vars(p).values()", pb.NoRuleError,
+                ["by attribute", "`obj.w`"])
+
+
+# -- __slots__ classes (were refused) --------------------------------------------------------
+
+class SlotBase:
+    __slots__ = ("w", "b")
+
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+class SlotChild(SlotBase):
+    __slots__ = ("c", "__weakref__")
+
+    def __init__(self, w, b, c):
+        super().__init__(w, b)
+        self.c = c
+
+
+class SlotWithDict(SlotBase):          # no __slots__ of its own: a __dict__ as well
+    def __init__(self, w, b, d, name):
+        super().__init__(w, b)
+        self.d = d
+        self.name = name
+
+
+for _cls, _names in ((SlotBase, ("w", "b")), (SlotChild, ("w", "b", "c"))):
+    tree_util.register_pytree_node(
+        _cls, lambda o, _n=_names: (tuple(getattr(o, k) for k in _n), None),
+        lambda _, ch, _c=_cls: _c(*ch))
+
+
+def slot_loss(s, x):
+    return np.sum(np.sin(s.w * x)) * s.b
+
+
+def slot_loss_jax(s, x):
+    return jnp.sum(jnp.sin(s.w * x)) * s.b
+
+
+def slot_loss_c(s, x):
+    return slot_loss(s, x) + s.c ** 2 * np.sum(s.w)
+
+
+def slot_loss_c_jax(s, x):
+    return slot_loss_jax(s, x) + s.c ** 2 * jnp.sum(s.w)
+
+
+SLOT_W, SLOT_X = np.array([0.4, -1.2]), np.array([1.5, 0.5])
+
+
+def _slotted(cls):
+    return cls(SLOT_W.copy(), 0.7) if cls is SlotBase else cls(SLOT_W.copy(), 0.7, 1.3)
+
+
+@pytest.mark.parametrize("cls", [SlotBase, SlotChild])
+def test_slots_objects_as_differentiated_inputs_match_jax(cls):
+    s = _slotted(cls)
+    loss, loss_jax = (slot_loss, slot_loss_jax) if cls is SlotBase else \
+        (slot_loss_c, slot_loss_c_jax)
+    js = cls(*(jnp.asarray(getattr(s, k)) for k in slot_names(cls)))
+    g = pb.grad(loss)(s, SLOT_X)
+    assert type(g) is cls and not hasattr(g, "__dict__")
+    assert_tree_close(g, jax.grad(loss_jax)(js, jnp.asarray(SLOT_X)))
+    t = cls(*([np.ones(2)] + [0.5] * (len(slot_names(cls)) - 1)))
+    y, yd = pb.jvp(loss, (s, SLOT_X), (t, np.zeros(2)))
+    jy, jyd = jax.jvp(loss_jax, (js, jnp.asarray(SLOT_X)),
+                      (cls(*(jnp.asarray(getattr(t, k)) for k in slot_names(cls))),
+                       jnp.zeros(2)))
+    np.testing.assert_allclose([y, yd], [jy, jyd], rtol=1e-12)
+    assert_tree_close(pb.jacrev(loss)(s, SLOT_X), jax.jacrev(loss_jax)(js, SLOT_X))
+    assert_tree_close(pb.hessian(loss)(s, SLOT_X), jax.hessian(loss_jax)(js, SLOT_X))
+    np.testing.assert_array_equal(s.w, SLOT_W)            # the user's object untouched
+
+
+def slot_names(cls):
+    return ("w", "b") if cls is SlotBase else ("w", "b", "c")
+
+
+def test_slots_and_dict_together_and_objects_built_in_the_function():
+    s = SlotWithDict(SLOT_W.copy(), 0.7, 2.0, "s")
+    g = pb.grad(lambda s, x: slot_loss(s, x) * s.d)(s, SLOT_X)
+    assert type(g) is SlotWithDict and g.name == "s"
+    # d/dw: cos(w x) x b d; d/db: sum(sin(w x)) d; d/dd: sum(sin(w x)) b
+    np.testing.assert_allclose(g.w, np.cos(SLOT_W * SLOT_X) * SLOT_X * 0.7 * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(g.b, np.sum(np.sin(SLOT_W * SLOT_X)) * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(g.d, np.sum(np.sin(SLOT_W * SLOT_X)) * 0.7, rtol=1e-13)
+
+    def built(x):
+        s = SlotChild(x * 2.0, 3.0, x[0])
+        return slot_loss_c(s, x)
+
+    def built_jax(x):
+        s = SlotChild(x * 2.0, 3.0, x[0])
+        return slot_loss_c_jax(s, x)
+    np.testing.assert_allclose(pb.grad(built)(SLOT_X), jax.grad(built_jax)(jnp.asarray(SLOT_X)),
+                               rtol=1e-12)
+    out, back = pb.vjp(lambda x: SlotBase(x * 2.0, np.sum(x)), SLOT_X)
+    assert type(out) is SlotBase
+    np.testing.assert_array_equal(back(SlotBase(np.ones(2), 1.0))[0], [3.0, 3.0])
+
+
+def test_registered_slots_class():
+    g = pb.grad(lambda s: np.sum(s.w ** 2))(SlottedRegistered(np.array([1.0, 2.0])))
+    assert type(g) is SlottedRegistered
+    np.testing.assert_array_equal(g.w, [2.0, 4.0])

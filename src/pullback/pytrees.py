@@ -25,9 +25,10 @@ Before and after, for ``pb.grad(loss)(P(w, b, name="l1"), x)``::
 
     internal gradient {"w": gw, "b": gb, "name": 0.0}  ->  P(w=gw, b=gb, name="l1")
 
-Refused with ``NonDifferentiableError`` (what to write instead): a class with
-``__slots__`` and no ``__dict__``, an object that holds itself, a flatten whose
-children are not attributes of the object.
+An object's attributes are those of its ``__dict__`` and of the
+``__slots__`` of its class and bases.  Refused with ``NonDifferentiableError``
+(what to write instead): an object that holds itself, a flatten whose children
+are not attributes of the object.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from .runtime import core
 __all__ = ["register_pytree_node", "register_pytree_node_class", "register_dataclass",
            "registration", "needs_boundary", "to_user_grad", "to_internal_cotangent",
            "to_internal_tangent", "to_user_tangent", "object_inexact", "children_of",
-           "tree_items", "tree_replace", "zero_tree", "refuse_objects_again"]
+           "tree_items", "tree_replace", "zero_tree"]
 
 _REGISTRY = core.REGISTERED     # class -> (flatten, unflatten)
 _BUILTIN = (tuple, list, dict, type(None), np.ndarray, np.generic, numbers.Number, str, bytes)
@@ -143,24 +144,15 @@ def registration(x):
 
 
 def _attributes(x):
-    """The attributes of a plain object (its ``__dict__``); a class with
-    ``__slots__`` and no ``__dict__`` is refused."""
-    d = getattr(x, "__dict__", None)
-    if not isinstance(d, dict):
-        raise NonDifferentiableError(
-            f"pullback cannot differentiate with respect to an object of class "
-            f"`{type(x).__name__}`: it keeps its attributes in __slots__, and pullback reads "
-            "an object's attributes through its __dict__.", None,
-            "Drop __slots__ from the class, make it a dataclass, or pass its arrays as "
-            "arguments.")
-    return d
+    """The attributes of a plain object: its ``__dict__`` and the ``__slots__``
+    of its class and bases that hold a value (``runtime.core.attributes_of``)."""
+    return core.attributes_of(x)
 
 
 def check_readable(x):
-    """Refuse a registered object that the generated code cannot read by
-    attribute: one without a ``__dict__`` (``__slots__``), unless a dataclass."""
-    if getattr(x, "__dict__", None) is None and not dataclasses.is_dataclass(x):
-        _attributes(x)
+    """A registered object is read by attribute (``__dict__`` or ``__slots__``):
+    nothing to refuse any more (kept for the callers)."""
+    return None
 
 
 def is_plain_object(x):
@@ -168,13 +160,7 @@ def is_plain_object(x):
     structure: differentiated attribute by attribute."""
     if registration(x) is not None or core.is_structure(x):
         return False
-    if core.is_instance(x):
-        return True
-    t = type(x)
-    return (getattr(x, "__dict__", None) is None and hasattr(t, "__slots__")
-            and not isinstance(x, (np.ndarray, np.generic, numbers.Number) + core._NO_GRADIENT)
-            and (getattr(t, "__module__", "") or "").split(".")[0] not in core._LIBRARIES
-            and not any(hasattr(x, a) for a in ("__array__", "__array_namespace__")))
+    return core.is_instance(x)
 
 
 def _float_leaf(v):
@@ -297,7 +283,7 @@ def _probe(x, shared, found):
 
 def _user_at(x, path):
     for k in path:
-        x = dict(core.fields_of(x))[k] if core.is_structure(x) else vars(x)[k]
+        x = dict(core.fields_of(x))[k] if core.is_structure(x) else _attributes(x)[k]
     return x
 
 
@@ -312,7 +298,7 @@ def _replace_path(x, path, value):
         fields[k] = _replace_path(fields[k], rest, value)
         return core.rebuild_like(x, fields)
     new = _copy_object(x)
-    vars(new)[k] = _replace_path(vars(x)[k], rest, value)
+    core.set_attribute(new, k, _replace_path(_attributes(x)[k], rest, value))
     return new
 
 
@@ -321,9 +307,12 @@ def _copy_object(x):
     (``copy.copy``; never ``x`` itself, whatever its ``__copy__`` does, so the
     user's object is never written into; ``__init__`` is not called)."""
     new = copy_module.copy(x)
-    if new is x or getattr(new, "__dict__", None) is getattr(x, "__dict__", None):
+    if new is x or type(new) is not type(x) or (
+            getattr(x, "__dict__", None) is not None
+            and getattr(new, "__dict__", None) is getattr(x, "__dict__", None)):
         new = object.__new__(type(x))
-        vars(new).update(vars(x))
+        for k, v in _attributes(x).items():
+            core.set_attribute(new, k, v)
     return new
 
 
@@ -340,9 +329,10 @@ def _index(v, path, found, seen, depth):
     seen = seen | {id(v)}
     if core.is_structure(v):
         items = core.fields_of(v)
-    elif getattr(v, "__dict__", None) is not None and (core.is_instance(v)
-                                                      or registration(v) is not None):
-        items = list(vars(v).items())
+    elif core.is_instance(v) or (registration(v) is not None
+                                 and (getattr(v, "__dict__", None) is not None
+                                      or core.slot_names(type(v)))):
+        items = list(_attributes(v).items())
     else:
         return
     for k, c in items:
@@ -374,7 +364,7 @@ def _set(tree, path, value):
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
         return core.rebuild_like(tree, {k: _set(getattr(tree, k), rest, value)})
     new = _copy_object(tree)
-    vars(new)[k] = _set(getattr(tree, k, None), rest, value)
+    core.set_attribute(new, k, _set(getattr(tree, k, None), rest, value))
     return new
 
 
@@ -414,9 +404,8 @@ def _object_like(x, t, leaf):
     """A copy of the plain object ``x`` whose float-holding attributes are
     ``leaf(entry of t, value)``; the others are left (arrays copied)."""
     new = _copy_object(x)
-    d = vars(new)
     for k, v in _attributes(x).items():
-        d[k] = _kept(t, k, v, leaf)
+        core.set_attribute(new, k, _kept(t, k, v, leaf))
     return new
 
 
@@ -443,35 +432,70 @@ def _copy_arrays(v):
     return v
 
 
-# -- cotangents in (vjp of a function returning objects) ------------------------------
+# -- cotangents and tangents in (vjp of a function returning objects; jvp) --------------
+
+def _to_internal(t, x, where, what):
+    """The user's cotangent or tangent ``t`` (``what``) of ``x`` as the
+    generated code reads it: a registered or plain object's cotangent as the
+    dict of its attributes' cotangents, its tangent as an object of its class
+    whose attributes are tangents (None or zeros for those that carry none).
+    One walk for both: they differ only in what an object becomes."""
+    reg = registration(x)
+    if reg is not None or is_plain_object(x):
+        _same_class(t, x, where, what)
+    if reg is not None:
+        children, _, paths = children_of(x)
+        t_children = list(reg[0](t)[0])
+        if len(t_children) != len(children):
+            raise ValueError(f"The {what} of {where} has {len(t_children)} children, but "
+                             f"the {'output' if what == 'cotangent' else 'primal'} has "
+                             f"{len(children)}.")
+        internal = core.zeros_like(x) if what == "cotangent" else \
+            _tangent_zeros(x, _zeros_tangent())
+        for c, tc, path in zip(children, t_children, paths):
+            if path is not None:
+                internal = _set(internal, path, _to_internal(tc, c, where, what))
+        return internal
+    if core.is_structure(x):
+        if not needs_boundary(x):
+            return t
+        return core.rebuild_like(x, {k: _to_internal(core._entry(t, k), v, where, what)
+                                     for k, v in core.fields_of(x)})
+    if not is_plain_object(x):
+        return t
+    if what == "cotangent":
+        return {k: _internal_ct_attr(getattr(t, k, None), v, where)
+                for k, v in _attributes(x).items()}
+    zeros_tangent = _zeros_tangent()
+
+    def leaf(e, v):
+        if _float_leaf(v):
+            return zeros_tangent(v) if e is None else e
+        return _to_internal(e, v, where, what)
+    new = _copy_object(x)
+    for k, v in _attributes(x).items():
+        core.set_attribute(new, k, _kept(t, k, v, leaf) if _holds_float(v, set())
+                           else _tangent_zeros(v, zeros_tangent))
+    return new
+
+
+def _zeros_tangent():
+    from .runtime.forward_support import zeros_tangent
+    return zeros_tangent
+
 
 def to_internal_cotangent(ct, value, where="the output"):
     """The user's cotangent ``ct`` for the output ``value`` as the generated
     adjoint reads it: a registered or plain object's as the dict of its
     attributes' cotangents."""
-    reg = registration(value)
-    if reg is not None or is_plain_object(value):
-        _same_class(ct, value, where, "cotangent")
-    if reg is not None:
-        children, _, paths = children_of(value)
-        ct_children = list(reg[0](ct)[0])
-        if len(ct_children) != len(children):
-            raise ValueError(f"The cotangent of {where} has {len(ct_children)} children, but "
-                             f"the output has {len(children)}.")
-        internal = core.zeros_like(value)
-        for c, cc, p in zip(children, ct_children, paths):
-            if p is not None:
-                internal = _set(internal, p, to_internal_cotangent(cc, c, where))
-        return internal
-    if core.is_structure(value):
-        if not needs_boundary(value):
-            return ct
-        return core.rebuild_like(value, {k: to_internal_cotangent(core._entry(ct, k), v, where)
-                                         for k, v in core.fields_of(value)})
-    if is_plain_object(value):
-        return {k: (_internal_ct_attr(getattr(ct, k, None), v, where))
-                for k, v in _attributes(value).items()}
-    return ct
+    return _to_internal(ct, value, where, "cotangent")
+
+
+def to_internal_tangent(t, p, where="the primal"):
+    """The user's tangent ``t`` of the primal ``p`` as the tangent function
+    reads it: an object of ``p``'s class whose attributes are tangents
+    (None or zeros for attributes that carry none)."""
+    return _to_internal(t, p, where, "tangent")
 
 
 def _internal_ct_attr(c, v, where):
@@ -493,58 +517,17 @@ def _same_class(t, value, where, what):
                         f"{type(t).__name__}.")
 
 
-# -- tangents in and out (jvp) ------------------------------------------------------
-
-def to_internal_tangent(t, p, where="the primal"):
-    """The user's tangent ``t`` of the primal ``p`` as the tangent function
-    reads it: an object of ``p``'s class whose attributes are tangents
-    (None or zeros for attributes that carry none)."""
-    from .runtime.forward_support import zeros_tangent
-    reg = registration(p)
-    if reg is not None or is_plain_object(p):
-        _same_class(t, p, where, "tangent")
-    if reg is not None:
-        children, _, paths = children_of(p)
-        t_children = list(reg[0](t)[0])
-        if len(t_children) != len(children):
-            raise ValueError(f"The tangent of {where} has {len(t_children)} children, but "
-                             f"the primal has {len(children)}.")
-        internal = _tangent_zeros(p, zeros_tangent)
-        for c, tc, path in zip(children, t_children, paths):
-            if path is not None:
-                internal = _set(internal, path, to_internal_tangent(tc, c, where))
-        return internal
-    if core.is_structure(p):
-        if not needs_boundary(p):
-            return t
-        return core.rebuild_like(p, {k: to_internal_tangent(core._entry(t, k), v, where)
-                                     for k, v in core.fields_of(p)})
-    if is_plain_object(p):
-        def leaf(e, v):
-            if _float_leaf(v):
-                return zeros_tangent(v) if e is None else e
-            return to_internal_tangent(e, v, where)
-        new = _copy_object(p)
-        d = vars(new)
-        for k, v in _attributes(p).items():
-            d[k] = _kept(t, k, v, leaf) if _holds_float(v, set()) \
-                else _tangent_zeros(v, zeros_tangent)
-        return new
-    return t
-
-
 def _tangent_zeros(p, zeros_tangent):
     """A copy of the object ``p`` (and of the structures and objects it
     holds) with a zero tangent in every attribute."""
     if core.is_structure(p):
         return core.rebuild_like(p, {k: _tangent_zeros(v, zeros_tangent)
                                      for k, v in core.fields_of(p)})
-    if getattr(p, "__dict__", None) is not None and (core.is_instance(p)
-                                                    or registration(p) is not None):
+    if core.is_instance(p) or (registration(p) is not None and (
+            getattr(p, "__dict__", None) is not None or core.slot_names(type(p)))):
         new = _copy_object(p)
-        d = vars(new)
-        for k, v in vars(p).items():
-            d[k] = _tangent_zeros(v, zeros_tangent)
+        for k, v in _attributes(p).items():
+            core.set_attribute(new, k, _tangent_zeros(v, zeros_tangent))
         return new
     return zeros_tangent(p)
 
@@ -575,22 +558,6 @@ def to_user_tangent(t, y):
     return t
 
 
-def refuse_objects_again(args, indices):
-    """Refuse a derivative of a derivative taken with respect to a registered
-    or plain object (``pb.hessian``, ``pb.hvp``, ``pb.grad`` of ``pb.grad``):
-    not followed yet."""
-    for i in sorted(indices):
-        a = args[i] if -len(args) <= i < len(args) else None
-        if needs_boundary(a):
-            raise NonDifferentiableError(
-                f"pullback does not yet differentiate a derivative again with respect to "
-                f"an object of your class (argument {i}, a {type(a).__name__}): registered "
-                "pytrees and plain objects are taken by pb.grad, pb.value_and_grad, pb.vjp, "
-                "pb.jvp, pb.jacrev and pb.jacfwd once.", None,
-                "Pass the object's arrays as arguments (or a dict or tuple of them) to the "
-                "function you differentiate twice.")
-
-
 # -- the user's view of a tree (Jacobians: jacfwd, jacrev) ----------------------------
 
 def tree_items(x):
@@ -618,7 +585,8 @@ def tree_replace(x, values):
     if core.is_structure(x):
         return core.rebuild_like(x, {k: values.get(k, v) for k, v in core.fields_of(x)})
     new = _copy_object(x)
-    vars(new).update(values)
+    for k, v in values.items():
+        core.set_attribute(new, k, v)
     return new
 
 

@@ -153,7 +153,11 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
     that holds differentiated values: run as plain Python (its result unused
     by the output) the store would go unseen, the reads after it
     differentiated as if it had not happened, and the caller's object changed."""
+    from ..frontend.held_writes import varied_refusal
     from ..frontend.written import attribute_stores, stored_values
+    held = varied_refusal(fn, bound, varied, parsed, call)      # `hh(p)`: `p.w[0] = v`
+    if held is not None:
+        return [held]
     stores = attribute_stores(fn)
     for param, (target, where) in stored_values(fn).items():
         arg = bound.get(param)

@@ -264,11 +264,17 @@ class _Resolver:
             own = isinstance(func.value, gast.Name) and isinstance(inspect.getattr_static(
                 self.objects.get(func.value.id), func.attr, None), types.FunctionType)
             if func.attr in _MUTATING_METHODS and not own:
+                obj = dotted(func.value)
                 raise UnsupportedSyntaxError(
-                    f"pullback cannot differentiate `.{func.attr}()`, which changes "
-                    f"`{dotted(func.value)}` in place.", self.parsed.location(node),
-                    f"Compute a new value instead of changing `{dotted(func.value)}` (for "
-                    f"`.fill(v)`: `y = np.full_like(y, v)`).")
+                    f"pullback cannot differentiate `.{func.attr}()`, which changes `{obj}` "
+                    f"in place (an array's `.{func.attr}()`; a method `{func.attr}` of your "
+                    f"own class, where the class of `{obj}` is not known when the function "
+                    "is transformed, would change the object, which pullback does not "
+                    "follow either).", self.parsed.location(node),
+                    f"Compute a new value instead of changing `{obj}` (for an array's "
+                    f"`.fill(v)`: `y = np.full_like(y, v)`; for a method of your own "
+                    f"class: make it return a new object and bind it, `{obj} = "
+                    f"{obj}.with_{func.attr}(...)`).")
             key = f"ndarray.{func.attr}"
             if lookup(key) is not None or is_nondifferentiable(key) \
                     or not isinstance(func.value, gast.Name):

@@ -217,6 +217,19 @@ def _writes_variant(fn):
     return variant(fn)
 
 
+def _held_writes(fn):
+    from ..frontend.held_writes import held_writes      # (late, as above)
+    return held_writes(fn)
+
+
+def _self_array_writes(cls, fn, self_name):
+    from ..frontend.written import _self_array_writes as found      # (late, as above)
+    return found(cls, fn, self_name, set())
+
+
 # generated code's dynamic_call comes here; an artifact's call of a function
-# writing into its arguments gets its variant (derivative_of(f, writes=True))
-runtime_calls.install(dispatcher=_dispatcher, writes_variant=_writes_variant)
+# writing into its arguments gets its variant (derivative_of(f, writes=True));
+# runtime.arguments asks what a function value or a method writes through its
+# parameters (frontend.held_writes)
+runtime_calls.install(dispatcher=_dispatcher, writes_variant=_writes_variant,
+                      held_writes=_held_writes, self_array_writes=_self_array_writes)

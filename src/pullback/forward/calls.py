@@ -321,12 +321,12 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``-1`` in ``mask``: ``obj`` carries a tangent."""
     method = getattr(obj, name)
     from .. import runtime
-    if _RECEIVER in mask and runtime.is_instance(obj) and name in vars(obj):
+    if _RECEIVER in mask and runtime.is_instance(obj) and name in runtime.attributes_of(obj):
         # self.activation(z), self.inner(x): a value the object holds, called
         at = list(mask).index(_RECEIVER)
         tangents = list(tangents)
         tangents[at] = getattr(tangents[at], name, 0.0)
-        return dynamic_jvp(vars(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
+        return dynamic_jvp(runtime.attributes_of(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
                            tuple(tangents), *args, **kwargs)
     if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
                                         staticmethod):

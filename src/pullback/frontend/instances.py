@@ -45,8 +45,9 @@ rewritten ``__init__`` (``analyses.ops.called_class``, from ``callees._unwrap``)
 
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
-bases), or a class with its own ``__new__``, ``__setattr__``, ``__slots__``, a
-metaclass or a property among the stored names, is refused naming the class.
+bases), or a class with its own ``__new__``, ``__setattr__``, a metaclass or a
+property among the stored names, is refused naming the class (``__slots__``
+are stored as attributes are).
 A property read is a call of its getter where the class is known
 (``frontend.properties``), else refused when the adjoint runs.
 
@@ -118,8 +119,6 @@ def plain_class(cls):
         return "it defines __new__"
     if cls.__setattr__ is not object.__setattr__:
         return "it defines __setattr__"
-    if any("__slots__" in vars(c) for c in cls.__mro__):
-        return "it defines __slots__"
     init = cls.__init__
     if not isinstance(init, types.FunctionType):
         return "its __init__ is not a Python function"
@@ -464,5 +463,6 @@ def _base_class(cls, tree, call, me, parsed):
 def _check_descriptor(cls, attr, node, refuse):
     for c in cls.__mro__:
         d = vars(c).get(attr)
-        if d is not None and hasattr(type(d), "__set__"):
+        if d is not None and hasattr(type(d), "__set__") \
+                and not isinstance(d, types.MemberDescriptorType):   # (a slot: stored as one)
             refuse(node, f"`{attr}` is a property (or another descriptor) of the class")

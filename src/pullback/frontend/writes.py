@@ -46,6 +46,9 @@ import numpy as np
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper, name as _name
+from ..rules.registry import nondifferentiable
+from ..runtime.arguments import instance_attribute
+from .held_writes import guard_held_writes
 from .list_items import split_lists
 from .properties import follow_properties
 from .view_writes import write_views
@@ -55,6 +58,8 @@ from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
 __all__ = ["follow_writes", "written_params", "variant", "rewritten"]
+
+nondifferentiable(instance_attribute)
 
 
 # -- the pass ---------------------------------------------------------------------------
@@ -67,18 +72,128 @@ def follow_writes(tree, namer, parsed, param_kinds, marker=None):
     (``list_items``), so that those writes are followed as names are, and
     property reads of objects of a known class become calls of their getters
     (``properties``), and writes through a view in a loop or a branch are
-    spelled out (``view_writes``)."""
+    spelled out (``view_writes``); writes into arrays that objects and
+    containers hold are checked before they run (``held_writes``)."""
+    attribute_reads(tree, namer, parsed)
     split_lists(tree, namer, parsed)
     follow_properties(tree, namer, parsed)
     write_views(tree, namer, parsed)
+    guard_held_writes(tree, namer, parsed)
     locals_ = {a.id for a in tree.args.args} | {
         n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
         and isinstance(n.ctx, gast.Store)}
     own = _scan(tree, parsed)         # before the calls go to variants
-    _Calls(namer, parsed, locals_, tree).rewrite(tree)
+    calls = _Calls(namer, parsed, locals_, tree)
+    calls.param_kinds = param_kinds
+    calls.rewrite(tree)
     if marker is not None:
         _variant_returns(tree, namer, parsed, marker[1], param_kinds, own)
     _copy_on_entry(tree, namer, parsed, param_kinds, own)
+
+
+def attribute_reads(tree, namer, parsed):
+    """Reads of an attribute by its constant name, written as one:
+    ``getattr(obj, "w")`` (the builtin, no default) is ``obj.w``, and
+    ``vars(obj)["w"]`` and ``obj.__dict__["w"]`` are ``obj.w`` after a check,
+    where the statement runs, that the two are one (``instance_attribute``:
+    ``w`` is in the object's ``__dict__``, its class has no data descriptor
+    ``w`` and no ``__getattribute__`` of its own); so an object that carries
+    a gradient is differentiated through them (they were refused as calls
+    with no rule)::
+
+        s = getattr(p, "w") + vars(p)["b"]  ->  instance_attribute(p, 'b')
+                                                s = p.w + p.b
+    """
+    import builtins
+    import keyword
+    local = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+             and isinstance(n.ctx, (gast.Store, gast.Del))} | {
+        a.id for a in gast.walk(tree.args) if isinstance(a, gast.Name)}
+
+    def builtin(name):
+        return name not in local and name not in parsed.closure and parsed.globals.get(
+            name, getattr(builtins, name)) is getattr(builtins, name)
+    plain = {n for n in ("getattr", "vars") if builtin(n)}
+    if not plain and not any(isinstance(n, gast.Attribute) and n.attr == "__dict__"
+                             for n in gast.walk(tree)):
+        return
+
+    def name_of(node):
+        if isinstance(node, gast.Constant) and isinstance(node.value, str) \
+                and node.value.isidentifier() and not keyword.iskeyword(node.value) \
+                and not node.value.startswith("__"):
+            return node.value
+        return None
+
+    def instance_dict(node):        # `vars(obj)`, `obj.__dict__`: obj
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "vars" and "vars" in plain and len(node.args) == 1 \
+                and not node.keywords and not isinstance(node.args[0], gast.Starred):
+            return node.args[0]
+        if isinstance(node, gast.Attribute) and node.attr == "__dict__" \
+                and isinstance(node.ctx, gast.Load):
+            return node.value
+        return None
+
+    checks = []
+
+    class Reads(gast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            if isinstance(node.func, gast.Name) and node.func.id == "getattr" \
+                    and "getattr" in plain and len(node.args) == 2 and not node.keywords \
+                    and not isinstance(node.args[0], gast.Starred) and name_of(node.args[1]):
+                return gast.copy_location(gast.Attribute(
+                    value=node.args[0], attr=node.args[1].value, ctx=gast.Load()), node)
+            return node
+
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            obj = instance_dict(node.value)
+            attr = name_of(node.slice)
+            if obj is None or attr is None or not isinstance(node.ctx, gast.Load) \
+                    or not isinstance(obj, gast.Name):
+                return node
+            checks.append((obj.id, attr))
+            return gast.copy_location(gast.Attribute(value=gast.Name(
+                id=obj.id, ctx=gast.Load(), annotation=None, type_comment=None), attr=attr,
+                ctx=gast.Load()), node)
+
+        def visit_FunctionDef(self, node):
+            return node                 # (lifted already; their own transform)
+
+        visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+    def block(stmts):
+        out = []
+        for st in stmts:
+            if isinstance(st, (gast.FunctionDef, gast.ClassDef)):
+                out.append(st)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                if getattr(st, field, None):
+                    setattr(st, field, block(getattr(st, field)))
+            if isinstance(st, gast.Try):
+                for h in st.handlers:
+                    h.body = block(h.body)
+            heads = [st] if not isinstance(st, (gast.If, gast.For, gast.While, gast.Try,
+                                                gast.With)) else \
+                [st.test] if isinstance(st, gast.If) else \
+                [st.iter] if isinstance(st, gast.For) else []
+            for head in heads:
+                checks.clear()
+                new = Reads().visit(head)
+                if head is not st and new is not head:
+                    setattr(st, "test" if isinstance(st, gast.If) else "iter", new)
+                if checks:
+                    helper = _helper(namer, parsed, "instance_attribute", instance_attribute)
+                    for obj, attr in checks:
+                        out.append(_located(gast.Expr(value=gast.Call(
+                            func=_name(helper), args=[_name(obj), gast.Constant(attr, None)],
+                            keywords=[])), st))
+            out.append(st)
+        return out
+    tree.body = block(tree.body)
 
 
 def _copy_on_entry(tree, namer, parsed, param_kinds, own):
@@ -151,8 +266,11 @@ def _variant_returns(tree, namer, parsed, written, param_kinds, own):
 class _Calls:
     """Calls of functions that write into their arguments, to their variants."""
 
+    param_kinds = {}
+
     def __init__(self, namer, parsed, locals_, tree=None):
         self.namer, self.parsed, self.locals = namer, parsed, locals_
+        self.params = list(tree.args.args) if tree is not None else []
         self.constructed = {} if tree is None else self.single_constructions(tree)
 
     def single_constructions(self, tree):
@@ -403,6 +521,19 @@ class _Calls:
                     f"Assign the value to a variable first and pass that (`{p}_value = "
                     f"...; {callee.__name__}({p}_value)`), or pass a copy if the change "
                     "should not be seen.")
+            if written[p] != "update" and getattr(
+                    self.param_kinds.get(arg.id), "shape", None) is kinds_.Shape.CONTAINER \
+                    and arg.id in {a.id for a in self.params}:
+                raise UnsupportedSyntaxError(
+                    f"`{callee.__name__}` writes into its argument `{p}` by item, and here "
+                    + (f"`{p}` is `{arg.id}`, " if arg.id != p else f"`{p}` is ")
+                    + "a list or a tuple this function is given: the write "
+                    "would change the caller's list, which pullback's transforms never do, "
+                    "and pullback follows writes by item only into a list the function "
+                    "builds itself (`state = [q, p]`).", self.parsed.location(call),
+                    f"Make `{callee.__name__}` build and return a new list (`return "
+                    f"[{p}[0] - g] + {p}[1:]`) and bind it: `{arg.id} = "
+                    f"{callee.__name__}({arg.id}, ...)`.")
             names.append(arg.id)
         others = [n.id for n in gast.walk(s) if isinstance(n, gast.Name)
                   and isinstance(n.ctx, gast.Load) and n.id in names

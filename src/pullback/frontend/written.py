@@ -539,6 +539,16 @@ def argument_written(parsed, p, stmt, kind):
             "only into arrays.", parsed.location(stmt),
             f"Make `{p}` an array (`{p} = np.zeros(1)`), or count with a number: "
             f"`nonlocal {p}` and `{p} += 1`.")
+    if getattr(kind, "shape", None) is Shape.CONTAINER:
+        name = getattr(parsed.fn, "__name__", "f")
+        return UnsupportedSyntaxError(
+            f"The function writes into its argument `{p}` by item, and `{p}` is a list or a "
+            "tuple: the write would change the caller's list, which pullback's transforms "
+            "never do, and pullback follows writes by item only into a list the function "
+            "builds itself (`state = [q, p]`).", parsed.location(stmt),
+            f"Build a new list instead (`{p} = [{p}[0] - g] + {p}[1:]`) and return it "
+            f"where a caller needs the change: `return {p}`, then `{p} = {name}({p}, ...)` "
+            "in the caller.")
     return UnsupportedSyntaxError(
         f"The function writes into its argument `{p}`, which is {what}; pullback follows "
         "writes into array arguments (on its own copy) only.", parsed.location(stmt),

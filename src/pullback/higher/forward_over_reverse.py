@@ -47,7 +47,8 @@ __all__ = ["forward_over_reverse", "GradForward", "PullbackForward", "source_of"
            "fresh", "fresh_tangent"]
 
 
-def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct_dot=None):
+def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct_dot=None,
+                         _inside=False, user_view=True):
     """The value, aux and gradients of ``fun`` at ``args`` (with respect to
     ``argnums``, a sorted tuple), and their tangents when the arguments
     ``wrt`` move along ``tangents``: ``((value, aux, grads), (value_dot,
@@ -57,8 +58,30 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
     A handle with a ``forward_over_reverse`` method of its own (the gradient
     of a gradient, ``reverse_over_reverse.GradVJP``) is asked for it."""
     from ..callees import Bound, CustomVJP, Derivative, derivative_of
-    from ..pytrees import refuse_objects_again
-    refuse_objects_again(args, set(argnums) | set(wrt))
+    from ..pytrees import needs_boundary, to_internal_tangent, to_user_grad
+    objects = set() if _inside else {i for i in set(argnums) | set(wrt)
+                                     if -len(args) <= i < len(args) and needs_boundary(args[i])}
+    if objects:
+        # registered and plain objects are read by attribute inside: their tangents as
+        # the tangent functions read them (from the user's view, or from an internal
+        # cotangent, a dict of attributes, where the gradient of a gradient comes here),
+        # their gradients in the user's view (``user_view``) or the adjoint's
+        def inward(t, x):
+            if t is None or type(t) is type(x):
+                return to_internal_tangent(t, x) if t is not None else t
+            return to_internal_tangent(to_user_grad(t, x), x)
+        tangents = tuple(inward(t, args[k]) if k in objects else t
+                         for t, k in zip(tangents, wrt))
+        got = forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct, ct_dot,
+                                   _inside=True)
+        if not user_view:
+            return got
+        (value, aux, grads), (value_dot, aux_dot, grads_dot) = got
+        grads = tuple(to_user_grad(g, args[i]) if i in objects else g
+                      for g, i in zip(grads, argnums))
+        grads_dot = tuple(to_user_grad(d, args[i]) if i in objects else d
+                          for d, i in zip(grads_dot, argnums))
+        return (value, aux, grads), (value_dot, aux_dot, grads_dot)
     handle = derivative_of(fun)
     if isinstance(handle, Bound):
         lead = handle.lead

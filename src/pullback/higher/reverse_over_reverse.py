@@ -89,7 +89,7 @@ class GradVJP(ReverseCallers, MadeHandle):
                          for i in moving)
         outs = tuple(sorted(set(wrt)))
         (value, aux, grads), (_, _, hv) = forward_over_reverse(
-            m.fun, args, outs, m.has_aux, moving, tangents)
+            m.fun, args, outs, m.has_aux, moving, tangents, user_view=False)  # (the adjoint's)
         full = [None] * len(args)
         for i, h, g in zip(outs, hv, grads):
             if v_ct is not None:      # value_and_grad: the value's cotangent times the gradient

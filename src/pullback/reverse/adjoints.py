@@ -430,6 +430,10 @@ class Adjoints:
                     "which have rules.")
         elif refusal_hint(op.primitive):       # np.subtract.reduce, np.add.reduceat...
             hint = refusal_hint(op.primitive)
+        elif op.primitive is vars:
+            hint = ("pullback reads an object that carries a gradient by attribute: write "
+                    "`obj.w` (or `vars(obj)[\"w\"]`, `getattr(obj, \"w\")` with a constant "
+                    "name), not the dictionary of all its attributes.")
         elif op.primitive is None:
             hint = ("Call a NumPy function, a function defined with def, or a "
                     "pb.custom_vjp function here.")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FieldGrads, Meta, add_cotangents, fields_of, is_instance, is_structure, meta, \
+from .core import FieldGrads, Meta, add_cotangents, attributes_of, fields_of, is_instance, \
+    is_structure, meta, \
     realify, unbroadcast, zeros_like
 from .backends import add_repeated, is_foreign, zeros_for
 from .rule_support import _is_basic_index
@@ -144,7 +145,7 @@ def owned_zeros(x):
     if is_structure(x):
         return FieldGrads.zeros(x)
     if is_instance(x):          # an object of the user's class: by attribute
-        out = FieldGrads((k, zeros_like(v)) for k, v in vars(x).items())
+        out = FieldGrads((k, zeros_like(v)) for k, v in attributes_of(x).items())
         out.of = t
         return out
     if isinstance(x, Meta):

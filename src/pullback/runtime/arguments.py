@@ -18,7 +18,9 @@ import numbers
 
 import numpy as np
 
-__all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of"]
+__all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of",
+           "held_array_write", "held_arrays_apart", "follow_path", "instance_attribute",
+           "held_writes_of_value"]
 
 
 def _refuse(message, hint):
@@ -101,3 +103,217 @@ def alias_of(alias, base, alias_name, base_name):
         f"the function then changes through one of them; pullback follows that for arrays "
         "and numbers only.",
         f"Make `{alias_name}` a copy: `{alias_name} = {base_name}.copy()`.")
+
+
+# -- writes into arrays that objects and containers hold --------------------------------
+
+def _held_arrays(values, limit=2000):
+    """The arrays held by ``values`` (the function's arguments) inside
+    objects and containers (list, tuple and dict items, instance attributes
+    from ``__dict__`` and ``__slots__``, recursively), and the arguments that
+    are arrays (one the function writes into by name is its own copy by
+    then: ``frontend.writes`` copies it on entry)."""
+    found, seen, work = [], set(), [(v, 0) for v in values]
+    while work and len(seen) < limit:
+        v, depth = work.pop()
+        if id(v) in seen or v is None or isinstance(v, (numbers.Number, str, bytes, type)):
+            continue
+        seen.add(id(v))
+        if isinstance(v, np.ndarray):
+            found.append(v)
+            continue
+        if depth > 6:
+            continue
+        if isinstance(v, (list, tuple)):
+            items = list(v)
+        elif isinstance(v, dict):
+            items = list(v.values())
+        else:
+            items = _attributes(v)
+        work.extend((item, depth + 1) for item in items)
+    return found
+
+
+def _attributes(obj):
+    import types
+    if isinstance(obj, (types.ModuleType, types.FunctionType, types.MethodType,
+                        types.BuiltinFunctionType)):
+        return []
+    out = list(getattr(obj, "__dict__", {}).values()) if isinstance(
+        getattr(obj, "__dict__", None), dict) else []
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in ((slots,) if isinstance(slots, str) else slots):
+            if name not in ("__dict__", "__weakref__"):
+                try:
+                    out.append(object.__getattribute__(obj, name))
+                except AttributeError:
+                    pass
+    return out
+
+
+def _callers(value, arguments):
+    """Whether the array ``value`` shares memory with an array held by one of
+    ``arguments`` (inside an object or a container)."""
+    return any(np.shares_memory(value, a) for a in _held_arrays(arguments))
+
+
+def held_array_write(value, root, text, *arguments):
+    """Refuse, before it runs, a write into ``value`` (``text``: ``p.w``, the
+    array a statement such as ``p.w[0] = v`` writes into, reached from the
+    name ``root`` by attributes or items) when that array is held by an
+    argument of the function, inside an object or a container: the write
+    would change the caller's array (a transform never does, README
+    "Mutation": it may run the function more than once, and the gradient
+    would not see the write).  An array the function made, held by an object
+    it built, is its own, and the write runs as Python runs it.
+
+    >>> class P: pass
+    >>> p = P(); p.w = np.zeros(2)
+    >>> held_array_write(np.zeros(2), P(), "q.w", p)       # not the caller's: runs
+    >>> held_array_write(p.w, p, "p.w", p)
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: This statement writes into the array `p.w`, which is the caller's (an argument of the function is that array or holds it); pullback never changes the caller's arrays, and does not follow a write into what an attribute or an item holds.
+    ...
+    """
+    if not isinstance(value, np.ndarray) or isinstance(root, np.ndarray) \
+            or not _callers(value, arguments):
+        return
+    last = text.rsplit(".", 1)[-1] if "." in text else "w"
+    raise _refuse(
+        f"This statement writes into the array `{text}`, which is the caller's (an argument "
+        "of the function is that array or holds it); pullback never changes the caller's "
+        "arrays, and does not follow a write into what an attribute or an item holds.",
+        f"Write into a copy and keep it in a local name (`{last} = {text}.copy(); "
+        f"{last}[...] = v`), or pass the array as an argument of its own (pullback "
+        "follows writes into array arguments, on its own copy).")
+
+
+def follow_path(value, path):
+    """The values ``path`` reaches from ``value``: each step an attribute
+    name (``("attr", "w")``), a constant item (``("item", 0)``) or every item
+    (``("item", None)``, an index known only when it runs)."""
+    values = [value]
+    for kind, key in path:
+        out = []
+        for v in values:
+            if kind == "attr":
+                try:
+                    out.append(getattr(v, key))
+                except Exception:
+                    pass
+            elif key is None:
+                if isinstance(v, dict):
+                    out.extend(v.values())
+                elif isinstance(v, (list, tuple)):
+                    out.extend(v)
+            else:
+                try:
+                    out.append(v[key])
+                except Exception:
+                    pass
+        values = out
+    return values
+
+
+def _method_writes(obj, name):
+    """``(attribute chain, source line, array)`` of each write the method
+    ``name`` of ``obj``'s class makes into an array ``obj`` holds
+    (``self.w[0] = v``), also through the methods it calls on ``self``."""
+    import inspect
+    import types
+    from .calls import _hook
+    fn = inspect.getattr_static(type(obj), name, None)
+    if not isinstance(fn, types.FunctionType):
+        return []
+    params = list(inspect.signature(fn, follow_wrapped=False).parameters)
+    if not params:
+        return []
+    out = []
+    for chain, line, _ in _hook("self_array_writes")(type(obj), fn, params[0]):
+        for a in follow_path(obj, tuple(("attr", k) for k in chain)):
+            out.append((chain, line, a))
+    return out
+
+
+def held_arrays_apart(writes, *arguments):
+    """Refuse, before a call of a user function that runs as plain Python,
+    a write it would make into an array held by one of the caller's
+    ``arguments`` inside an object or a container (``hh(p)`` with ``hh``
+    doing ``p.w[0] = 5.0``).  ``writes``: ``(callee, parameter, argument
+    value, path, source text)`` for each write the callee makes through a
+    path from a parameter (``frontend.held_writes``)."""
+    import ast
+    for callee, param, value, path, text in writes:
+        path = ast.literal_eval(path) if isinstance(path, str) else path
+        if isinstance(value, np.ndarray):
+            continue        # an array argument written into: the variant's
+        method = path[-1][1] if path and path[-1][0] == "call" else None
+        steps = path[:-1] if method is not None else path
+        reached_by = [(r, steps, text) for r in follow_path(value, steps)]
+        if method is not None:
+            reached_by = [(a, steps + tuple(("attr", k) for k in chain), line)
+                          for obj, _, _ in reached_by
+                          for chain, line, a in _method_writes(obj, method)]
+        for reached, steps, text in reached_by:
+            if isinstance(reached, np.ndarray) and _callers(reached, arguments):
+                shown = param + "".join(f".{k}" if kind == "attr" else
+                                        "[...]" if k is None else f"[{k!r}]"
+                                        for kind, k in steps)
+                raise _refuse(
+                    f"This call of `{callee}` writes into the array `{shown}` (`{text}`), "
+                    "which is the caller's (an argument of the function is that array or "
+                    "holds it); pullback never changes the caller's arrays, and does not "
+                    "follow a write into what an attribute or an item holds.",
+                    f"Make `{callee}` return the new array (`w = {shown}.copy(); w[...] = "
+                    f"v; return w`) or a new object, and use that instead of changing "
+                    f"`{param}` in place.")
+
+
+def instance_attribute(obj, attr):
+    """Check, where ``vars(obj)["w"]`` (or ``obj.__dict__["w"]``) runs as
+    ``obj.w``, that the two read the same value: Python's errors where the
+    read fails (no ``__dict__``, no key), a refusal where the class would
+    answer ``obj.w`` otherwise (a data descriptor such as a property, its own
+    ``__getattribute__``)."""
+    vars(obj)[attr]
+    cls = type(obj)
+    descriptor = next((vars(c)[attr] for c in cls.__mro__ if attr in vars(c)), None)
+    if cls.__getattribute__ is not object.__getattribute__ or (
+            descriptor is not None and hasattr(type(descriptor), "__set__")):
+        raise _refuse(
+            f"`vars(obj)[{attr!r}]` reads the object's own dictionary, and `{cls.__name__}` "
+            f"answers `obj.{attr}` otherwise (a property or another data descriptor named "
+            f"`{attr}`, or a `__getattribute__` of its own), so the two are not one here; "
+            "pullback follows the read only where they are.",
+            f"Read the attribute as `obj.{attr}`, or keep the value in an attribute of "
+            "another name.")
+
+
+def held_writes_of_value(fn, args, kwargs, *arguments):
+    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
+    whose function is known only when the call runs."""
+    import functools
+    import inspect
+    import types
+    from .calls import _hook
+    first = []
+    while isinstance(fn, (functools.partial, types.MethodType)):
+        if isinstance(fn, functools.partial):
+            first, kwargs = list(fn.args) + first, {**fn.keywords, **kwargs}
+            fn = fn.func
+        else:
+            first, fn = [fn.__self__] + first, fn.__func__
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
+        return
+    found = _hook("held_writes")(fn)
+    if not found:
+        return
+    try:
+        bound = inspect.signature(fn, follow_wrapped=False).bind_partial(
+            *first, *args, **kwargs).arguments
+    except TypeError:
+        return          # (the call itself raises)
+    held_arrays_apart(tuple((fn.__name__, q, bound[q], path, line) for q in found
+                            if q in bound for path, line in found[q]), *arguments)

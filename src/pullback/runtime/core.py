@@ -17,6 +17,7 @@ from .backends import is_foreign, to_namespace
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "is_structure", "is_instance", "fields_of",
+           "attributes_of", "set_attribute", "slot_names",
            "rebuild_like", "FieldGrads", "indexable", "mapping_keys", "number_to_update",
            "same_method", "join_grads",
            "repeat_grads", "field_cotangent", "per_output", "store_attribute",
@@ -262,7 +263,7 @@ def _project_instance(g, x, copy):
     attributes' cotangents (zero for those nothing reached, and for functions,
     strings and the like, which carry none)."""
     out = {}
-    attrs = vars(x)
+    attrs = attributes_of(x)
     for k, v in attrs.items():
         e = _entry(g, k)
         if e is None or isinstance(v, _NO_GRADIENT) or v is None \
@@ -381,7 +382,7 @@ def zeros_like(x):
     if is_structure(x):
         return rebuild_like(x, {k: zeros_like(v) for k, v in fields_of(x)})
     if is_instance(x):
-        return {k: zeros_like(v) for k, v in vars(x).items()}
+        return {k: zeros_like(v) for k, v in attributes_of(x).items()}
     if isinstance(x, functools.partial):
         return {k: zeros_like(v) for k, v in _held(x)}
     if isinstance(x, _NO_GRADIENT):
@@ -525,11 +526,62 @@ _LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "builtins", "math", "pullback",
 REGISTERED = {}      # class -> (flatten, unflatten): pytrees.register_pytree_node
 
 
+def slot_names(cls):
+    """The ``__slots__`` names of ``cls`` and its bases (base first), without
+    ``__dict__`` and ``__weakref__``."""
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = []
+        for c in reversed(cls.__mro__):
+            slots = vars(c).get("__slots__", ())
+            for n in ((slots,) if isinstance(slots, str) else slots):
+                if n not in ("__dict__", "__weakref__") and n not in names:
+                    # a private name is stored mangled: `__w` of class C is `_C__w`
+                    names.append(f"_{c.__name__.lstrip('_')}{n}" if n.startswith("__")
+                                 and not n.endswith("__") else n)
+        names = _SLOTS[cls] = tuple(names)
+    return names
+
+
+_SLOTS = {}
+
+
+def attributes_of(x):
+    """The attributes of an object of the user's class: its ``__dict__``, and
+    the ``__slots__`` of its class and bases that hold a value (a dict; the
+    object's own ``__dict__`` where it has no slots)."""
+    d = getattr(x, "__dict__", None)
+    names = slot_names(type(x))
+    if not names:
+        return d if isinstance(d, dict) else {}
+    out = {}
+    for n in names:
+        try:
+            out[n] = object.__getattribute__(x, n)
+        except AttributeError:
+            pass            # a slot never set: no attribute, as Python sees it
+    if isinstance(d, dict):
+        out.update(d)
+    return out
+
+
+def set_attribute(obj, name, value):
+    """Set ``name`` on ``obj`` (a copy pullback made) without its class's
+    ``__setattr__``: into its ``__dict__``, or its slot."""
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and name not in slot_names(type(obj)):
+        d[name] = value
+    else:
+        object.__setattr__(obj, name, value)
+
+
 def is_instance(x):
     """``x`` is an object of the user's own class (not a tuple, list, dict,
-    namedtuple or dataclass): its cotangent is a dict of its attributes'."""
+    namedtuple or dataclass): its cotangent is a dict of its attributes'
+    (``__dict__`` or ``__slots__``)."""
     if isinstance(x, (np.ndarray, np.generic, numbers.Number) + _NO_GRADIENT) \
-            or is_structure(x) or not isinstance(getattr(x, "__dict__", None), dict):
+            or is_structure(x) or not (isinstance(getattr(x, "__dict__", None), dict)
+                                       or slot_names(type(x))):
         return False
     if is_foreign(x) or any(hasattr(x, a) for a in (
             "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):

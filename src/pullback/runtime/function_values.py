@@ -64,7 +64,7 @@ def carries(v):
     if core.is_structure(v):
         return any(carries(e) for _, e in core.fields_of(v))
     if core.is_instance(v):
-        return any(carries(e) for e in vars(v).values())
+        return any(carries(e) for e in core.attributes_of(v).values())
     if isinstance(v, core._NO_GRADIENT):
         return False
     dtype = getattr(v, "dtype", None)    # another library's array: by its dtype

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import add_repeated, is_foreign, set_basic, zeros_for
-from .core import FieldGrads, Meta, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
+from .core import FieldGrads, Meta, attributes_of, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
@@ -296,7 +296,7 @@ def unindex(g, a, index):
             and not (isinstance(a, tuple) and not hasattr(a, "_fields")):
         out = FieldGrads.zeros(a)          # a namedtuple or a dataclass
     elif is_instance(a):                   # an object of the user's class: by attribute
-        out = FieldGrads((k, zeros_like(v)) for k, v in vars(a).items())
+        out = FieldGrads((k, zeros_like(v)) for k, v in attributes_of(a).items())
         out.of = type(a)
     if out is not None:
         keys = out.keys_at(index)
