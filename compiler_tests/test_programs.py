@@ -249,8 +249,10 @@ XFAIL = {
     "particle_system": "a method storing into `self` of an object holding differentiated "
                        "values (`self.x = self.x + dt * self.v` in `step`, called as "
                        "`self.step(dt)`) is refused: attributes are not followed as variables",
-    "adam_unrolled": "an item store of a differentiated value into a dict made in a loop "
-                     "(`new_params[k] = ...`, `self.m[k] = ...`) is refused (item_stores)",
+    "adam_unrolled": "`self.m[k] = ...`, an item store into a dict held by an attribute of "
+                     "`self` in a method, is refused (a method storing into `self`: "
+                     "selfstate's); the dict made in the loop (`new_params[k] = ...`) is "
+                     "followed now (frontend/dict_stores.py)",
     "coupling_flow": "an `__init__` calling `super().__init__(...)` on an object built from "
                      "differentiated values is refused (instances)",
     "crf_tagger": "`np.logaddexp.reduce(alpha + self.end)` (a ufunc's .reduce) has no "

@@ -88,20 +88,26 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "value): its later reads would carry no gradient.", parsed.location(s),
                     f"Update `{outer}` outside the function being differentiated (in its "
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
-            kind = _container_kind(container, bound)
+            kind = _container_kind(container, bound, parsed)
             if kind is not None and op.kind is OpKind.SETITEM:
                 what = (f"a differentiated value through an item of the {kind} "
                         f"`{container}`" if any(v in varied for v in values) else
                         f"a store into the {kind} `{container}`, which holds differentiated "
                         "values that reach the output")
+                why = _dict_refusal(parsed, container) if kind == "dict" else None
                 raise UnsupportedSyntaxError(
-                    f"pullback does not follow {what}: a store into it is not followed as "
-                    f"a variable, so its reads would not see the gradient right.",
+                    f"pullback does not follow {what}: " + (
+                        f"a store into a dict is followed as a new dict only where nothing "
+                        f"else holds it, and {why}." if why else "a store into it is not "
+                        "followed as a variable, so its reads would not see the gradient "
+                        "right."),
                     parsed.location(s),
-                    f"Build the {kind} with the value in it, in one display "
-                    f"(`{container} = {_display(kind)}`), or keep the value in a plain "
-                    "local name and pass it on or return it; stores of values that carry "
-                    "no gradient (counters, flags, shapes) are fine.")
+                    (f"Give the dict one name only until its last store (copy it where it "
+                     f"is handed on: `dict({container})`), " if why else
+                     f"Build the {kind} with the value in it, in one display "
+                     f"(`{container} = {_display(kind)}`), ") + "or keep the value in a "
+                    "plain local name and pass it on or return it; stores of values that "
+                    "carry no gradient (counters, flags, shapes) are fine.")
             continue
         shape = getattr((kinds or {}).get(container), "shape", None)
         if shape in (Shape.ARRAY, Shape.NUMBER, Shape.SCALAR):
@@ -143,7 +149,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "the item as it is after the change.", parsed.location(s),
                     f"Store a new value: `{container}[k] = {container}[k] "
                     f"{_SYMBOL.get(op.bound.get('mode'), '+')} v`.")
-            if shape is Shape.CONTAINER or _container_kind(container, bound):
+            if shape is Shape.CONTAINER or _container_kind(container, bound, parsed):
                 raise UnsupportedSyntaxError(
                     f"`{container}` is changed in place here, and a differentiated "
                     f"operation at line {getattr(t, 'lineno', '?')} reads it: its gradient "
@@ -189,9 +195,26 @@ def _outer(name, bound, local):
     return value.id if isinstance(value, gast.Name) and value.id not in local else None
 
 
-def _container_kind(name, bound):
+def _container_kind(name, bound, parsed=None):
     """"dict" or "list" where ``name`` is known to hold one (bound by a dict or
-    list display), else None (it may be an array)."""
+    list display, ``dict(...)``, or a new dict of ``frontend.dict_stores``),
+    else None (it may be an array)."""
     value = bound.get(name)
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and parsed is not None:
+        from .ops import static_value
+        fn = static_value(value.func, parsed)
+        if fn is dict or getattr(fn, "makes_dict", False):
+            return "dict"
     return "dict" if isinstance(value, gast.Dict) else \
         "list" if isinstance(value, gast.List) else None
+
+
+def _dict_refusal(parsed, name):
+    """Why ``frontend.dict_stores`` left the stores into ``name`` (or the
+    name normalize renamed it from) as they are, or None."""
+    reasons = getattr(parsed, "dict_refusals", None) or {}
+    while name and name not in reasons:
+        base, _, tail = name.rpartition("_")
+        name = base if tail.isdigit() else ""
+    return reasons.get(name)
