@@ -432,3 +432,37 @@ def test_no_store_writes_into_the_callers_dict():
     assert g["b"] == pytest.approx(6.0)
     np.testing.assert_array_equal(p["a"], before["a"])
     assert p["b"] == before["b"] and list(p) == ["a", "b"]
+
+
+def positions(x, names):
+    pos = {}
+    for i in range(len(names)):
+        pos[names[i]] = i
+    return np.sum(x * pos[names[-1]])
+
+
+def test_stores_that_carry_no_gradient_run_in_place():
+    names = [f"n{i}" for i in range(50)]
+    np.testing.assert_array_equal(pb.grad(positions)(np.ones(2), names), [49.0, 49.0])
+    assert "dict_set_in_place(pos" in pb.source(positions, np.ones(2), names, argnums=0)
+
+
+def copied_by_method(params):
+    new = params.copy()
+    new["w"] = params["w"] * params["b"]
+    return np.sum(new["w"]) + new["b"]
+
+
+def test_a_copy_of_a_dict_argument_read_by_string_keys():
+    p = {"w": np.array([1.0, 2.0]), "b": 3.0}
+    g = pb.grad(copied_by_method)(p)
+    np.testing.assert_array_equal(g["w"], [3.0, 3.0])
+    assert g["b"] == 4.0 and p["w"].tolist() == [1.0, 2.0]
+
+
+def test_forward_mode_loops_over_keys_and_in_place_stores():
+    _, dot = pb.jvp(loop_over_keys, (P,), ({"a": 1.0, "b": 0.5},))
+    assert dot == pytest.approx(3.0 + 0.5 * 4.0)
+    names = ["a", "b", "c"]
+    _, dot = pb.jvp(lambda x: positions(x, names), (np.ones(2),), (np.ones(2),))
+    assert dot == 4.0

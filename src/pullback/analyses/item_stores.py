@@ -38,6 +38,8 @@ the gradient of that operation reads the container after the store.
 """
 from __future__ import annotations
 
+import types
+
 import gast
 
 from ..errors import UnsupportedSyntaxError
@@ -67,6 +69,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             bound.setdefault(s.targets[0].id, s.value)
     local = set(normal.params) | set(bound) | {
         n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, gast.Store)}
+    _in_place(statements, ops, varied, parsed)
     for s in statements:
         op = ops.get(id(s))
         if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
@@ -161,6 +164,28 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             break                                 # may be an array: mutation.py decides
         else:
             op.effect = True
+
+
+def _in_place(statements, ops, varied, parsed):
+    """``d = dict_set(d, k, v)`` (``frontend.dict_stores``: a dict nothing else
+    holds) where neither the dict nor the value carries a gradient stores in
+    place, as Python does (no residual holds the dict before the store): a
+    dict of counters or positions costs no copy per store."""
+    from ..runtime import control
+    name = None
+    for s in statements:
+        op = ops.get(id(s))
+        if op is None or op.kind is not OpKind.RULE or op.primitive is not control.dict_set \
+                or not isinstance(s, gast.Assign) or not isinstance(s.value, gast.Call):
+            continue
+        if any(n in varied for n in op.names() | _binds(s)):
+            continue
+        if name is None:
+            name = "dict_set_in_place"
+            while name in parsed.closure or name in parsed.globals:
+                name += "_"
+            parsed.closure[name] = types.CellType(control.dict_set_in_place)
+        s.value.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
 def _own_names(stmt):

@@ -11,8 +11,11 @@ read ``d[0]``); a comprehension builds its list with ``append``;
 ``sum`` over a generator accumulates in a loop (linear time, however the
 terms capture the inputs); ``map(f, xs)`` is the comprehension
 ``[f(v) for v in xs]``, evaluated in order (``desugar_calls`` rewrites
-those calls, ``sorted``, ``functools.reduce``, ``dict(...)`` and ``d.get``
-into loops first; this module turns every loop into an index loop)::
+those calls, ``sorted``, ``max``/``min`` with ``key=``, ``functools.reduce``,
+``dict(...)`` and ``d.get`` into loops first; this module turns every loop
+into an index loop; ``frontend.dict_stores`` runs before both, making stores
+into the function's own dicts new dicts; a dict comprehension builds its dict
+with ``dict_set``)::
 
 >>> from pullback.testing import function_from_source, desugared
 >>> print(desugared(function_from_source('''

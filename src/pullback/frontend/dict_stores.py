@@ -193,13 +193,16 @@ class _Rewrite:
         return out
 
     def dict_evidence(self):
-        """Names used as a dict only can be: ``.items()``, ``.keys()``,
-        ``.values()``, ``.get(...)``, ``.setdefault``, ``.update``."""
+        """Names used as only a dict can be: ``.items()``, ``.keys()``,
+        ``.values()``, ``.get(...)``, ``.setdefault``, ``.update``, ``p["w"]``."""
         out = set()
         for n in _own_walk(self.tree):
             if isinstance(n, gast.Attribute) and isinstance(n.value, gast.Name) \
                     and n.attr in ("items", "keys", "values", "get", "setdefault", "update"):
                 out.add(n.value.id)
+            elif isinstance(n, gast.Subscript) and isinstance(n.value, gast.Name) \
+                    and isinstance(n.slice, gast.Constant) and isinstance(n.slice.value, str):
+                out.add(n.value.id)           # p["w"]: no array is indexed by a string
         return out
 
     def fresh_dict(self, value, known):

@@ -42,7 +42,8 @@ def dict_merge(g, ans, *parts):
 
 
 linear(control.dict_set, control.dict_setdefault, control.dict_merge)
-nondifferentiable(control.item_rebinds, control.loop_keys, control.pick_index)
+nondifferentiable(control.item_rebinds, control.loop_keys, control.pick_index,
+                  control.dict_set_in_place)
 _declare(control.dict_set_grads, (0,))
 _declare(control.dict_setdefault_grads, (0,))
 _declare(control.dict_merge_grads, (0,))

@@ -46,7 +46,7 @@ __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "list_index",
            "expire_value", "check_live",
            "sort_order", "zip_length", "reduce_start", "caught_exception",
-           "dict_set", "dict_merge", "dict_setdefault", "item_rebinds", "loop_keys",
+           "dict_set", "dict_set_in_place", "dict_merge", "dict_setdefault", "item_rebinds", "loop_keys",
            "pick_index", "dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]
 
 _open = threading.local()
@@ -304,6 +304,13 @@ def dict_set(d, key, value):
     return out
 
 
+def dict_set_in_place(d, key, value):
+    """``d[key] = value`` as Python runs it, where no gradient reaches the
+    store (``analyses.item_stores``): no copy."""
+    _dict_of(d, f"`[{key!r}] = ...`")[key] = value
+    return d
+
+
 def dict_merge(*parts):
     """``{**a, **b}``, ``dict(a, **b)``, ``a | b``, ``d.update(b)``: a new dict,
     later parts' entries replacing earlier ones' in place."""
@@ -407,5 +414,5 @@ def dict_merge_grads(g, parts):
     return out
 
 
-for _f in (dict_set, dict_merge, dict_setdefault):
+for _f in (dict_set, dict_set_in_place, dict_merge, dict_setdefault):
     _f.makes_dict = True        # (analyses.kinds: a container)
