@@ -466,3 +466,14 @@ def test_forward_mode_loops_over_keys_and_in_place_stores():
     names = ["a", "b", "c"]
     _, dot = pb.jvp(lambda x: positions(x, names), (np.ones(2),), (np.ones(2),))
     assert dot == 4.0
+
+
+def keyword_spread(p, q):
+    r = dict(**p, c=q["c"])
+    s = p | q                      # both read by key: dicts
+    return r["a"] * r["c"] + s["c"] * s["a"]
+
+
+def test_dict_of_double_star_keywords_and_or_of_two_arguments():
+    g = pb.grad(keyword_spread, argnums=(0, 1))(P, {"c": 4.0})
+    assert g == ({"a": 8.0, "b": 0.0}, {"c": 3.0})

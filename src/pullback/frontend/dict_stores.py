@@ -142,7 +142,7 @@ class _Rewrite:
         self.order, self.loops_of, self.stmt_of = {}, {}, {}
         self.number(tree.body, ())
         stores = self.stores()
-        evident = self.dict_evidence()
+        evident = self.evident = self.dict_evidence()
         own, reasons = {}, {}
         for d, found in stores.items():
             why = self.refusal(d, found, evident | set(stores))
@@ -494,8 +494,9 @@ class _Displays(gast.NodeTransformer):
         return gast.copy_location(self.r.call(control.dict_merge, *parts), node)
 
     def keywords(self, keywords):
-        return gast.Dict(keys=[gast.Constant(k.arg, None) if k.arg else None
-                               for k in keywords], values=[k.value for k in keywords])
+        return self.visit_Dict(gast.Dict(keys=[gast.Constant(k.arg, None) if k.arg else None
+                                               for k in keywords],
+                                         values=[k.value for k in keywords]))
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -503,7 +504,7 @@ class _Displays(gast.NodeTransformer):
                 self.r.fresh_dict(v, set(self.r.own)) or (
                     isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
                     and v.func.id == self.r.helpers.get("dict_merge"))
-                or (isinstance(v, gast.Name) and v.id in self.r.own)
+                or (isinstance(v, gast.Name) and (v.id in self.r.own or v.id in self.r.evident))
                 for v in (node.left, node.right)):
             return gast.copy_location(self.r.call(control.dict_merge, node.left, node.right),
                                       node)
