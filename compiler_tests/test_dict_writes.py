@@ -477,3 +477,38 @@ def keyword_spread(p, q):
 def test_dict_of_double_star_keywords_and_or_of_two_arguments():
     g = pb.grad(keyword_spread, argnums=(0, 1))(P, {"c": 4.0})
     assert g == ({"a": 8.0, "b": 0.0}, {"c": 3.0})
+
+
+def appended_to_an_item(x):
+    d = {}
+    for i in range(3):
+        d.setdefault("xs", [])
+        d["xs"].append(x * i)
+    return sum(d["xs"])
+
+
+def appended_to_a_row(x):
+    rows = [[] for _ in range(2)]
+    for i in range(2):
+        rows[i].append(x * (i + 1.0))
+    return rows[0][0] + rows[1][0]
+
+
+@pytest.mark.parametrize("f, line", [(appended_to_an_item, 'd["xs"].append(x * i)'),
+                                     (appended_to_a_row, "rows[i].append(x * (i + 1.0))")])
+def test_an_append_to_a_list_held_by_a_container_is_refused(f, line):
+    # (a zero gradient with no error before: 0.0 where 3.0 is right)
+    with pytest.raises(pb.UnsupportedSyntaxError, match="list held inside another "
+                       "container") as err:
+        pb.grad(f)(1.5)
+    assert line in str(err.value)
+
+
+def test_the_refusals_fix_works():
+    def f(x):
+        xs = []
+        for i in range(3):
+            xs.append(x * i)
+        d = {"xs": xs}
+        return sum(d["xs"])
+    assert pb.grad(f)(1.5) == 3.0

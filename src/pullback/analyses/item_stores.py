@@ -91,6 +91,17 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "value): its later reads would carry no gradient.", parsed.location(s),
                     f"Update `{outer}` outside the function being differentiated (in its "
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
+            held = bound.get(container)
+            if op.kind is OpKind.APPEND and isinstance(held, gast.Subscript) \
+                    and any(v in varied for v in values):
+                # `d["xs"].append(v)`: the list is an item of another container,
+                # which its gradient would never reach (it was a zero gradient)
+                raise UnsupportedSyntaxError(
+                    "pullback does not follow an append of a differentiated value to a "
+                    "list held inside another container: the container's reads would not "
+                    "see the gradient.", parsed.location(s),
+                    "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
+                    "into the container after the loop, or build the container with it.")
             kind = _container_kind(container, bound, parsed)
             if kind is not None and op.kind is OpKind.SETITEM:
                 what = (f"a differentiated value through an item of the {kind} "
