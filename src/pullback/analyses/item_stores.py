@@ -18,7 +18,12 @@ from it reaches the output (a log of the arguments)::
 
 A store that would carry a gradient into a dict or a list (a varied value,
 or a container that holds one and is not the function's own list) stays
-refused, naming the container.  So does a store into a container that a
+refused, naming the container and, for a dict, why ``frontend.dict_stores``
+did not make it a new dict (the function's own dicts held by no other name
+are followed that way: ``d = dict_set(d, k, v)``; those of them that carry no
+gradient get ``dict_set_in_place`` here, a store with no copy).  So does an
+append of a differentiated value to a list that is an item of another
+container (``d["xs"].append(v)``).  So does a store into a container that a
 differentiated operation also reads (``y = x[idx]`` then ``idx.append(2)``):
 the gradient of that operation reads the container after the store.
 

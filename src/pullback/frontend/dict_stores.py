@@ -316,8 +316,12 @@ class _Rewrite:
         """``node`` is read at once and not kept: a loop's sequence, or an
         argument of a builtin that reads it once (``list``, ``sorted``, ...)."""
         up = self.parents.get(node)
-        if isinstance(up, (gast.For, gast.comprehension)) and up.iter is node:
+        if isinstance(up, gast.For) and up.iter is node:
             return True
+        if isinstance(up, gast.comprehension) and up.iter is node:
+            comp = self.parents.get(up)       # a generator kept in a name reads it later
+            return not isinstance(comp, gast.GeneratorExp) \
+                or isinstance(self.parents.get(comp), gast.Call)
         if isinstance(up, gast.Call) and node in up.args and isinstance(up.func, gast.Name):
             if any(self.is_builtin(up.func, b) for b in _SNAPSHOT):
                 return True
