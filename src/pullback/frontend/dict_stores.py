@@ -155,9 +155,12 @@ class _Rewrite:
         if reasons:
             self.parsed.dict_refusals = {**getattr(self.parsed, "dict_refusals", {}), **reasons}
         self.own = own
+        self.replacements = {}
         for d, found in own.items():
             for stmt in found:
                 self.rewrite_store(d, stmt)
+        if self.replacements:
+            self.splice()
         self.rewrite_loops(own)
         _Displays(self).visit(tree)
 
@@ -349,7 +352,11 @@ class _Rewrite:
 
     def size(self, stmt):
         """How many statements ``stmt`` is (with those inside it)."""
-        return sum(1 for n in _own_walk(stmt) if isinstance(n, gast.stmt) and id(n) in self.order)
+        sizes = self.__dict__.setdefault("sizes", {})
+        if id(stmt) not in sizes:
+            sizes[id(stmt)] = sum(1 for n in _own_walk(stmt)
+                                  if isinstance(n, gast.stmt) and id(n) in self.order)
+        return sizes[id(stmt)]
 
     def binds_fresh(self, stmt, d, known=frozenset()):
         return isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 \
@@ -409,17 +416,18 @@ class _Rewrite:
         self.replace(s, new)
 
     def replace(self, stmt, new):
+        self.replacements[id(stmt)] = new
+
+    def splice(self):
+        """Put the rewritten stores in place, in one walk of the function."""
         for n in _own_walk(self.tree):
+            if isinstance(n, _NESTED) and n is not self.tree:
+                continue
             for field in ("body", "orelse", "finalbody"):
                 block = getattr(n, field, None)
-                if isinstance(block, list) and any(b is stmt for b in block):
-                    i = next(i for i, b in enumerate(block) if b is stmt)
-                    block[i:i + 1] = new
-                    return
-            if isinstance(n, gast.ExceptHandler) and any(b is stmt for b in n.body):
-                i = next(i for i, b in enumerate(n.body) if b is stmt)
-                n.body[i:i + 1] = new
-                return
+                if isinstance(block, list) and any(id(b) in self.replacements for b in block):
+                    setattr(n, field, [x for b in block
+                                       for x in self.replacements.get(id(b), [b])])
 
     def rewrite_loops(self, own):
         """``for k in d`` over an own dict runs over ``d.keys()``; ``for k in
