@@ -61,6 +61,7 @@ import gast
 
 from ..ir.build import assign_at, name as _name
 from ..runtime import control
+from .dict_displays import Displays
 
 __all__ = ["follow_dict_stores"]
 
@@ -162,7 +163,7 @@ class _Rewrite:
         if self.replacements:
             self.splice()
         self.rewrite_loops(own)
-        _Displays(self).visit(tree)
+        Displays(self).visit(tree)
 
     def number(self, stmts, loops):
         for s in stmts:
@@ -449,78 +450,6 @@ class _Rewrite:
                    for b in loop.body for m in _own_walk(b)):
                 loop.iter = gast.copy_location(self.call(control.loop_keys, _name(xs)),
                                                loop.iter)
-
-
-class _Displays(gast.NodeTransformer):
-    """``{**p, "b": v}``, ``dict(p, b=v)`` and ``p | q`` of dicts as
-    ``dict_merge``."""
-
-    def __init__(self, r):
-        self.r = r
-
-    def visit_FunctionDef(self, node):
-        if node is self.r.tree:
-            self.generic_visit(node)
-        return node         # a nested function: rewritten when it is transformed itself
-
-    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
-
-    def visit_Dict(self, node):
-        self.generic_visit(node)
-        if None not in node.keys:
-            return node
-        parts, keys, values = [], [], []
-        for k, v in zip(node.keys, node.values):
-            if k is None:
-                if keys:
-                    parts.append(gast.Dict(keys=keys, values=values))
-                    keys, values = [], []
-                parts.append(v)
-            else:
-                keys.append(k)
-                values.append(v)
-        if keys:
-            parts.append(gast.Dict(keys=keys, values=values))
-        return gast.copy_location(self.r.call(control.dict_merge, *parts), node)
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if not self.r.is_builtin(node.func, "dict") or len(node.args) > 1 \
-                or any(isinstance(a, gast.Starred) for a in node.args):
-            return node
-        if not node.args:
-            if any(k.arg is None for k in node.keywords):
-                return gast.copy_location(self.r.call(control.dict_merge, self.keywords(
-                    node.keywords)), node)
-            return node                     # dict(a=x): desugar's display
-        first = node.args[0]
-        if isinstance(first, gast.Dict) and not any(k.arg is None for k in node.keywords):
-            return node                     # a display: desugar's display
-        if not isinstance(first, (gast.Name, gast.Attribute, gast.Subscript, gast.Dict,
-                                  gast.DictComp, gast.Call)) or (
-                isinstance(first, gast.Call) and not isinstance(first.func, gast.Attribute)
-                and getattr(first.func, "id", None) != self.r.helpers.get("dict_merge")
-                and not self.r.is_builtin(first.func, "dict")):
-            return node                     # pairs (`dict(zip(ks, vs))`): as before
-        parts = [first] + ([self.keywords(node.keywords)] if node.keywords else [])
-        return gast.copy_location(self.r.call(control.dict_merge, *parts), node)
-
-    def keywords(self, keywords):
-        return self.visit_Dict(gast.Dict(keys=[gast.Constant(k.arg, None) if k.arg else None
-                                               for k in keywords],
-                                         values=[k.value for k in keywords]))
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        if isinstance(node.op, gast.BitOr) and any(
-                self.r.fresh_dict(v, set(self.r.own)) or (
-                    isinstance(v, gast.Call) and isinstance(v.func, gast.Name)
-                    and v.func.id == self.r.helpers.get("dict_merge"))
-                or (isinstance(v, gast.Name) and (v.id in self.r.own or v.id in self.r.evident))
-                for v in (node.left, node.right)):
-            return gast.copy_location(self.r.call(control.dict_merge, node.left, node.right),
-                                      node)
-        return node
 
 
 def _store_target(s):
