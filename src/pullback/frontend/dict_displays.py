@@ -13,6 +13,23 @@ which writes the display::
     q = {**p, "b": v, **r}        ->    q = dict_merge(p, {"b": v}, r)
     q = dict(p, b=v)              ->    q = dict_merge(p, {"b": v})
     q = p | {"b": v}              ->    q = dict_merge(p, {"b": v})
+
+>>> from pullback.testing import function_from_source
+>>> from pullback.backend.codegen import unparse
+>>> from pullback.frontend.parse import parse
+>>> from pullback.frontend.dict_stores import follow_dict_stores
+>>> from pullback.ir.naming import Namer
+>>> f = function_from_source('''
+... def f(p, v, flags):
+...     q = dict(p, b=v)
+...     return {**q, "c": v} | {"d": v}, flags | 4
+... ''')
+>>> parsed = parse(f)
+>>> follow_dict_stores(parsed.tree, Namer.for_tree(parsed.tree, ()), parsed)
+>>> print(unparse(parsed.tree).strip())
+def f(p, v, flags):
+    q = dict_merge(p, {'b': v})
+    return (dict_merge(dict_merge(q, {'c': v}), {'d': v}), flags | 4)
 """
 from __future__ import annotations
 
