@@ -356,6 +356,14 @@ case(sum, lambda G: [[G.normal() for _ in range(4)]], RC)
 case(sum, lambda G: [G.normal((3, 4))], RC)
 case(sum, lambda G: [(G.normal((2,)), G.normal((2,)), G.normal(None))], RC)
 case(sum, lambda G: [[G.normal(), G.normal()], G.normal()], RC)   # start is static
+# dicts the function builds (frontend/dict_stores.py): new dicts
+case(runtime.control.dict_set,
+     lambda G: [{"a": G.normal((3,)), "b": G.normal(None)}, "b", G.normal((2,))])
+case(runtime.control.dict_set, lambda G: [{"a": G.normal((3,))}, "c", G.normal(None)])
+case(runtime.control.dict_setdefault, lambda G: [{"a": G.normal((3,))}, "c", G.normal(None)])
+case(runtime.control.dict_setdefault, lambda G: [{"a": G.normal((3,))}, "a", G.normal((3,))])
+case(runtime.control.dict_merge,
+     lambda G: [{"a": G.normal((3,)), "b": G.normal(None)}, {"b": G.normal((2,)), "c": 1.0}])
 case(runtime.r_items, lambda G: [G.normal((3,)), G.normal(None), G.normal((2,))], RC)
 case(runtime.r_items, lambda G: [G.normal((2, 3)), G.normal((1, 3))], RC)
 case(runtime.c_items, lambda G: [G.normal((3,)), G.normal((3,))], RC)

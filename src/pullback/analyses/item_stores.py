@@ -18,7 +18,12 @@ from it reaches the output (a log of the arguments)::
 
 A store that would carry a gradient into a dict or a list (a varied value,
 or a container that holds one and is not the function's own list) stays
-refused, naming the container.  So does a store into a container that a
+refused, naming the container and, for a dict, why ``frontend.dict_stores``
+did not make it a new dict (the function's own dicts held by no other name
+are followed that way: ``d = dict_set(d, k, v)``; those of them that carry no
+gradient get ``dict_set_in_place`` here, a store with no copy).  So does an
+append of a differentiated value to a list that is an item of another
+container (``d["xs"].append(v)``).  So does a store into a container that a
 differentiated operation also reads (``y = x[idx]`` then ``idx.append(2)``):
 the gradient of that operation reads the container after the store.
 
@@ -37,6 +42,8 @@ the gradient of that operation reads the container after the store.
 (array([6.]), [{'kind': 'f', 'returned': True}])
 """
 from __future__ import annotations
+
+import types
 
 import gast
 
@@ -67,6 +74,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             bound.setdefault(s.targets[0].id, s.value)
     local = set(normal.params) | set(bound) | {
         n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, gast.Store)}
+    _in_place(statements, ops, varied, parsed)
     for s in statements:
         op = ops.get(id(s))
         if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
@@ -88,20 +96,37 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "value): its later reads would carry no gradient.", parsed.location(s),
                     f"Update `{outer}` outside the function being differentiated (in its "
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
-            kind = _container_kind(container, bound)
+            held = bound.get(container)
+            if op.kind is OpKind.APPEND and isinstance(held, gast.Subscript) \
+                    and any(v in varied for v in values):
+                # `d["xs"].append(v)`: the list is an item of another container,
+                # which its gradient would never reach (it was a zero gradient)
+                raise UnsupportedSyntaxError(
+                    "pullback does not follow an append of a differentiated value to a "
+                    "list held inside another container: the container's reads would not "
+                    "see the gradient.", parsed.location(s),
+                    "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
+                    "into the container after the loop, or build the container with it.")
+            kind = _container_kind(container, bound, parsed)
             if kind is not None and op.kind is OpKind.SETITEM:
                 what = (f"a differentiated value through an item of the {kind} "
                         f"`{container}`" if any(v in varied for v in values) else
                         f"a store into the {kind} `{container}`, which holds differentiated "
                         "values that reach the output")
+                why = _dict_refusal(parsed, container) if kind == "dict" else None
                 raise UnsupportedSyntaxError(
-                    f"pullback does not follow {what}: a store into it is not followed as "
-                    f"a variable, so its reads would not see the gradient right.",
+                    f"pullback does not follow {what}: " + (
+                        f"a store into a dict is followed as a new dict only where nothing "
+                        f"else holds it, and {why}." if why else "a store into it is not "
+                        "followed as a variable, so its reads would not see the gradient "
+                        "right."),
                     parsed.location(s),
-                    f"Build the {kind} with the value in it, in one display "
-                    f"(`{container} = {_display(kind)}`), or keep the value in a plain "
-                    "local name and pass it on or return it; stores of values that carry "
-                    "no gradient (counters, flags, shapes) are fine.")
+                    (f"Give the dict one name only until its last store (copy it where it "
+                     f"is handed on: `dict({container})`), " if why else
+                     f"Build the {kind} with the value in it, in one display "
+                     f"(`{container} = {_display(kind)}`), ") + "or keep the value in a "
+                    "plain local name and pass it on or return it; stores of values that "
+                    "carry no gradient (counters, flags, shapes) are fine.")
             continue
         shape = getattr((kinds or {}).get(container), "shape", None)
         if shape in (Shape.ARRAY, Shape.NUMBER, Shape.SCALAR):
@@ -143,7 +168,7 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "the item as it is after the change.", parsed.location(s),
                     f"Store a new value: `{container}[k] = {container}[k] "
                     f"{_SYMBOL.get(op.bound.get('mode'), '+')} v`.")
-            if shape is Shape.CONTAINER or _container_kind(container, bound):
+            if shape is Shape.CONTAINER or _container_kind(container, bound, parsed):
                 raise UnsupportedSyntaxError(
                     f"`{container}` is changed in place here, and a differentiated "
                     f"operation at line {getattr(t, 'lineno', '?')} reads it: its gradient "
@@ -155,6 +180,28 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             break                                 # may be an array: mutation.py decides
         else:
             op.effect = True
+
+
+def _in_place(statements, ops, varied, parsed):
+    """``d = dict_set(d, k, v)`` (``frontend.dict_stores``: a dict nothing else
+    holds) where neither the dict nor the value carries a gradient stores in
+    place, as Python does (no residual holds the dict before the store): a
+    dict of counters or positions costs no copy per store."""
+    from ..runtime import control
+    name = None
+    for s in statements:
+        op = ops.get(id(s))
+        if op is None or op.kind is not OpKind.RULE or op.primitive is not control.dict_set \
+                or not isinstance(s, gast.Assign) or not isinstance(s.value, gast.Call):
+            continue
+        if any(n in varied for n in op.names() | _binds(s)):
+            continue
+        if name is None:
+            name = "dict_set_in_place"
+            while name in parsed.closure or name in parsed.globals:
+                name += "_"
+            parsed.closure[name] = types.CellType(control.dict_set_in_place)
+        s.value.func = gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
 
 
 def _own_names(stmt):
@@ -189,9 +236,26 @@ def _outer(name, bound, local):
     return value.id if isinstance(value, gast.Name) and value.id not in local else None
 
 
-def _container_kind(name, bound):
+def _container_kind(name, bound, parsed=None):
     """"dict" or "list" where ``name`` is known to hold one (bound by a dict or
-    list display), else None (it may be an array)."""
+    list display, ``dict(...)``, or a new dict of ``frontend.dict_stores``),
+    else None (it may be an array)."""
     value = bound.get(name)
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+            and parsed is not None:
+        from .ops import static_value
+        fn = static_value(value.func, parsed)
+        if fn is dict or getattr(fn, "makes_dict", False):
+            return "dict"
     return "dict" if isinstance(value, gast.Dict) else \
         "list" if isinstance(value, gast.List) else None
+
+
+def _dict_refusal(parsed, name):
+    """Why ``frontend.dict_stores`` left the stores into ``name`` (or the
+    name normalize renamed it from) as they are, or None."""
+    reasons = getattr(parsed, "dict_refusals", None) or {}
+    while name and name not in reasons:
+        base, _, tail = name.rpartition("_")
+        name = base if tail.isdigit() else ""
+    return reasons.get(name)

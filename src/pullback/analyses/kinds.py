@@ -246,7 +246,7 @@ def _rhs(node, op, kinds, returns=None):
     if op.kind is not OpKind.RULE:
         return UNKNOWN     # fields of structures, opaque calls, ...
     prim = op.primitive
-    if prim in (tuple, list):
+    if prim in (tuple, list) or getattr(prim, "makes_dict", False):
         return Kind(Shape.CONTAINER, None)
     if prim in REAL_OUTPUT:
         return dataclasses.replace(_rhs_number(node, op, kinds), complex=False)

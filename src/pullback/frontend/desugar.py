@@ -11,8 +11,11 @@ read ``d[0]``); a comprehension builds its list with ``append``;
 ``sum`` over a generator accumulates in a loop (linear time, however the
 terms capture the inputs); ``map(f, xs)`` is the comprehension
 ``[f(v) for v in xs]``, evaluated in order (``desugar_calls`` rewrites
-those calls, ``sorted``, ``functools.reduce``, ``dict(...)`` and ``d.get``
-into loops first; this module turns every loop into an index loop)::
+those calls, ``sorted``, ``max``/``min`` with ``key=``, ``functools.reduce``,
+``dict(...)`` and ``d.get`` into loops first; this module turns every loop
+into an index loop; ``frontend.dict_stores`` runs before both, making stores
+into the function's own dicts new dicts; a dict comprehension builds its dict
+with ``dict_set``)::
 
 >>> from pullback.testing import function_from_source, desugared
 >>> print(desugared(function_from_source('''
@@ -52,6 +55,7 @@ from ..rules.registry import nondifferentiable
 from ..runtime import control
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
+from .dict_stores import follow_dict_stores
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -59,6 +63,7 @@ __all__ = ["desugar"]
 
 def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
+    follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
     d.locals = {a.id for a in fn.args.args} | {
         n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
@@ -315,10 +320,12 @@ class _Desugar:
     def comprehension(self, node, pre, reduce_with=None, start=None):
         """Statements that build the value of a comprehension into a fresh
         name (a list, or a running sum); returns the name."""
-        acc = self.namer.fresh("total" if reduce_with else "items")
+        as_dict = isinstance(node, gast.DictComp)
+        acc = self.namer.fresh("total" if reduce_with else "entries" if as_dict else "items")
         init = start if start is not None else gast.Constant(0, None)
         pre.append(_assign(_name(acc, gast.Store()),
-                           init if reduce_with else gast.List(elts=[], ctx=gast.Load()), node))
+                           init if reduce_with else gast.Dict(keys=[], values=[]) if as_dict
+                           else gast.List(elts=[], ctx=gast.Load()), node))
         renames = {}
         for gen in node.generators:
             for n in gast.walk(gen.target):
@@ -328,6 +335,10 @@ class _Desugar:
         if reduce_with:
             inner = [_assign(_name(acc, gast.Store()), gast.BinOp(
                 left=_name(acc), op=gast.Add(), right=node.elt), node)]
+        elif as_dict:       # a new dict per entry (frontend.dict_stores), the last key wins
+            inner = [_assign(_name(acc, gast.Store()), gast.Call(
+                func=_name(self.helper("dict_set", control.dict_set)),
+                args=[_name(acc), node.key, node.value], keywords=[]), node)]
         else:
             inner = [gast.copy_location(gast.Expr(value=gast.Call(
                 func=gast.Attribute(value=_name(acc), attr="append", ctx=gast.Load()),

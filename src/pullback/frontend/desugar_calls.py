@@ -131,6 +131,9 @@ class Hoist(gast.NodeTransformer):
         if d.is_builtin(node.func, "sorted") and len(node.args) == 1 \
                 and all(k.arg in ("key", "reverse") for k in node.keywords):
             return self.visit(self.sorted_items(node))
+        picked = self.max_by(node)
+        if picked is not None:
+            return picked
         if self.is_reduce(node.func):
             return self.reduce(node)
         literal = _dict_literal(d, node)
@@ -218,9 +221,72 @@ class Hoist(gast.NodeTransformer):
         through indexing.  ``d.items()``, ``d.keys()`` and ``d.values()`` of a
         dict are read by key."""
         d = self.d
-        it = node.args[0]
+        seq = self.read_items(node.args[0], node, "sorted_items")
+        opts = {k.arg: k.value for k in node.keywords}
+        order = gast.Call(func=_name(d.helper("sort_order", control.sort_order)),
+                          args=[_name(seq), opts.get("key", gast.Constant(None, None)),
+                                opts.get("reverse", gast.Constant(False, None))],
+                          keywords=[])
+        index = d.namer.fresh("sorted_index")
+        comp = gast.ListComp(elt=gast.Subscript(value=_name(seq), slice=_name(index),
+                                                ctx=gast.Load()),
+                             generators=[gast.comprehension(
+                                 target=_name(index, gast.Store()), iter=order, ifs=[],
+                                 is_async=0)])
+        return gast.copy_location(comp, node)
+
+    def max_by(self, node):
+        """``max(xs, key=f)`` (``min``, ``default=v``): the item at the position
+        ``pick_index`` finds (no gradient: the key's derivative plays no part),
+        read by indexing, so that its gradient goes to the item picked::
+
+            best = max(xs, key=f)     ->     seq = list(xs)
+                                             at = pick_index(seq, f, "max", False)
+                                             best = seq[at]
+        """
+        d = self.d
+        which = next((w for w in ("max", "min") if d.is_builtin(node.func, w)), None)
+        opts = {k.arg: k.value for k in node.keywords}
+        if which is None or not opts or any(k not in ("key", "default") for k in opts) \
+                or not node.args or any(isinstance(a, gast.Starred) for a in node.args) \
+                or (len(node.args) > 1 and "default" in opts):
+            return None
+        if len(node.args) == 1:
+            seq = self.read_items(node.args[0], node, "candidates")
+        else:
+            seq = d.namer.fresh("candidates")
+            self.pre.append(_assign(_name(seq, gast.Store()), self.visit(gast.List(
+                elts=list(node.args), ctx=gast.Load())), node))
+        key = opts.get("key", gast.Constant(None, None))
+        if not isinstance(key, (gast.Name, gast.Constant, gast.Lambda)):
+            held = d.namer.fresh("key_function")
+            self.pre.append(_assign(_name(held, gast.Store()), self.visit(key), node))
+            key = _name(held)
+        default = None
+        if "default" in opts:
+            default = d.namer.fresh("default")
+            self.pre.append(_assign(_name(default, gast.Store()), self.visit(opts["default"]),
+                                    node))
+        at = d.namer.fresh("picked")
+        self.pre.append(_assign(_name(at, gast.Store()), gast.Call(
+            func=_name(d.helper("pick_index", control.pick_index)),
+            args=[_name(seq), key, gast.Constant(which, None),
+                  gast.Constant(default is not None, None)], keywords=[]), node))
+        item = gast.copy_location(gast.Subscript(value=_name(seq), slice=_name(at),
+                                                 ctx=gast.Load()), node)
+        if default is None:
+            return item
+        return self.visit(gast.copy_location(gast.IfExp(
+            test=gast.Compare(left=_name(at), ops=[gast.GtE()],
+                              comparators=[gast.Constant(0, None)]),
+            body=item, orelse=_name(default)), node))
+
+    def read_items(self, it, node, base):
+        """A name bound (by statements put before the call) to the list of
+        what ``sorted``, ``max`` or ``min`` reads from ``it``."""
+        d = self.d
         view = d.mapping_view(it)
-        seq = d.namer.fresh("sorted_items")
+        seq = d.namer.fresh(base)
         if view is not None:
             mapping, method = view
             keys = gast.Call(func=_name(d.runtime_name("mapping_keys")), args=[mapping],
@@ -244,18 +310,7 @@ class Hoist(gast.NodeTransformer):
             it = gast.copy_location(gast.Call(func=_name("list"), args=[it], keywords=[]),
                                     node)
         self.pre.append(_assign(_name(seq, gast.Store()), self.visit(it), node))
-        opts = {k.arg: k.value for k in node.keywords}
-        order = gast.Call(func=_name(d.helper("sort_order", control.sort_order)),
-                          args=[_name(seq), opts.get("key", gast.Constant(None, None)),
-                                opts.get("reverse", gast.Constant(False, None))],
-                          keywords=[])
-        index = d.namer.fresh("sorted_index")
-        comp = gast.ListComp(elt=gast.Subscript(value=_name(seq), slice=_name(index),
-                                                ctx=gast.Load()),
-                             generators=[gast.comprehension(
-                                 target=_name(index, gast.Store()), iter=order, ifs=[],
-                                 is_async=0)])
-        return gast.copy_location(comp, node)
+        return seq
 
     def visit_ListComp(self, node):
         # the element is rewritten inside the loop that computes it (it may
@@ -263,6 +318,9 @@ class Hoist(gast.NodeTransformer):
         return _name(self.d.comprehension(node, self.pre))
 
     def visit_GeneratorExp(self, node):
+        return _name(self.d.comprehension(node, self.pre))
+
+    def visit_DictComp(self, node):
         return _name(self.d.comprehension(node, self.pre))
 
 

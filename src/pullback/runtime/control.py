@@ -45,7 +45,9 @@ __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
            "list_index",
            "expire_value", "check_live",
-           "sort_order", "zip_length", "reduce_start", "caught_exception"]
+           "sort_order", "zip_length", "reduce_start", "caught_exception",
+           "dict_set", "dict_set_in_place", "dict_merge", "dict_setdefault", "item_rebinds", "loop_keys",
+           "pick_index", "dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]
 
 _open = threading.local()
 blocks_used = False     # set when a `with` or `try` block is first transformed (exceptions)
@@ -201,6 +203,20 @@ def sort_order(items, key=None, reverse=False):
     return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
 
 
+def pick_index(items, key=None, which="max", has_default=False):
+    """The position of the item ``max(items, key=key)`` (or ``min``) returns:
+    the first of the largest (smallest) keys, as Python picks; -1 for no items
+    where there is a default (else Python's error)."""
+    if not len(items) and not has_default:
+        raise ValueError(f"{which}() iterable argument is empty")
+    best, at = None, -1
+    for i, item in enumerate(items):
+        k = item if key is None else key(item)
+        if at < 0 or (k > best if which == "max" else k < best):
+            best, at = k, i
+    return at
+
+
 def zip_length(rows):
     """How many items ``zip(*rows)`` gives."""
     return min((len(r) for r in rows), default=0)
@@ -262,3 +278,141 @@ def list_index(seq, index):
     if isinstance(index, int) and not isinstance(index, bool) and -n <= index < 0:
         return index + n
     return index
+
+
+# -- dicts the function builds and changes (frontend.dict_stores) -------------------
+#
+# ``d[k] = v`` into a dict only the function holds is ``d = dict_set(d, k, v)``:
+# a new dict, so the value the dict had before stays what the adjoint reads.
+
+def _dict_of(d, what):
+    if type(d) is not dict:
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback followed {what} as a store into a dict, and this value is a "
+            f"{type(d).__name__}.", None,
+            "Build the dict with `{}`, `dict(...)` or a dict comprehension, or make a new "
+            "array instead of writing into this one.")
+    return d
+
+
+def dict_set(d, key, value):
+    """``d[key] = value`` as a new dict (the key keeps its place, a new key
+    comes last, as in Python)."""
+    out = dict(_dict_of(d, f"`[{key!r}] = ...`"))
+    out[key] = value
+    return out
+
+
+def dict_set_in_place(d, key, value):
+    """``d[key] = value`` as Python runs it, where no gradient reaches the
+    store (``analyses.item_stores``): no copy."""
+    _dict_of(d, f"`[{key!r}] = ...`")[key] = value
+    return d
+
+
+def dict_merge(*parts):
+    """``{**a, **b}``, ``dict(a, **b)``, ``a | b``, ``d.update(b)``: a new dict,
+    later parts' entries replacing earlier ones' in place."""
+    out = {}
+    for p in parts:
+        if not hasattr(p, "keys"):
+            raise TypeError(f"'{type(p).__name__}' object is not a mapping")
+        out.update(p)
+    return out
+
+
+def dict_setdefault(d, key, value):
+    """``d.setdefault(key, value)``'s change of ``d``, as a new dict."""
+    if key in _dict_of(d, "`.setdefault(...)`"):
+        return d
+    out = dict(d)
+    out[key] = value
+    return out
+
+
+def item_rebinds(item, key, name="d"):
+    """``d[key] += v`` (and the other operators) on a dict the function holds
+    is followed as ``d[key] = d[key] + v``: true where the item is a number.
+    An array (or a list) would be changed in place, and every other name for
+    it would see that: refused."""
+    if isinstance(item, (np.ndarray, list, dict)):
+        from ..errors import UnsupportedSyntaxError
+        what = "a NumPy array" if isinstance(item, np.ndarray) else f"a {type(item).__name__}"
+        raise UnsupportedSyntaxError(
+            f"`{name}[{key!r}] += ...` on an item that is {what} changes that object in "
+            "place (every other name for it sees the change), which pullback does not "
+            "follow for items of a dict.", None,
+            f"Store a new value: `{name}[{key!r}] = {name}[{key!r}] + v`.")
+
+
+def loop_keys(seq):
+    """What ``for k in seq`` reads, where the body reads ``seq[k]``: a dict's
+    keys (as a list); a sequence of keys or indices (ints, strings) as it is.
+    A sequence of numbers that may carry a gradient is refused (its items
+    would be read as keys, without one)."""
+    if isinstance(seq, dict):
+        return list(seq)
+    if isinstance(seq, np.ndarray) and seq.dtype.kind in "iub":
+        return seq
+    if isinstance(seq, (list, tuple, range)) and all(
+            isinstance(v, (int, str, bytes, tuple)) for v in seq):
+        return seq
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"pullback took this loop for a loop over a dict's keys (its body reads the "
+        f"sequence by the loop's variable), and it runs over a {type(seq).__name__} of "
+        "values.", None, "Loop over `range(len(xs))` and read `xs[i]`, or over the dict's "
+        "`.keys()`.")
+
+
+def _zero(v):
+    from .core import zeros_like
+    return zeros_like(v)
+
+
+def dict_set_grads(g, d, key, value):
+    """The cotangents of ``d`` and ``value`` in ``dict_set(d, key, value)``,
+    from ``g``, the new dict's (a dict, perhaps missing entries: zero)."""
+    g = g if isinstance(g, dict) else {}
+    d_bar = {k: _zero(v) if k == key or g.get(k) is None else g[k] for k, v in d.items()}
+    v_bar = g.get(key)
+    return d_bar, _zero(value) if v_bar is None else v_bar
+
+
+def dict_setdefault_grads(g, d, key, value):
+    """The cotangents of ``d`` and ``value`` in ``dict_setdefault(d, key, value)``."""
+    if key in d:
+        g = g if isinstance(g, dict) else {}
+        return {k: _zero(v) if g.get(k) is None else g[k] for k, v in d.items()}, _zero(value)
+    return dict_set_grads(g, d, key, value)
+
+
+def dict_merge_grads(g, parts):
+    """The cotangent of each part of ``dict_merge(*parts)``: an entry gets
+    ``g``'s where its part is the last to hold its key, else zero."""
+    g = g if isinstance(g, dict) else {}
+    last = {}
+    for i, p in enumerate(parts):
+        for k in (p.keys() if hasattr(p, "keys") else (k for k, _ in p)):
+            last[k] = i
+    out = []
+    for i, p in enumerate(parts):
+        if hasattr(p, "keys"):
+            out.append({k: g[k] if last[k] == i and g.get(k) is not None else _zero(v)
+                        for k, v in p.items()})
+            continue
+        # `dict(pairs)`: the pairs carry no gradient; refused where one reaches them
+        if any(last[k] == i and g.get(k) is not None and np.any(g[k] != 0) for k, _ in p):
+            from ..errors import NonDifferentiableError
+            raise NonDifferentiableError(
+                "pullback does not send gradients back through the (key, value) pairs "
+                "`dict(pairs)` is built from.", None,
+                "Build the dict with a display or a dict comprehension: "
+                "`{k: v for k, v in pairs}`.")
+        out.append(_zero(p))
+    return out
+
+
+for _f in (dict_set, dict_set_in_place, dict_merge, dict_setdefault):
+    _f.makes_dict = True        # (analyses.kinds: a container)
