@@ -323,3 +323,28 @@ def test_a_method_named_fill_on_an_argument_names_both_readings():
         pb.grad(fill_on_argument)(x0(), P(x0()))
     check_error(info.value, fill_on_argument, "q.fill(0.5)", pb.UnsupportedSyntaxError,
                 ["method `fill` of your own class", "np.full_like", "return a new object"])
+
+
+# ---------------------------------------------------------------- a method storing into an argument
+
+class _Scaled:
+    def __init__(self, x):
+        self.x = x
+
+    def step(self, k):
+        self.x = self.x * k
+
+
+def _stepped_argument(c, k):
+    c.step(k)
+    return np.sum(c.x)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_method_storing_into_a_plain_object_argument_is_refused_before_it_runs(argnums):
+    # was a silent wrong gradient: d/dk gave 0.0 where 2.0 is right, d/dc [1, 1] where [2, 2]
+    # is right, and the caller's `c.x` was doubled by every transform
+    c = _Scaled(np.array([1.0, 1.0]))
+    with pytest.raises(pb.PullbackError, match=r"stores into the attribute `x` of `self`"):
+        pb.grad(_stepped_argument, argnums=argnums)(c, 2.0)
+    np.testing.assert_array_equal(c.x, [1.0, 1.0])

@@ -625,7 +625,7 @@ def _no_attribute_store(fn, *args, **kwargs):
         values = value if kind is inspect.Parameter.VAR_POSITIONAL else \
             tuple(value.values()) if kind is inspect.Parameter.VAR_KEYWORD else (value,)
         for v in values:
-            if not dataclasses.is_dataclass(v) or isinstance(v, type):
+            if isinstance(v, type) or not _user_object(v):
                 continue
             found = _param_store(type(v), fn, param, set())
             if found is None:
@@ -635,16 +635,31 @@ def _no_attribute_store(fn, *args, **kwargs):
             name = fn.__qualname__ if param == "self" else fn.__name__
             via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
             what = f"the attribute `{attr}`" if attr is not None else "an attribute"
-            example = f"dataclasses.replace({param}, {attr}=...)" if attr is not None \
-                else f"dataclasses.replace({param}, ...)"
+            dc = dataclasses.is_dataclass(v)
+            example = (f"dataclasses.replace({param}, {attr}=...)" if attr is not None
+                       else f"dataclasses.replace({param}, ...)") if dc \
+                else f"{cls}(...)"
             raise UnsupportedSyntaxError(
                 f"pullback cannot differentiate this call of `{name}`: it stores into "
-                f"{what} of `{param}`{via}, here a dataclass (`{cls}`), which pullback "
-                "differentiates as a value, so the reads of it after the call would be "
+                f"{what} of `{param}`{via}, here " + (f"a dataclass (`{cls}`)" if dc else
+                f"an object of class `{cls}` that the function was given") + ", which "
+                "pullback differentiates as a value (and never changes: it is the caller's), "
+                "so the reads of it after the call would be "
                 "differentiated as if the store had not happened.",
                 hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, "
                      "and use it: " + (f"`obj = obj.{fn.__name__}()`." if param == "self"
                                        else f"`{param} = {fn.__name__}(...)`."))
+
+
+def _user_object(v):
+    """Whether ``v`` is an instance of a class defined in Python with
+    attributes of its own (a dataclass, a plain object, a ``__slots__``
+    class): what a stored attribute would change for the caller."""
+    cls = type(v)
+    if cls.__module__ == "builtins" or isinstance(v, (types.ModuleType, types.FunctionType,
+                                                      types.MethodType, np.ndarray, np.generic)):
+        return False
+    return hasattr(v, "__dict__") or bool(getattr(cls, "__slots__", ()))
 
 
 def _no_array_write(fn, obj):
