@@ -10,6 +10,7 @@ computes, copies or writes is refused, naming the file, the line and what
 to write instead.
 """
 import collections
+import collections.abc
 import copy
 import heapq
 import importlib
@@ -357,6 +358,19 @@ def test_library_storing_into_a_list_is_refused(thirdlib):
                 ["stash", "changed an argument in place", "your own function"])
 
 
+def test_replacing_a_differentiated_value_by_a_constant_is_refused():
+    def f(x):
+        d = {"a": x}
+        collections.abc.MutableMapping.update(d, {"a": np.ones(3)})
+        return np.sum(d["a"] * x)
+
+    with pytest.raises(pb.NonDifferentiableError) as err:
+        pb.grad(f)(X)
+    check_error(err.value, f, "collections.abc.MutableMapping.update(d",
+                pb.NonDifferentiableError,
+                ["update", "replacing the value being differentiated", "your own function"])
+
+
 def test_shuffle_in_place_is_refused():
     def f(x, y):
         layers = [x, y]
@@ -366,7 +380,7 @@ def test_shuffle_in_place_is_refused():
     with pytest.raises(pb.NonDifferentiableError) as err:
         pb.grad(f)(X, Y)
     check_error(err.value, f, "random.Random(1).shuffle(layers)", pb.NonDifferentiableError,
-                ["shuffle", "moving a value being differentiated", "your own function"])
+                ["shuffle", "replacing the value being differentiated", "your own function"])
 
 
 def test_one_value_at_two_places_is_refused():

@@ -17,7 +17,7 @@ known when the function is transformed) refuses, when it runs, a method
 that is not library code, as ``analyses.attributes`` does where the class is
 known.
 
->>> import pullback as pb
+>>> import inspect, pullback as pb
 >>> from pullback.testing import function_from_source
 >>> f = function_from_source('''
 ... def f(x):
@@ -25,7 +25,7 @@ known.
 ...     b.apply_defaults()
 ...     u, v = tuple(b.arguments.values())
 ...     return u * v
-... ''')
+... ''', {"inspect": inspect})
 >>> pb.grad(f)(3.0)
 2.0
 """

@@ -399,8 +399,15 @@ def _check_changed(fn, value, before, after, diff, where):
         return
     old = {p: leaf for p, leaf in before}
     for path, leaf in after:
-        if old.get(path) is leaf:
+        was = old.get(path)
+        if was is leaf:
             continue
+        if was is not None and id(was) in diff:
+            _refuse(fn, f"it changed an argument in place, replacing the value being "
+                        f"differentiated at {_show(path)} (a later read there would send its "
+                        "gradient to the old value).",
+                    "Build the new value in your own function (a new list or dict), rather "
+                    "than have the library change the one you have.")
         if id(leaf) in diff:
             _refuse(fn, f"it changed an argument in place, moving a value being "
                         f"differentiated to {_show(path)}.",
