@@ -92,11 +92,15 @@ def defer_call(stmt, op, normal, parsed, varied, useful):
         return
     call = stmt.value
     mask = [k for k, n in op.operands if n in varied]
-    if not mask or any(k in (-1, -2) for k in mask) or not _plain(call):
+    func = call.func
+    if -1 in mask and isinstance(func, gast.Attribute):
+        from ..frontend.written import _known_method
+        if not _known_method(func.attr):
+            return      # analyses.attributes: refused, or strict (defer_method_call)
+    if not mask or -2 in mask or not _plain(call):
         return
     if any(isinstance(k, int) and k >= len(call.args) for k in mask):
         return
-    func = call.func
     if isinstance(func, gast.Name) and (_pullback_own(func.id, parsed)
                                         or func.id in ("setattr", "delattr")):
         return          # star_call, attempt, nested_value; stores (analyses.attributes)

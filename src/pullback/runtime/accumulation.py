@@ -152,7 +152,8 @@ def owned_zeros(x):
         return np.zeros(x.shape, dtype=x.dtype)
     if type(x) is not np.ndarray and is_foreign(x):
         return zeros_for(x)                  # Dask, CuPy: of x's array type
-    if is_library_object(x):    # made by a library call: by attribute (runtime.opaque)
+    if is_library_object(x) or isinstance(x, (str, bytes)):
+        # made by a library call: by attribute (runtime.opaque); a string: none
         return FieldGrads()
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
 
