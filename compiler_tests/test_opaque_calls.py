@@ -218,6 +218,21 @@ def test_forward_mode_through_library_calls():
     close((out, tangent), (want_out, want_t))
 
 
+def test_forward_mode_through_a_c_method():
+    """``od.move_to_end("a")`` (a method of a C type, its object changed) and
+    ``od["a"]`` read after it, in forward mode."""
+    def f(x, y):
+        od = collections.OrderedDict([("a", x), ("b", y)])
+        od.move_to_end("a")
+        return np.sum(np.sin(od["a"]) * od["b"])
+
+    t = RNG.standard_normal(3)
+    u = RNG.standard_normal(3)
+    out, tangent = pb.jvp(f, (X, Y), (t, u))
+    want = jax.jvp(lambda x, y: jnp.sum(jnp.sin(x) * y), (X, Y), (t, u))
+    close((out, tangent), want)
+
+
 def test_try_body_reading_a_closure():
     """A ``try`` body that calls a nested function holding differentiated
     values (the harness's ``thunk``): its gradient reaches them."""

@@ -330,14 +330,15 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
         tangents[at] = getattr(tangents[at], name, 0.0)
         return dynamic_jvp(vars(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
                            tuple(tangents), *args, **kwargs)
-    if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
-                                        staticmethod):
-        # self.log_normal(x, m, s) of a staticmethod: the object is not passed on
+    if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
+            inspect.getattr_static(type(obj), name, None), staticmethod)):
+        # self.log_normal(x, m, s) of a staticmethod, a module's function: the object
+        # is not passed on
         keep = [i for i, k in enumerate(mask) if k != _RECEIVER]
         mask = tuple(mask[i] for i in keep)
         tangents = tuple(tangents[i] for i in keep)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
-                                  and method.__self__ is obj):
+                                  and method.__self__ is obj) and not is_library_code(method):
         raise NonDifferentiableError(
             f"`.{name}` of a {type(obj).__name__} is not a method defined in Python, so "
             "pullback cannot follow a tangent through the object it is called on.",

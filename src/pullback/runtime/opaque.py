@@ -569,6 +569,17 @@ def forward(fn, args, kwargs, mask, tangents):
     return out, _tangent(out, placed, ())
 
 
+class _Fields(dict):
+    """The tangent of an object a library call made: its attributes' tangents,
+    read as attributes too (``b_dot.arguments``, as the tangent code reads a field)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
 def _zero_tangent(x):
     """Zeros of ``x``'s shape for a float leaf, the same structure for a
     container, None for what has no tangent (``forward_support.zeros_tangent``)."""
@@ -598,8 +609,8 @@ def _tangent(value, placed, path):
             _tangent(c, placed, path + (k,)) for k, c in enumerate(value))
     if isinstance(value, (dict, types.MappingProxyType)):
         return {k: _tangent(value[k], placed, path + (k,)) for k in list(value)}
-    out = {key: _tangent(c, placed, path + (key,))
-           for key, c, in_bag in _children(value, False) if not in_bag}
+    out = _Fields((key, _tangent(c, placed, path + (key,)))
+                  for key, c, in_bag in _children(value, False) if not in_bag)
     for p, t in placed.items():
         if len(p) == len(path) + 1 and p[:len(path)] == path and isinstance(p[-1], tuple):
             out[p[-1]] = t
@@ -684,14 +695,21 @@ def checked_call(mask, fn, *args, **kwargs):
     code runs checked (``call``), so that what it changes in its arguments
     keeps each differentiated value at its place; anything else runs as it is
     (pullback's other checks are where they were)."""
-    f, lead = fn, ()
-    if isinstance(fn, types.MethodType):
-        f, lead = fn.__func__, (fn.__self__,)
-    if not is_library_code(f):
+    f, lead, keywords = fn, (), {}
+    while True:         # what the dispatcher unwraps: partials, bound methods
+        if isinstance(f, functools.partial):
+            lead, keywords, f = f.args + lead, {**f.keywords, **keywords}, f.func
+        elif isinstance(f, types.MethodType):
+            lead, f = (f.__self__,) + lead, f.__func__
+        else:
+            break
+    if isinstance(f, type) or not callable(f) or not is_library_code(f):
         return fn(*args, **kwargs)
-    if lead:
-        mask = tuple(k + 1 if isinstance(k, int) else k for k in mask)
-    return call(f, lead + args, kwargs, mask)[0]
+    if set(keywords) & set(kwargs):
+        return fn(*args, **kwargs)      # (Python raises)
+    n = len(lead)
+    mask = tuple(k + n if isinstance(k, int) and k >= 0 else k for k in mask)
+    return call(f, lead + args, {**keywords, **kwargs}, mask)[0]
 
 
 def checked_method_call(mask, strict, obj, name, *args, **kwargs):
