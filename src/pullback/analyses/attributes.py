@@ -99,7 +99,10 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
         call = _called(stmt, ops)
         if call is not None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
-        errors.extend(_method_stores(stmt, normal, parsed, varied, binds))
+        if ops is not None:         # a library call is checked when it runs (opaque_calls)
+            from .opaque_calls import defer_call
+            defer_call(stmt, ops.get(id(stmt)), normal, parsed, varied, useful)
+        errors.extend(_method_stores(stmt, normal, parsed, varied, binds, ops))
         errors.extend(_property_reads(stmt, normal, parsed, varied, binds))
         errors.extend(_own_item_reads(stmt, normal, parsed, varied, binds))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
@@ -207,7 +210,7 @@ def _callee_stores(stmt, call, fn, bound, parsed, varied, useful):
     return []
 
 
-def _method_stores(stmt, normal, parsed, varied, binds):
+def _method_stores(stmt, normal, parsed, varied, binds, ops=None):
     """The refusal of a statement ``obj.meth(...)`` (or ``getattr(obj,
     "meth")()``) whose result is unused, on an object holding differentiated
     values: such a call runs as plain Python, so whatever it changes in
@@ -257,6 +260,9 @@ def _method_stores(stmt, normal, parsed, varied, binds):
     if cls is None:
         if obj in normal.params or _known_method(meth):
             return []       # an argument: `no_attribute_store` checks it when it runs
+        from .opaque_calls import defer_method_call
+        if defer_method_call(stmt, normal, parsed, varied, ops and ops.get(id(stmt))):
+            return []       # a library method is checked when it runs, others refused there
     else:
         method = inspect.getattr_static(cls, meth, None)
         if isinstance(method, (staticmethod, classmethod)):

@@ -38,6 +38,7 @@ from .. import runtime
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..ir.walk import all_statements
 from ..rules.registry import WRITES_INTO, Rule, is_nondifferentiable, lookup
+from ..runtime.opaque import is_library_code
 
 if TYPE_CHECKING:     # (not loaded by `import pullback`)
     from ..frontend.parse import Parsed
@@ -328,7 +329,8 @@ class _Resolver:
             if is_variadic(obj):       # *args, **kwargs: flattened per call, at run time
                 return self.dynamic(node, kwargs, label, static=obj)
             return self.bind_python(obj, OpKind.USER, obj, node, label)
-        if _dispatches(obj):
+        if _dispatches(obj) or is_library_code(obj):
+            # library code: run, then checked to have only moved data (runtime.opaque)
             return self.dynamic(node, kwargs, label, static=obj)
         return Op(OpKind.OPAQUE, label=label, primitive=obj, node=node,
                   operands=tuple((None, a.id) for a in node.args + list(kwargs.values())
@@ -573,7 +575,8 @@ def _dispatches(obj):
 
 def is_library(fn):
     module = getattr(fn, "__module__", "") or ""
-    return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax")
+    return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax") \
+        or is_library_code(fn)
 
 
 def dotted(node, sep=".", default="a call"):

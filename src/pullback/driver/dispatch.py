@@ -53,6 +53,8 @@ from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: ru
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
+from ..runtime import opaque
+from ..runtime.opaque import is_library_code
 from ..runtime.control import RAISED, attempt, nested_value, spread, star_call
 
 __all__ = ["dynamic_call", "dynamic_method_call", "dynamic_adjoint", "refusal"]
@@ -155,12 +157,18 @@ def _attempt(mask, inplace, body, args):
     """``dynamic_call`` of ``attempt(body, *args)`` (``frontend.exceptions``):
     ``mask`` holds positions among ``attempt``'s own arguments (1...: the
     body's)."""
-    if 0 in mask or not all(isinstance(k, int) for k in mask):
+    if (0 in mask and not isinstance(body, functools.partial)) \
+            or not all(isinstance(k, int) for k in mask):
         raise NonDifferentiableError(
             "pullback cannot send a gradient through the function value that runs a `try` "
             "body.", hint="Pass the values the `try` body reads as arguments.")
-    inner = tuple(k - 1 for k in mask)
-    if isinstance(body, types.FunctionType) and not is_library(body):
+    # the body holding values being differentiated (a nested function it reads, such as
+    # a closure over them: `nested_value(try_body, thunk=thunk)`): as the callee, its
+    # cotangent that of what it holds (_partial_call)
+    inner = tuple(_CALLEE if k == 0 else k - 1 for k in mask)
+    if 0 in mask:
+        pass
+    elif isinstance(body, types.FunctionType) and not is_library(body):
         # the body is transformed before it runs: an error of the transform is
         # never taken for one the user's handler catches
         from ..callees import derivative_of
@@ -171,7 +179,7 @@ def _attempt(mask, inplace, body, args):
     except BaseException as err:
         if isinstance(err, PullbackError):
             raise
-        zeros = tuple(runtime.zeros_like(args[k - 1]) for k in mask)
+        zeros = tuple(runtime.zeros_like(body if k == 0 else args[k - 1]) for k in mask)
         return (RAISED, err), (_Attempt(), (None, zeros))
     return out, (_Attempt(), (res, None))
 
@@ -377,15 +385,16 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
         out, res = dynamic_call(vars(obj)[name], tuple(_CALLEE if k == _RECEIVER else k
                                                        for k in mask), inplace, *args, **kwargs)
         return out, (_HeldCallee(at, name), res)
-    if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
-                                        staticmethod):
-        # `self.log_normal(x, m, s)` of a staticmethod: the object is not passed on
+    if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
+            inspect.getattr_static(type(obj), name, None), staticmethod)):
+        # `self.log_normal(x, m, s)` of a staticmethod, `self.mod.grad(f)` of a module
+        # held by an object: the object is not passed on (a module carries no gradient)
         at = mask.index(_RECEIVER)
         out, res = dynamic_call(method, tuple(k for k in mask if k != _RECEIVER), inplace,
                                 *args, **kwargs)
         return out, (_NoReceiverGradient(at, obj), res)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
-                                  and method.__self__ is obj):
+                                  and method.__self__ is obj) and not is_library_code(method):
         raise NonDifferentiableError(
             f"`.{name}` of a {type(obj).__name__} is not a method defined in Python, so "
             "pullback cannot send a gradient to the object it is called on.",
@@ -432,6 +441,48 @@ class _Constant:
 
     def adjoint(self, picked, ct):
         return tuple(runtime.zeros_like(a) for a in picked)
+
+
+#: pullback's functions that make a derivative function from a function (and ints)
+_MAKERS = frozenset({"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian"})
+
+
+class _Maker:
+    """``pb.grad(f, argnums)`` made inside a function being differentiated, from
+    values the transform could not prove constant (a closure's parameters):
+    run as it is where, when it runs, none of them carries a gradient (``f`` a
+    plain function, ``argnums`` ints); the derivative function it makes is
+    differentiated when it is called (``pullback.higher``)."""
+
+    def __init__(self, fn, mask, why):
+        self.fn, self.mask, self.why = fn, mask, why
+
+    def primal(self, args, kwargs):
+        from ..runtime.function_values import carries
+        picked = tuple(args[k] if isinstance(k, int) else kwargs[k] for k in self.mask)
+        if any(carries(v) and not isinstance(v, types.FunctionType) for v in picked):
+            raise NonDifferentiableError(self.why[0], hint=self.why[1])
+        return self.fn(*args, **kwargs), (self, picked)
+
+    def adjoint(self, picked, ct):
+        return tuple(runtime.zeros_like(a) for a in picked)
+
+
+class _Opaque:
+    """Library code (no rule, no source pullback follows): run as plain
+    Python, then checked to have only moved the values being differentiated;
+    each result leaf's cotangent goes back to the argument's leaf it is
+    (``runtime.opaque``)."""
+
+    def __init__(self, fn, mask):
+        self.fn, self.mask = fn, mask
+
+    def primal(self, args, kwargs):
+        out, res = opaque.call(self.fn, args, kwargs, self.mask)
+        return out, (self, res)
+
+    def adjoint(self, res, ct):
+        return opaque.adjoint(res, ct)
 
 
 class _Differentiated:
@@ -498,6 +549,10 @@ def _plan(fn, nargs, kwnames, mask, inplace):
 def _make_plan(fn, nargs, kwnames, mask, inplace):
     from ..callees import CustomVJP, derivative_of
     why = refusal(fn)
+    if why is not None and getattr(fn, "__pullback_api__", None) is None \
+            and getattr(fn, "__name__", None) in _MAKERS \
+            and getattr(fn, "__module__", "").split(".")[0] == "pullback":
+        return _Maker(fn, mask, why)
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])
     if isinstance(fn, CustomVJP):
@@ -513,6 +568,8 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
     if isinstance(fn, types.FunctionType) and not is_library(fn):
         _refuse_writes(fn)
         return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
+    if is_library_code(fn):
+        return _Opaque(fn, mask)
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     raise NoRuleError(
         f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "

@@ -26,6 +26,8 @@ import weakref
 import numpy as np
 
 from ..analyses.ops import is_library
+from ..runtime import opaque
+from ..runtime.opaque import is_library_code
 from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
@@ -328,14 +330,15 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
         tangents[at] = getattr(tangents[at], name, 0.0)
         return dynamic_jvp(runtime.attributes_of(obj)[name], tuple(-2 if k == _RECEIVER else k for k in mask),
                            tuple(tangents), *args, **kwargs)
-    if _RECEIVER in mask and isinstance(inspect.getattr_static(type(obj), name, None),
-                                        staticmethod):
-        # self.log_normal(x, m, s) of a staticmethod: the object is not passed on
+    if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
+            inspect.getattr_static(type(obj), name, None), staticmethod)):
+        # self.log_normal(x, m, s) of a staticmethod, a module's function: the object
+        # is not passed on
         keep = [i for i, k in enumerate(mask) if k != _RECEIVER]
         mask = tuple(mask[i] for i in keep)
         tangents = tuple(tangents[i] for i in keep)
     if _RECEIVER in mask and not (isinstance(method, types.MethodType)
-                                  and method.__self__ is obj):
+                                  and method.__self__ is obj) and not is_library_code(method):
         raise NonDifferentiableError(
             f"`.{name}` of a {type(obj).__name__} is not a method defined in Python, so "
             "pullback cannot follow a tangent through the object it is called on.",
@@ -434,6 +437,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
         return out, support.zeros_tangent(out)
     if isinstance(fn, types.FunctionType) and not is_library(fn):
         return _by_handle(forward_of(fn), fn, args, kwargs, mask, tangents, has_aux)
+    if is_library_code(fn):     # run, checked to have only moved data (runtime.opaque)
+        return opaque.forward(fn, args, kwargs, tuple(mask), tuple(tangents))
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     raise NoRuleError(
         f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "

@@ -262,7 +262,11 @@ class _Lifter:
         (blank lines keep the user's line numbers)."""
         text = codegen.unparse(tree)
         first = tree.lineno
-        filename = f"<pullback: {tree.name} lifted from {self.parsed.filename}>"
+        # one file per outer function and line: two functions of a module may each
+        # lift a `try_body` (a shared name gave one the other's source)
+        outer = getattr(self.parsed.fn, "__qualname__", "?")
+        filename = f"<pullback: {tree.name} lifted from {self.parsed.filename} ({outer}, " \
+                   f"line {first})>"
         source = "\n" * (first - 1) + text + "\n"
         codegen.register_source(filename, source)
         free = sorted(set(self.parsed.closure) & {

@@ -77,6 +77,7 @@ import gast
 from ..ir.build import name as _name
 from ..rules.registry import nondifferentiable
 from ..runtime import control
+from ..runtime.opaque import entered_value
 from ..ir.naming import Namer
 from .parse import Parsed
 from .try_names import (EVERY_NAME, bound_names, check_partial_work, in_loop, raising,
@@ -253,19 +254,19 @@ class _Blocks:
         control.blocks_used = True      # callees' call_primal keeps track from now on
         head, tail = [], []
         for item in stmt.items:
-            if item.optional_vars is not None and not self.errstate(item):
-                for n in gast.walk(item.context_expr):
-                    if isinstance(n, gast.Name) and n.id in self.locals:
-                        raise self.parsed.unsupported(
-                            item.context_expr, f"a context manager built from `{n.id}` "
-                                               "whose `as` value is used",
-                            "What `__enter__` returns carries no gradient: build the "
-                            "context manager from module-level values, or compute the value "
-                            "in the block.")
+            # built from the function's own values, what `__enter__` returns is
+            # checked to hold no number when it runs (it carries no gradient)
+            local = [] if item.optional_vars is None or self.errstate(item) else [
+                n.id for n in gast.walk(item.context_expr)
+                if isinstance(n, gast.Name) and n.id in self.locals]
             cm = self.namer.fresh("context")
             head.append(_assign(_name(cm, gast.Store()), item.context_expr, stmt))
-            enter = gast.Call(func=_name(self.helper("context_enter", control.context_enter)),
-                              args=[_name(cm)], keywords=[])
+            enter = gast.Call(func=_name(self.helper("entered_value", entered_value) if local
+                                         else self.helper("context_enter",
+                                                          control.context_enter)),
+                              args=[_name(cm)] + ([gast.Constant(", ".join(
+                                  f"`{n}`" for n in dict.fromkeys(local)), None)] if local
+                                  else []), keywords=[])
             head.append(_assign(item.optional_vars, enter, stmt) if item.optional_vars
                         is not None else gast.copy_location(gast.Expr(value=enter), stmt))
             tail.insert(0, gast.copy_location(gast.Expr(value=gast.Call(
@@ -281,7 +282,7 @@ class _Blocks:
             and static_value(item.context_expr.func, self.parsed) is np.errstate
 
 
-nondifferentiable(control.context_enter, control.context_exit)
+nondifferentiable(control.context_enter, control.context_exit, entered_value)
 
 
 class _Exits(gast.NodeTransformer):

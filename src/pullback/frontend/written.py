@@ -86,6 +86,8 @@ def written_params(fn):
     updated and also rebound is left out: a number's updates rebind it, an
     array's are refused by ``updates.check_updates``."""
     fn = getattr(fn, "__pullback_variant__", (fn,))[0]
+    if _library(fn):
+        return {}       # run as plain Python, checked when it runs (runtime.opaque)
     try:
         memo = _written.get(fn)
     except TypeError:
@@ -221,6 +223,11 @@ _stored = weakref.WeakKeyDictionary()
 _stored_progress = {}   # fn -> [its stores found so far, whether a recursive call read them]
 
 
+def _library(fn):
+    from ..runtime.opaque import is_library_code
+    return is_library_code(fn)
+
+
 def attribute_stores(fn):
     """``{param: (attribute, function, method)}`` for the parameters ``fn``
     stores an attribute into, directly or through a call of a function it
@@ -272,6 +279,8 @@ def stored_values(fn):
 
 def _analysis(fn):
     fn = getattr(fn, "__pullback_variant__", (fn,))[0]
+    if _library(fn):
+        return {}, {}   # run as plain Python, checked when it runs (runtime.opaque)
     try:
         memo = _stored.get(fn)
     except TypeError:

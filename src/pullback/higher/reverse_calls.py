@@ -152,6 +152,12 @@ class DynamicCallForward:
         routed = _function_value_call(self, callee, mask, inplace, rest, kwargs, keys, tangents)
         if routed is not None:
             return routed
+        from ..runtime import control
+        if callee is control.star_call:
+            raise NonDifferentiableError(
+                "pullback cannot differentiate the gradient of a call with starred arguments "
+                "(`f(*args)`) again.", hint="Pass the arguments one by one (`f(a, b)`), or "
+                "take one derivative of this function.")
         given = {}
         for k, t in zip(keys, tangents):
             if t is None:

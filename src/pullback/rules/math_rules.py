@@ -37,7 +37,8 @@ import numpy as np
 
 from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime.reduction_forward import builtin_max_jvp
-from pullback.runtime import abs_grad, indexable, mapping_keys, pack_like, select_grad, unsum
+from pullback.runtime import abs_grad, indexable, mapping_keys, select_grad, unsum
+from pullback.runtime.opaque import items_cotangent
 
 # --- exponentials, logarithms, powers ---
 
@@ -249,8 +250,9 @@ def sum_(g, ans, iterable, start=0):
 
 @vjp(tuple, list)
 def sequence(g, ans, iterable):
-    # tuple(x), list(x): one element per element of x (a tuple, list or array)
-    return pack_like(iterable, g)
+    # tuple(x), list(x): one element per element of x (a tuple, list or array);
+    # an iterator, consumed by now, by the identity of what it gave (runtime.opaque)
+    return items_cotangent(iterable, ans, g)
 
 
 @vjp(max, min)

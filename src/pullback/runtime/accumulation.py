@@ -7,6 +7,7 @@ from .core import FieldGrads, Meta, add_cotangents, attributes_of, fields_of, is
     is_structure, meta, \
     realify, unbroadcast, zeros_like
 from .backends import add_repeated, is_foreign, zeros_for
+from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
 __all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
@@ -152,6 +153,9 @@ def owned_zeros(x):
         return np.zeros(x.shape, dtype=x.dtype)
     if type(x) is not np.ndarray and is_foreign(x):
         return zeros_for(x)                  # Dask, CuPy: of x's array type
+    if is_library_object(x) or isinstance(x, (str, bytes)):
+        # made by a library call: by attribute (runtime.opaque); a string: none
+        return FieldGrads()
     return np.zeros(np.shape(x), dtype=np.result_type(x, 0.0))
 
 

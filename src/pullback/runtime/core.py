@@ -655,4 +655,5 @@ def _project_structure(g, x, copy):
         if any(k not in names for k in g):
             _check_computed_attributes(g, x, names)
     return rebuild_like(x, {k: (zeros_like(v) if _entry(g, k) is None
+                                or isinstance(v, (bool, np.bool_))     # (carries none)
                                 else project(_entry(g, k), v, copy)) for k, v in fields_of(x)})

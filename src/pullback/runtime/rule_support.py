@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import add_repeated, is_foreign, set_basic, zeros_for
+from .opaque import bag_cotangent, is_bag
 from .core import FieldGrads, Meta, attributes_of, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
@@ -384,7 +385,22 @@ def unsum(g, iterable):
     """Cotangent of builtin ``sum(iterable)`` (or ``math.fsum``): ``g`` for each item."""
     if isinstance(iterable, np.ndarray):
         return np.broadcast_to(g, iterable.shape)
+    _not_consumed(iterable, "sum")
+    if is_bag(iterable):        # a view, a set: by the identity of its items (runtime.opaque)
+        items = list(iterable)
+        return bag_cotangent(items, [unbroadcast(g, x) for x in items])
     return _same_kind(iterable, [unbroadcast(g, x) for x in iterable])
+
+
+def _not_consumed(items, name):
+    """Refuse an iterator given to ``sum``/``max``/``min``: it is empty by the
+    time the adjoint reads it (its items would get no gradient)."""
+    if not isinstance(items, (tuple, list, dict)) and hasattr(items, "__next__"):
+        from ..errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            f"pullback cannot send the gradient of `{name}(...)` back through an iterator "
+            f"(a {type(items).__name__}): it is used up once read.", None,
+            f"Make a list of it first: `{name}(list(...))`.")
 
 
 def select_grad(g, ans, args):
@@ -395,9 +411,13 @@ def select_grad(g, ans, args):
     """
     if len(args) == 1:
         items = args[0]
+        _not_consumed(items, "max")
         if isinstance(items, np.ndarray):
             hits = items == ans
             return (g * hits / int(np.sum(hits)),)
+        if is_bag(items):       # a view, a set: by the identity of its items (runtime.opaque)
+            items = list(items)
+            return (bag_cotangent(items, _winners_share(g, ans, items)),)
         return (_same_kind(items, _winners_share(g, ans, items)),)
     return tuple(_winners_share(g, ans, args))
 
