@@ -156,9 +156,9 @@ def dict_item_write(x, d):
     return np.sum(x * d["w"])
 
 
-def list_item_write(x, l):
-    l[0][0] = 5.0
-    return np.sum(x * l[0])
+def list_item_write(x, ws):
+    ws[0][0] = 5.0
+    return np.sum(x * ws[0])
 
 
 def test_arrays_held_by_dict_and_list_arguments():
@@ -170,12 +170,12 @@ def test_arrays_held_by_dict_and_list_arguments():
     np.testing.assert_array_equal(d["w"], [1.0, 2.0])
     # differentiated with respect to the list: was [1, 2] where [0, 2] is right
     for argnums in (0, (0, 1)):
-        l = [x0()]
+        ws = [x0()]
         with pytest.raises(pb.UnsupportedSyntaxError) as info:
-            pb.grad(list_item_write, argnums=argnums)(x0(), l)
-        check_error(info.value, list_item_write, "l[0][0] = 5.0", pb.UnsupportedSyntaxError,
-                    ["`l[0]`", "the caller's"])
-        np.testing.assert_array_equal(l[0], [1.0, 2.0])
+            pb.grad(list_item_write, argnums=argnums)(x0(), ws)
+        check_error(info.value, list_item_write, "ws[0][0] = 5.0", pb.UnsupportedSyntaxError,
+                    ["`ws[0]`", "the caller's"])
+        np.testing.assert_array_equal(ws[0], [1.0, 2.0])
 
 
 def differentiated_object_through_callee(x):

@@ -319,7 +319,8 @@ def test_series_by_central_differences(fn):
     x, c = RNG.uniform(-0.9, 0.9, size=(2, 3)), RNG.normal(size=5)
     for k, arg in ((0, x), (1, c)):
         d = RNG.normal(size=arg.shape)
-        moved = lambda s: f(*[(a + s * d if i == k else a) for i, a in enumerate((x, c))])
+        def moved(s, k=k, d=d):
+            return f(*[(a + s * d if i == k else a) for i, a in enumerate((x, c))])
         fd = (moved(1e-6) - moved(-1e-6)) / 2e-6
         assert np.sum(pb.grad(f, argnums=k)(x, c) * d) == pytest.approx(fd, rel=1e-6)
         t = (d, np.zeros(5)) if k == 0 else (np.zeros(x.shape), d)

@@ -37,9 +37,7 @@ is transformed (``analyses.attributes`` asks ``varied_refusal``)::
 from __future__ import annotations
 
 import copy
-import inspect
 import threading
-import types
 import weakref
 
 import gast
