@@ -161,7 +161,8 @@ def instructions(name, extra=3):
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
                "--cachegrind-out-file=/dev/null", sys.executable, os.path.abspath(__file__),
                "--count-child", name] + [str(k) for k in ks]
-        run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        env = dict(os.environ, PULLBACK_CACHE="0")     # every run transforms alike
+        run = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
         refs = [ln for ln in run.stderr.splitlines() if "I   refs:" in ln or "I refs:" in ln]
         totals.append(int(refs[-1].split(":")[1].replace(",", "")))
     per = {s: (t - totals[0]) / extra for s, t in zip(SYSTEMS, totals[1:])}
