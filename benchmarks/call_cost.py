@@ -18,9 +18,9 @@ process's CPU time (``time.process_time``): on a machine shared by many
 processes the wall-clock ratios move by 2x from run to run, the CPU-time
 ratios by a few per cent.  With ``--instructions`` each row is counted, not
 timed: the process runs itself under valgrind (``--tool=cachegrind``), once
-with one call of each function and once with three more, and prints the
-instructions one call executes (the difference over three), which do not
-move with the machine's load at all.
+with one call of each function and once with ten more of one of them, and
+prints the instructions one call executes (the difference over ten), which
+do not move with the machine's load.
 
 A call too short for the clock's resolution is timed in batches: its time
 is the batch's over the batch's size, never zero.
@@ -152,16 +152,18 @@ def count_child(name, extra):
             f(*args)
 
 
-def instructions(name, extra=3):
+def instructions(name, extra=10):
     """Instructions one call of each system executes, from cachegrind's
-    totals of four runs: one call each, and ``extra`` more of one system."""
+    totals of four runs: one call each, then ``extra`` more of one system."""
     totals = []
     for which in (None,) + SYSTEMS:
         ks = [extra if s == which else 0 for s in SYSTEMS]
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
                "--cachegrind-out-file=/dev/null", sys.executable, os.path.abspath(__file__),
                "--count-child", name] + [str(k) for k in ks]
-        env = dict(os.environ, PULLBACK_CACHE="0")     # every run transforms alike
+        # every run transforms alike, and hashes alike (a random hash seed moves
+        # the count by a few per cent from run to run)
+        env = dict(os.environ, PULLBACK_CACHE="0", PYTHONHASHSEED="0")
         run = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
         refs = [ln for ln in run.stderr.splitlines() if "I   refs:" in ln or "I refs:" in ln]
         totals.append(int(refs[-1].split(":")[1].replace(",", "")))

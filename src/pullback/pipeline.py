@@ -37,7 +37,7 @@ from .front import (FRONT, Transform, desugar, follow_writes, lift_closures,  # 
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
 from .reverse import fold_negations as fold_negations_, propagate_copies as propagate_copies_, reverse
-from .reverse import scalar_guards
+from .reverse import scalar_guards, shape_guards
 
 
 # -- analyses -------------------------------------------------------------------
@@ -154,6 +154,11 @@ def guard_scalars(t: Transform) -> None:
         scalar_guards.guard_derived(t.derived, t.kinds)
 
 
+def guard_shapes(t: Transform) -> None:
+    if not transforming_again():     # (code differentiated again: left plain)
+        shape_guards.guard_derived(t.derived, t.kinds)
+
+
 def load(t: Transform) -> None:
     t.loaded = loader.load(t.derived, t.parsed)
 
@@ -170,7 +175,7 @@ STEPS = [
     # reverse pass (reverse/reverse)
     primal, adjoint, adjoint_return, snapshots, saves, tapes, residuals, assemble,
     # back end
-    propagate_copies, fold_negations, guard_scalars, load,
+    propagate_copies, fold_negations, guard_scalars, guard_shapes, load,
 ]
 assert STEPS[:len(FRONT)] == FRONT
 

@@ -51,8 +51,8 @@ _NOT_SCALAR = (Shape.ARRAY, Shape.CONTAINER, Shape.RANGE)
 
 def guard_derived(derived, kinds) -> None:
     """``guard_function`` on a ``Derived`` primal and adjoint, with the names
-    its helpers have there; binds ``type`` and ``float`` under names of their
-    own (the user's module may rebind the builtins' names)."""
+    its helpers have there; binds ``type`` and ``float`` as helpers unless the
+    code already reads them as the builtins (``builtin_name``)."""
     if not any(k.python for k in kinds.values()):
         return          # no Python float given: not scalar code
     names = {}
@@ -62,19 +62,9 @@ def guard_derived(derived, kinds) -> None:
                 names[k] = fn
     if not names:
         return
-    taken = {n.id for f in (derived.primal, derived.adjoint) for n in gast.walk(f)
-             if isinstance(n, gast.Name)} | set(derived.helpers)
-    bound = {}
-    for want, value in (("type", type), ("float", float)):
-        have = [k for k, v in derived.helpers.items() if v is value]
-        if have:
-            bound[want] = have[0]
-            continue
-        name, k = want, 0
-        while name in taken:
-            k += 1
-            name = f"{want}_{k}"
-        bound[want] = name
+    bound = {want: builtin_name(derived, want, value)
+             for want, value in (("type", type), ("float", float))}
+    loaded = _loaded_names(derived)
     # a parameter's kind holds for the parameter itself, never reassigned
     params = {a.id for a in derived.primal.args.args} - {
         n.id for n in gast.walk(derived.primal)
@@ -85,7 +75,40 @@ def guard_derived(derived, kinds) -> None:
         changed |= _guard(fn, names, kinds, bound["type"], bound["float"])
     if changed:
         for want, value in (("type", type), ("float", float)):
-            derived.helpers.setdefault(bound[want], value)
+            if bound[want] != want or want not in loaded:
+                derived.helpers.setdefault(bound[want], value)
+
+
+def _loaded_names(derived):
+    return {n.id for f in (derived.primal, derived.adjoint) for n in gast.walk(f)
+            if isinstance(n, gast.Name)}
+
+
+def builtin_name(derived, want, value):
+    """The name the generated code of ``derived`` reaches the builtin
+    ``value`` (named ``want``) by: a helper bound to it, else ``want`` itself
+    where the code reads it without binding it (``HelperNames.helper`` names
+    an unshadowed builtin so) or does not use the name, else a fresh name
+    (the caller binds it as a helper)."""
+    for k, v in derived.helpers.items():
+        if v is value:
+            return k
+    names, stored = set(), set()
+    for f in (derived.primal, derived.adjoint):
+        stored |= {a.id for a in f.args.args}
+        for n in gast.walk(f):
+            if isinstance(n, gast.Name):
+                names.add(n.id)
+                if not isinstance(n.ctx, gast.Load):
+                    stored.add(n.id)
+    if want not in stored and want not in derived.helpers:
+        return want
+    taken = names | set(derived.helpers)
+    name, k = want, 0
+    while name in taken:
+        k += 1
+        name = f"{want}_{k}"
+    return name
 
 
 def guard_function(fn, helpers, kinds, type_name, float_name):
