@@ -271,18 +271,28 @@ _caller_primals = {}
 
 _CALLER_POSITIONAL = """\
 def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
-    last = [None]       # (argument types, (Loaded, Bindings)), one object: threads
+    # the last hit, one tuple (threads): the argument types, then the Loaded,
+    # its primal and its Bindings, read by position (no tuple of types made
+    # and compared, no attribute lookup on the Loaded)
+    last = [None]
 
     def primal(PARAMS):
-        types_ = TYPES
         hit = last[0]
-        if hit is not None and hit[0] == types_:
-            entry = hit[1]
-        else:
-            entry = scalar_cache.get((types_, mask, False, inplace))
-            if entry is not None:
-                last[0] = (types_, entry)
+        if hit is not None and SAME_TYPES and hit[-1].current():
+            if not control.blocks_used:
+                try:
+                    out, res = hit[-2](PARAMS)
+                except Exception as err:
+                    _unwind(False, 0, 0, err)
+                    hit[-3].annotate(err)
+                    raise
+                return out, (hit[-3], res, mask, n,
+                             _settle(0, 0) if control.blocks_used else None)
+            return run_primal(hit[-3], (PARAMS,), mask)
+        types_ = TYPES
+        entry = scalar_cache.get((types_, mask, False, inplace))
         if entry is not None and entry[1].current():
+            last[0] = types_ + (entry[0], entry[0].primal, entry[1])
             if control.blocks_used:
                 return run_primal(entry[0], (PARAMS,), mask)
             loaded = entry[0]
@@ -294,7 +304,7 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                 raise
             return out, (loaded, res, mask, n,
                          _settle(0, 0) if control.blocks_used else None)
-        last[0] = None        # stale (a name rebound): specialize again
+        last[0] = None        # none yet, or stale (a name rebound): specialize again
         return call_primal((PARAMS,), mask, inplace=inplace)
     return primal
 """
@@ -319,7 +329,8 @@ def _caller_primal(n, positional=False):
     if make is None:
         if positional:
             params = ", ".join(f"a{i}" for i in range(n))
-            text = _CALLER_POSITIONAL.replace("TYPES", "(" + "".join(
+            same = " and ".join(f"type(a{i}) is hit[{i}]" for i in range(n))
+            text = _CALLER_POSITIONAL.replace("SAME_TYPES", same).replace("TYPES", "(" + "".join(
                 f"type(a{i}), " for i in range(n)) + ")").replace("PARAMS", params)
         else:
             types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
