@@ -430,3 +430,37 @@ def f(x, y, n):
             return f(v, y, 3) if argnum == 0 else f(x, v, 3)
         np.testing.assert_allclose(pb.grad(f, argnums=argnum)(x, y, 3), _central(h, v0),
                                    rtol=1e-7, atol=1e-9)
+
+
+def test_the_fpu_step_calls_no_unbroadcast_when_shapes_agree():
+    """The four ``unbroadcast_to`` of a step return the cotangent itself (the
+    carried arrays keep their shape): the test is written in the generated
+    code (reverse/shape_guards), so no call runs; the gradient is the one
+    the calls gave, to the bit."""
+    import sys
+    from collections import Counter
+    p = P.BY_NAME["fpu_chain"]
+    args = p.inputs(20)
+    loop = pb.source(p.fn, *args, argnums=p.argnums).split("for t in reversed")[1]
+    assert loop.count(".shape == ") == 4 and loop.count("else unbroadcast_to(") == 4, loop
+    vg = pb.value_and_grad(p.fn, argnums=p.argnums)
+    first = vg(*args)
+    seen = Counter()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            seen[frame.f_code.co_name] += 1
+    sys.setprofile(profile)
+    try:
+        again = vg(*args)
+    finally:
+        sys.setprofile(None)
+    assert seen["unbroadcast_to"] == 0 and seen["unbroadcast"] == 2 * 20, seen
+    assert seen["zeros_shaped"] == 2 * 20 and seen["unconcatenate"] == 20, seen
+    assert first[0] == again[0]
+    for a, b in zip(first[1], again[1]):
+        assert np.array_equal(a, b)
+    # a cotangent of another shape still goes through the helper
+    from pullback import runtime
+    g = np.ones((3, 4))
+    assert np.array_equal(runtime.unbroadcast_to(g, (4,)), np.full(4, 3.0))

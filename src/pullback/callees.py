@@ -42,6 +42,28 @@ _CALLEE = -2        # in a call-site mask: the callee itself (an object with __c
 _SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None if not in wrt)
 
 
+_NONE = (None,)
+_SAME = object()        # _pick: the gradients are already one per parameter
+
+
+def _pick(wrt, n):
+    """``_spread(wrt, n)`` for a tuple of gradients with ``None`` appended, as
+    an ``operator.itemgetter`` (a C call, where the spreading function is a
+    Python frame on every call of a user function); ``_SAME`` where the
+    gradients are already one per parameter; None for no parameter left out
+    of fewer than two, or more than 255 parameters (``_spread`` then).
+
+    >>> _pick((0, 2), 3)((1.0, 2.0) + _NONE)
+    (1.0, None, 2.0)
+    """
+    if tuple(wrt) == tuple(range(n)):
+        return _SAME
+    if n < 2 or n > 255:
+        return None
+    where = {i % n if n else i: k for k, i in enumerate(wrt)}
+    return operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)])
+
+
 def _spread(wrt, n):
     """The function that places the adjoint's gradients of the parameters
     ``wrt`` among ``n`` parameters (made once per call-site mask: every call
@@ -181,7 +203,13 @@ class Derivative:
             spread = _SPREAD.get((wrt, n))
             if spread is None:
                 spread = _spread(wrt, n)
-            last = loaded.spread = (wrt, n, spread)
+            last = loaded.spread = (wrt, n, spread, _pick(wrt, n))
+        if type(grads) is tuple:            # C calls only: no Python frame
+            pick = last[3]
+            if pick is _SAME:
+                return grads
+            if pick is not None:
+                return pick(grads + _NONE)
         return last[2](grads)
 
     def for_callers(self, mask, inplace=True):
@@ -195,6 +223,13 @@ class Derivative:
             primal = _caller_primal(n)(bind, self.call_primal, self.run_primal,
                                        self.scalar_cache, mask, inplace)
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
+            if 0 < n <= 64:
+                # for a call site passing exactly n arguments by position
+                # (reverse/context.callee): no **kwargs dict made per call
+                fast = _caller_primal(n, True)(bind, self.call_primal, self.run_primal,
+                                               self.scalar_cache, mask, inplace)
+                fast.__pullback_callee__ = primal.__pullback_callee__  # the same callee
+                primal.positional = fast
             pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
         return pair
 
@@ -234,7 +269,48 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
 _caller_primals = {}
 
 
-def _caller_primal(n):
+_CALLER_POSITIONAL = """\
+def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
+    # the last hit, one tuple (threads): the argument types, then the Loaded,
+    # its primal and its Bindings, read by position (no tuple of types made
+    # and compared, no attribute lookup on the Loaded)
+    last = [None]
+
+    def primal(PARAMS):
+        hit = last[0]
+        if hit is not None and SAME_TYPES and hit[-1].current():
+            if not control.blocks_used:
+                try:
+                    out, res = hit[-2](PARAMS)
+                except Exception as err:
+                    _unwind(False, 0, 0, err)
+                    hit[-3].annotate(err)
+                    raise
+                return out, (hit[-3], res, mask, n,
+                             _settle(0, 0) if control.blocks_used else None)
+            return run_primal(hit[-3], (PARAMS,), mask)
+        types_ = TYPES
+        entry = scalar_cache.get((types_, mask, False, inplace))
+        if entry is not None and entry[1].current():
+            last[0] = types_ + (entry[0], entry[0].primal, entry[1])
+            if control.blocks_used:
+                return run_primal(entry[0], (PARAMS,), mask)
+            loaded = entry[0]
+            try:
+                out, res = loaded.primal(PARAMS)
+            except Exception as err:
+                _unwind(False, 0, 0, err)
+                loaded.annotate(err)
+                raise
+            return out, (loaded, res, mask, n,
+                         _settle(0, 0) if control.blocks_used else None)
+        last[0] = None        # none yet, or stale (a name rebound): specialize again
+        return call_primal((PARAMS,), mask, inplace=inplace)
+    return primal
+"""
+
+
+def _caller_primal(n, positional=False):
     """What makes a callee's primal for call sites (``Derivative.for_callers``)
     for a function of ``n`` parameters.
 
@@ -245,18 +321,27 @@ def _caller_primal(n):
     bookkeeping while no ``with`` block was ever transformed.  The tuple of
     types is written out for ``n`` (``(type(args[0]), type(args[1]))``, a
     fifth of the instructions of ``tuple(map(type, args))``), so the function
-    is compiled once per ``n``."""
-    make = _caller_primals.get(n)
+    is compiled once per ``n``.  With ``positional``, the function a call
+    site passing its ``n`` arguments by position calls: ``primal(a0, a1)``,
+    no ``*args`` tuple nor ``**kwargs`` dict made on each call (the dict
+    alone is a third of the wrapper's instructions)."""
+    make = _caller_primals.get((n, positional))
     if make is None:
-        types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
-            if 0 <= n <= 64 else "tuple(map(type, args))"
-        text = _CALLER_PRIMAL.replace("TYPES", types_)
-        filename = f"<pullback callee primal, {n} parameters>"
+        if positional:
+            params = ", ".join(f"a{i}" for i in range(n))
+            same = " and ".join(f"type(a{i}) is hit[{i}]" for i in range(n))
+            text = _CALLER_POSITIONAL.replace("SAME_TYPES", same).replace("TYPES", "(" + "".join(
+                f"type(a{i}), " for i in range(n)) + ")").replace("PARAMS", params)
+        else:
+            types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
+                if 0 <= n <= 64 else "tuple(map(type, args))"
+            text = _CALLER_PRIMAL.replace("TYPES", types_)
+        filename = f"<pullback callee primal, {n} parameters{', positional' if positional else ''}>"
         import linecache
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
         namespace = {"n": n, "control": control, "_unwind": _unwind, "_settle": _settle}
         exec(compile(text, filename, "exec"), namespace)
-        make = _caller_primals[n] = namespace["make"]
+        make = _caller_primals[(n, positional)] = namespace["make"]
     return make
 
 

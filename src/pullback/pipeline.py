@@ -29,6 +29,7 @@ from .analyses import (activity as activity_, aliases, attributes, defuse, item_
                        mutation, updates)
 from .analyses import ops as ops_
 from .backend import loader
+from .again import transforming_again
 from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, follow_state, follow_writes,  # noqa: F401
                     lift_closures,
@@ -37,6 +38,7 @@ from .front import (FRONT, Transform, desugar, follow_state, follow_writes,  # n
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
 from .reverse import fold_negations as fold_negations_, propagate_copies as propagate_copies_, reverse
+from .reverse import scalar_guards, shape_guards
 
 
 # -- analyses -------------------------------------------------------------------
@@ -148,6 +150,16 @@ def fold_negations(t: Transform) -> None:
     fold_negations_.fold_derived(t.derived)
 
 
+def guard_scalars(t: Transform) -> None:
+    if not transforming_again():     # (code differentiated again: left plain)
+        scalar_guards.guard_derived(t.derived, t.kinds)
+
+
+def guard_shapes(t: Transform) -> None:
+    if not transforming_again():     # (code differentiated again: left plain)
+        shape_guards.guard_derived(t.derived, t.kinds)
+
+
 def load(t: Transform) -> None:
     t.loaded = loader.load(t.derived, t.parsed)
 
@@ -165,7 +177,7 @@ STEPS = [
     # reverse pass (reverse/reverse)
     primal, adjoint, adjoint_return, snapshots, saves, tapes, residuals, assemble,
     # back end
-    propagate_copies, fold_negations, load,
+    propagate_copies, fold_negations, guard_scalars, guard_shapes, load,
 ]
 assert STEPS[:len(FRONT)] == FRONT
 

@@ -63,6 +63,9 @@ class Kind:
     ndim: object = None    # the rank when known (0 for a scalar)
     dtype: object = None   # e.g. "float64", when known
     length: object = None  # a tuple or list literal's length (a shape: np.zeros((3, 4)))
+    # a parameter given a Python float (not a NumPy scalar): no part of the
+    # kind's identity (equal kinds stay equal), read by reverse/scalar_guards
+    python: bool = dataclasses.field(default=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "shape", Shape(self.shape))   # (a string names the same)
@@ -81,6 +84,8 @@ RANGE = Kind(Shape.RANGE, False)
 
 def of_value(x):
     """The kind of a concrete argument (part of the specialisation key)."""
+    if type(x) is float:
+        return Kind(Shape.SCALAR, False, 0, "float64", python=True)
     if isinstance(x, (bool, int, float, complex, np.generic)):
         return Kind(Shape.SCALAR, bool(np.iscomplexobj(x)), 0, np.result_type(x).name)
     if isinstance(x, np.ndarray):

@@ -47,7 +47,7 @@ _LINE_COMMENT = re.compile(r"\s*# line (\d+): ")
 class Loaded:
     """A compiled primal/adjoint pair and its readable source."""
 
-    #: ``(wrt, n, spread)``: how ``callees.Derivative.call_adjoint`` last placed
+    #: ``(wrt, n, spread, pick)``: how ``callees.Derivative.call_adjoint`` last placed
     #: this adjoint's gradients among the parameters (set on first use)
     spread = None
 

@@ -40,6 +40,7 @@ from .. import runtime
 from ..analyses import kinds as kinds_
 from ..analyses.activity import Activity
 from ..analyses.kinds import Kind, Shape
+from ..again import transforming_again
 from ..analyses.ops import Op, all_statements
 from ..frontend.parse import Parsed
 from ..ir.build import call as _call, name as _name
@@ -172,15 +173,24 @@ class ReverseContext(HelperNames):
     def runtime(self, fn_name):
         return self.helper(fn_name, getattr(runtime, fn_name))
 
-    def callee(self, op, which):
+    def callee(self, op, which, call=None):
         """The name of the callee's primal or adjoint, for this call site's
-        active arguments."""
+        active arguments.  A primal for a ``call`` passing every parameter by
+        position is the callee's positional one where it has one (no
+        ``**kwargs`` dict made per call: ``callees._caller_primal``)."""
         from ..callees import derivative_of
         handle = derivative_of(op.primitive)
         params = list(handle.params)
         mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
         primal, adjoint = handle.for_callers(mask, self.grads.inplace)
         name = getattr(op.primitive, "__name__", "callee")
+        # (code differentiated again reads the primal's own parameter names)
+        if which == "primal" and call is not None and not call.keywords \
+                and not transforming_again() \
+                and len(call.args) == len(params) \
+                and not any(isinstance(a, gast.Starred) for a in call.args) \
+                and getattr(primal, "positional", None) is not None:
+            return self.helper(f"{name}_{which}", primal.positional)
         return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
 
     def dynamic_mask(self, op):

@@ -37,7 +37,7 @@ each enclosing loop's dry runs would otherwise rebuild every loop inside it
     x, range_1, trips, tape = residuals
     tape = list(tape)
     # line 3: for i in range(2):
-    x_bar = zeros_like(x)
+    x_bar = 0.0
     s_1_bar = out_bar
     for i in reversed(range_1[:trips]):
         range_2, trips_1 = tape.pop()
@@ -48,7 +48,7 @@ each enclosing loop's dry runs would otherwise rebuild every loop inside it
         s_1_bar = s_2_bar
     # line 2: s = x * 1.0
     x_bar = x_bar + s_1_bar
-    return (project(x_bar, x),)
+    return (x_bar if type(x_bar) is float else project(x_bar, x),)
 """
 from __future__ import annotations
 

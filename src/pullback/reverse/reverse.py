@@ -253,7 +253,7 @@ class _Reverse:
             target = stmt.targets[0].id
             res = self.ctx.namer.fresh(f"{target}_res")
             self.ctx.residual_of[id(stmt)] = res     # (branches may bind one target)
-            stmt.value.func = _name(self.ctx.callee(op, "primal"))
+            stmt.value.func = _name(self.ctx.callee(op, "primal", stmt.value))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
         elif op is not None and op.kind is OpKind.DYNAMIC and isinstance(stmt, gast.Assign) \

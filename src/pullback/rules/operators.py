@@ -27,7 +27,7 @@ def f_adjoint(residuals, out_bar):
     y, out, x = residuals
     x_bar = out_bar / y
     y_bar = -out_bar * out / y
-    return (project(x_bar, x), project(y_bar, y))
+    return (x_bar if type(x_bar) is float else project(x_bar, x), y_bar if type(y_bar) is float else project(y_bar, y))
 >>> pb.grad(f, argnums=(0, 1))(3.0, 2.0)
 (0.5, -0.75)
 """
