@@ -453,7 +453,8 @@ def test_user_method_changing_an_object_of_unknown_class_is_refused():
     with pytest.raises(pb.PullbackError) as err:
         pb.grad(f)(X)
     check_error(err.value, f, "s.step()", pb.UnsupportedSyntaxError,
-                ["step", "its result is unused", "obj = obj.step(...)"])
+                ["step", "stores into the attribute `x`", "did not build itself",
+                 "obj = obj.step()"])
 
 
 def test_no_user_array_is_left_read_only():

@@ -93,10 +93,13 @@ def defer_call(stmt, op, normal, parsed, varied, useful):
     call = stmt.value
     mask = [k for k, n in op.operands if n in varied]
     func = call.func
-    if -1 in mask and isinstance(func, gast.Attribute):
+    if isinstance(func, gast.Attribute):
         from ..frontend.written import _known_method
-        if not _known_method(func.attr):
+        if -1 in mask and not _known_method(func.attr):
             return      # analyses.attributes: refused, or strict (defer_method_call)
+        if isinstance(func.value, gast.Name) and useful is not None \
+                and func.value.id not in useful and _known_method(func.attr):
+            return      # a log (`calls.append(call)`): nothing read from it reaches the output
     if not mask or -2 in mask or not _plain(call):
         return
     if any(isinstance(k, int) and k >= len(call.args) for k in mask):

@@ -651,8 +651,9 @@ def _no_attribute_store(fn, *args, **kwargs):
             raise UnsupportedSyntaxError(
                 f"pullback cannot differentiate this call of `{name}`: it stores into "
                 f"{what} of `{param}`{via}, here " + (f"a dataclass (`{cls}`)" if dc else
-                f"an object of class `{cls}` that the function was given") + ", which "
-                "pullback differentiates as a value (and never changes: it is the caller's), "
+                f"an object of class `{cls}` that this function did not build itself (an "
+                "argument, or what a call returned)") + ", which pullback differentiates as "
+                "a value (and never changes: it may be the caller's), "
                 "so the reads of it after the call would be "
                 "differentiated as if the store had not happened.",
                 hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, "
