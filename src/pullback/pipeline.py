@@ -41,8 +41,12 @@ from .reverse import fold_negations as fold_negations_, propagate_copies as prop
 # -- analyses -------------------------------------------------------------------
 
 def infer_kinds(t: Transform) -> None:
-    t.kinds = kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
-                                          **t.param_kinds}, t.ops, _returns_of(t.fn))
+    def infer():
+        return kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
+                                           **t.param_kinds}, t.ops, _returns_of(t.fn))
+    t.kinds = infer()
+    if ops_.settle_attributes(t.normal.tree, t.ops, t.kinds):
+        t.kinds = infer()     # `s.T` of an object not proven an array: a field read
 
 
 def follow_aliases(t: Transform) -> None:
