@@ -201,3 +201,54 @@ def test_against_jax():
         assert (mine.T, mine.size) == (float(theirs.T), float(theirs.size))
     finally:
         pass   # (JAX keeps a registration: Sys is this file's own class)
+
+
+class M:
+    def __init__(self, a):
+        self.a = a
+
+    def sum(self):
+        return self.a * self.a
+
+    def transpose(self):
+        return self.a * 3.0
+
+
+def mk(x):
+    return M(2.0 * x)
+
+
+def m1(x):
+    return mk(x).sum()
+
+
+def m2(x):
+    m = M(2.0 * x)
+    return m.sum()
+
+
+def m3(x):
+    return mk(x).transpose()
+
+
+@pytest.mark.parametrize("f, exact", [(m1, 4.0), (m2, 4.0), (m3, 6.0)])
+def test_methods_named_like_ndarray_methods(f, exact):
+    # was 0.0 in reverse mode: the ndarray rule of .sum() / .transpose()
+    assert pb.grad(f)(0.5) == exact
+    assert pb.jvp(f, (0.5,), (1.0,))[1] == exact
+
+
+def opaque_helper(x):
+    return x * 2.0
+
+
+def unknown_receiver(x, helper):
+    y = helper(x)            # a function value: y's kind is unknown at compile time
+    return y.sum() + y.T.sum() + y.mean(axis=0).sum() + float(y.size)
+
+
+def test_array_methods_of_unknown_kind_dispatched():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    f = lambda x: unknown_receiver(x, opaque_helper)   # noqa: E731
+    np.testing.assert_array_equal(pb.grad(f)(x), np.full((2, 2), 5.0))
+    assert pb.jvp(f, (x,), (np.ones((2, 2)),))[1] == 4 * 2.0 + 4 * 2.0 + 2 * 2.0
