@@ -44,8 +44,12 @@ from .reverse import scalar_guards, shape_guards
 # -- analyses -------------------------------------------------------------------
 
 def infer_kinds(t: Transform) -> None:
-    t.kinds = kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
-                                          **t.param_kinds}, t.ops, _returns_of(t.fn))
+    def infer():
+        return kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
+                                           **t.param_kinds}, t.ops, _returns_of(t.fn))
+    t.kinds = infer()
+    if ops_.settle_attributes(t.normal.tree, t.ops, t.kinds):
+        t.kinds = infer()     # `s.T` of an object not proven an array: a field read
 
 
 def follow_aliases(t: Transform) -> None:

@@ -44,7 +44,7 @@ if TYPE_CHECKING:     # (not loaded by `import pullback`)
     from ..frontend.parse import Parsed
     from ..normalize.normalize import Normal
 
-__all__ = ["Op", "OpKind", "resolve", "all_statements"]
+__all__ = ["Op", "OpKind", "resolve", "all_statements", "settle_attributes"]
 
 _BINOPS = {
     gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
@@ -148,6 +148,57 @@ def _user_objects(normal, r):
     return {k: v for k, v in found.items() if k not in other}
 
 
+class _UNKNOWN_KIND:
+    is_number = False
+
+
+def settle_attributes(tree, ops, kinds):
+    """``s.T``, ``s.size``, ``s.real`` whose receiver the kinds do not prove
+    a number (an array or a scalar): a FIELD op marked ``bound["array"]``,
+    decided when it runs (``runtime.attribute_cotangent``,
+    ``attribute_tangent``): an array's rule, or the field of a namedtuple,
+    dataclass or object that happens to bear an ndarray attribute's name.
+    A method call ``m.sum()`` on such a receiver becomes a DYNAMIC op: the
+    runtime dispatcher calls the object's own method, or the array's rule.
+    Returns whether an op changed (the kinds are then inferred again).
+
+    Before: ``t = s.T`` -> rule ``ndarray.T`` whatever ``s`` is; after, where
+    ``s = make(x)`` is of unknown kind: ``Op(FIELD, operands=(("T", "s"),),
+    bound={"array": "ndarray.T"})``."""
+    changed = False
+    for stmt in all_statements(tree.body):
+        op = ops.get(id(stmt))
+        node = op.node if op is not None else None
+        if op is not None and op.kind in (OpKind.RULE, OpKind.NONDIFF) \
+                and isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, gast.Name) \
+                and op.primitive == f"ndarray.{node.func.attr}" \
+                and not (kinds.get(node.func.value.id) or _UNKNOWN_KIND).is_number:
+            # `m.sum()` of an object not proven an array: its own method, or the
+            # array's, as the runtime dispatcher finds when the call runs
+            receiver = node.func.value
+            operands = [(i, a.id) for i, a in enumerate(node.args) if isinstance(a, gast.Name)]
+            operands += [(k.arg, k.value.id) for k in node.keywords
+                         if isinstance(k.value, gast.Name)]
+            ops[id(stmt)] = Op(OpKind.DYNAMIC, label=op.label, node=node,
+                               bound={"callee": node.func, "receiver": receiver},
+                               operands=tuple(operands + [(-1, receiver.id)]))
+            changed = True
+            continue
+        if op is None or op.kind not in (OpKind.RULE, OpKind.NONDIFF) \
+                or not isinstance(node, gast.Attribute) or not isinstance(node.value, gast.Name) \
+                or op.primitive != f"ndarray.{node.attr}":
+            continue
+        kind = kinds.get(node.value.id)
+        if kind is not None and kind.is_number:
+            continue
+        ops[id(stmt)] = Op(OpKind.FIELD, label=op.label, node=node,
+                           operands=((node.attr, node.value.id),),
+                           bound={"array": op.primitive})
+        changed = True
+    return changed
+
+
 class _Resolver:
     objects = {}
 
@@ -221,11 +272,15 @@ class _Resolver:
             return Op(OpKind.NONDIFF, node=node)
         if isinstance(node, gast.Attribute):
             key = f"ndarray.{node.attr}"
-            if lookup(key) is None and not is_nondifferentiable(key) \
-                    and isinstance(node.value, gast.Name):
-                # a field of a namedtuple or dataclass (an array has no such attribute)
+            if isinstance(node.value, gast.Name) and (
+                    (lookup(key) is None and not is_nondifferentiable(key))
+                    or callable(getattr(np.ndarray, node.attr, None))):
+                # a field of a namedtuple or dataclass (an array has no such attribute,
+                # or has a method of that name, which this reads without calling it)
                 return Op(OpKind.FIELD, label=f".{node.attr}", node=node,
                           operands=((node.attr, node.value.id),))
+            # `x.T`, `x.shape`: the array's rule; `settle_attributes` turns it into a
+            # field read decided at run time when the kinds do not prove `x` a number
             return self.primitive_op(key, [node.value], {}, node, f".{node.attr}")
         if isinstance(node, gast.Subscript) and self.is_static(node.value) \
                 and any(self.lookup_static(node.value) is j for j in (np.r_, np.c_)):

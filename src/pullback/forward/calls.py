@@ -323,6 +323,14 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     """``obj.name(*args, **kwargs)``; ``-1`` in ``mask``: ``obj`` carries a tangent."""
     method = getattr(obj, name)
     from .. import runtime
+    if isinstance(obj, (np.ndarray, np.generic)) and lookup(f"ndarray.{name}") is not None:
+        # an array method with a rule (`y.sum()` of a `y` not proven an array when
+        # compiled): a wrapper calling it, as the reverse dispatcher does
+        from ..driver import dispatch
+        wrapper = dispatch._rule_wrapper(name, len(args) + 1, tuple(kwargs), method=True)
+        mask = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
+                     for k in mask)
+        return jvp_call(wrapper, (obj,) + tuple(args), kwargs, mask, tangents)
     if _RECEIVER in mask and runtime.is_instance(obj) and name in runtime.attributes_of(obj):
         # self.activation(z), self.inner(x): a value the object holds, called
         at = list(mask).index(_RECEIVER)

@@ -256,6 +256,9 @@ class _Forward(HelperNames):
         attr, name = op.operands[0]
         if name not in self.active:
             return None
+        if "array" in op.bound:      # `s.T`: an array's rule or a field, decided when it runs
+            return _call(self.support("attribute_tangent"), _name(self.dot(name)),
+                         _name(name), gast.Constant(attr, None), _name(t))
         if self.kind(name).is_number:
             self.refuse_opaque(stmt, op)
         # (a class attribute read through the object, `self.gravity`, has a

@@ -385,6 +385,12 @@ def _rewrite_alias(tree, namer, parsed, alias, base, binds, writes):
             out.append(s)
         return out
     tree.body = visit(tree.body)
+    # False until `alias` is first bound (it is no parameter, and every binding of
+    # it sets the flag): a write through `base` before then has no alias to update
+    at = 1 if tree.body and isinstance(tree.body[0], gast.Expr) and isinstance(
+        tree.body[0].value, gast.Constant) and isinstance(tree.body[0].value.value, str) else 0
+    tree.body.insert(at, assign(_name(flag, True), gast.Constant(False, None),
+                                tree.body[min(at, len(tree.body) - 1)]))
 
 
 def _located(node, at):

@@ -89,6 +89,9 @@ def inline_closures(body, normal, parsed, ops, kinds):
         from ..analyses import kinds as kinds_
         params = {p: kinds[p] for p in normal.params if p in kinds}
         kinds = kinds_.infer(normal.tree, params, ops)
+        from ..analyses.ops import settle_attributes
+        if settle_attributes(normal.tree, ops, kinds):    # `s.T` of a spliced object
+            kinds = kinds_.infer(normal.tree, params, ops)
     return changed, kinds
 
 

@@ -393,6 +393,13 @@ class Adjoints:
         attr, name = op.operands[0]
         if name not in self.ctx.active:
             return
+        if "array" in op.bound:
+            # `s.T` where `s` may be an array or an object with a field `T`: decided
+            # when it runs, by what `s` is
+            self.ctx.grads.add(out, name, _call(self.ctx.helper(
+                "attribute_cotangent", runtime.attribute_cotangent), g, _name(name),
+                gast.Constant(attr, None)), fresh=True)
+            return
         if self.ctx.kind(name).is_number:
             self.adjoint_opaque(out, stmt, op, t, g)
         self.ctx.grads.add_indexed(out, name, gast.Constant(attr, None), g, self.ctx.zero_buffer,

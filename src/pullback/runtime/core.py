@@ -646,6 +646,15 @@ def _entry(g, key):
         return g.get(key)
     if isinstance(g, (list, tuple)) and isinstance(key, int):
         return g[key] if key < len(g) else None
+    if isinstance(g, (np.ndarray, np.generic, numbers.Number)) or is_foreign(g):
+        # a number is no structure: its `.T`, `.size`, `.real` are not fields
+        if not np.any(g):
+            return None       # a zero standing for the whole structure's
+        from ..errors import PullbackError
+        raise PullbackError(
+            f"pullback computed a gradient of {type(g).__name__} for a structure whose "
+            f"field `{key}` it cannot take from it; this is a bug in pullback: please "
+            f"report it with the function.")
     return getattr(g, key, None)
 
 

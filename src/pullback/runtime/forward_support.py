@@ -25,9 +25,9 @@ import numpy as np
 from ..errors import NonDifferentiableError
 from .core import fields_of, is_structure, project, rebuild_like
 from .linalg_support import _adjugate
-from .rule_support import abs_grad
+from .rule_support import abs_grad, is_array_value
 
-__all__ = ["zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
+__all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
            "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
@@ -345,3 +345,21 @@ def abs_grad_tangent(t, x):
             "pullback does not yet differentiate the gradient of abs of a complex value "
             "again.", hint="Write |z| as np.sqrt(z.real**2 + z.imag**2).")
     return abs_grad(t, x)
+
+
+def attribute_tangent(t, obj, attr, ans):
+    """Tangent of ``ans = obj.attr`` where the compiler could not prove
+    ``obj`` an array: an array's ``.T`` / ``.real`` by its forward rule,
+    ``.shape`` none; a field of a structure or object is the same field of
+    its tangent (which has the value's structure)."""
+    if is_array_value(obj):
+        from ..rules.registry import LINEAR, lookup
+        rule = lookup(f"ndarray.{attr}")
+        if rule is None:
+            return zeros_tangent(ans)
+        if rule.jvp == LINEAR:
+            return getattr(np.asarray(t) if isinstance(t, (int, float, complex)) else t, attr)
+        return rule.jvp(t, ans, obj)
+    if t is None:
+        return None
+    return getattr(t, attr)

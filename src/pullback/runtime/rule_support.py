@@ -16,7 +16,40 @@ __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
            "inner_rhs_grad", "untranspose", "ravel_grad", "unconcatenate", "unstack",
            "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH",
-           "r_items", "c_items", "c_grad", "refuse_reverse_over_generated"]
+           "r_items", "c_items", "c_grad", "refuse_reverse_over_generated",
+           "attribute_cotangent", "is_array_value"]
+
+
+def is_array_value(x):
+    """``x`` reads its ``.T``, ``.real``, ``.shape`` as an array does: an
+    ndarray, a NumPy scalar, a Python number, a JAX, Dask or CuPy array.
+    False for a namedtuple, a dataclass, a container or an object of the
+    user's class (its attribute of that name is a field)."""
+    if isinstance(x, (np.ndarray, np.generic, int, float, complex)):
+        return True
+    if is_structure(x) or is_instance(x):
+        return False
+    return is_foreign(x) or any(hasattr(x, a) for a in (
+        "__array_namespace__", "__array_function__", "__jax_array__"))
+
+
+def attribute_cotangent(g, obj, attr):
+    """Cotangent of ``obj.attr`` where the compiler could not prove ``obj`` an
+    array (``s.T`` of ``s = make(x)``): decided by what ``obj`` is.
+
+    An array's ``.T`` / ``.real`` has its rule (``ndarray.T``), ``.shape``
+    none; a namedtuple's, dataclass's or object's field of that name gets
+    ``g`` in its structure, as a field read does (``unindex``)."""
+    if is_array_value(obj):
+        from ..rules.registry import lookup
+        rule = lookup(f"ndarray.{attr}")
+        return None if rule is None else rule.fn(g, None, obj)
+    if is_structure(obj) or is_instance(obj):
+        return unindex(g, obj, attr)
+    from ..errors import NonDifferentiableError
+    raise NonDifferentiableError(
+        f"pullback cannot tell how `.{attr}` of a {type(obj).__name__} carries a "
+        f"gradient: it is neither an array nor a structure of fields.")
 
 
 def r_items(*items):
