@@ -618,7 +618,7 @@ def _bessel(x):
 
 REFUSED_AT_TRANSFORM = [
     (_det, "det_grad"), (_eigh, "eigh_grad"), (_svd, "svd_grad"), (_cholesky, "cholesky_grad"),
-    (_fft, "fft_grad"), (_view_write, "array_copy"), (_partial, "functools.partial"),
+    (_fft, "fft_grad"), (_view_write, "held_array_write"), (_partial, "functools.partial"),
     (_checkpointed, "pb.checkpoint"), (_bessel, "j1"), (_trace, "trace_grad"),
 ]
 

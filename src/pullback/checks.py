@@ -348,7 +348,7 @@ def _has_tracer(a, seen=None):
     if id(a) in seen:
         return False
     seen.add(id(a))
-    return any(_has_tracer(v, seen) for v in vars(a).values())
+    return any(_has_tracer(v, seen) for v in runtime.attributes_of(a).values())
 
 
 def jax_boundary(args):

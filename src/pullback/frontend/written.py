@@ -640,6 +640,9 @@ def _no_attribute_store(fn, *args, **kwargs):
             if found is None:
                 continue
             attr, where = found
+            if not dataclasses.is_dataclass(v) and not _inexact(
+                    getattr(v, attr, None) if attr is not None else None):
+                continue    # a counter, a shape, a log: nothing a gradient would follow
             cls = type(v).__name__
             name = fn.__qualname__ if param == "self" else fn.__name__
             via = "" if where is fn else f" (in `{where.__name__}`, which it calls)"
@@ -659,6 +662,12 @@ def _no_attribute_store(fn, *args, **kwargs):
                 hint=f"Make `{fn.__name__}` return a new object, e.g. `return {example}`, "
                      "and use it: " + (f"`obj = obj.{fn.__name__}()`." if param == "self"
                                        else f"`{param} = {fn.__name__}(...)`."))
+
+
+def _inexact(value):
+    """Whether ``value`` is a number or array a gradient could follow."""
+    return isinstance(value, (float, complex, np.inexact)) or (
+        isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.inexact))
 
 
 def _user_object(v):
