@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from error_checks import check_error
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
