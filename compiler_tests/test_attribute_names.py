@@ -101,7 +101,8 @@ def test_property_named_mean_of_a_factory_object():
     # reverse: refused, as any property of an object carrying a gradient (not 0.0)
     with pytest.raises(NonDifferentiableError, match="property"):
         pb.grad(f4)(0.5)
-    assert pb.jvp(f4, (0.5,), (1.0,)) == (1.0, 2.0)
+    with pytest.raises(NonDifferentiableError, match="property"):    # forward: the same
+        pb.jvp(f4, (0.5,), (1.0,))
     assert pb.grad(f4_known)(0.5) == 2.0
     assert pb.jvp(f4_known, (0.5,), (1.0,))[1] == 2.0
 
@@ -187,7 +188,6 @@ def test_against_jax():
     jnp = jax.numpy
     for f in (f1, f2, f3, f4_known):
         assert pb.grad(f)(0.5) == float(jax.grad(f)(0.5))
-    assert pb.jvp(f4, (0.5,), (1.0,))[1] == float(jax.jvp(f4, (0.5,), (1.0,))[1])
 
     x = np.array([1.0, 2.0, 4.0])
     jf6 = lambda x: Stats(jnp.mean(x), jnp.std(x)).mean   # noqa: E731

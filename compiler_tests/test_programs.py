@@ -257,20 +257,11 @@ XFAIL = {
     "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
                     "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
                     "with a message about arrays sharing memory (misleading: they are dicts)",
-    "distribution_classes": "`q.mean` (a @property of a user class, on an object returned by "
-                            "a classmethod factory) is differentiated by ndarray.mean's rule: "
-                            "TypeError 'must be called with a dataclass type or instance' in "
-                            "add_cotangents; alone it gives a zero gradient with no error",
+    "distribution_classes": "`q.mean`, a @property of a user class read on an object a "
+                            "classmethod factory returned (class unknown when transformed): "
+                            "refused in both modes naming the property (was a zero gradient)",
     "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
                     "gradient (refused, naming a generated name `u_item`)",
-    "conjugate_gradient_solve": "`x += alpha * p` in a `while` loop left by `break`, then "
-                                "`return x`, in a helper: refused as 'a read of `retval_is_x` "
-                                "before it is assigned' (a generated name; "
-                                "frontend/view_writes's alias flag is set only after the loop)",
-    "boltzmann_levels": "`state.T` and `state.shape` (plain attributes of a user object "
-                        "returned by a factory function) are differentiated as ndarray.T "
-                        "and as the non-differentiable ndarray.shape: TypeError in "
-                        "add_cotangents; alone, silently wrong gradients",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

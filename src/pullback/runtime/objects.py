@@ -77,6 +77,15 @@ def field_tangent(t, x, name):
     through it (``self.gravity``), a constant, whose tangent is zero (``t``'s
     own lookup would find the class's value)."""
     own = getattr(t, "__dict__", None)
+    if isinstance(own, dict) and name not in own:
+        # a property (`Q.make(x).mean`) is no constant: its tangent was a zero, with no
+        # error; refused, as the reverse pass refuses it
+        import inspect
+        import types
+        if not isinstance(inspect.getattr_static(type(x), name, None),
+                          types.MemberDescriptorType):
+            from .core import _computed_attribute
+            _computed_attribute(type(x), name)
     if t is None or (isinstance(own, dict) and name not in own):
         # (None: the zero tangent of an object, forward_support.zeros_tangent's)
         from .forward_support import zeros_tangent
