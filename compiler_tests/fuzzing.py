@@ -23,8 +23,8 @@ doing: helpers taking a dict of parameters (``d["a"]``, ``d.values()``,
 and ``**kwargs`` with defaults, and a stateful ``Sim`` class built inside ``f``
 from differentiated values, its methods calling methods (a ``staticmethod``, an
 ``*args`` method) and stepped by rebinding (``sim = sim.advance(dt, push)``,
-``sim = sim.run(n)``); its ``kick`` stores into ``self`` and, called for its
-effect, must be refused.  What the fourth round found (programs in the styles of
+``sim = sim.run(n)``); its ``kick`` stores into ``self``, called for its
+effect (followed as a state function since method_state; once refused).  What the fourth round found (programs in the styles of
 tutorials and papers' code): helpers with type hints, a keyword-only option,
 an ``assert`` with an f-string message and a ``logging`` call; constants from a
 ``functools.lru_cache``'d helper taking an int; an ODE stepper taking the
@@ -1046,14 +1046,19 @@ class Gen:
     def stmt_refused(self, env, indent):
         """A construct pullback documents as refused (`must_refuse`): a lambda
         made as a value that reads a name assigned again before it is called
-        (Python's closure reads the new value), or a method storing into
-        `self` called for its effect on an object holding differentiated values."""
+        (Python's closure reads the new value)."""
+        self.stmt_lambda_or_state(env, indent, self.draw(st.integers(0, 1)))
+
+    def stmt_kick(self, env, indent):
+        """A method storing into `self` called for its effect on an object
+        built here from differentiated values (the corpus' particle system):
+        followed as a state function (frontend/method_state.py), checked."""
+        self.stmt_lambda_or_state(env, indent, 2)
+
+    def stmt_lambda_or_state(self, env, indent, k):
         name = self.fresh_name("a")
         g = self.fresh_name("g")
-        k = self.draw(st.integers(0, 2))
         if k == 2:
-            # a method storing into `self`, called for its effect on an object
-            # holding differentiated values (the corpus' particle system)
             self.need_sim()
             sim = self.fresh_name("sim")
             self.emit(indent, f"{sim} = Sim({self.expr(env, 'v', 1)}, {self.pick(['s', 'x'])})")
@@ -1359,6 +1364,8 @@ def programs(draw, risky=None):
     if not risky and draw(st.integers(0, 24)) == 0:
         gen.must_refuse = True
         gen.stmt_refused(env, 1)
+    elif not risky and draw(st.integers(0, 24)) == 0:
+        gen.stmt_kick(env, 1)
     gen.block(env, 2, 1, n_max=6)
     if gen.layers and not gen.layers_done:
         gen.stmt_layers(env, 2, 1)
