@@ -231,5 +231,14 @@ def _self_array_writes(cls, fn, self_name):
 # writing into its arguments gets its variant (derivative_of(f, writes=True));
 # runtime.arguments asks what a function value or a method writes through its
 # parameters (frontend.held_writes)
+def _array_attribute_rule(attr):
+    """``(rule, linear)`` of an array's attribute ``attr`` (``ndarray.T``), for
+    runtime.attribute_cotangent / attribute_tangent, which import no compiler module."""
+    from ..rules.registry import LINEAR, lookup
+    rule = lookup(f"ndarray.{attr}")
+    return rule, rule is not None and rule.jvp == LINEAR
+
+
 runtime_calls.install(dispatcher=_dispatcher, writes_variant=_writes_variant,
-                      held_writes=_held_writes, self_array_writes=_self_array_writes)
+                      held_writes=_held_writes, self_array_writes=_self_array_writes,
+                      array_attribute_rule=_array_attribute_rule)

@@ -353,11 +353,11 @@ def attribute_tangent(t, obj, attr, ans):
     ``.shape`` none; a field of a structure or object is the same field of
     its tangent (which has the value's structure)."""
     if is_array_value(obj):
-        from ..rules.registry import LINEAR, lookup
-        rule = lookup(f"ndarray.{attr}")
+        from .calls import _hook
+        rule, linear = _hook("array_attribute_rule")(attr)    # (rules.registry, installed)
         if rule is None:
             return zeros_tangent(ans)
-        if rule.jvp == LINEAR:
+        if linear:
             return getattr(np.asarray(t) if isinstance(t, (int, float, complex)) else t, attr)
         return rule.jvp(t, ans, obj)
     if t is None:

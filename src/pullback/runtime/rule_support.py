@@ -41,8 +41,8 @@ def attribute_cotangent(g, obj, attr):
     none; a namedtuple's, dataclass's or object's field of that name gets
     ``g`` in its structure, as a field read does (``unindex``)."""
     if is_array_value(obj):
-        from ..rules.registry import lookup
-        rule = lookup(f"ndarray.{attr}")
+        from .calls import _hook
+        rule, _ = _hook("array_attribute_rule")(attr)     # (rules.registry, installed)
         return None if rule is None else rule.fn(g, None, obj)
     if is_structure(obj) or is_instance(obj):
         return unindex(g, obj, attr)
