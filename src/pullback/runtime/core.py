@@ -9,6 +9,7 @@ import numbers
 import struct
 import operator
 import sys
+import inspect
 import types
 
 import numpy as np
@@ -516,6 +517,14 @@ def _computed_attribute(cls, name):
                 hint=f"Read the attributes it is computed from (for `@property def {name}"
                      f"(self): return self._w * self.scale`, write `obj._w * obj.scale`), or "
                      f"make it a method and call it: `obj.{name}()`.")
+
+
+def refuse_computed_read(cls, name):
+    """``_computed_attribute`` for a name that is no ``__slots__`` member (a slot
+    holds a stored value): the forward pass's check of a field read through an
+    object's tangent (a getter run on the tangent is its tangent only if linear)."""
+    if not isinstance(inspect.getattr_static(cls, name, None), types.MemberDescriptorType):
+        _computed_attribute(cls, name)
 
 
 _NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,

@@ -362,11 +362,8 @@ def attribute_tangent(t, obj, attr, ans):
         return rule.jvp(t, ans, obj)
     if t is None:
         return None
-    import inspect
-    import types
-    if not isinstance(inspect.getattr_static(type(obj), attr, None), types.MemberDescriptorType):
-        # a property: its getter run on the tangent would be its tangent only were it
-        # linear (`self.a ** 2` is not): refused, as the reverse pass refuses it
-        from .core import _computed_attribute
-        _computed_attribute(type(obj), attr)
+    # a property: its getter run on the tangent would be its tangent only were it
+    # linear (`self.a ** 2` is not): refused, as the reverse pass refuses it
+    from .core import refuse_computed_read
+    refuse_computed_read(type(obj), attr)
     return getattr(t, attr)

@@ -80,12 +80,8 @@ def field_tangent(t, x, name):
     if isinstance(own, dict) and name not in own:
         # a property (`Q.make(x).mean`) is no constant: its tangent was a zero, with no
         # error; refused, as the reverse pass refuses it
-        import inspect
-        import types
-        if not isinstance(inspect.getattr_static(type(x), name, None),
-                          types.MemberDescriptorType):
-            from .core import _computed_attribute
-            _computed_attribute(type(x), name)
+        from .core import refuse_computed_read
+        refuse_computed_read(type(x), name)
     if t is None or (isinstance(own, dict) and name not in own):
         # (None: the zero tangent of an object, forward_support.zeros_tangent's)
         from .forward_support import zeros_tangent
