@@ -34,7 +34,7 @@ from __future__ import annotations
 import gast
 
 from ..ir.build import closure_name
-from ..runtime.opaque import checked_call, checked_method_call
+from ..runtime.checked_calls import checked_call, checked_method_call
 
 __all__ = ["defer_method_call", "defer_call"]
 

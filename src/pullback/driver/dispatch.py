@@ -53,7 +53,7 @@ from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: ru
 from ..analyses.ops import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
-from ..runtime import opaque
+from ..runtime import opaque, opaque_routes
 from ..runtime.opaque import is_library_code
 from ..runtime.control import RAISED, attempt, nested_value, spread, star_call
 
@@ -482,7 +482,7 @@ class _Opaque:
         return out, (self, res)
 
     def adjoint(self, res, ct):
-        return opaque.adjoint(res, ct)
+        return opaque_routes.adjoint(res, ct)
 
 
 class _Differentiated:

@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from ..analyses.ops import is_library
-from ..runtime import opaque
+from ..runtime import opaque_routes
 from ..runtime.opaque import is_library_code
 from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
@@ -446,7 +446,7 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     if isinstance(fn, types.FunctionType) and not is_library(fn):
         return _by_handle(forward_of(fn), fn, args, kwargs, mask, tangents, has_aux)
     if is_library_code(fn):     # run, checked to have only moved data (runtime.opaque)
-        return opaque.forward(fn, args, kwargs, tuple(mask), tuple(tangents))
+        return opaque_routes.forward(fn, args, kwargs, tuple(mask), tuple(tangents))
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     raise NoRuleError(
         f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "

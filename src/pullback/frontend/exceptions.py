@@ -77,7 +77,7 @@ import gast
 from ..ir.build import name as _name
 from ..rules.registry import nondifferentiable
 from ..runtime import control
-from ..runtime.opaque import entered_value
+from ..runtime.checked_calls import entered_value
 from ..ir.naming import Namer
 from .parse import Parsed
 from .try_names import (EVERY_NAME, bound_names, check_partial_work, in_loop, raising,

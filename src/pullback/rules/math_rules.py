@@ -38,7 +38,7 @@ import numpy as np
 from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime.reduction_forward import builtin_max_jvp
 from pullback.runtime import abs_grad, indexable, mapping_keys, select_grad, unsum
-from pullback.runtime.opaque import items_cotangent
+from pullback.runtime.opaque_routes import items_cotangent
 
 # --- exponentials, logarithms, powers ---
 

@@ -32,7 +32,7 @@ import linecache
 
 import numpy as np
 
-from ..runtime import core, accumulation, control, rule_support, forward_support, opaque
+from ..runtime import core, accumulation, control, rule_support, forward_support, opaque_routes
 from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
 from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
@@ -86,7 +86,7 @@ _declare(core.unreduce, (0,))
 _declare(core.project, (0,))
 _declare(core.realify, (0,))
 _declare(core.pack_like, (1,))
-_declare(opaque.items_cotangent, (2,))
+_declare(opaque_routes.items_cotangent, (2,))
 _declare(core.add_cotangents, (0, 1))
 _declare(core.join_grads, (0,))
 _declare(core.field_cotangent, (0,))

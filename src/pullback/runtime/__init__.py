@@ -50,7 +50,7 @@ from .scipy_solvers import __all__ as _scipy_solvers
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 
 _dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]  # rules.dicts
-from .opaque import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequence`)
+from .opaque_routes import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequence`)
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments

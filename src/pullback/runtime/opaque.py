@@ -71,16 +71,19 @@ object (refused), and a callback that stores or changes anything
 such as ``append``) is refused before the call runs.
 
 >>> import numpy as np, operator
->>> from pullback.runtime.opaque import call, adjoint
+>>> from pullback.runtime.opaque import call
 >>> xs = [np.array([1.0]), np.array([2.0])]
->>> out, res = call(operator.itemgetter(1), (xs,), {}, (0,))
->>> out is xs[1], adjoint(res, np.array([5.0]))
-(True, ([array([0.]), array([5.])],))
+>>> out, (routes, held, _, _) = call(operator.itemgetter(1), (xs,), {}, (0,))
+>>> out is xs[1], routes            # the result is the argument's item 1
+(True, (((), 0, (1,)),))
+
+Walking values to their leaves is ``runtime.leaves``; sending cotangents
+and tangents along the routes ``call`` found is ``runtime.opaque_routes``;
+calls run for their effect are ``runtime.checked_calls``.
 """
 from __future__ import annotations
 
 import functools
-import gc
 import numbers
 import sys
 import types
@@ -88,15 +91,12 @@ import weakref
 
 import numpy as np
 
-from .backends import is_foreign
+from .leaves import ATOMS, Unwalkable, Walk, is_leaf
 
-__all__ = ["is_library_code", "call", "adjoint", "forward", "checked_method_call", "checked_call",
-           "entered_value",
-           "is_iterator", "is_bag", "is_library_object", "items_cotangent", "bag_cotangent"]
+__all__ = ["is_library_code", "is_library_object", "call", "callee_name"]
 
 _EXCLUDED = ("numpy", "scipy", "jax", "jaxlib", "math", "pullback", "cmath")
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
-_NODES = 200_000          # the most objects one call's inputs and result are walked through
 
 
 def is_library_code(obj):
@@ -129,120 +129,8 @@ def is_library_object(x):
     """An object neither a number, an array nor a structure pullback knows (one
     a library call made: ``inspect.BoundArguments``): its cotangent is a dict
     by attribute (``FieldGrads``), or by identity for what it hides."""
-    return not (_is_leaf(x) or isinstance(x, _ATOMS) or isinstance(
+    return not (is_leaf(x) or isinstance(x, ATOMS) or isinstance(
         x, (tuple, list, dict, numbers.Number, np.ndarray)) or hasattr(x, "__array__"))
-
-
-# -- walking values -----------------------------------------------------------------
-
-def _is_leaf(v):
-    t = type(v)
-    if t is float or t is complex or t is np.ndarray and v.dtype.kind in "fc":
-        return True
-    if isinstance(v, (bool, np.bool_)):
-        return False
-    if isinstance(v, (float, complex, np.floating, np.complexfloating)):
-        return True
-    if isinstance(v, np.ndarray):
-        return v.dtype.kind in "fc"
-    return is_foreign(v)
-
-
-_ATOMS = (type(None), bool, int, str, bytes, range, slice, type(Ellipsis), type,
-          types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType,
-          types.MethodDescriptorType, types.WrapperDescriptorType, np.integer, np.bool_,
-          np.dtype, weakref.ref)
-_UNWALKABLE = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType,
-               types.FrameType)
-
-
-class Unwalkable(Exception):
-    """A generator or a frame among the values: what it holds is not data."""
-
-
-class _Walk:
-    """The leaves reachable from one value: ``(path, leaf)`` pairs."""
-
-    def __init__(self):
-        self.nodes = 0
-
-    def leaves(self, value, path=()):
-        out = []
-        self._walk(value, path, out, set(), None)
-        return out
-
-    def _walk(self, v, path, out, stack, bag):
-        if _is_leaf(v):
-            out.append((path if bag is None else bag + (("@", id(v)),), v))
-            return
-        if isinstance(v, _ATOMS) or (isinstance(v, np.ndarray) and v.dtype.kind not in "O"):
-            return
-        if isinstance(v, _UNWALKABLE):
-            raise Unwalkable(type(v).__name__)
-        i = id(v)
-        if i in stack:
-            return
-        self.nodes += 1
-        if self.nodes > _NODES:
-            raise Unwalkable(f"more than {_NODES} objects")
-        stack.add(i)
-        try:
-            for key, child, in_bag in _children(v, bag is not None):
-                if in_bag and bag is None:
-                    self._walk(child, path, out, stack, path)
-                else:
-                    self._walk(child, path + (key,) if bag is None else path, out, stack, bag)
-        finally:
-            stack.discard(i)
-
-
-def _children(v, in_bag):
-    """``(key, child, whether child is in a bag)`` of one container."""
-    if isinstance(v, (tuple, list)):
-        return [(k, c, False) for k, c in enumerate(v)]
-    if isinstance(v, dict):
-        out = [(k, c, False) for k, c in list(v.items())]
-        return out + _fields(v) if type(v).__flags__ & (1 << 9) else out   # a heap subclass
-    if isinstance(v, types.MappingProxyType):
-        return [(k, v[k], False) for k in v]
-    if isinstance(v, np.ndarray):          # an object array: its items by position
-        return [(k, c, False) for k, c in enumerate(v.ravel().tolist())]
-    fields = _fields(v)
-    if not _has_hidden_state(v):
-        return fields
-    skip = (getattr(v, "__dict__", None), type(v))
-    hidden = [(None, r, True) for r in gc.get_referents(v)
-              if not any(r is s for s in skip)]
-    return fields + hidden
-
-
-def _fields(v):
-    out = []
-    d = getattr(v, "__dict__", None)
-    if isinstance(d, dict):
-        out.extend((k, c, False) for k, c in list(d.items()))
-    for cls in type(v).__mro__:
-        for name in cls.__dict__.get("__slots__", ()) if isinstance(
-                cls.__dict__.get("__slots__", ()), (tuple, list)) else \
-                (cls.__dict__.get("__slots__"),):
-            if name in ("__dict__", "__weakref__"):
-                continue
-            try:
-                out.append((name, object.__getattribute__(v, name), False))
-            except AttributeError:
-                pass
-    return out
-
-
-def _has_hidden_state(v):
-    """Whether ``v`` keeps values Python does not show as attributes (an
-    instance of a C type other than ``object``: an iterator, a deque, a set)."""
-    for cls in type(v).__mro__:
-        if cls is object:
-            continue
-        if not cls.__flags__ & (1 << 9):       # Py_TPFLAGS_HEAPTYPE: not a C type
-            return True
-    return False
 
 
 # -- the call ---------------------------------------------------------------------
@@ -291,7 +179,7 @@ class _Protect:
             a.flags.writeable = True
 
 
-def _name_of(fn):
+def callee_name(fn):
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) \
         or type(fn).__name__
 
@@ -299,7 +187,7 @@ def _name_of(fn):
 def _refuse(fn, why, hint):
     from ..errors import NonDifferentiableError
     raise NonDifferentiableError(
-        f"pullback ran this call of `{_name_of(fn)}` (library code, which it does not "
+        f"pullback ran this call of `{callee_name(fn)}` (library code, which it does not "
         f"differentiate) as plain Python and checked that it only moved the values being "
         f"differentiated: {why}", None, hint)
 
@@ -331,7 +219,7 @@ def call(fn, args, kwargs, mask):
     receiver = _receiver(fn)
     keys, values = _inputs(fn, args, kwargs, receiver)
     _check_callbacks(fn, values)
-    walk = _Walk()
+    walk = Walk()
     try:
         before = [walk.leaves(v) for v in values]
     except Unwalkable as err:
@@ -438,185 +326,6 @@ def _show(path):
     return "".join(parts)
 
 
-# -- the adjoint --------------------------------------------------------------------
-
-def _at(ct, key):
-    if ct is None:
-        return None
-    if isinstance(ct, dict):
-        return ct.get(key)
-    if isinstance(ct, (list, tuple)) and isinstance(key, int) and not isinstance(key, bool):
-        return ct[key] if -len(ct) <= key < len(ct) else None
-    if isinstance(ct, numbers.Number) and not isinstance(ct, np.ndarray):
-        return None       # a zero standing for a whole structure
-    if isinstance(key, str):
-        return getattr(ct, key, None)
-    return None
-
-
-def _ct_at(ct, path):
-    for key in path:
-        ct = _at(ct, key)
-        if ct is None:
-            return None
-    return ct
-
-
-def adjoint(res, ct):
-    """One cotangent per entry of the call's mask: each leaf of the result
-    sends its cotangent to the place of the argument it is."""
-    from .core import add_cotangents, project
-    routes, held, _, fn = res
-    acc = [{} for _ in held]
-    for path, k, inpath in routes:
-        g = _ct_at(ct, path)
-        if g is None:
-            continue
-        acc[k][inpath] = add_cotangents(acc[k].get(inpath), g)
-    return tuple(_build(v, a, (), project) for v, a in zip(held, acc))
-
-
-def _build(value, acc, path, project):
-    """The cotangent of ``value`` with ``acc`` (path -> cotangent) placed."""
-    from .core import is_instance, zeros_like
-    if path in acc:
-        return project(acc[path], value)
-    if not any(p[:len(path)] == path for p in acc):
-        if _is_leaf(value) or isinstance(value, (tuple, list, dict)) or is_instance(value):
-            return zeros_like(value)
-        return 0.0 if isinstance(value, _ATOMS) else {}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(_build(c, acc, path + (k,), project)
-                             for k, c in enumerate(value)))
-    if isinstance(value, (tuple, list)):
-        return type(value)(_build(c, acc, path + (k,), project) for k, c in enumerate(value)) \
-            if type(value) in (tuple, list) else [_build(c, acc, path + (k,), project)
-                                                  for k, c in enumerate(value)]
-    if isinstance(value, (dict, types.MappingProxyType)):
-        return {k: _build(value[k], acc, path + (k,), project) for k in list(value)}
-    out = {}
-    for key, child, in_bag in _children(value, False):
-        if not in_bag:
-            out[key] = _build(child, acc, path + (key,), project)
-    for p, g in acc.items():
-        if len(p) == len(path) + 1 and p[:len(path)] == path and isinstance(p[-1], tuple):
-            out[p[-1]] = g          # a bag's leaf, by identity
-    return out
-
-
-def is_iterator(x):
-    """An iterator (``iter(x) is x``): reading it consumes it."""
-    return not isinstance(x, (tuple, list, dict, np.ndarray)) and hasattr(x, "__next__")
-
-
-def is_bag(x):
-    """An iterable that is not a tuple, a list, a dict or an array (an iterator,
-    a view such as ``d.values()``, a set, a deque): its cotangent is keyed by
-    the identity of the values it holds (module docstring)."""
-    return not isinstance(x, (tuple, list, dict, np.ndarray)) and not _is_leaf(x)
-
-
-def items_cotangent(iterable, ans, g):
-    """The cotangent of ``iterable`` that ``list(...)`` / ``tuple(...)`` read into
-    ``ans``, from ``g`` (the cotangent of ``ans``): for a tuple, a list or an
-    array, ``pack_like(iterable, g)``; for a bag (an iterator, consumed by the
-    time the adjoint runs, or a view), by the identity of the values it gave
-    (the checked call that made it routes each back by identity)."""
-    from .core import pack_like
-    if not is_bag(iterable):
-        return pack_like(iterable, g)
-    return bag_cotangent(ans, [_at(g, i) for i in range(len(ans))])
-
-
-def bag_cotangent(items, cts):
-    """``{("@", id(leaf)): cotangent}`` for the leaves of ``items``, each item's
-    cotangent in ``cts`` (None: nothing)."""
-    from .core import add_cotangents
-    out = {}
-    walk = _Walk()
-    for item, gi in zip(items, cts):
-        if gi is None:
-            continue
-        for path, leaf in walk.leaves(item):
-            part = _ct_at(gi, path)
-            if part is not None:
-                key = ("@", id(leaf))
-                out[key] = add_cotangents(out.get(key), part)
-    return out
-
-
-# -- forward mode ---------------------------------------------------------------------
-
-def forward(fn, args, kwargs, mask, tangents):
-    """``fn(*args, **kwargs)`` and the tangent of its result: each leaf of the
-    result has the tangent of the argument's leaf it is (zero for constants)."""
-    out, (routes, held, _, _) = call(fn, args, kwargs, mask)
-    placed = {}
-    if any(isinstance(key, tuple) for path, _, inpath in routes for key in path + inpath):
-        from ..errors import NonDifferentiableError
-        raise NonDifferentiableError(
-            f"forward mode cannot follow tangents through `{_name_of(fn)}`, whose argument or "
-            "result is an object that holds values it does not show (an iterator).",
-            None, "Make a list of it first (`list(...)`), or use reverse mode (pb.grad).")
-    for path, k, inpath in routes:
-        t = _ct_at(tangents[k], inpath)
-        if t is not None:
-            placed[path] = t
-    if () in placed:
-        return out, placed[()]
-    if not placed:
-        return out, _tangent(out, placed, ())
-    return out, _tangent(out, placed, ())
-
-
-class _Fields(dict):
-    """The tangent of an object a library call made: its attributes' tangents,
-    read as attributes too (``b_dot.arguments``, as the tangent code reads a field)."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _zero_tangent(x):
-    """Zeros of ``x``'s shape for a float leaf, the same structure for a
-    container, None for what has no tangent (``forward_support.zeros_tangent``)."""
-    if _is_leaf(x):
-        return np.zeros_like(x) if isinstance(x, np.ndarray) else type(x)(0)
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(_zero_tangent(v) for v in x))
-    if isinstance(x, (tuple, list)):
-        return type(x)(_zero_tangent(v) for v in x) if type(x) in (tuple, list) \
-            else [_zero_tangent(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _zero_tangent(v) for k, v in x.items()}
-    return None
-
-
-def _tangent(value, placed, path):
-    zeros_tangent = _zero_tangent
-    if path in placed:
-        return placed[path]
-    if not any(p[:len(path)] == path for p in placed):
-        return zeros_tangent(value) if _is_leaf(value) or isinstance(
-            value, (tuple, list, dict)) else {}
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(_tangent(c, placed, path + (k,)) for k, c in enumerate(value)))
-    if isinstance(value, (tuple, list)):
-        return (tuple if isinstance(value, tuple) else list)(
-            _tangent(c, placed, path + (k,)) for k, c in enumerate(value))
-    if isinstance(value, (dict, types.MappingProxyType)):
-        return {k: _tangent(value[k], placed, path + (k,)) for k in list(value)}
-    out = _Fields((key, _tangent(c, placed, path + (key,)))
-                  for key, c, in_bag in _children(value, False) if not in_bag)
-    for p, t in placed.items():
-        if len(p) == len(path) + 1 and p[:len(path)] == path and isinstance(p[-1], tuple):
-            out[p[-1]] = t
-    return out
-
-
 # -- callbacks --------------------------------------------------------------------------
 
 def _check_callbacks(fn, values):
@@ -631,7 +340,7 @@ def _check_callbacks(fn, values):
             continue
         why = _changes(f)
         if why:
-            _refuse(fn, f"it is given `{_name_of(f)}`, a function of yours that it calls as "
+            _refuse(fn, f"it is given `{callee_name(f)}`, a function of yours that it calls as "
                         f"plain Python, and that {why}, which pullback would not see.",
                     "Give the library a function that only computes and returns a value, "
                     "or write the loop yourself.")
@@ -661,81 +370,3 @@ def _changes(f):
                 and node.func.attr in _CHANGING:
             return f"calls `.{node.func.attr}(...)` (line {node.lineno} of its source)"
     return None
-
-
-# -- `with cm as v`: what __enter__ returns -----------------------------------------------
-
-def entered_value(cm, names=""):
-    """``v`` of ``with cm as v`` where ``cm`` was built from the function's own
-    values (``with open(path) as fh``): entered as ``control.context_enter``
-    does, and checked to hold no float, complex or float array, since what
-    ``__enter__`` returns is taken to carry no gradient (a file, a lock)."""
-    from . import control
-    value = control.context_enter(cm)
-    try:
-        leaves = _Walk().leaves(value)
-    except Unwalkable:
-        leaves = [((), None)]
-    if leaves:
-        from ..errors import UnsupportedSyntaxError
-        raise UnsupportedSyntaxError(
-            f"pullback cannot differentiate a context manager built from {names or 'values of this function'} "
-            f"whose `as` value (what `{type(cm).__name__}.__enter__` returned) holds numbers.",
-            None, "What `__enter__` returns carries no gradient: build the context manager "
-            "from module-level values, or compute the value in the block.")
-    return value
-
-
-# -- calls whose result carries no gradient ------------------------------------------
-
-def checked_call(mask, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` as a statement (or with a result no gradient
-    reaches) given values being differentiated (``mask``: the positions and
-    keywords that hold them; ``analyses.opaque_calls`` writes it so): library
-    code runs checked (``call``), so that what it changes in its arguments
-    keeps each differentiated value at its place; anything else runs as it is
-    (pullback's other checks are where they were)."""
-    f, lead, keywords = fn, (), {}
-    while True:         # what the dispatcher unwraps: partials, bound methods
-        if isinstance(f, functools.partial):
-            lead, keywords, f = f.args + lead, {**f.keywords, **keywords}, f.func
-        elif isinstance(f, types.MethodType):
-            lead, f = (f.__self__,) + lead, f.__func__
-        else:
-            break
-    if isinstance(f, type) or not callable(f) or not is_library_code(f):
-        return fn(*args, **kwargs)
-    if set(keywords) & set(kwargs):
-        return fn(*args, **kwargs)      # (Python raises)
-    n = len(lead)
-    mask = tuple(k + n if isinstance(k, int) and k >= 0 else k for k in mask)
-    return call(f, lead + args, {**keywords, **kwargs}, mask)[0]
-
-
-def checked_method_call(mask, strict, obj, name, *args, **kwargs):
-    """``obj.name(*args, **kwargs)`` as a statement, as ``checked_call``
-    (``-1`` in ``mask``: ``obj`` holds values being differentiated).  With
-    ``strict`` (``obj`` holds them and its class was not known when the
-    function was transformed: ``b = sig.bind(*args); b.apply_defaults()``), a
-    method that is not library code is refused, as ``analyses.attributes``
-    refuses it where the class is known: it would change ``obj`` unseen."""
-    method = getattr(obj, name)
-    fn, lead = method, ()
-    if isinstance(method, types.MethodType):
-        fn, lead = method.__func__, (method.__self__,)
-    if is_library_code(fn):
-        if lead:
-            mask = tuple(0 if k == -1 else k + 1 if isinstance(k, int) else k for k in mask)
-        return call(fn, lead + args, kwargs, mask)[0]
-    if not strict:
-        return method(*args, **kwargs)
-    from ..errors import UnsupportedSyntaxError
-    cls = type(obj).__name__
-    raise UnsupportedSyntaxError(
-        f"pullback cannot differentiate this call of `{name}`: its result is unused, so it "
-        f"runs as plain Python, and the object (a {cls}) holds differentiated values: "
-        "whatever the call changes in it would go unseen, and the reads of it after the "
-        "call would be differentiated as if the call had not run.", None,
-        f"Make `{name}` return a new {cls} (or the new values) instead of changing `self`, "
-        f"and bind it: `obj = obj.{name}(...)`; a method called for its result is "
-        "differentiated.")

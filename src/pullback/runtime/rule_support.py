@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import add_repeated, is_foreign, set_basic, zeros_for
-from .opaque import bag_cotangent, is_bag
+from .opaque_routes import bag_cotangent, is_bag
 from .core import FieldGrads, Meta, attributes_of, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
