@@ -2,7 +2,7 @@
 ``s.size``, ``s.real``, ``s.mean``): a field read, never the array's rule.
 
 An attribute read whose receiver the compiler does not prove an array is
-decided when it runs (``analyses.ops.settle_attributes``): an array's ``.T``
+decided when it runs (``analyses.settle_attributes``): an array's ``.T``
 has its rule, an object's ``.T`` is its field.  Values are exact, and JAX
 (x64) is the oracle where it runs.
 """

@@ -92,7 +92,7 @@ def _spread(wrt, n):
 #: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
 #: it is imported (``import pullback`` imports it): this module imports no pass.
 higher_order = None
-class_calls = None      # analyses.ops.called_class, once imported
+class_calls = None      # analyses.callable_facts.called_class, once imported
 
 
 class Derivative:
@@ -586,7 +586,7 @@ def _unwrap(fn, args, kwargs, mask):
 
 
 def _called_class(cls):
-    # set by analyses.ops when it is imported (it imports this module);
+    # set by analyses.callable_facts when it is imported (it imports this module);
     # generated code runs after a transform, which imports it, did
     return class_calls(cls) if class_calls is not None else None
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import types
 
-from .analyses import ops as ops_
+from .analyses import op_resolver
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
 from .frontend import grown_lists, state_calls, writes
@@ -93,7 +93,7 @@ def normalize(t: Transform) -> None:
 
 
 def resolve_ops(t: Transform) -> None:
-    t.ops = ops_.resolve(t.normal, t.parsed)
+    t.ops = op_resolver.resolve(t.normal, t.parsed)
 
 
 FRONT = [parse, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,

@@ -27,7 +27,8 @@ import gast
 
 from .analyses import (activity as activity_, aliases, attributes, defuse, item_stores, kinds,
                        mutation, updates)
-from .analyses import ops as ops_
+from .analyses import op_resolver
+from .analyses.settle_attributes import settle_attributes
 from .backend import loader
 from .again import transforming_again
 from .errors import PullbackError
@@ -48,13 +49,13 @@ def infer_kinds(t: Transform) -> None:
         return kinds.infer(t.normal.tree, {**kinds.of_globals(t.normal, t.parsed),
                                            **t.param_kinds}, t.ops, _returns_of(t.fn))
     t.kinds = infer()
-    if ops_.settle_attributes(t.normal.tree, t.ops, t.kinds):
+    if settle_attributes(t.normal.tree, t.ops, t.kinds):
         t.kinds = infer()     # `s.T` of an object not proven an array: a field read
 
 
 def follow_aliases(t: Transform) -> None:
     if aliases.follow_aliases(t.normal, t.ops, t.kinds, t.parsed):
-        t.ops = ops_.resolve(t.normal, t.parsed)
+        t.ops = op_resolver.resolve(t.normal, t.parsed)
         infer_kinds(t)
 
 

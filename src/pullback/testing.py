@@ -18,7 +18,7 @@ import numpy as np
 from .backend import codegen
 from .frontend import parse as frontend
 from .normalize import normalize as normalize_
-from .analyses import activity, defuse, kinds as kinds_, ops as ops_
+from .analyses import activity, defuse, kinds as kinds_, op_resolver
 
 __all__ = ["function_from_source", "normal_form", "analyses", "adjoint_source"]
 
@@ -55,7 +55,7 @@ def analyses(fn, wrt=None, param_kinds=None):
     """Normal form, ops, def-use chains, kinds and activity of ``fn``."""
     normal = normal_form(fn)
     parsed = frontend.parse(fn)
-    ops = ops_.resolve(normal, parsed)
+    ops = op_resolver.resolve(normal, parsed)
     param_kinds = param_kinds or {p: kinds_.NUMBER for p in normal.params}
     kinds = kinds_.infer(normal.tree, param_kinds, ops)
     chains = defuse.chains(normal.tree)

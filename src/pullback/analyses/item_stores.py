@@ -243,7 +243,7 @@ def _container_kind(name, bound, parsed=None):
     value = bound.get(name)
     if isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
             and parsed is not None:
-        from .ops import static_value
+        from .callable_facts import static_value
         fn = static_value(value.func, parsed)
         if fn is dict or getattr(fn, "makes_dict", False):
             return "dict"

@@ -50,7 +50,7 @@ from ..backend import codegen
 from ..callees import _CALLEE, _RECEIVER, _is_callable_instance, _unwrap, forward_only
 from .. import runtime
 from ..runtime.calls import dynamic_adjoint  # noqa: F401  (the adjoint side: runtime's)
-from ..analyses.ops import is_library, is_mutating_function
+from ..analyses.callable_facts import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..rules.registry import is_nondifferentiable, lookup
 from ..runtime import opaque, opaque_routes

@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from ..analyses.ops import is_library
+from ..analyses.callable_facts import is_library
 from ..runtime import opaque_routes
 from ..runtime.opaque import is_library_code
 from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee

@@ -275,7 +275,7 @@ class _Desugar:
         closure, or a nested ``def`` of this function that yields."""
         if not (isinstance(expr, gast.Call) and isinstance(expr.func, gast.Name)):
             return False
-        from ..analyses.ops import static_value
+        from ..analyses.callable_facts import static_value
         name = expr.func.id
         if name in self.generators:
             return True

@@ -157,7 +157,7 @@ class Hoist(gast.NodeTransformer):
         return self.generic_visit(node)
 
     def is_reduce(self, func):
-        from ..analyses.ops import static_value
+        from ..analyses.callable_facts import static_value
         if not (isinstance(func, gast.Name) or (isinstance(func, gast.Attribute)
                                                 and isinstance(func.value, gast.Name))):
             return False

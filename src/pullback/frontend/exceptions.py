@@ -276,7 +276,7 @@ class _Blocks:
 
     def errstate(self, item):
         """Whether the context of ``item`` is ``np.errstate(...)``."""
-        from ..analyses.ops import static_value
+        from ..analyses.callable_facts import static_value
         import numpy as np
         return isinstance(item.context_expr, gast.Call) \
             and static_value(item.context_expr.func, self.parsed) is np.errstate

@@ -35,7 +35,7 @@ fresh names first where the values read ``self``, so a swap keeps Python's
 meaning); ``self.log_softmax(z)`` of a staticmethod reads the class's.  A
 class called through a value known only when the call runs (``cls(...)`` in
 a classmethod, ``Model(**params)`` spread by ``star_call``) goes to the same
-rewritten ``__init__`` (``analyses.ops.called_class``, from ``callees._unwrap``)::
+rewritten ``__init__`` (``analyses.callable_facts.called_class``, from ``callees._unwrap``)::
 
     class Norm:                                 def Norm_init(z, s):
         def __init__(self, z, s):                   self_p = Norm_.log_softmax(z)

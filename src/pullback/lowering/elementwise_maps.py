@@ -89,7 +89,7 @@ def inline_closures(body, normal, parsed, ops, kinds):
         from ..analyses import kinds as kinds_
         params = {p: kinds[p] for p in normal.params if p in kinds}
         kinds = kinds_.infer(normal.tree, params, ops)
-        from ..analyses.ops import settle_attributes
+        from ..analyses.settle_attributes import settle_attributes
         if settle_attributes(normal.tree, ops, kinds):    # `s.T` of a spliced object
             kinds = kinds_.infer(normal.tree, params, ops)
     return changed, kinds
@@ -99,7 +99,7 @@ def _splice(stmt, info, caller, parsed, ops):
     """The statements of ``info``'s function with its parameters bound to
     the call's arguments, its locals renamed apart and its result bound
     to the call's target (``caller`` is the normal form the call is in)."""
-    from ..analyses import ops as ops_
+    from ..analyses import op_resolver
     from ..rules.inline import clone
     normal = info.normal
     target = stmt.targets[0].id
@@ -135,7 +135,7 @@ def _splice(stmt, info, caller, parsed, ops):
         tree=gast.FunctionDef(name="_", args=normal.tree.args, body=out,
                               decorator_list=[], returns=None, type_comment=None,
                               type_params=[]))
-    ops.update(ops_.resolve(fake, parsed))
+    ops.update(op_resolver.resolve(fake, parsed))
     return out
 
 

@@ -44,7 +44,8 @@ import gast
 import numpy as np
 
 from ..analyses import purity
-from ..analyses.ops import OpKind, dotted, static_value
+from ..analyses.callable_facts import dotted, static_value
+from ..analyses.ops import OpKind
 from ..errors import UnsupportedSyntaxError
 from ..ir.walk import own_nodes
 from .kernel_programs import Program, Step

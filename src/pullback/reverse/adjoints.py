@@ -42,7 +42,8 @@ from ..again import transforming_again
 from ..driver import dispatch
 from .. import runtime
 from ..analyses.kinds import Shape
-from ..analyses.ops import OpKind, dotted, is_library
+from ..analyses.callable_facts import dotted, is_library
+from ..analyses.ops import OpKind
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
