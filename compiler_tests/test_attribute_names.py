@@ -154,7 +154,7 @@ def f(x):
 
 
 def test_entry_reads_no_attribute_of_a_number():
-    from pullback.runtime.core import _entry
+    from pullback.runtime.structures import _entry
     with pytest.raises(PullbackError, match="bug in pullback"):
         _entry(np.float64(2.0), "T")
     with pytest.raises(PullbackError):

@@ -800,7 +800,7 @@ def _dataclass_property(d, x):
 def test_property_of_a_dataclass_argument():
     """A property of a differentiated dataclass argument was read as a field:
     its r-gradient came back zeros where 2*r*x is right; it is refused now,
-    naming the property (runtime.core._computed_attribute)."""
+    naming the property (runtime.structures._computed_attribute)."""
     x = np.array([0.7, -0.4])
     with pytest.raises(pb.NonDifferentiableError, match="`.area`, a property"):
         pb.grad(_dataclass_property)(_Square(x.copy()), x)

@@ -41,13 +41,16 @@ import numpy as np
 
 from .errors import NonDifferentiableError
 from .runtime import core
+from .runtime.structures import (REGISTERED, _NO_GRADIENT, _entry, attributes_of, fields_of,
+                                 is_instance, is_structure, rebuild_like, set_attribute,
+                                 slot_names)
 
 __all__ = ["register_pytree_node", "register_pytree_node_class", "register_dataclass",
            "registration", "needs_boundary", "to_user_grad", "to_internal_cotangent",
            "to_internal_tangent", "to_user_tangent", "object_inexact", "children_of",
            "tree_items", "tree_replace", "zero_tree"]
 
-_REGISTRY = core.REGISTERED     # class -> (flatten, unflatten)
+_REGISTRY = REGISTERED     # class -> (flatten, unflatten)
 _BUILTIN = (tuple, list, dict, type(None), np.ndarray, np.generic, numbers.Number, str, bytes)
 
 
@@ -136,17 +139,17 @@ def registration(x):
         return got
     if t is np.ndarray or t is float or isinstance(x, (tuple, list, dict, np.generic,
                                                        numbers.Number, str, bytes)) \
-            or x is None or isinstance(x, core._NO_GRADIENT):
+            or x is None or isinstance(x, _NO_GRADIENT):
         return None
-    if "jax" in sys.modules and (core.is_instance(x) or dataclasses.is_dataclass(x)):
+    if "jax" in sys.modules and (is_instance(x) or dataclasses.is_dataclass(x)):
         return _jax_flatten(x)
     return None
 
 
 def _attributes(x):
     """The attributes of a plain object: its ``__dict__`` and the ``__slots__``
-    of its class and bases that hold a value (``runtime.core.attributes_of``)."""
-    return core.attributes_of(x)
+    of its class and bases that hold a value (``runtime.attributes_of``)."""
+    return attributes_of(x)
 
 
 def check_readable(x):
@@ -158,9 +161,9 @@ def check_readable(x):
 def is_plain_object(x):
     """An object of the user's class that is neither registered nor a
     structure: differentiated attribute by attribute."""
-    if registration(x) is not None or core.is_structure(x):
+    if registration(x) is not None or is_structure(x):
         return False
-    return core.is_instance(x)
+    return is_instance(x)
 
 
 def _float_leaf(v):
@@ -191,10 +194,10 @@ def _holds_float(v, seen):
         return True
     if registration(v) is not None:
         return any([_holds_float(c, seen) for c in registration(v)[0](v)[0]])
-    if core.is_structure(v):
+    if is_structure(v):
         if id(v) in seen:
             return False
-        return any([_holds_float(c, seen | {id(v)}) for _, c in core.fields_of(v)])
+        return any([_holds_float(c, seen | {id(v)}) for _, c in fields_of(v)])
     if is_plain_object(v):
         return object_inexact(v, seen)
     return False
@@ -208,8 +211,8 @@ def needs_boundary(x):
         return False
     if registration(x) is not None or is_plain_object(x):
         return True
-    if core.is_structure(x):
-        return any(needs_boundary(v) for _, v in core.fields_of(x))
+    if is_structure(x):
+        return any(needs_boundary(v) for _, v in fields_of(x))
     return False
 
 
@@ -283,7 +286,7 @@ def _probe(x, shared, found):
 
 def _user_at(x, path):
     for k in path:
-        x = dict(core.fields_of(x))[k] if core.is_structure(x) else _attributes(x)[k]
+        x = dict(fields_of(x))[k] if is_structure(x) else _attributes(x)[k]
     return x
 
 
@@ -293,12 +296,12 @@ def _replace_path(x, path, value):
     if not path:
         return value
     k, rest = path[0], path[1:]
-    if core.is_structure(x):
-        fields = dict(core.fields_of(x))
+    if is_structure(x):
+        fields = dict(fields_of(x))
         fields[k] = _replace_path(fields[k], rest, value)
-        return core.rebuild_like(x, fields)
+        return rebuild_like(x, fields)
     new = _copy_object(x)
-    core.set_attribute(new, k, _replace_path(_attributes(x)[k], rest, value))
+    set_attribute(new, k, _replace_path(_attributes(x)[k], rest, value))
     return new
 
 
@@ -312,7 +315,7 @@ def _copy_object(x):
             and getattr(new, "__dict__", None) is getattr(x, "__dict__", None)):
         new = object.__new__(type(x))
         for k, v in _attributes(x).items():
-            core.set_attribute(new, k, v)
+            set_attribute(new, k, v)
     return new
 
 
@@ -327,11 +330,11 @@ def _index(v, path, found, seen, depth):
     if id(v) in seen or depth > 8 or _float_leaf(v):
         return
     seen = seen | {id(v)}
-    if core.is_structure(v):
-        items = core.fields_of(v)
-    elif core.is_instance(v) or (registration(v) is not None
+    if is_structure(v):
+        items = fields_of(v)
+    elif is_instance(v) or (registration(v) is not None
                                  and (getattr(v, "__dict__", None) is not None
-                                      or core.slot_names(type(v)))):
+                                      or slot_names(type(v)))):
         items = list(_attributes(v).items())
     else:
         return
@@ -341,7 +344,7 @@ def _index(v, path, found, seen, depth):
 
 def _at(tree, path):
     for k in path:
-        tree = core._entry(tree, k)
+        tree = _entry(tree, k)
         if tree is None:
             return None
     return tree
@@ -362,9 +365,9 @@ def _set(tree, path, value):
         items[k] = _set(items[k], rest, value)
         return core.pack_like(tree, items) if isinstance(tree, tuple) else items
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
-        return core.rebuild_like(tree, {k: _set(getattr(tree, k), rest, value)})
+        return rebuild_like(tree, {k: _set(getattr(tree, k), rest, value)})
     new = _copy_object(tree)
-    core.set_attribute(new, k, _set(getattr(tree, k, None), rest, value))
+    set_attribute(new, k, _set(getattr(tree, k, None), rest, value))
     return new
 
 
@@ -382,11 +385,11 @@ def to_user_grad(g, x):
         grads = [core.zeros_like(c) if gc is None and c is not None else gc
                  for gc, c in zip(grads, children)]
         return reg[1](aux, grads)
-    if core.is_structure(x):
+    if is_structure(x):
         if not needs_boundary(x):
             return g
-        values = {k: to_user_grad(core._entry(g, k), v) for k, v in core.fields_of(x)}
-        return core.rebuild_like(x, values)
+        values = {k: to_user_grad(_entry(g, k), v) for k, v in fields_of(x)}
+        return rebuild_like(x, values)
     if is_plain_object(x):
         return _object_like(x, g, _grad_leaf)
     if g is None:
@@ -405,20 +408,20 @@ def _object_like(x, t, leaf):
     ``leaf(entry of t, value)``; the others are left (arrays copied)."""
     new = _copy_object(x)
     for k, v in _attributes(x).items():
-        core.set_attribute(new, k, _kept(t, k, v, leaf))
+        set_attribute(new, k, _kept(t, k, v, leaf))
     return new
 
 
 def _kept(t, k, v, leaf):
-    e = core._entry(t, k)
+    e = _entry(t, k)
     if _float_leaf(v):
         return leaf(e, v)
     if registration(v) is not None:
         return leaf(e, v) if _holds_float(v, set()) else v
-    if core.is_structure(v):
+    if is_structure(v):
         if not _holds_float(v, set()):
             return _copy_arrays(v)
-        return core.rebuild_like(v, {k2: _kept(e, k2, v2, leaf) for k2, v2 in core.fields_of(v)})
+        return rebuild_like(v, {k2: _kept(e, k2, v2, leaf) for k2, v2 in fields_of(v)})
     if is_plain_object(v):
         return _object_like(v, e, leaf) if object_inexact(v) else v
     return _copy_arrays(v)
@@ -427,8 +430,8 @@ def _kept(t, k, v, leaf):
 def _copy_arrays(v):
     if isinstance(v, np.ndarray):
         return v.copy()
-    if core.is_structure(v):
-        return core.rebuild_like(v, {k: _copy_arrays(c) for k, c in core.fields_of(v)})
+    if is_structure(v):
+        return rebuild_like(v, {k: _copy_arrays(c) for k, c in fields_of(v)})
     return v
 
 
@@ -456,11 +459,11 @@ def _to_internal(t, x, where, what):
             if path is not None:
                 internal = _set(internal, path, _to_internal(tc, c, where, what))
         return internal
-    if core.is_structure(x):
+    if is_structure(x):
         if not needs_boundary(x):
             return t
-        return core.rebuild_like(x, {k: _to_internal(core._entry(t, k), v, where, what)
-                                     for k, v in core.fields_of(x)})
+        return rebuild_like(x, {k: _to_internal(_entry(t, k), v, where, what)
+                                     for k, v in fields_of(x)})
     if not is_plain_object(x):
         return t
     if what == "cotangent":
@@ -474,7 +477,7 @@ def _to_internal(t, x, where, what):
         return _to_internal(e, v, where, what)
     new = _copy_object(x)
     for k, v in _attributes(x).items():
-        core.set_attribute(new, k, _kept(t, k, v, leaf) if _holds_float(v, set())
+        set_attribute(new, k, _kept(t, k, v, leaf) if _holds_float(v, set())
                            else _tangent_zeros(v, zeros_tangent))
     return new
 
@@ -499,13 +502,13 @@ def to_internal_tangent(t, p, where="the primal"):
 
 
 def _internal_ct_attr(c, v, where):
-    if _float_leaf(v) or registration(v) is not None or core.is_structure(v) \
+    if _float_leaf(v) or registration(v) is not None or is_structure(v) \
             or (is_plain_object(v) and object_inexact(v)):
         if c is None:
             return core.zeros_like(v)
-        if core.is_structure(v) and not registration(v):
-            return core.rebuild_like(v, {k: _internal_ct_attr(core._entry(c, k), x, where)
-                                         for k, x in core.fields_of(v)})
+        if is_structure(v) and not registration(v):
+            return rebuild_like(v, {k: _internal_ct_attr(_entry(c, k), x, where)
+                                         for k, x in fields_of(v)})
         return to_internal_cotangent(c, v, where)
     return core.zeros_like(v)
 
@@ -520,14 +523,14 @@ def _same_class(t, value, where, what):
 def _tangent_zeros(p, zeros_tangent):
     """A copy of the object ``p`` (and of the structures and objects it
     holds) with a zero tangent in every attribute."""
-    if core.is_structure(p):
-        return core.rebuild_like(p, {k: _tangent_zeros(v, zeros_tangent)
-                                     for k, v in core.fields_of(p)})
-    if core.is_instance(p) or (registration(p) is not None and (
-            getattr(p, "__dict__", None) is not None or core.slot_names(type(p)))):
+    if is_structure(p):
+        return rebuild_like(p, {k: _tangent_zeros(v, zeros_tangent)
+                                     for k, v in fields_of(p)})
+    if is_instance(p) or (registration(p) is not None and (
+            getattr(p, "__dict__", None) is not None or slot_names(type(p)))):
         new = _copy_object(p)
         for k, v in _attributes(p).items():
-            core.set_attribute(new, k, _tangent_zeros(v, zeros_tangent))
+            set_attribute(new, k, _tangent_zeros(v, zeros_tangent))
         return new
     return zeros_tangent(p)
 
@@ -545,11 +548,11 @@ def to_user_tangent(t, y):
         tangents = [zeros_tangent(c) if tc is None and c is not None else tc
                     for tc, c in zip(tangents, children)]
         return reg[1](aux, tangents)
-    if core.is_structure(y):
+    if is_structure(y):
         if not needs_boundary(y):
             return t
-        return core.rebuild_like(y, {k: to_user_tangent(core._entry(t, k), v)
-                                     for k, v in core.fields_of(y)})
+        return rebuild_like(y, {k: to_user_tangent(_entry(t, k), v)
+                                     for k, v in fields_of(y)})
     if is_plain_object(y):
         if not object_inexact(y):
             return t
@@ -567,8 +570,8 @@ def tree_items(x):
     reg = registration(x)
     if reg is not None:
         return [(i, c) for i, c in enumerate(reg[0](x)[0]) if c is not None]
-    if core.is_structure(x):
-        return core.fields_of(x)
+    if is_structure(x):
+        return fields_of(x)
     if is_plain_object(x):
         return [(k, v) for k, v in _attributes(x).items() if _holds_float(v, set())]
     return None
@@ -582,11 +585,11 @@ def tree_replace(x, values):
         children, aux = reg[0](x)
         children = [values.get(i, c) for i, c in enumerate(children)]
         return reg[1](aux, children)
-    if core.is_structure(x):
-        return core.rebuild_like(x, {k: values.get(k, v) for k, v in core.fields_of(x)})
+    if is_structure(x):
+        return rebuild_like(x, {k: values.get(k, v) for k, v in fields_of(x)})
     new = _copy_object(x)
     for k, v in values.items():
-        core.set_attribute(new, k, v)
+        set_attribute(new, k, v)
     return new
 
 

@@ -33,6 +33,7 @@ import types
 import numpy as np
 
 from ..errors import NotTraceableError
+from .. import runtime as _runtime
 from ..runtime import core as _core
 from ..runtime import rule_support as _rule_support
 from ..runtime import accumulation as _accumulation
@@ -248,7 +249,7 @@ def _make_generic(xp):
             "join_grads": join_grads,
             "per_output": _core.per_output}      # reads shapes only
     # structural helpers whose only arithmetic is `a + b` on their leaves
-    made.update({name: getattr(_core, name) for name in _STRUCTURAL})
+    made.update({name: getattr(_runtime, name) for name in _STRUCTURAL})
     def prod_grad(g, ans, a, axis=None, keepdims=False):
         # NumPy's tests for a zero first (`if not zero.any()`); traced, the
         # zero-safe form always: one zero in a slice gets the product of the
@@ -354,7 +355,7 @@ GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads",
                 _rule_support.prod_grad: "prod_grad", _rule_support.take_grad: "take_grad",
                 _rule_support.unarray: "unarray",
                 _layout_support.sort_grad: "sort_grad"})
-GENERIC.update({getattr(_core, n): n for n in _STRUCTURAL})
+GENERIC.update({getattr(_runtime, n): n for n in _STRUCTURAL})
 GENERIC.update({getattr(_forward_support, n): n for n in ("zeros_tangent", "broadcast_tangent",
                                                           "output_tangent")})
 #: helpers the in-place build calls that the out-of-place build (the one

@@ -373,7 +373,7 @@ class _Calls:
             pre.append(_assign(_name(temp, True), receiver, s))
             receiver = _name(temp)
         method = _helper(self.namer, self.parsed, f"{cls.__name__}_{attr}", fn)
-        from ..runtime.core import same_method
+        from ..runtime.statement_checks import same_method
         check = _helper(self.namer, self.parsed, "same_method", same_method)
         pre.append(_located(gast.Expr(value=gast.Call(func=_name(check), args=[
             copy.deepcopy(receiver), gast.Constant(attr, None), _name(method)],

@@ -128,7 +128,7 @@ def name_of(fn):
 
 def leaves(x):
     """The arrays and numbers in ``x`` (a structure: tuple, list, dict, ...)."""
-    from ..runtime.core import fields_of, is_structure
+    from ..runtime.structures import fields_of, is_structure
     if x is None:
         return []
     if is_structure(x):
@@ -147,7 +147,7 @@ def add(a, b):
 
 def scale(g, s):
     """``g * s``, field by field for a structure ``g``."""
-    from ..runtime.core import fields_of, is_structure, rebuild_like
+    from ..runtime.structures import fields_of, is_structure, rebuild_like
     if is_structure(g):
         return rebuild_like(g, {k: scale(v, s) for k, v in fields_of(g)})
     return g * s

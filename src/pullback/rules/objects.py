@@ -8,7 +8,7 @@ the zero tangent of ``s`` where it has none).
 """
 from __future__ import annotations
 
-from ..runtime.core import field_cotangent
+from ..runtime.structures import field_cotangent
 from ..runtime.objects import other_fields, rebinds, with_attribute
 from .registry import linear, nondifferentiable, vjp
 

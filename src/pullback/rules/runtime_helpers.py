@@ -33,6 +33,7 @@ import linecache
 import numpy as np
 
 from ..runtime import core, accumulation, control, rule_support, forward_support, opaque_routes
+from ..runtime import statement_checks, structures
 from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
 from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
@@ -89,7 +90,7 @@ _declare(core.pack_like, (1,))
 _declare(opaque_routes.items_cotangent, (2,))
 _declare(core.add_cotangents, (0, 1))
 _declare(core.join_grads, (0,))
-_declare(core.field_cotangent, (0,))
+_declare(structures.field_cotangent, (0,))
 _declare(accumulation.owned_copy, (0,), fresh=True)
 _declare(accumulation.snapshot, (0,), fresh=True)
 _declare(accumulation.written_grad, (0,))
@@ -131,8 +132,8 @@ _declare(forward_support.output_tangent, (0,))
 
 # -- values that carry no derivative ------------------------------------------------
 # (np.result_type: the dtype a rule body asks for, e.g. ``np.sum(w, dtype=np.result_type(x))``)
-nondifferentiable(np.result_type, core.meta, core.zeros_like, core.indexable, core.mapping_keys,
-                  core.same_method,
+nondifferentiable(np.result_type, core.meta, core.zeros_like, statement_checks.indexable,
+                  statement_checks.mapping_keys, statement_checks.same_method,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
                   forward_support.check_real, control.caught_exception)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

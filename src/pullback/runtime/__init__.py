@@ -32,6 +32,10 @@ from .calls import *  # noqa: F401,F403
 from .calls import __all__ as _calls
 from .core import *  # noqa: F401,F403
 from .core import __all__ as _core
+from .statement_checks import *  # noqa: F401,F403
+from .statement_checks import __all__ as _statement_checks
+from .structures import *  # noqa: F401,F403
+from .structures import __all__ as _structures
 from .fft_support import *  # noqa: F401,F403
 from .fft_support import __all__ as _fft_support
 from .layout_support import *  # noqa: F401,F403
@@ -52,6 +56,6 @@ from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # 
 _dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]  # rules.dicts
 from .opaque_routes import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequence`)
 
-__all__ = (_core + _rule_support + _accumulation + _linalg_support
+__all__ = (_core + _structures + _statement_checks + _rule_support + _accumulation + _linalg_support
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
            + _objects + _dict_rules + ["items_cotangent"])

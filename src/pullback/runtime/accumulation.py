@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import FieldGrads, Meta, add_cotangents, attributes_of, fields_of, is_instance, \
-    is_structure, meta, \
-    realify, unbroadcast, zeros_like
+from .core import FieldGrads, Meta, add_cotangents, meta, realify, unbroadcast, zeros_like
+from .structures import attributes_of, fields_of, is_instance, is_structure
 from .backends import add_repeated, is_foreign, zeros_for
 from .opaque import is_library_object
 from .rule_support import _is_basic_index

@@ -1,78 +1,32 @@
-"""Projection onto the primal, zeros, reductions and structures."""
+"""Projection onto the primal, zeros and reductions.
+
+Every cotangent is projected onto its primal's space (``project``): its
+shape (``unbroadcast``), realness (``realify``), dtype and type, field by
+field for a structure or an object (``runtime.structures``).  ``zeros_like``
+is a zero cotangent of any primal, ``unreduce`` a reduction's cotangent
+broadcast back, ``add_cotangents`` a sum of two that may be containers.
+
+>>> project(np.array([1.0 + 2.0j, 3.0]), np.zeros(2)), project(np.float32(2.5), 1.0)
+(array([1., 3.]), 2.5)
+"""
 from __future__ import annotations
 
-import collections.abc
 import copy as copy_module
 import dataclasses
 import functools
 import numbers
 import struct
-import operator
-import sys
-import inspect
 import types
 
 import numpy as np
 
 from .backends import is_foreign, to_namespace
+from .structures import (_NO_GRADIENT, _computed_attribute, _entry, _held, attributes_of,
+                         fields_of, is_instance, is_structure, rebuild_like)
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
-           "add_cotangents", "meta", "Meta", "is_structure", "is_instance", "fields_of",
-           "attributes_of", "set_attribute", "slot_names",
-           "rebuild_like", "FieldGrads", "indexable", "mapping_keys", "number_to_update",
-           "same_method", "join_grads",
-           "repeat_grads", "field_cotangent", "per_output", "store_attribute",
-           "update_attribute"]
-
-
-def indexable(seq):
-    """``seq`` itself, checked to be what a loop over it reads by position: a
-    dict, a set or an iterator would be read wrongly (``for k in d`` yields
-    keys, not ``d[0], d[1]``), so it is refused with the fix."""
-    if isinstance(seq, (dict, set, frozenset)) or (
-            not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")):
-        what = type(seq).__name__
-        raise TypeError(
-            f"pullback differentiates loops over sequences (lists, tuples, arrays, ranges); "
-            f"this loop runs over a {what}. "
-            + ("Loop over d.items(), d.keys() or d.values() instead."
-               if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
-    return seq
-
-
-def same_method(obj, attr, fn):
-    """Refuse, where ``obj.attr(...)`` was turned into ``fn(obj, ...)`` (a
-    method that writes into its arguments, followed as a direct call by
-    ``frontend.writes``), an ``obj`` whose ``attr`` is not ``fn`` bound to
-    it (something set on the instance under that name)."""
-    import types
-    bound = getattr(obj, attr, None)
-    if isinstance(bound, types.MethodType) and bound.__func__ is fn and bound.__self__ is obj:
-        return
-    from ..errors import UnsupportedSyntaxError
-    raise UnsupportedSyntaxError(
-        f"`{attr}` of this `{type(obj).__name__}` is not the method "
-        f"`{fn.__qualname__}` that pullback followed (it writes into its arguments): "
-        "the instance holds something else under that name.",
-        hint=f"Call `{fn.__qualname__}` directly, or do not set `{attr}` on the instance.")
-
-
-def number_to_update(y, name):
-    """Check, where ``y op= v`` runs, that ``y`` is a number (a Python or
-    NumPy scalar): numbers are never changed in place, so the update only
-    rebinds ``y``, as its desugared ``y = y op v`` does.  The transform puts
-    this check before an update of a value it cannot tell from an array that
-    other names share (the result of a call known only at run time, an
-    element of an array of unknown rank); an array is refused here (the
-    loader adds the user's line)."""
-    if isinstance(y, (numbers.Number, np.generic)):
-        return
-    from ..errors import UnsupportedSyntaxError
-    raise UnsupportedSyntaxError(
-        f"pullback cannot follow an in-place update of an array that other names may "
-        f"share: here `{name}` holds a value of type {type(y).__name__}, not a number.",
-        hint=f"Write `{name} = {name} + ...` (or -, *) to make a new array, if that is what "
-             "you mean.")
+           "add_cotangents", "meta", "Meta", "FieldGrads", "join_grads", "repeat_grads",
+           "per_output"]
 
 
 def join_grads(g, x, y):
@@ -100,73 +54,6 @@ def repeat_grads(g, x, y):
             return (ct, 0.0) if first else (0.0, ct)
     return unbroadcast(g * y, x), unbroadcast(g * x, y)
 
-
-def store_attribute(obj, name, value):
-    """``obj.name = value`` as the user wrote it (a store that carries no
-    gradient: the transform refuses the others)."""
-    _check_store(obj, name)
-    setattr(obj, name, value)
-
-
-def _check_store(obj, name):
-    """Refuse a store the transform cannot see the consequences of: into a
-    module (its attributes are read as constants), and into a dataclass or an
-    array, which pullback differentiates as values (a caller may be
-    differentiating with respect to this very object)."""
-    from ..errors import UnsupportedSyntaxError
-    if isinstance(obj, types.ModuleType):
-        raise UnsupportedSyntaxError(
-            f"pullback cannot differentiate a store into the module attribute "
-            f"`{obj.__name__}.{name}`: a module's attributes are read as constants.",
-            None, "Pass the value as an argument, or keep it on an object of your own.")
-    if is_structure(obj) or isinstance(obj, np.ndarray):
-        kind = "an array" if isinstance(obj, np.ndarray) else \
-            f"a dataclass (`{type(obj).__name__}`)"
-        raise UnsupportedSyntaxError(
-            f"pullback cannot differentiate a store into the attribute `{name}` of "
-            f"{kind}: pullback differentiates it as a value, and a gradient taken "
-            f"with respect to it would not see the change.",
-            None, "Build a new value instead: `dataclasses.replace(obj, "
-                  f"{name}=...)`, `y = y.reshape(...)`.")
-
-
-_IN_PLACE = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul,
-             "Div": operator.itruediv, "FloorDiv": operator.ifloordiv,
-             "Mod": operator.imod, "Pow": operator.ipow, "MatMult": operator.imatmul,
-             "LShift": operator.ilshift, "RShift": operator.irshift,
-             "BitOr": operator.ior, "BitXor": operator.ixor, "BitAnd": operator.iand}
-
-
-_SYMBOLS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%",
-            "Pow": "**", "MatMult": "@", "LShift": "<<", "RShift": ">>", "BitOr": "|",
-            "BitXor": "^", "BitAnd": "&"}
-
-
-def update_attribute(obj, name, old, op, value):
-    """``obj.name op= value``, ``old`` being ``obj.name`` read before ``value``
-    was computed: the in-place operator, then the result stored back.  A
-    value that the operator would change in place (an array, a list) is
-    refused: a value read from it before may be needed by the adjoint."""
-    _check_store(obj, name)
-    method = _IN_PLACE[op].__name__.replace("i", "__i", 1) + "__"
-    if hasattr(type(old), method):
-        from ..errors import UnsupportedSyntaxError
-        raise UnsupportedSyntaxError(
-            f"pullback cannot differentiate `{name} {_SYMBOLS[op]}= ...` on an attribute "
-            f"that holds a mutable `{type(old).__name__}`: it would change that value "
-            f"in place, and every earlier read of it with it.",
-            None, f"Store a new value: `obj.{name} = obj.{name} {_SYMBOLS[op]} ...`.")
-    setattr(obj, name, _IN_PLACE[op](old, value))
-
-
-def mapping_keys(d):
-    """The keys of the dict ``d``, in its order (``for k, v in d.items()``)."""
-    if not isinstance(d, dict):
-        if isinstance(d, collections.abc.Mapping):
-            return list(d)     # a read-only mapping (inspect's parameters): read by key
-        raise TypeError(f"`.items()`, `.keys()` and `.values()` are differentiated on dicts; "
-                        f"this is a {type(d).__name__}.")
-    return list(d)
 
 
 def unbroadcast(g, x):
@@ -499,172 +386,6 @@ class FieldGrads(dict):
         out.of = type(x)
         return out
 
-
-def _computed_attribute(cls, name):
-    """Refuse a gradient for ``obj.name`` where ``name`` is a property (or
-    another descriptor) of ``obj``'s class ``cls``: its value comes from the
-    stored attributes through code the adjoint does not see, so the gradient
-    would be dropped, silently."""
-    for c in getattr(cls, "__mro__", ()):
-        d = vars(c).get(name)
-        if d is not None and hasattr(type(d), "__get__") and not isinstance(
-                d, (types.FunctionType, staticmethod, classmethod)):
-            from ..errors import NonDifferentiableError
-            raise NonDifferentiableError(
-                f"pullback does not send a gradient through `.{name}`, a property of "
-                f"{cls.__name__} read where the object carries a gradient: its value comes "
-                "from the object's attributes through the property's code.",
-                hint=f"Read the attributes it is computed from (for `@property def {name}"
-                     f"(self): return self._w * self.scale`, write `obj._w * obj.scale`), or "
-                     f"make it a method and call it: `obj.{name}()`.")
-
-
-def refuse_computed_read(cls, name):
-    """``_computed_attribute`` for a name that is no ``__slots__`` member (a slot
-    holds a stored value): the forward pass's check of a field read through an
-    object's tangent (a getter run on the tangent is its tangent only if linear)."""
-    if not isinstance(inspect.getattr_static(cls, name, None), types.MemberDescriptorType):
-        _computed_attribute(cls, name)
-
-
-_NO_GRADIENT = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                types.ModuleType, np.ufunc, str, bytes)
-_LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "builtins", "math", "pullback", "functools")
-
-
-REGISTERED = {}      # class -> (flatten, unflatten): pytrees.register_pytree_node
-
-
-def slot_names(cls):
-    """The ``__slots__`` names of ``cls`` and its bases (base first), without
-    ``__dict__`` and ``__weakref__``."""
-    names = _SLOTS.get(cls)
-    if names is None:
-        names = []
-        for c in reversed(cls.__mro__):
-            slots = vars(c).get("__slots__", ())
-            for n in ((slots,) if isinstance(slots, str) else slots):
-                if n not in ("__dict__", "__weakref__") and n not in names:
-                    # a private name is stored mangled: `__w` of class C is `_C__w`
-                    names.append(f"_{c.__name__.lstrip('_')}{n}" if n.startswith("__")
-                                 and not n.endswith("__") else n)
-        names = _SLOTS[cls] = tuple(names)
-    return names
-
-
-_SLOTS = {}
-
-
-def attributes_of(x):
-    """The attributes of an object of the user's class: its ``__dict__``, and
-    the ``__slots__`` of its class and bases that hold a value (a dict; the
-    object's own ``__dict__`` where it has no slots)."""
-    d = getattr(x, "__dict__", None)
-    names = slot_names(type(x))
-    if not names:
-        return d if isinstance(d, dict) else {}
-    out = {}
-    for n in names:
-        try:
-            out[n] = object.__getattribute__(x, n)
-        except AttributeError:
-            pass            # a slot never set: no attribute, as Python sees it
-    if isinstance(d, dict):
-        out.update(d)
-    return out
-
-
-def set_attribute(obj, name, value):
-    """Set ``name`` on ``obj`` (a copy pullback made) without its class's
-    ``__setattr__``: into its ``__dict__``, or its slot."""
-    d = getattr(obj, "__dict__", None)
-    if isinstance(d, dict) and name not in slot_names(type(obj)):
-        d[name] = value
-    else:
-        object.__setattr__(obj, name, value)
-
-
-def is_instance(x):
-    """``x`` is an object of the user's own class (not a tuple, list, dict,
-    namedtuple or dataclass): its cotangent is a dict of its attributes'
-    (``__dict__`` or ``__slots__``)."""
-    if isinstance(x, (np.ndarray, np.generic, numbers.Number) + _NO_GRADIENT) \
-            or is_structure(x) or not (isinstance(getattr(x, "__dict__", None), dict)
-                                       or slot_names(type(x))):
-        return False
-    if is_foreign(x) or any(hasattr(x, a) for a in (
-            "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
-        return False         # a Dask or CuPy array, an array-like
-    if type(x) in REGISTERED:
-        return True          # registered as a pytree node (pullback.pytrees): the user's
-    module = getattr(type(x), "__module__", "") or ""
-    if module.split(".")[0] in _LIBRARIES:
-        return False
-    path = getattr(sys.modules.get(module), "__file__", None) or ""
-    return "site-packages" not in path and "dist-packages" not in path   # not a library's
-
-
-def is_structure(x):
-    return isinstance(x, (tuple, list, dict)) or (
-        dataclasses.is_dataclass(x) and not isinstance(x, type))
-
-
-def fields_of(x):
-    """(key, value) pairs of a structure: indices, dict keys or field names."""
-    if isinstance(x, dict):
-        return list(x.items())
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return list(zip(x._fields, x))
-    if isinstance(x, (tuple, list)):
-        return list(enumerate(x))
-    return [(f.name, getattr(x, f.name)) for f in dataclasses.fields(x)]
-
-
-def rebuild_like(x, values):
-    """A structure of ``x``'s type holding ``values`` (key -> value)."""
-    if isinstance(x, dict):
-        return type(x)((k, values.get(k)) for k in x)
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*(values.get(k) for k in x._fields))
-    if isinstance(x, (tuple, list)):
-        return type(x)(values.get(i) for i in range(len(x)))
-    new = copy_module.copy(x)
-    for k, v in values.items():
-        object.__setattr__(new, k, v)
-    return new
-
-
-def field_cotangent(g, name):
-    """The cotangent of field ``name`` in ``g``, the cotangent of a namedtuple
-    or a dataclass (a dict of fields while the adjoint builds it, or the
-    structure itself); zero where nothing reached it."""
-    v = _entry(g, name)
-    return 0.0 if v is None else v
-
-
-def _held(p):
-    """What the partial ``p`` holds, keyed by position and keyword: its cotangent is
-    a dict with those keys (``runtime.function_values``)."""
-    return list(enumerate(p.args)) + list(p.keywords.items())
-
-
-def _entry(g, key):
-    if g is None:
-        return None
-    if isinstance(g, dict):
-        return g.get(key)
-    if isinstance(g, (list, tuple)) and isinstance(key, int):
-        return g[key] if key < len(g) else None
-    if isinstance(g, (np.ndarray, np.generic, numbers.Number)) or is_foreign(g):
-        # a number is no structure: its `.T`, `.size`, `.real` are not fields
-        if not np.any(g):
-            return None       # a zero standing for the whole structure's
-        from ..errors import PullbackError
-        raise PullbackError(
-            f"pullback computed a gradient of {type(g).__name__} for a structure whose "
-            f"field `{key}` it cannot take from it; this is a bug in pullback: please "
-            f"report it with the function.")
-    return getattr(g, key, None)
 
 
 def _project_structure(g, x, copy):

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NonDifferentiableError
-from .core import fields_of, is_structure, project, rebuild_like
+from .core import project
+from .structures import fields_of, is_structure, rebuild_like
 from .linalg_support import _adjugate
 from .rule_support import abs_grad, is_array_value
 
@@ -364,6 +365,6 @@ def attribute_tangent(t, obj, attr, ans):
         return None
     # a property: its getter run on the tangent would be its tangent only were it
     # linear (`self.a ** 2` is not): refused, as the reverse pass refuses it
-    from .core import refuse_computed_read
+    from .structures import refuse_computed_read
     refuse_computed_read(type(obj), attr)
     return getattr(t, attr)

@@ -29,7 +29,7 @@ import functools
 
 import numpy as np
 
-from . import core
+from . import structures
 
 __all__ = ["is_function_value", "held", "carries", "entry"]
 
@@ -61,11 +61,11 @@ def carries(v):
         return False
     if is_function_value(v):
         return any(carries(e) for _, e in held(v))
-    if core.is_structure(v):
-        return any(carries(e) for _, e in core.fields_of(v))
-    if core.is_instance(v):
-        return any(carries(e) for e in core.attributes_of(v).values())
-    if isinstance(v, core._NO_GRADIENT):
+    if structures.is_structure(v):
+        return any(carries(e) for _, e in structures.fields_of(v))
+    if structures.is_instance(v):
+        return any(carries(e) for e in structures.attributes_of(v).values())
+    if isinstance(v, structures._NO_GRADIENT):
         return False
     dtype = getattr(v, "dtype", None)    # another library's array: by its dtype
     if dtype is not None:

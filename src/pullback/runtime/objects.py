@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import field_cotangent  # noqa: F401  (the rule's other half)
+from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent"]
 
@@ -80,7 +80,7 @@ def field_tangent(t, x, name):
     if isinstance(own, dict) and name not in own:
         # a property (`Q.make(x).mean`) is no constant: its tangent was a zero, with no
         # error; refused, as the reverse pass refuses it
-        from .core import refuse_computed_read
+        from .structures import refuse_computed_read
         refuse_computed_read(type(x), name)
     if t is None or (isinstance(own, dict) and name not in own):
         # (None: the zero tangent of an object, forward_support.zeros_tangent's)

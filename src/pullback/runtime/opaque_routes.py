@@ -65,7 +65,8 @@ def adjoint(res, ct):
 
 def _build(value, acc, path, project):
     """The cotangent of ``value`` with ``acc`` (path -> cotangent) placed."""
-    from .core import is_instance, zeros_like
+    from .core import zeros_like
+    from .structures import is_instance
     if path in acc:
         return project(acc[path], value)
     if not any(p[:len(path)] == path for p in acc):

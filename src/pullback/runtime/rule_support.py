@@ -10,7 +10,8 @@ import numpy as np
 
 from .backends import add_repeated, is_foreign, set_basic, zeros_for
 from .opaque_routes import bag_cotangent, is_bag
-from .core import FieldGrads, Meta, attributes_of, is_instance, is_structure, realify, unbroadcast, unreduce, zeros_like
+from .core import FieldGrads, Meta, realify, unbroadcast, unreduce, zeros_like
+from .structures import attributes_of, is_instance, is_structure
 
 __all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
            "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",

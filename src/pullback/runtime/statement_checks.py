@@ -1,0 +1,142 @@
+"""Checks generated code runs where a statement's safety is known only when
+it runs: a loop's sequence, an in-place update of a number, a store into an
+attribute, a method followed as a direct call.
+
+>>> indexable([1.0, 2.0])
+[1.0, 2.0]
+>>> indexable({"a": 1.0})
+Traceback (most recent call last):
+...
+TypeError: pullback differentiates loops over sequences (lists, tuples, arrays, ranges); this loop runs over a dict. Loop over d.items(), d.keys() or d.values() instead.
+"""
+from __future__ import annotations
+
+import collections.abc
+import numbers
+import operator
+import types
+
+import numpy as np
+
+from .structures import is_structure
+
+__all__ = ["indexable", "mapping_keys", "number_to_update", "same_method", "store_attribute",
+           "update_attribute"]
+
+
+def indexable(seq):
+    """``seq`` itself, checked to be what a loop over it reads by position: a
+    dict, a set or an iterator would be read wrongly (``for k in d`` yields
+    keys, not ``d[0], d[1]``), so it is refused with the fix."""
+    if isinstance(seq, (dict, set, frozenset)) or (
+            not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")):
+        what = type(seq).__name__
+        raise TypeError(
+            f"pullback differentiates loops over sequences (lists, tuples, arrays, ranges); "
+            f"this loop runs over a {what}. "
+            + ("Loop over d.items(), d.keys() or d.values() instead."
+               if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
+    return seq
+
+
+def same_method(obj, attr, fn):
+    """Refuse, where ``obj.attr(...)`` was turned into ``fn(obj, ...)`` (a
+    method that writes into its arguments, followed as a direct call by
+    ``frontend.writes``), an ``obj`` whose ``attr`` is not ``fn`` bound to
+    it (something set on the instance under that name)."""
+    import types
+    bound = getattr(obj, attr, None)
+    if isinstance(bound, types.MethodType) and bound.__func__ is fn and bound.__self__ is obj:
+        return
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"`{attr}` of this `{type(obj).__name__}` is not the method "
+        f"`{fn.__qualname__}` that pullback followed (it writes into its arguments): "
+        "the instance holds something else under that name.",
+        hint=f"Call `{fn.__qualname__}` directly, or do not set `{attr}` on the instance.")
+
+
+def number_to_update(y, name):
+    """Check, where ``y op= v`` runs, that ``y`` is a number (a Python or
+    NumPy scalar): numbers are never changed in place, so the update only
+    rebinds ``y``, as its desugared ``y = y op v`` does.  The transform puts
+    this check before an update of a value it cannot tell from an array that
+    other names share (the result of a call known only at run time, an
+    element of an array of unknown rank); an array is refused here (the
+    loader adds the user's line)."""
+    if isinstance(y, (numbers.Number, np.generic)):
+        return
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"pullback cannot follow an in-place update of an array that other names may "
+        f"share: here `{name}` holds a value of type {type(y).__name__}, not a number.",
+        hint=f"Write `{name} = {name} + ...` (or -, *) to make a new array, if that is what "
+             "you mean.")
+
+
+def store_attribute(obj, name, value):
+    """``obj.name = value`` as the user wrote it (a store that carries no
+    gradient: the transform refuses the others)."""
+    _check_store(obj, name)
+    setattr(obj, name, value)
+
+
+def _check_store(obj, name):
+    """Refuse a store the transform cannot see the consequences of: into a
+    module (its attributes are read as constants), and into a dataclass or an
+    array, which pullback differentiates as values (a caller may be
+    differentiating with respect to this very object)."""
+    from ..errors import UnsupportedSyntaxError
+    if isinstance(obj, types.ModuleType):
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the module attribute "
+            f"`{obj.__name__}.{name}`: a module's attributes are read as constants.",
+            None, "Pass the value as an argument, or keep it on an object of your own.")
+    if is_structure(obj) or isinstance(obj, np.ndarray):
+        kind = "an array" if isinstance(obj, np.ndarray) else \
+            f"a dataclass (`{type(obj).__name__}`)"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate a store into the attribute `{name}` of "
+            f"{kind}: pullback differentiates it as a value, and a gradient taken "
+            f"with respect to it would not see the change.",
+            None, "Build a new value instead: `dataclasses.replace(obj, "
+                  f"{name}=...)`, `y = y.reshape(...)`.")
+
+
+_IN_PLACE = {"Add": operator.iadd, "Sub": operator.isub, "Mult": operator.imul,
+             "Div": operator.itruediv, "FloorDiv": operator.ifloordiv,
+             "Mod": operator.imod, "Pow": operator.ipow, "MatMult": operator.imatmul,
+             "LShift": operator.ilshift, "RShift": operator.irshift,
+             "BitOr": operator.ior, "BitXor": operator.ixor, "BitAnd": operator.iand}
+
+
+_SYMBOLS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%",
+            "Pow": "**", "MatMult": "@", "LShift": "<<", "RShift": ">>", "BitOr": "|",
+            "BitXor": "^", "BitAnd": "&"}
+
+
+def update_attribute(obj, name, old, op, value):
+    """``obj.name op= value``, ``old`` being ``obj.name`` read before ``value``
+    was computed: the in-place operator, then the result stored back.  A
+    value that the operator would change in place (an array, a list) is
+    refused: a value read from it before may be needed by the adjoint."""
+    _check_store(obj, name)
+    method = _IN_PLACE[op].__name__.replace("i", "__i", 1) + "__"
+    if hasattr(type(old), method):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{name} {_SYMBOLS[op]}= ...` on an attribute "
+            f"that holds a mutable `{type(old).__name__}`: it would change that value "
+            f"in place, and every earlier read of it with it.",
+            None, f"Store a new value: `obj.{name} = obj.{name} {_SYMBOLS[op]} ...`.")
+    setattr(obj, name, _IN_PLACE[op](old, value))
+
+
+def mapping_keys(d):
+    """The keys of the dict ``d``, in its order (``for k, v in d.items()``)."""
+    if not isinstance(d, dict):
+        if isinstance(d, collections.abc.Mapping):
+            return list(d)     # a read-only mapping (inspect's parameters): read by key
+        raise TypeError(f"`.items()`, `.keys()` and `.values()` are differentiated on dicts; "
+                        f"this is a {type(d).__name__}.")
+    return list(d)
