@@ -326,8 +326,8 @@ def dynamic_method_jvp(obj, name, mask, tangents, *args, **kwargs):
     if isinstance(obj, (np.ndarray, np.generic)) and lookup(f"ndarray.{name}") is not None:
         # an array method with a rule (`y.sum()` of a `y` not proven an array when
         # compiled): a wrapper calling it, as the reverse dispatcher does
-        from ..driver import dispatch
-        wrapper = dispatch._rule_wrapper(name, len(args) + 1, tuple(kwargs), method=True)
+        from ..driver import plans
+        wrapper = plans._rule_wrapper(name, len(args) + 1, tuple(kwargs), method=True)
         mask = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
                      for k in mask)
         return jvp_call(wrapper, (obj,) + tuple(args), kwargs, mask, tangents)
@@ -409,7 +409,7 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     """``callee(*args, **kwargs)`` and its tangent (``top``: called by
     ``pb.jvp`` itself, where any Python function is differentiated, as by
     ``pb.grad``; inside a function, pullback's own functions are refused)."""
-    from ..driver import dispatch      # late: importing pullback does not load the compiler
+    from ..driver import dispatch, plans   # late: importing pullback does not load the compiler
     if callee is control.attempt:
         return _attempt(args[0], args[1:], tuple(mask), tangents)
     if callee is control.star_call:
@@ -438,7 +438,7 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
         handle = forward_of(fn)       # raises for a custom_vjp, saying what to do
         return _by_handle(handle, fn.fun, args, kwargs, mask, tangents, has_aux)
     if lookup(fn) is not None:
-        wrapper = dispatch._rule_wrapper(fn, len(args), tuple(kwargs))
+        wrapper = plans._rule_wrapper(fn, len(args), tuple(kwargs))
         return _by_handle(forward_of(wrapper), wrapper, args, kwargs, mask, tangents, has_aux)
     if is_nondifferentiable(fn):
         out = fn(*args, **kwargs)

@@ -156,7 +156,7 @@ def scale(g, s):
 def params_of(handle, fn, args, kwargs, given):
     """A call's arguments bound to ``handle``'s parameters, and the tangents
     ``given`` (by position or keyword) by parameter index."""
-    from ..driver.dispatch import _Marker
+    from ..driver.plans import _Marker
     from ..errors import NonDifferentiableError
     if getattr(handle, "variadic", False):
         flat = handle.bind(tuple(_Marker(i) for i in range(len(args))),

@@ -146,7 +146,7 @@ class DynamicCallForward:
 
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _unwrap
-        from ..driver import dispatch
+        from ..driver import plans
         callee, mask, inplace = args[0], args[1], args[2]
         rest = tuple(args[3:])
         routed = _function_value_call(self, callee, mask, inplace, rest, kwargs, keys, tangents)
@@ -173,12 +173,12 @@ class DynamicCallForward:
         fn, rest2, kwargs2, mask2 = _unwrap(callee, rest, dict(kwargs), tuple(mask))
         shift = len(rest2) - len(rest)
         given = {(k + shift if isinstance(k, int) else k): t for k, t in given.items()}
-        plan = dispatch._plan(fn, len(rest2), tuple(kwargs2), mask2, inplace)
-        if isinstance(plan, dispatch._Constant):
+        plan = plans._plan(fn, len(rest2), tuple(kwargs2), mask2, inplace)
+        if isinstance(plan, plans._Constant):
             out, res = plan.primal(rest2, kwargs2)
             return (out, res), (zeros_tangent(out), None)
         tag = getattr(plan.pair[0], "__pullback_callee__", None)
-        if not isinstance(plan, dispatch._Differentiated) or tag is None:
+        if not isinstance(plan, plans._Differentiated) or tag is None:
             raise NonDifferentiableError(
                 f"pullback cannot differentiate the gradient of {name_of(fn)} again.",
                 hint="Call a plain function defined with def.")
@@ -239,7 +239,7 @@ class DynamicMethodForward:
 
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _RECEIVER
-        from ..driver import dispatch
+        from ..driver import plans
         from ..rules.registry import lookup
         obj, name, mask, inplace = args[:4]
         rest = tuple(args[4:])
@@ -253,7 +253,7 @@ class DynamicMethodForward:
         mask2 = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
                       for k in mask)
         if isinstance(obj, (np.ndarray, np.generic)) and lookup(f"ndarray.{name}") is not None:
-            callee = dispatch._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
+            callee = plans._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
         else:
             method = getattr(obj, name)
             if not (isinstance(method, type(self.call_kw)) and method.__self__ is obj):
@@ -279,7 +279,7 @@ class DynamicAdjointForward:
         return tuple(args)
 
     def call(self, args, wrt, tangents, has_aux=False):
-        from ..driver import dispatch
+        from ..driver import dispatch, plans
         (plan, r), ct = args
         given = dict(zip(wrt, tangents))
         res_dot, ct_dot = given.get(0), given.get(1)
@@ -291,7 +291,7 @@ class DynamicAdjointForward:
             inner_dot = res_dot[1] if res_dot is not None else None
             out, out_dot = self.call((r, ct), (0, 1), (inner_dot, ct_dot))
             return plan.regroup(out), plan.regroup(out_dot)
-        if isinstance(plan, dispatch._Constant):
+        if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
         handle = plan.pair[0].__pullback_callee__[0]

@@ -67,7 +67,7 @@ class DynamicJvpForward:
 
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _unwrap
-        from ..driver import dispatch
+        from ..driver import plans
         from ..forward.calls import ForwardDerivative, forward_of
         from ..rules.registry import lookup
         callee, mask, inner = args[0], tuple(args[1]), tuple(args[2])
@@ -101,7 +101,7 @@ class DynamicJvpForward:
         if not all(isinstance(k, int) and k >= 0 for k in mask2):
             self._refuse(fn)
         if lookup(fn) is not None:
-            fn = dispatch._rule_wrapper(fn, len(args2), tuple(kwargs2))
+            fn = plans._rule_wrapper(fn, len(args2), tuple(kwargs2))
         handle = forward_of(fn)
         if not isinstance(handle, ForwardDerivative):
             self._refuse(fn)
