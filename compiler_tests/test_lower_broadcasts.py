@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback.api import kernel_sources
+from pullback.sources import kernel_sources
 from pullback.lowering import kernels
 from pullback.callees import Derivative
 from pullback.testing import function_from_source

@@ -4,9 +4,11 @@
 >>> pb.grad(lambda x: np.sum(x * x))(np.array([1.0, 2.0]))
 array([2., 4.])
 """
-from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize, source,
+from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, linearize,
                   value_and_grad, vjp)
-from .api import check_grads, checkpoint, forward, jacobian, jacrev
+from .api import check_grads, checkpoint, forward
+from .reverse_jacobians import jacobian, jacrev
+from .sources import source
 from .api import hessian, hvp
 from .pytrees import register_dataclass, register_pytree_node, register_pytree_node_class
 from .errors import (NoRuleError, NonDifferentiableError, NotTraceableError, PullbackError,

@@ -1,7 +1,8 @@
 """The public functions: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
-differentiable, custom_vjp, custom_jvp, source, hessian, hvp (and
-kernel_sources, the fused kernels' source).  Functions made by grad,
-value_and_grad and vjp can be differentiated again (``higher``).  ``__init__`` re-exports them; nothing else here is
+differentiable, custom_vjp, custom_jvp, hessian, hvp, check_grads, checkpoint,
+forward (``reverse_jacobians``: jacrev, jacobian; ``sources``: source,
+kernel_sources).  Functions made by grad, value_and_grad and vjp can be
+differentiated again (``higher``).  ``__init__`` re-exports them; nothing else here is
 public.  The handles they work through are ``callees``' (reverse mode) and
 ``forward.calls``' (forward mode); the transforms come from the drivers
 (``driver.jit``, ``driver.forward_jit``)."""
@@ -10,24 +11,19 @@ from __future__ import annotations
 import functools
 import types
 
-import numpy as np
-
-from .analyses import kinds as kinds_
 from .callees import CustomVJP, Derivative, derivative_of
-from .checks import (check_argnum_range, check_argnums, check_cotangent,
+from .checks import (check_argnum_range, check_argnums, check_callable, check_cotangent,
                      check_differentiable_input, check_scalar_output, check_tangents,
                      fresh_grad, is_inexact, jax_boundary, one_like, split_aux)
 from .driver import jit  # noqa: F401  (installs the just-in-time driver: Derivative.driver)
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
-from .runtime.backends import is_foreign
 from .runtime.forward_support import zeros_tangent
-from . import pytrees, runtime
+from . import pytrees
 from .pytrees import needs_boundary, to_user_grad
-from .checks import fun_name
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
-           "custom_vjp", "custom_jvp", "source", "hessian", "hvp"]
+           "custom_vjp", "custom_jvp", "hessian", "hvp"]
 
 
 # -- the public API ------------------------------------------------------------
@@ -281,66 +277,6 @@ def custom_jvp(fun):
     return CustomJVP(fun)
 
 
-def source(fun, *example_args, argnums=None, mode="reverse"):
-    """The generated primal and adjoint of ``fun`` as Python source
-    (``mode="forward"``: its tangent function).  For a gradient made by
-    ``pb.grad`` or ``pb.value_and_grad`` (``pb.source(pb.grad(f), x)``): the
-    primal and adjoint its derivatives differentiate, then their tangent
-    functions (forward over reverse, which ``pb.jvp``, ``pb.hessian`` and
-    ``pb.hvp`` of it run).
-
-    Without example arguments the generic transform is shown (every parameter
-    a real number or array); with them, the one specialised to their types.
-    """
-    from . import higher
-    if higher.made_by(fun) is not None and higher.made_by(fun).kind in ("grad",
-                                                                        "value_and_grad"):
-        return higher.source_of(fun, *example_args)
-    if mode == "forward":
-        return _forward_source(fun, example_args, argnums)
-    if mode != "reverse":
-        raise ValueError(f"mode must be 'reverse' or 'forward', not {mode!r}.")
-    handle = derivative_of(fun)
-    if isinstance(handle, CustomVJP):
-        raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
-                        "source to show.")
-    if getattr(handle, "variadic", False) and not example_args:
-        raise TypeError(f"{getattr(fun, '__name__', fun)} takes *args, **kwargs or keyword-"
-                        "only parameters, so its transform depends on the call: pass example "
-                        "arguments, pb.source(f, *args).")
-    if getattr(handle, "variadic", False):
-        example_args = handle.bind(tuple(example_args), {})
-    n = len(example_args) if getattr(handle, "variadic", False) else len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
-    from .backend.traceability import with_header  # (says whether jax.jit traces it)
-    if example_args:
-        return with_header(handle.specialize(example_args if getattr(handle, "variadic", False)
-                                             else tuple(example_args), tuple(sorted(set(wrt)))),
-                           handle.fun)
-    from . import pipeline      # late: importing pullback does not load the compiler
-    param_kinds = {p: kinds_.NUMBER for p in handle.params}
-    return with_header(pipeline.transform(fun, param_kinds,
-                                          [handle.params[i] for i in sorted(set(wrt))]), fun)
-
-
-def _forward_source(fun, example_args, argnums):
-    from .forward.calls import CustomJVP, forward_of
-    handle = forward_of(fun)
-    if isinstance(handle, CustomJVP):
-        raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "
-                        "source to show.")
-    n = len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
-    wrt = tuple(sorted(set(wrt)))
-    if example_args:
-        args = tuple(example_args)
-        wrt = tuple(i for i in wrt if is_inexact(args[i]))
-        return handle.specialize(args, wrt).source
-    from . import pipeline      # late: importing pullback does not load the compiler
-    param_kinds = {p: kinds_.NUMBER for p in handle.params}
-    return pipeline.forward_transform(fun, param_kinds, [handle.params[i] for i in wrt]).source
-
-
 def hessian(fun, argnums=0, has_aux=False):
     """The Hessian of a real scalar-valued ``fun`` with respect to the
     arguments ``argnums`` (as JAX's ``hessian``: the Jacobian, by forward
@@ -380,161 +316,9 @@ def hvp(fun, primals, tangents, has_aux=False):
     return (got[1], got[2]) if has_aux else got[1]
 
 
-def kernel_sources(fn, *example_args, argnums=None):
-    """The source of every fused kernel in ``fn``'s transform (for the same
-    arguments as ``pb.source``; without example arguments, the transform for
-    large arrays)."""
-    from . import pipeline      # late: importing pullback does not load the compiler
-    from .lowering import kernels
-    handle = derivative_of(fn)
-    n = len(handle.params)
-    wrt = tuple(range(n)) if argnums is None else check_argnums(argnums)
-    if example_args:
-        with kernels.sizing(example_args):
-            loaded = handle.transform(tuple(example_args), tuple(sorted(set(wrt))))
-    else:
-        with kernels.options(lower=kernels.option("lower", True)):
-            loaded = pipeline.transform(fn, {p: kinds_.NUMBER for p in handle.params},
-                                        [handle.params[i] for i in sorted(set(wrt))])
-    seen, out = set(), []
-    for value in loaded.helpers.values():
-        tag = getattr(value, "__pullback_kernel__", None)
-        if tag is not None and id(tag[0]) not in seen:
-            seen.add(id(tag[0]))
-            out.append(tag[0].source)
-    return "\n\n\n".join(out)
+# -- gradient checks, checkpointing, forced forward mode ---------------------------------
 
-
-# -- Jacobians by reverse mode, gradient checks, checkpointing, forced forward mode ---------
-
-__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]
-
-
-def _check_callable(fun, api):
-    if not callable(fun):
-        raise TypeError(f"{api} expects a function to differentiate, got {fun!r} "
-                        f"(a {type(fun).__name__}).")
-
-
-def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian of ``fun`` with respect to the arguments ``argnums``, by
-    reverse mode (as JAX's ``jacrev``): one primal run, then one adjoint
-    sweep per output element.  An output of shape ``S`` and an input of
-    shape ``T`` give a Jacobian of shape ``S + T``; pytrees on either side
-    give JAX's nesting (the output's structure outside, the inputs'
-    inside), and a tuple ``argnums`` a tuple.  Inputs must be float or
-    complex, outputs real floats (``pb.vjp`` takes the others).
-
-    >>> import numpy as np
-    >>> jacrev(lambda x: x[0] * x[1:])(np.array([2.0, 3.0, 5.0]))
-    array([[3., 2., 0.],
-           [5., 0., 2.]])
-    """
-    _check_callable(fun, "pb.jacrev")
-    argnums_t = check_argnums(argnums)
-
-    @functools.wraps(fun)
-    def jacrev_f(*args, **kwargs):
-        from .forward import jacobian
-        handle = derivative_of(fun)
-        args = handle.bind(args, kwargs)
-        n = len(args)
-        check_argnum_range(fun, argnums_t, n)
-        picked = tuple(i % n for i in argnums_t)
-        for i in picked:
-            _check_jacobian_input(fun, handle, i, args[i], "pb.jacrev")
-        wrt = tuple(sorted(set(picked)))
-        out, res = handle.call_primal(args, wrt, has_aux, None)
-        value, aux = split_aux(fun, out, has_aux)
-        out_leaves = list(jacobian.leaves(value))
-        for path, leaf in out_leaves:
-            _check_jacobian_output(fun, path, leaf)
-        objects = needs_boundary(value)     # registered and plain objects: user's view
-        zero_ct = pytrees.zero_tree(value) if objects else runtime.zeros_like(value)
-        in_leaves = {i: list(jacobian.leaves(args[i])) for i in wrt}
-
-        shape_of, dtype_of = jacobian.shape_of, jacobian.dtype_of   # (Dask: not computed)
-
-        def per_output(opath, oleaf):
-            rows = {(i, path): [] for i in wrt for path, _ in in_leaves[i]}
-            oshape = shape_of(oleaf)
-            array = isinstance(oleaf, np.ndarray) or is_foreign(oleaf)
-            for k in range(int(np.prod(oshape))):
-                unit = np.zeros(oshape, dtype=dtype_of(oleaf))
-                unit.reshape(-1)[k] = 1
-                ct = jacobian.with_leaf(zero_ct, opath, unit if array
-                                        else type(oleaf)(1) if isinstance(oleaf, float)
-                                        else unit[()])
-                if objects:
-                    ct = pytrees.to_internal_cotangent(ct, value)
-                grads = handle.call_adjoint(res, ct)
-                for i in wrt:
-                    g = fresh_grad(grads[i], args[i])
-                    if needs_boundary(args[i]):
-                        g = to_user_grad(g, args[i])
-                    for path, leaf in in_leaves[i]:
-                        row = jacobian.at(g, path)
-                        rows[(i, path)].append(row if is_foreign(row) else np.asarray(row))
-            by_arg = {}
-            for i in wrt:
-                pieces = []
-                for path, leaf in in_leaves[i]:
-                    shape = oshape + shape_of(leaf)
-                    got = rows[(i, path)]
-                    jac = (np.stack(got) if got else np.zeros((0,) + shape_of(leaf),
-                                                            dtype=dtype_of(leaf)))
-                    jac = jac.reshape(shape)
-                    if not jac.ndim and not array:
-                        jac = jac[()]
-                    pieces.append((path, jac))
-                by_arg[i] = jacobian.rebuild(args[i], pieces)
-            inner = tuple(by_arg[i] for i in picked)
-            return inner[0] if isinstance(argnums, int) else inner
-
-        result = jacobian.rebuild(value, [(opath, per_output(opath, oleaf))
-                                          for opath, oleaf in out_leaves])
-        return (result, aux) if has_aux else result
-
-    jacrev_f.__pullback_api__ = "pb.jacrev"
-    return jacrev_f
-
-
-def jacobian(fun, argnums=0, has_aux=False):
-    """The Jacobian of ``fun``: ``jacrev`` (as JAX's ``jax.jacobian``).
-
-    >>> import numpy as np
-    >>> jacobian(lambda x: np.sin(x))(np.zeros(2))
-    array([[1., 0.],
-           [0., 1.]])
-    """
-    _check_callable(fun, "pb.jacobian")
-    jac = jacrev(fun, argnums, has_aux)
-    jac.__pullback_api__ = "pb.jacobian"
-    return jac
-
-
-def _check_jacobian_input(fun, handle, i, x, api):
-    if is_inexact(x):
-        return
-    try:
-        check_differentiable_input(fun, handle, i, x)
-    except TypeError as err:
-        raise TypeError(str(err).replace("pb.grad", api)) from None
-
-
-def _check_jacobian_output(fun, path, leaf):
-    where = "" if not path else " at " + "".join(f"[{k!r}]" for k in path)
-    if is_foreign(leaf) and leaf.dtype.kind == "f":
-        return                  # a Dask or CuPy array (not computed to be checked)
-    if isinstance(leaf, (bool, np.bool_)) or not isinstance(
-            leaf, (float, int, np.ndarray, np.generic, complex)) \
-            or np.result_type(leaf).kind not in "f":
-        kind = type(leaf).__name__ if not isinstance(leaf, (np.ndarray, np.generic)) \
-            else f"an array of {leaf.dtype}"
-        raise TypeError(
-            f"pb.jacrev needs real float outputs, but {fun_name(fun)} returned {kind}{where}. "
-            "Return floats (for a complex output, its real and imaginary parts), or use "
-            "pb.vjp with cotangents of your own.")
+__all__ += ["check_grads", "checkpoint", "forward"]
 
 
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
@@ -551,7 +335,7 @@ def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=
     >>> check_grads(lambda x: np.sum(np.sin(x)), (np.ones(3),), order=1)
     """
     from . import checking
-    _check_callable(f, "pb.check_grads")
+    check_callable(f, "pb.check_grads")
     checking.check_grads(f, args, order, modes, atol, rtol, eps,
                          jvp=jvp, vjp=vjp, grad=grad)
 
@@ -570,7 +354,7 @@ def checkpoint(fun):
     1.805082886525
     """
     from .checkpointing import checkpoint_of
-    _check_callable(fun, "pb.checkpoint")
+    check_callable(fun, "pb.checkpoint")
     return checkpoint_of(fun)
 
 
@@ -589,5 +373,5 @@ def forward(fun, store=True):
     (1.0, 2.0)
     """
     from .checkpointing import forward_partials_of
-    _check_callable(fun, "pb.forward")
+    check_callable(fun, "pb.forward")
     return forward_partials_of(fun, store)

@@ -92,6 +92,13 @@ def is_inexact(x):
     return False
 
 
+def check_callable(fun, api):
+    """Refuse a ``fun`` that is not callable, naming the ``api`` it was given to."""
+    if not callable(fun):
+        raise TypeError(f"{api} expects a function to differentiate, got {fun!r} "
+                        f"(a {type(fun).__name__}).")
+
+
 def check_argnums(argnums):
     if isinstance(argnums, int) and not isinstance(argnums, bool):
         return (argnums,)

@@ -117,6 +117,6 @@ def adjoint_source(fn, *args):
     """The adjoint ``pb.source`` generates for ``fn`` at ``args``, without its
     ``# line`` comments (for the rule modules' examples)."""
     import re
-    from .api import source
+    from .sources import source
     text = source(fn, *args)
     return "def " + re.sub(r" *#.*\n", "", text).split("def ", 2)[2].rstrip("\n")

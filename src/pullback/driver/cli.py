@@ -127,7 +127,7 @@ def _functions(module):
 # -- show -----------------------------------------------------------------------
 
 def _show(args):
-    from .. import api
+    from .. import api, sources
     from .aot import parse_spec
     from ..errors import PullbackError
     path, sep, qualname = args.target.rpartition(":")
@@ -159,7 +159,7 @@ def _show(args):
             raise UsageError(f"--argnums {i} is out of range: {qualname} takes {n} arguments")
     argnums = None if args.argnums is None else tuple(i % n for i in args.argnums)
     try:
-        text = api.source(fn, *examples, argnums=argnums, mode=args.mode)
+        text = sources.source(fn, *examples, argnums=argnums, mode=args.mode)
     except PullbackError as err:
         print(err, file=sys.stderr)
         return 1

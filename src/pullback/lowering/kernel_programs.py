@@ -15,9 +15,9 @@ It renders as text in three forms, each readable (``kernel.source``,
 
 How a step is written is ``kernel_text``; the forward mode, ``kernel_partials``.
 
-Before, a region; after, its three renderings (``api.kernel_sources``):
+Before, a region; after, its three renderings (``sources.kernel_sources``):
 
->>> from pullback.api import kernel_sources
+>>> from pullback.sources import kernel_sources
 >>> from pullback.testing import function_from_source
 >>> f = function_from_source('''
 ... def f(x):

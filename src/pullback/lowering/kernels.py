@@ -45,7 +45,7 @@ call.  ``PULLBACK_JAX=0`` or ``options(jax=False)`` turns JAX off;
 ``options(lower=True/False)`` forces the lowering on or off.
 
 Each kernel's code is readable: ``kernel.source`` (or
-``api.kernel_sources(fn)``) shows the region, its ``jax.numpy`` translation
+``sources.kernel_sources(fn)``) shows the region, its ``jax.numpy`` translation
 and the NumPy forward mode.
 
 This module holds the settings and the cost model, and ``Kernel``.  The
