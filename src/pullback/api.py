@@ -19,8 +19,9 @@ from .driver import jit  # noqa: F401  (installs the just-in-time driver: Deriva
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
 from .runtime.forward_support import zeros_tangent
-from . import pytrees
-from .pytrees import needs_boundary, to_user_grad
+from . import pytree_boundary, pytrees
+from .pytree_boundary import to_user_grad
+from .pytrees import needs_boundary
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "differentiable",
            "custom_vjp", "custom_jvp", "hessian", "hvp"]
@@ -136,7 +137,7 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
             ct = jax_boundary((ct,))[0][0]
         check_cotangent(fun, value, ct)
         if needs_boundary(value):       # an object's cotangent: by attribute
-            ct = pytrees.to_internal_cotangent(ct, value)
+            ct = pytree_boundary.to_internal_cotangent(ct, value)
         grads = handle.call_adjoint(res, ct)
         grads = tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
         grads = tuple(to_user_grad(g, a) if g is not None and needs_boundary(a) else g
@@ -177,7 +178,7 @@ def jvp(fun, primals, tangents, has_aux=False):
                                   has_aux, top=True)
     value = out[0] if has_aux and isinstance(out, (tuple, list)) and len(out) == 2 else out
     if needs_boundary(value):       # an object's tangent: an object of its class
-        out_dot = pytrees.to_user_tangent(out_dot, value)
+        out_dot = pytree_boundary.to_user_tangent(out_dot, value)
     if jx is not None:              # ... and handed back as JAX arrays
         out, out_dot = (jx.back(out[0]), out[1]) if has_aux else jx.back(out), jx.back(out_dot)
     if has_aux:
@@ -198,7 +199,7 @@ def _internal_tangents(primals, tangents):
                 "None to hold the object constant, or an object of its class whose float "
                 "attributes are the tangents (t = copy.copy(p); t.w = ...).")
     return tuple(t if t is None and pytrees.is_plain_object(p) else
-                 pytrees.to_internal_tangent(t, p, f"primal {i}") if needs_boundary(p) else t
+                 pytree_boundary.to_internal_tangent(t, p, f"primal {i}") if needs_boundary(p) else t
                  for i, (p, t) in enumerate(zip(primals, tangents)))
 
 
@@ -226,7 +227,7 @@ def linearize(fun, *primals):
         tangents = _internal_tangents(primals, tangents)
         out_dot = calls.jvp_call(fun, primals, {}, wrt, tuple(tangents[i] for i in wrt),
                                  top=True)[1]
-        return pytrees.to_user_tangent(out_dot, out) if needs_boundary(out) else out_dot
+        return pytree_boundary.to_user_tangent(out_dot, out) if needs_boundary(out) else out_dot
 
     f_jvp.__pullback_api__ = "pb.linearize"
     f_jvp.__pullback_made__ = Made("linearize", fun, primals=primals)
@@ -256,12 +257,12 @@ def jacfwd(fun, argnums=0, has_aux=False):
 
         def column(args, wrt, tangents, has_aux):
             if any(needs_boundary(args[i]) for i in wrt):    # objects: their tangents
-                tangents = tuple(pytrees.to_internal_tangent(t, args[i]) for t, i in
+                tangents = tuple(pytree_boundary.to_internal_tangent(t, args[i]) for t, i in
                                  zip(tangents, wrt))
             out, out_dot = calls.jvp_call(fun, args, {}, wrt, tangents, has_aux, top=True)
             value = out[0] if has_aux and isinstance(out, (tuple, list)) else out
             if needs_boundary(value):
-                out_dot = pytrees.to_user_tangent(out_dot, value)
+                out_dot = pytree_boundary.to_user_tangent(out_dot, value)
             return out, out_dot
         return jacobian.jacfwd_eval(fun, argnums, has_aux, args, column)
 

@@ -17,8 +17,9 @@ from .callees import derivative_of
 from .checks import (check_argnum_range, check_argnums, check_callable,
                      check_differentiable_input, fresh_grad, fun_name, is_inexact, split_aux)
 from .runtime.backends import is_foreign
-from . import pytrees, runtime
-from .pytrees import needs_boundary, to_user_grad
+from . import pytree_boundary, pytrees, runtime
+from .pytree_boundary import to_user_grad
+from .pytrees import needs_boundary
 
 __all__ = ["jacrev", "jacobian"]
 
@@ -73,7 +74,7 @@ def jacrev(fun, argnums=0, has_aux=False):
                                         else type(oleaf)(1) if isinstance(oleaf, float)
                                         else unit[()])
                 if objects:
-                    ct = pytrees.to_internal_cotangent(ct, value)
+                    ct = pytree_boundary.to_internal_cotangent(ct, value)
                 grads = handle.call_adjoint(res, ct)
                 for i in wrt:
                     g = fresh_grad(grads[i], args[i])

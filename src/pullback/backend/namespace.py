@@ -45,7 +45,7 @@ import types
 
 import numpy as np
 
-from .. import pytrees
+from .. import pytree_boundary, pytrees
 from ..checks import _has_tracer
 from ..errors import NotTraceableError
 from ..runtime import core as _core
@@ -147,7 +147,7 @@ def _to_user(g, a):
     ``g`` (already projected: a structure's is the same structure): a
     registered pytree's is ``unflatten(aux, child_gradients)``, a plain
     object's a copy whose float attributes hold their gradients.  (Not
-    ``pytrees.to_user_grad``: it tells float children by NumPy's types and
+    ``pytree_boundary.to_user_grad``: it tells float children by NumPy's types and
     would keep a traced child as its own gradient.)"""
     if hasattr(a, "shape") or not (_core.is_structure(a) or _core.is_instance(a)):
         return g
@@ -353,7 +353,7 @@ def vjp(fun, handle, args, has_aux):
 
     def pullback(ct):
         if pytrees.needs_boundary(value):       # an object's cotangent: by attribute
-            ct = pytrees.to_internal_cotangent(ct, value)
+            ct = pytree_boundary.to_internal_cotangent(ct, value)
         grads = _spread(adjoint(res, ct), wrt, len(args))
         return tuple(None if g is None else _to_user(g, a) for g, a in zip(grads, args))
 
