@@ -11,8 +11,8 @@ import gast
 
 from .walk import all_statements  # noqa: F401  (re-exported)
 
-__all__ = ["name", "call", "assign", "assign_at", "item", "length", "range_of",
-           "all_statements"]
+__all__ = ["name", "call", "assign", "assign_at", "assign_located", "located", "item", "length",
+           "range_of", "all_statements"]
 
 
 def name(id_, store=False):
@@ -45,6 +45,19 @@ def assign_at(target, value, origin):
                 n.ctx = gast.Store()
     stmt = gast.Assign(targets=[target], value=value, type_comment=None)
     return gast.copy_location(stmt, origin)
+
+
+def assign_located(target, value, where):
+    """``target = value`` (``target`` a node), located as ``located`` does."""
+    return located(gast.Assign(targets=[target], value=value, type_comment=None), where)
+
+
+def located(stmt, where):
+    """``stmt``, each of its nodes without a line number given ``where``'s location."""
+    for node in gast.walk(stmt):
+        if not hasattr(node, "lineno") or getattr(node, "lineno", None) is None:
+            gast.copy_location(node, where)
+    return stmt
 
 
 def item(seq, index):
