@@ -22,7 +22,7 @@ import types
 import numpy as np
 
 from .leaves import ATOMS, Walk, children, is_leaf
-from .opaque import call, callee_name
+from .opaque import _refuse, call, callee_name
 
 __all__ = ["adjoint", "forward", "is_iterator", "is_bag", "items_cotangent", "bag_cotangent"]
 
@@ -53,7 +53,8 @@ def adjoint(res, ct):
     """One cotangent per entry of the call's mask: each leaf of the result
     sends its cotangent to the place of the argument it is."""
     from .core import add_cotangents, project
-    routes, held, _, fn = res
+    routes, held, keep, fn = res
+    _no_stray_items(fn, ct, {id(leaf) for leaf in keep})
     acc = [{} for _ in held]
     for path, k, inpath in routes:
         g = _ct_at(ct, path)
@@ -61,6 +62,30 @@ def adjoint(res, ct):
             continue
         acc[k][inpath] = add_cotangents(acc[k].get(inpath), g)
     return tuple(_build(v, a, (), project) for v, a in zip(held, acc))
+
+
+def _no_stray_items(fn, ct, known):
+    """Refuse a cotangent sent to an item read from a bag (``list(it)``) that
+    was none of the values the bag held when the call made it: iterating an
+    array (``iter(x)``, ``reversed(x)``, ``itertools.pairwise(x)``) or summing
+    in the library (``itertools.accumulate``) gives new numbers, whose
+    cotangent has no route back; dropping it would be a zero gradient."""
+    stack = [ct]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, dict):
+            for key, g in c.items():
+                if (isinstance(key, tuple) and len(key) == 2 and key[0] == "@"
+                        and g is not None and key[1] not in known):
+                    _refuse(fn, "a value read out of what it returned (an iterator) is none "
+                                "of the values it was given: iterating an array, or a library "
+                                "that computes (`itertools.accumulate`), makes new numbers "
+                                "whose gradient pullback cannot send back.",
+                            "Loop over the indices instead (`for i in range(len(x))`, "
+                            "reading `x[i]`), or compute the values in your own function.")
+                stack.append(g)
+        elif isinstance(c, (list, tuple)):
+            stack.extend(c)
 
 
 def _build(value, acc, path, project):

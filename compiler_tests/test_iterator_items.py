@@ -1,0 +1,55 @@
+"""Items read out of an iterator a library call returned (``list(iter(x))``,
+``tuple(reversed(x))``, ``list(itertools.accumulate(xs))``): the cotangent of
+each item goes back to the value the iterator held only when the item *is*
+that value; an item the iterator made (a number read out of an array, a sum
+the library computed) has no route back, and is refused (was a silent zero
+gradient). Items that are the values given (an iterator over a list of the
+user's values) still route exactly."""
+import itertools
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+X = np.array([1.0, 2.0, 3.0])
+
+
+def last_of_iter(x):
+    return list(iter(x))[-1] * 2.0
+
+
+def first_reversed(x):
+    return tuple(reversed(x))[0]
+
+
+def accumulated(x):
+    return list(itertools.accumulate([x[0], x[1], x[2]]))[-1] * x[0]
+
+
+@pytest.mark.parametrize("f", [last_of_iter, first_reversed, accumulated])
+def test_new_items_are_refused_not_zero(f):
+    with pytest.raises(pb.PullbackError, match="none of the values it was given"):
+        pb.grad(f)(X)
+
+
+@pytest.mark.parametrize("f", [last_of_iter, first_reversed, accumulated])
+def test_new_items_are_refused_in_forward_mode(f):
+    with pytest.raises(pb.PullbackError):
+        pb.jvp(f, (X,), (np.ones(3),))
+
+
+def items_of_a_list_iterator(x):
+    a, b = x[0] * 3.0, x[1] * x[2]
+    return list(iter([a, b]))[1] + list(itertools.chain([a], [b]))[0]
+
+
+def test_items_that_are_the_values_given_route_exactly():
+    g = pb.grad(items_of_a_list_iterator)(X)
+    np.testing.assert_allclose(g, [3.0, 3.0, 2.0], rtol=0, atol=0)
+
+
+def test_the_refusal_names_the_line():
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(last_of_iter)(X)
+    assert "list(iter(x))" in str(err.value)
