@@ -28,7 +28,7 @@ import gast
 
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import call as _call, name as _name
-from ..rules.inline import instantiate
+from ..rules.inline import instantiate, parameter_value
 from .rules import ELEMENTWISE, complex_exception, how
 
 __all__ = ["RuleTangents"]
@@ -139,14 +139,7 @@ class RuleTangents:
                 d = _call(self.fwd.support("broadcast_tangent"), d, _name(t))
             subst = {"g": d, "t": d, "ans": _name(t)}
             for q in rule.params:
-                if q in op.bound:
-                    v = op.bound[q]
-                    subst[q] = gast.Tuple(elts=list(v), ctx=gast.Load()) \
-                        if isinstance(v, tuple) else self.fwd.index_value(v)
-                else:
-                    default = rule.signature.parameters[q].default
-                    subst[q] = gast.Constant(value=default, kind=None) \
-                        if _is_literal(default) else gast.Constant(value=None, kind=None)
+                subst[q] = parameter_value(rule, q, op.bound, self.fwd.index_value)
             stmts, exprs = instantiate(view, subst, [p], self.fwd.namer, self.fwd.helper)
             pre.extend(stmts)
             expr = exprs[p]
@@ -174,8 +167,3 @@ def _sum(terms):
         total = gast.BinOp(left=total, op=gast.Add(), right=term)
     return total
 
-
-def _is_literal(v):
-    if isinstance(v, (tuple, list)):
-        return all(_is_literal(e) for e in v)
-    return v is None or isinstance(v, (bool, int, float, complex, str))

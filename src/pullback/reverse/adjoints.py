@@ -46,7 +46,7 @@ from ..analyses.callable_facts import dotted, is_library
 from ..analyses.ops import OpKind
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
-from ..rules.inline import clone, instantiate
+from ..rules.inline import clone, instantiate, parameter_value
 from ..rules.numpy_ufunc_methods import refusal_hint
 from .accumulate import ZERO
 from .context import ReverseContext
@@ -182,14 +182,7 @@ class Adjoints:
             return
         subst = {"g": g, "ans": _name(t)}
         for p in rule.params:
-            if p in op.bound:
-                v = op.bound[p]
-                subst[p] = gast.Tuple(elts=list(v), ctx=gast.Load()) if isinstance(v, tuple) \
-                    else self.index_value(v)
-            else:
-                default = rule.signature.parameters[p].default
-                subst[p] = gast.Constant(value=default, kind=None) \
-                    if _is_literal(default) else gast.Constant(value=None, kind=None)
+            subst[p] = parameter_value(rule, p, op.bound, self.index_value)
         stmts, exprs = instantiate(rule, subst, sorted(set(wanted)), self.ctx.namer, self.ctx.helper)
         out.extend(stmts)
         seen = {}
@@ -472,11 +465,6 @@ _PASS_FIRST = {runtime.unbroadcast, runtime.realify}
 def _is_none(node):
     return isinstance(node, gast.Constant) and node.value is None
 
-
-def _is_literal(v):
-    if isinstance(v, (tuple, list)):
-        return all(_is_literal(e) for e in v)
-    return v is None or isinstance(v, (bool, int, float, complex, str))
 
 
 # the adjoint of a statement that binds a name, by the kind of its op:

@@ -106,6 +106,30 @@ def instantiate(rule, subst, wanted, namer, bind_global):
     return stmts, out
 
 
+def parameter_value(rule, p, bound, index_value):
+    """The expression a rule's parameter ``p`` stands for at a call site: the
+    bound argument (``*args`` as a tuple of them), else its default: ``()`` for
+    an unbound ``*args`` (``a.item()``), ``{}`` for ``**kwargs``, ``None`` for a
+    default no literal writes."""
+    if p in bound:
+        v = bound[p]
+        return gast.Tuple(elts=list(v), ctx=gast.Load()) if isinstance(v, tuple) \
+            else index_value(v)
+    param = rule.signature.parameters[p]
+    if param.kind is param.VAR_POSITIONAL:
+        return gast.Tuple(elts=[], ctx=gast.Load())
+    if param.kind is param.VAR_KEYWORD:
+        return gast.Dict(keys=[], values=[])
+    default = param.default
+    return gast.Constant(value=default if _is_literal(default) else None, kind=None)
+
+
+def _is_literal(v):
+    if isinstance(v, (tuple, list)):
+        return all(_is_literal(e) for e in v)
+    return v is None or isinstance(v, (bool, int, float, complex, str))
+
+
 def _needed_locals(assigns, exprs):
     deps = {a.targets[0].id: {n.id for n in gast.walk(a.value) if isinstance(n, gast.Name)}
             for a in assigns}
