@@ -263,12 +263,13 @@ XFAIL = {
     "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
                     "gradient (refused, naming a generated name `u_item`)",
     # The fifth round's (corpus, 2026-12-02): none gives a number.
-    "bead_spring_itertools": "`for _ in itertools.repeat(None, n)` (and loops over "
-                             "`itertools.pairwise`/`combinations` of a range) are refused "
-                             "with a TypeError (no PullbackError, no line: runtime.core."
-                             "indexable) saying `Make a list of it first`; doing so gives a "
-                             "wrong gradient today (test_corpus_round5: a list of an "
-                             "iterator over an array, or of itertools.accumulate)",
+    "bead_spring_itertools": "`[... for a, b in itertools.pairwise(x)]` over the bead "
+                             "positions: refused naming the line (runtime.loop_items: the "
+                             "iterator's items are arrays it made); the loops over "
+                             "itertools.repeat, pairwise and combinations of indices are "
+                             "followed since this round (were a TypeError naming no line). "
+                             "Written with list(...), as the old message advised, it gives a "
+                             "wrong gradient (test_itertools_loops' xfails)",
     "module_hierarchy": "`Sequential(*layers)`: a class whose __init__ takes *args is "
                         "refused naming the call (its hint, 'Give the function named "
                         "parameters', points at the user's function, not at "
