@@ -34,7 +34,8 @@ or a helper); a parameter object built by a module-level factory function
 found: a class hierarchy whose base's ``__call__`` dispatches to an overridden
 ``forward`` calling ``super().forward(p)`` (two levels, ``super().__init__``
 too; the gradient of the object's attributes through ``super()`` was lost),
-and loops over ``enumerate(zip(v, w))`` unpacked into ``i, (a, b)``.  Some programs are also differentiated
+loops over ``enumerate(zip(v, w))`` unpacked into ``i, (a, b)``, and over index
+pairs from ``itertools.pairwise``, ``combinations`` and ``product`` of ranges.  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -786,6 +787,14 @@ class Gen:
             self.emit(indent, f"for {a} in reversed({v}):")
             inner[a] = Var("s", "shared", known=False)
             _share(env, inner, v)
+        elif k == 6 and self.chance(0.3):
+            # index pairs from itertools: `v[i]`, `v[j]` read in the body
+            self.prelude["itertools"] = ["import itertools"]
+            b = self.fresh_name("i")
+            self.emit(indent, f"for {i}, {b} in " + self.pick([
+                f"itertools.pairwise(range({N})):", f"itertools.combinations(range({N}), 2):",
+                f"itertools.product(range(2), range({N})):"]))
+            inner[i], inner[b] = Var("i", bound=N), Var("i", bound=N)
         elif k == 6 and self.chance(0.5):
             v, w = self.pick(vecs), self.pick(vecs)
             b = self.fresh_name("e")
@@ -1460,7 +1469,7 @@ def programs(draw, risky=None):
             others = [n for n, kind, _ in gen.helpers if kind == "act" and n != name]
             new = draw(st.sampled_from(_UFUNCS + others))
         rebind = {name: new}
-    order = ["logging", "table", "doubled", "scaled", "around", "Model", "Sim",
+    order = ["itertools", "logging", "table", "doubled", "scaled", "around", "Model", "Sim",
              "State", "Layers"] + list(gen.act_globals)
     prelude = [line for key in order if key in gen.prelude
                for line in gen.prelude[key] + [""]]
