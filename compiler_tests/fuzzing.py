@@ -30,7 +30,12 @@ an ``assert`` with an f-string message and a ``logging`` call; constants from a
 ``functools.lru_cache``'d helper taking an int; an ODE stepper taking the
 right-hand side and odeint's ``args`` tuple (``fn(p, *args)``, given a lambda
 or a helper); a parameter object built by a module-level factory function
-(``state = make_state(a, b)``) and read by its attributes.  Some programs are also differentiated
+(``state = make_state(a, b)``) and read by its attributes.  What the fifth round
+found: a class hierarchy whose base's ``__call__`` dispatches to an overridden
+``forward`` calling ``super().forward(p)`` (two levels, ``super().__init__``
+too; the gradient of the object's attributes through ``super()`` was lost),
+loops over ``enumerate(zip(v, w))`` unpacked into ``i, (a, b)``, and over index
+pairs from ``itertools.pairwise``, ``combinations`` and ``product`` of ranges.  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -541,6 +546,8 @@ class Gen:
             if indent == 1 and self.chance(0.3):
                 kinds += ["sim"]
             if self.chance(0.3):
+                kinds += ["hierarchy"]
+            if self.chance(0.3):
                 kinds += ["state"]
         if self.risky_allowed:
             kinds += ["risky"]
@@ -780,6 +787,21 @@ class Gen:
             self.emit(indent, f"for {a} in reversed({v}):")
             inner[a] = Var("s", "shared", known=False)
             _share(env, inner, v)
+        elif k == 6 and self.chance(0.3):
+            # index pairs from itertools: `v[i]`, `v[j]` read in the body
+            self.prelude["itertools"] = ["import itertools"]
+            b = self.fresh_name("i")
+            self.emit(indent, f"for {i}, {b} in " + self.pick([
+                f"itertools.pairwise(range({N})):", f"itertools.combinations(range({N}), 2):",
+                f"itertools.product(range(2), range({N})):"]))
+            inner[i], inner[b] = Var("i", bound=N), Var("i", bound=N)
+        elif k == 6 and self.chance(0.5):
+            v, w = self.pick(vecs), self.pick(vecs)
+            b = self.fresh_name("e")
+            self.emit(indent, f"for {i}, ({a}, {b}) in enumerate(zip({v}, {w})):")
+            inner[a], inner[b] = Var("s", "shared", known=False), Var("s", "shared", known=False)
+            inner[i] = Var("i", bound=N)
+            _share(env, inner, v, w)
         elif k == 5 and mats:
             m = self.pick(mats)
             self.emit(indent, f"for {a} in {m}:")
@@ -982,6 +1004,51 @@ class Gen:
             f"{name}.energy()", f"np.sum({name}.pos * {name}.vel)",
             f"{name}.energy() + np.sum({name}.force())"]))
         env[out] = Var("s", "shared", known=False)
+
+    def need_layers(self):
+        """A class hierarchy as framework-style code writes it (the corpus'
+        fifth round): a base ``Layer`` whose ``__call__`` dispatches to an
+        overridden ``forward``, subclasses calling ``super().__init__`` and
+        ``super().forward(p)`` (two levels: ``Gated(Squashed)``)."""
+        if "Layers" not in self.prelude:
+            self.prelude["Layers"] = [
+                "class Layer:",
+                "    def __init__(self, scale):",
+                "        self.scale = scale",
+                "",
+                "    def forward(self, p):",
+                "        return self.scale * p",
+                "",
+                "    def __call__(self, p):",
+                "        return self.forward(p)",
+                "",
+                "",
+                "class Squashed(Layer):",
+                "    def __init__(self, scale, shift):",
+                "        super().__init__(scale)",
+                "        self.shift = shift",
+                "",
+                "    def forward(self, p):",
+                f"        return {self.pick(['np.tanh', 'np.sin'])}(super().forward(p)) "
+                "+ self.shift",
+                "",
+                "",
+                "class Gated(Squashed):",
+                "    def forward(self, p):",
+                "        return " + self.pick(["0.5 * super().forward(p) + self.scale * p",
+                                               "super().forward(p) * self.shift + p"])]
+
+    def stmt_hierarchy(self, env, depth, indent):
+        """A layer of the class hierarchy built from differentiated values and
+        called (``layer(v)`` or ``layer.forward(v)``) on a vector or a scalar."""
+        self.need_layers()
+        name, t = self.fresh_name("layer"), self.pick("sv")
+        out = self.fresh_name({"s": "a", "v": "u"}[t])
+        self.emit(indent, f"{name} = {self.pick(['Squashed', 'Gated'])}("
+                          f"{self.shared(env, 's', 1)}, {self.shared(env, 's', 1)})")
+        call = self.pick(["{n}({a})", "{n}.forward({a})"])
+        self.emit(indent, f"{out} = " + call.format(n=name, a=self.shared(env, t, 1)))
+        env[out] = Var(t, "shared", known=False)
 
     def need_state(self):
         """A parameter object built by a module-level factory function from
@@ -1402,8 +1469,8 @@ def programs(draw, risky=None):
             others = [n for n, kind, _ in gen.helpers if kind == "act" and n != name]
             new = draw(st.sampled_from(_UFUNCS + others))
         rebind = {name: new}
-    order = ["logging", "table", "doubled", "scaled", "around", "Model", "Sim",
-             "State"] + list(gen.act_globals)
+    order = ["itertools", "logging", "table", "doubled", "scaled", "around", "Model", "Sim",
+             "State", "Layers"] + list(gen.act_globals)
     prelude = [line for key in order if key in gen.prelude
                for line in gen.prelude[key] + [""]]
     body = [header] + ["    " * i + text for i, text, _ in gen.lines]

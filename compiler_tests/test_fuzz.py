@@ -63,13 +63,16 @@ FEATURES = {
     "stateful class": lambda p: "= Sim(" in p.source,
     "dict, *args or **kwargs helper": lambda p: re.search(
         r"def h\d\((d, p|p, \*rest|p, \*\*opts)\)", p.source),
+    "class hierarchy with super()": lambda p: re.search(r"layer\d+ = (Squashed|Gated)\(",
+                                                         p.source),
+    "itertools index loop": lambda p: "in itertools." in p.source,
 }
 
 
 def test_grammar_reaches_what_real_code_does():
     seen = set()
 
-    @settings(max_examples=60, **SETTINGS)
+    @settings(max_examples=100, **SETTINGS)  # draws enough to reach every feature
     @given(fuzzing.programs())
     def collect(program):
         seen.update(k for k, has in FEATURES.items() if has(program))

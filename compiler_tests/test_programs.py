@@ -262,6 +262,24 @@ XFAIL = {
                             "refused in both modes naming the property (was a zero gradient)",
     "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
                     "gradient (refused, naming a generated name `u_item`)",
+    # The fifth round's (corpus, 2026-12-02): none gives a number.
+    "bead_spring_itertools": "`[... for a, b in itertools.pairwise(x)]` over the bead "
+                             "positions: refused naming the line (runtime.loop_items: the "
+                             "iterator's items are arrays it made); the loops over "
+                             "itertools.repeat, pairwise and combinations of indices are "
+                             "followed since this round (were a TypeError naming no line). "
+                             "Written with list(...), as the old message advised, it gives a "
+                             "wrong gradient (test_itertools_loops' xfails)",
+    "module_hierarchy": "`Sequential(*layers)`: a class whose __init__ takes *args is "
+                        "refused naming the call (its hint, 'Give the function named "
+                        "parameters', points at the user's function, not at "
+                        "Sequential.__init__)",
+    "vectorized_huber": "`np.vectorize(huber_scalar)`: vectorize.__call__ has no rule "
+                        "(NoRuleError naming the line, suggesting pb.custom_vjp)",
+    "masked_nnls_unrolled": "`x = x_new` after the masked stores `x_new[x_new < 0] = 0.0` "
+                            "in a loop: refused naming the line (another name comes to "
+                            "share an array written into; hint `.copy()`), though "
+                            "`x_new` is rebound, not written, after the alias",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

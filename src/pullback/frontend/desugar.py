@@ -53,6 +53,7 @@ from ..ir.build import (assign_at as _assign, item as _item, length as _len,
 from ..ir.grammar import assigned_names
 from ..rules.registry import nondifferentiable
 from ..runtime import control
+from ..runtime.loop_items import index_items
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
 from .dict_stores import follow_dict_stores
@@ -262,6 +263,11 @@ class _Desugar:
                 # a generator's items, read once into a list (a loop reads them by index)
                 expr = gast.copy_location(gast.Call(func=_name("list"), args=[expr],
                                                     keywords=[]), expr)
+            elif self.is_itertools_call(expr):
+                # indices an itertools iterator makes, read into a list (floats refused)
+                expr = gast.copy_location(gast.Call(
+                    func=_name(self.helper("index_items", index_items)), args=[expr],
+                    keywords=[]), expr)
             name = self.namer.fresh("seq")
             pre.append(_assign(_name(name, gast.Store()), expr, origin))
         if check:
@@ -285,6 +291,15 @@ class _Desugar:
         from .parse import parse
         parse(fn)           # refuses a generator read to its end that may not have one
         return True
+
+    def is_itertools_call(self, expr):
+        """``expr`` calls a function of ``itertools`` (an iterator: pairwise,
+        combinations, product, repeat...)."""
+        if not isinstance(expr, gast.Call):
+            return False
+        from ..analyses.ops import static_value
+        fn = static_value(expr.func, self.parsed)
+        return getattr(fn, "__module__", None) == "itertools"
 
     def mapping_view(self, it):
         """``(d, "items")`` for ``d.items()`` (or keys, values), else None."""
@@ -356,7 +371,7 @@ class _Desugar:
         return acc
 
 
-nondifferentiable(control.zip_length)
+nondifferentiable(control.zip_length, index_items)
 
 
 class _Rename(gast.NodeTransformer):
