@@ -3,8 +3,9 @@ indices made by ``pairwise``, ``combinations``, ``product`` and ``repeat``
 are read into a list and the loop is followed; an iterator whose items are
 values it made (``pairwise(x)`` of an array) is refused naming the line.
 Was: every such loop raised a TypeError naming no line (runtime.core.indexable)
-that advised ``list(...)``, which gives a wrong gradient today (the xfails
-below, runtime.opaque's identity routing: found by the corpus' fifth round)."""
+that advised ``list(...)``, which gave a zero gradient with no error (found by
+the corpus' fifth round): refused now (runtime.opaque_routes, the tests at the
+end)."""
 import itertools
 from itertools import combinations
 
@@ -86,12 +87,10 @@ def _grad_or_refusal(f, x, exact):
     np.testing.assert_allclose(g, exact, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="list(iter(x)) of an array: zero gradient, no error")
 def test_list_of_an_iterator_over_an_array():
     _grad_or_refusal(lambda x: list(iter(x))[-1], X, [0.0, 0.0, 1.0])
 
 
-@pytest.mark.xfail(strict=True, reason="list(itertools.pairwise(x)) of an array: zero gradient")
 def test_list_of_pairwise_over_an_array():
     def f(x):
         t = 0.0
@@ -101,8 +100,6 @@ def test_list_of_pairwise_over_an_array():
     _grad_or_refusal(f, X, [2.0, 4.0, 2.0])
 
 
-@pytest.mark.xfail(strict=True, reason="list(itertools.accumulate(xs)): sums made by the "
-                                       "library, zero gradient, no error")
 def test_list_of_accumulate():
     _grad_or_refusal(lambda x: list(itertools.accumulate([x[0], x[1], x[2]]))[-1] * x[0], X,
                      [2 * 1.0 + 2.0 + 3.0, 1.0, 1.0])
