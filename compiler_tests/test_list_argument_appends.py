@@ -76,3 +76,19 @@ def test_a_captured_variable_named_out_is_not_numpys_out():
 
         return np.sum(scaled(x))
     np.testing.assert_allclose(pb.grad(f)(X), 4.0 * X, rtol=1e-14)
+
+
+def log_length(log, n):
+    log.append(n)
+
+
+def logged(x, log):
+    log_length(log, x.shape[0])
+    log.append("called")
+    return np.sum(x * x)
+
+
+def test_appends_that_carry_no_gradient_still_run_as_python():
+    log = []
+    np.testing.assert_array_equal(pb.grad(logged)(X, log), 2 * X)
+    assert log == [3, "called"]

@@ -75,6 +75,9 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
     local = set(normal.params) | set(bound) | {
         n.id for s in statements for n in _own_names(s) if isinstance(n.ctx, gast.Store)}
     _in_place(statements, ops, varied, parsed)
+    # parameters never rebound: the caller's objects, whatever the function does
+    callers = set(normal.params) - {n.id for s in statements for n in _own_names(s)
+                                    if isinstance(n.ctx, gast.Store)} - set(bound)
     for s in statements:
         op = ops.get(id(s))
         if op is None or op.kind not in (OpKind.SETITEM, OpKind.APPEND) or op.effect:
@@ -96,6 +99,9 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "value): its later reads would carry no gradient.", parsed.location(s),
                     f"Update `{outer}` outside the function being differentiated (in its "
                     "caller), or write into a local array (y = np.zeros(n); y[i] = ...).")
+            if op.kind is OpKind.APPEND and container in callers \
+                    and any(v in varied for v in values):
+                raise _append_to_callers(parsed, s, container)
             held = bound.get(container)
             if op.kind is OpKind.APPEND and isinstance(held, gast.Subscript) \
                     and any(v in varied for v in values):
@@ -180,6 +186,22 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             break                                 # may be an array: mutation.py decides
         else:
             op.effect = True
+
+
+def _append_to_callers(parsed, stmt, p):
+    """The refusal of ``p.append(v)`` of a differentiated ``v`` on a list the
+    function is given (a parameter, or a list a nested function captures,
+    lifted to one): the caller's list, which pullback's transforms never change
+    (grown lists are followed in lists the function builds itself)."""
+    nested, captured = getattr(parsed.fn, "__pullback_captured__", (None, ()))
+    whose = (f"`{p}`, a list the nested function `{nested}` captures from the function "
+             "around it" if p in captured else f"its argument `{p}`, the caller's list")
+    return UnsupportedSyntaxError(
+        f"pullback cannot differentiate `{p}.append(...)` of a differentiated value: it "
+        f"changes {whose}, and pullback follows appends only to a list the function builds "
+        "itself (its transforms never change a caller's values).", parsed.location(stmt),
+        f"Return the new item (or a new list, `{p} + [v]`) and append it where the list is "
+        f"built: `{p}.append(f(...))`.")
 
 
 def _in_place(statements, ops, varied, parsed):

@@ -70,10 +70,6 @@ def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = OpResolver(parsed, locals_)
     r.objects = _user_objects(normal, r)
-    # parameters never rebound: the caller's objects, whatever the function does
-    r.callers = set(normal.params) - {
-        n.id for n in gast.walk(normal.tree) if isinstance(n, gast.Name)
-        and isinstance(n.ctx, gast.Store)}
     return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
 
 
@@ -105,7 +101,6 @@ def _user_objects(normal, r):
 
 class OpResolver:
     objects = {}
-    callers = set()
 
     def __init__(self, parsed, locals_):
         self.parsed = parsed
@@ -132,8 +127,6 @@ class OpResolver:
                     and call.func.attr == "append" and isinstance(call.func.value, gast.Name) \
                     and call.func.value.id in self.locals and len(call.args) == 1 \
                     and not call.keywords:
-                if call.func.value.id in self.callers:
-                    raise self.changes_argument(call, call.func.value.id, "append")
                 op = self.names_op(OpKind.APPEND, call.args, call)
                 op.mutates, op.label = call.func.value.id, f"{call.func.value.id}.append"
                 return op
@@ -222,22 +215,6 @@ class OpResolver:
         except PullbackError:
             return False
         return isinstance(obj, types.FunctionType) and not is_library(obj)
-
-    def changes_argument(self, call, p, method):
-        """The refusal of ``p.append(v)`` on a parameter: the caller's list (or a
-        variable a nested function captures), which pullback's transforms never
-        change (grown lists are followed in lists the function builds itself)."""
-        nested, captured = getattr(self.parsed.fn, "__pullback_captured__", (None, ()))
-        whose = (f"`{p}`, a list the nested function `{nested}` captures from the "
-                 "function around it" if p in captured else f"its argument `{p}`, the "
-                 "caller's list")
-        return UnsupportedSyntaxError(
-            f"pullback cannot differentiate `{p}.{method}(...)`: it changes {whose}, and "
-            "pullback follows appends only to a list the function builds itself (its "
-            "transforms never change a caller's values).",
-            self.parsed.location(call),
-            f"Return the new item (or a new list, `{p} + [v]`) and append it where the "
-            f"list is built: `{p}.append(f(...))`.")
 
     def call(self, node):
         kwargs = {k.arg: k.value for k in node.keywords}

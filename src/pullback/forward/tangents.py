@@ -209,6 +209,12 @@ class _Forward(HelperNames):
     def check_effect(self, stmt, op):
         if op.kind == "opaque" and any(n in self.active for _, n in op.operands):
             self.refuse_opaque(stmt, op)
+        varied = [(p, n) for p, n in op.operands if n in self.varied]
+        if op.kind == "user" and isinstance(stmt, gast.Expr) and varied:
+            # called for its effect with values carrying tangents: its tangent
+            # function runs, so that what it does with them is followed or
+            # refused there (reverse.reverse does the same), never dropped
+            stmt.value = self.jvp_call(stmt.value, op, varied)
 
     def returned(self, stmt):
         value = stmt.value
@@ -352,6 +358,14 @@ class _Forward(HelperNames):
         """A call of a user function: its own tangent function."""
         if not active:
             return [stmt, _assign(self.dot(t), self.zero_of(_name(t)))]
+        stmt.value = self.jvp_call(stmt.value, op, active)
+        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
+                                   ctx=gast.Store())]
+        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
+        return [stmt]
+
+    def jvp_call(self, call, op, active):
+        """``call`` of a user function made a call of its tangent function."""
         from .calls import forward_of
         handle = forward_of(op.primitive)
         params = list(handle.params)
@@ -360,15 +374,10 @@ class _Forward(HelperNames):
         fn = handle.for_callers(mask)
         name = getattr(op.primitive, "__name__", "callee")
         callee = self.helper(f"{name}_jvp", fn)
-        tangents = gast.Tuple(elts=[_name(self.dot(by_index[i])) for i in mask],
+        tangents = gast.Tuple(elts=[self.tangent_or_zero(_name(by_index[i])) for i in mask],
                               ctx=gast.Load())
-        call = stmt.value
-        stmt.value = gast.Call(func=_name(callee), args=[tangents] + call.args,
-                               keywords=call.keywords)
-        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
-                                   ctx=gast.Store())]
-        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
-        return [stmt]
+        return gast.Call(func=_name(callee), args=[tangents] + call.args,
+                         keywords=call.keywords)
 
     def kernel_call(self, stmt, op, t, active):
         """``y = fused(x, w)`` -> ``y, y_dot = fused_tangent(x, w, (x_dot, w_dot))``:

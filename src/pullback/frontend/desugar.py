@@ -297,7 +297,7 @@ class _Desugar:
         combinations, product, repeat...)."""
         if not isinstance(expr, gast.Call):
             return False
-        from ..analyses.ops import static_value
+        from ..analyses.callable_facts import static_value
         fn = static_value(expr.func, self.parsed)
         return getattr(fn, "__module__", None) == "itertools"
 

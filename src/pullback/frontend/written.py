@@ -190,9 +190,6 @@ def scan(tree, parsed):
             if isinstance(f, gast.Attribute) and f.attr == "at" and node.args \
                     and isinstance(node.args[0], gast.Name):
                 mark(node.args[0].id, _ITEM)        # np.add.at(p, idx, v)
-            if isinstance(f, gast.Attribute) and f.attr in ("append", "extend", "insert") \
-                    and isinstance(f.value, gast.Name):
-                mark(f.value.id, _ITEM)             # p.append(v): the caller's list
             callee = static_callee(f, parsed, params)
             if callee is not None:
                 for q, arg in bound_arguments(callee, node).items():

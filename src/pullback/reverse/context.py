@@ -173,7 +173,7 @@ class ReverseContext(HelperNames):
     def runtime(self, fn_name):
         return self.helper(fn_name, getattr(runtime, fn_name))
 
-    def callee(self, op, which, call=None):
+    def callee(self, op, which, call=None, live=None):
         """The name of the callee's primal or adjoint, for this call site's
         active arguments.  A primal for a ``call`` passing every parameter by
         position is the callee's positional one where it has one (no
@@ -181,7 +181,8 @@ class ReverseContext(HelperNames):
         from ..callees import derivative_of
         handle = derivative_of(op.primitive)
         params = list(handle.params)
-        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in self.active))
+        live = self.active if live is None else live
+        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in live))
         primal, adjoint = handle.for_callers(mask, self.grads.inplace)
         name = getattr(op.primitive, "__name__", "callee")
         # (code differentiated again reads the primal's own parameter names)

@@ -256,6 +256,14 @@ class _Reverse:
             stmt.value.func = _name(self.ctx.callee(op, "primal", stmt.value))
             stmt.targets = [gast.Tuple(elts=[_name(target, True), _name(res, True)],
                                        ctx=gast.Store())]
+        elif op is not None and op.kind is OpKind.USER and isinstance(stmt, gast.Expr) \
+                and any(n in self.ctx.varied for _, n in op.operands):
+            # a user function called for its effect with differentiated values: its
+            # transform runs (for those values), so what it does with them is
+            # followed or refused there (`push(lst, v)` appending `v` to the
+            # caller's list), never dropped as a constant's would be
+            stmt.value.func = _name(self.ctx.callee(op, "primal", stmt.value,
+                                                    live=self.ctx.varied))
         elif op is not None and op.kind is OpKind.DYNAMIC and isinstance(stmt, gast.Assign) \
                 and isinstance(stmt.targets[0], gast.Name) \
                 and stmt.targets[0].id in self.ctx.active:
