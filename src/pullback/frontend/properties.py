@@ -37,6 +37,8 @@ import types
 import gast
 
 from ..ir.build import closure_name as _helper
+from ..runtime.objects import property_getter
+from ..runtime.opaque import is_library_code
 
 __all__ = ["follow_properties", "owner_class", "same_property"]
 
@@ -53,17 +55,31 @@ def follow_properties(tree, namer, parsed):
     if me is not None and _stored_once(tree).get(me, 0) \
             and getattr(parsed.fn, "__pullback_state_of__", None) is None:
         me = None                   # `self` rebound: its class is not known
-    if not known and me is None:
+    later = _run_time_names(parsed) \
+        if getattr(parsed.fn, "__pullback_attribute_read__", None) is None else set()
+    if not known and me is None and not later:
         return
+    local = set(_stored_once(tree)) | {a.id for a in tree.args.args + tree.args.kwonlyargs}
     checks = {}
 
     class Reads(gast.NodeTransformer):
+        def visit_Call(self, node):
+            if isinstance(node.func, gast.Attribute):
+                # `q.kl(p)`: a method call, not a read of `q.kl` as a value
+                node.func.value = self.visit(node.func.value)
+                node.args = [self.visit(a) for a in node.args]
+                node.keywords = [self.visit(k) for k in node.keywords]
+                return node
+            return self.generic_visit(node)
+
         def visit_Attribute(self, node):
             self.generic_visit(node)
             if not (isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name)):
                 return node
             name = node.value.id
             cls = known.get(name) or (owner if name == me else None)
+            if cls is None and name in local and node.attr in later:
+                return _read_when_run(namer, parsed, node)
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
                 return node
@@ -102,6 +118,50 @@ def follow_properties(tree, namer, parsed):
             gast.copy_location(n, first)
         pre.append(stmt)
     tree.body[:0] = pre
+
+
+def _read_when_run(namer, parsed, node):
+    """``q.mean`` -> ``property_getter(q, 'mean')(q)``: the getter, or a
+    reader of the stored attribute, picked by ``q``'s class when it runs."""
+    pick = _helper(namer, parsed, "getter", property_getter)
+    obj = node.value.id
+    getter = gast.Call(func=gast.Name(id=pick, ctx=gast.Load(), annotation=None,
+                                      type_comment=None),
+                       args=[gast.Name(id=obj, ctx=gast.Load(), annotation=None,
+                                       type_comment=None),
+                             gast.Constant(node.attr, None)], keywords=[])
+    call = gast.Call(func=getter, args=[gast.Name(id=obj, ctx=gast.Load(), annotation=None,
+                                                  type_comment=None)], keywords=[])
+    for n in gast.walk(call):
+        gast.copy_location(n, node)
+    return call
+
+
+def _run_time_names(parsed):
+    """The names of the properties (with a ``def`` getter) of the user's
+    classes the function can reach: those it names (globals, captured values)
+    and their subclasses.  A read ``obj.name`` of one of them, on an object
+    whose class is not known when transforming, is dispatched when it runs."""
+    values = list(parsed.globals.values())
+    for cell in parsed.closure.values():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            continue
+    seen, names = set(), set()
+    todo = [v for v in values if isinstance(v, type) and type(v) is type]
+    while todo:
+        cls = todo.pop()
+        if cls in seen or is_library_code(cls) or cls.__module__ in _NOT_USERS:
+            continue
+        seen.add(cls)
+        names.update(k for c in cls.__mro__ for k, v in vars(c).items()
+                     if type(v) is property and isinstance(v.fget, types.FunctionType))
+        todo.extend(cls.__subclasses__())
+    return names
+
+
+_NOT_USERS = ("builtins", "numpy", "scipy", "jax", "math")
 
 
 def same_property(obj, attr, prop):
