@@ -254,7 +254,8 @@ def _method_stores(stmt, normal, parsed, varied, binds, ops=None):
         obj, meth = func.value.id, func.attr
     else:
         return []
-    from ..frontend.written import _known_method, _param_store
+    from ..frontend.call_guards import param_store as _param_store
+    from ..frontend.written import _known_method
     cls = _class_of(obj, normal, parsed, binds)
     what = ""
     if cls is None:
