@@ -125,3 +125,39 @@ def test_reduction_of_a_comprehension():
         return np.mean([np.sum(r_k * r) for r_k in r])     # (sum r)^2 / n
 
     np.testing.assert_allclose(pb.grad(f)(X), np.full(3, 2.0 * np.sum(X) / 3))
+
+
+# -- a write made through a recursive call's argument (frontend/held_writes.py) ---------
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+def swap_double(a, b, k):
+    """Doubles `b.w[0]`, then `a.w[0]` through the recursive call (arguments swapped)."""
+    if k < 0:
+        return 0.0
+    b.w[0] = b.w[0] * 2.0
+    swap_double(b, a, k - 1)
+    return 0.0
+
+
+def test_write_through_a_recursive_calls_argument_is_refused():
+    # was a silently wrong gradient: [4, 4, 6] where d/dx sum(w^2) is [8, 4, 6]
+    def f(x):
+        p = Holder(x)
+        swap_double(p, Holder(np.zeros(1)), 1)
+        return np.sum(p.w ** 2)
+    with pytest.raises(pb.PullbackError, match=r"`swap_double`.*`a\.w` \(`swap_double\(b, a, k - 1\)`\)"):
+        pb.grad(f)(np.array([1.0, 2.0, 3.0]))
+
+
+def test_write_through_a_recursive_call_into_an_arguments_array_is_refused():
+    def f(x, p):
+        swap_double(p, Holder(np.ones(1)), 1)
+        return np.sum(x * p.w[0])
+    p = Holder(np.array([3.0]))
+    with pytest.raises(pb.PullbackError, match="the caller's"):
+        pb.grad(f)(np.array([1.0, 2.0]), p)
+    assert p.w.tolist() == [3.0]
