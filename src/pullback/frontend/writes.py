@@ -52,8 +52,9 @@ from .held_writes import guard_held_writes
 from .list_items import split_lists
 from .properties import follow_properties
 from .view_writes import write_views
-from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front, _no_writer,
-                      _known_method, _no_attribute_store, attribute_stores,
+from .call_guards import no_attribute_store as _no_attribute_store, no_writer as _no_writer
+from .written import (ITEM as _ITEM, MIXED as _MIXED, _apart, _front,
+                      _known_method, attribute_stores,
                       _number_argument, _result_apart, bound_arguments as _bound, scan as _scan,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 

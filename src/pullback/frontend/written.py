@@ -568,18 +568,4 @@ def argument_written(parsed, p, stmt, kind):
 _apart, _result_apart, _number_argument = arguments_apart, result_apart, number_argument
 
 
-# the run-time guards generated code calls before a call runs live in
-# frontend.call_guards; their old names here are kept for the modules importing them
-_MOVED = {"_no_writer": "no_writer", "_no_attribute_store": "no_attribute_store",
-          "_no_array_write": "no_array_write", "_self_array_writes": "self_array_writes",
-          "_param_store": "param_store", "_user_object": "user_object"}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        from . import call_guards
-        return getattr(call_guards, _MOVED[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 nondifferentiable(_apart, _number_argument, _result_apart)
