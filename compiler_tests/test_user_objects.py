@@ -161,3 +161,19 @@ def test_write_through_a_recursive_call_into_an_arguments_array_is_refused():
     with pytest.raises(pb.PullbackError, match="the caller's"):
         pb.grad(f)(np.array([1.0, 2.0]), p)
     assert p.w.tolist() == [3.0]
+
+
+# -- the message of a write into an argument's attribute names the user's expression ------
+
+def test_add_at_into_an_arguments_attribute_names_the_expression():
+    def f(x, p):
+        np.add.at(p.w, np.array([0, 0]), x)
+        return np.sum(p.w * x)
+    p = Holder(np.zeros(2))
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(f)(np.array([1.0, 2.0]), p)
+    message = str(info.value)
+    assert "`p.w` may share memory" in message and "w_1" not in message
+    assert "np.add.at(p.w, np.array([0, 0]), x)" in message        # the line, quoted
+    assert "`w = p.w.copy()`" in message
+    assert p.w.tolist() == [0.0, 0.0]
