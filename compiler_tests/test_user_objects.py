@@ -177,3 +177,70 @@ def test_add_at_into_an_arguments_attribute_names_the_expression():
     assert "np.add.at(p.w, np.array([0, 0]), x)" in message        # the line, quoted
     assert "`w = p.w.copy()`" in message
     assert p.w.tolist() == [0.0, 0.0]
+
+
+# -- a method given a differentiated value, changing an object that holds none ---------
+
+class Buf:
+    def __init__(self, n):
+        self.data = np.zeros(n)
+        self.calls = 0
+        self.total = 0.0
+
+    @classmethod
+    def make(cls, n):
+        return cls(n)
+
+    def add(self, i, x):
+        self.data[i] += x
+
+    def accumulate(self, x):
+        self.total = self.total + x
+
+    def count(self, x):
+        self.calls += 1
+
+
+def built_here(x):
+    o = Buf(3)
+    o.add(0, x[0])
+    return np.sum(o.data ** 2)
+
+
+def from_a_factory(x):
+    o = Buf.make(3)
+    o.add(0, x[0])
+    return np.sum(o.data ** 2)
+
+
+def stored_by_a_factorys_object(x):
+    o = Buf.make(3)
+    o.accumulate(x[0])
+    return o.total * 3.0
+
+
+def counted(x):
+    o = Buf.make(3)
+    o.count(x)
+    return np.sum(x ** 2) + o.calls
+
+
+@pytest.mark.parametrize("fn, line, change", [
+    (built_here, "o.add(0, x[0])", "self.data[i] += x"),
+    (from_a_factory, "o.add(0, x[0])", "self.data[i] += x"),
+    (stored_by_a_factorys_object, "o.accumulate(x[0])", "total")])
+def test_method_writing_a_value_into_its_object_is_refused(fn, line, change):
+    # each was a silent zero gradient (the value went into the object as plain Python)
+    x = np.array([1.0, 2.0])
+    for run in (lambda: pb.grad(fn)(x), lambda: pb.jvp(fn, (x,), (np.ones(2),))):
+        with pytest.raises(pb.PullbackError) as info:
+            run()
+        message = str(info.value)
+        assert "Buf." in message and line in message and change in message
+        assert "test_user_objects.py" in message
+
+
+def test_method_counting_calls_runs():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(counted)(x), 2.0 * x)
+    assert pb.jvp(counted, (x,), (np.ones(2),))[1] == pytest.approx(6.0)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
+from ..runtime import calls as _runtime_calls
 from .written import attribute_stores, written_params
 
 __all__ = ["no_writer", "no_attribute_store", "no_array_write", "self_array_writes",
@@ -291,3 +292,12 @@ def param_store(cls, fn, param, seen):
 
 
 nondifferentiable(no_writer, no_attribute_store)
+
+
+def _method_store(cls, fn, self_name):
+    """``param_store`` for the runtime (``runtime.arguments.unseen_method_write``),
+    which imports no compiler module."""
+    return param_store(cls, fn, self_name, set())
+
+
+_runtime_calls.install(method_store=_method_store)

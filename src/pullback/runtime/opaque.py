@@ -89,6 +89,7 @@ import weakref
 import numpy as np
 
 from .backends import is_foreign
+from .arguments import unseen_method_write
 
 __all__ = ["is_library_code", "call", "adjoint", "forward", "checked_method_call", "checked_call",
            "entered_value",
@@ -728,6 +729,8 @@ def checked_method_call(mask, strict, obj, name, *args, **kwargs):
             mask = tuple(0 if k == -1 else k + 1 if isinstance(k, int) else k for k in mask)
         return call(fn, lead + args, kwargs, mask)[0]
     if not strict:
+        if any(k != -1 for k in mask) and lead:     # (a value given: kept out of `obj`)
+            unseen_method_write(lead[0], name)
         return method(*args, **kwargs)
     from ..errors import UnsupportedSyntaxError
     cls = type(obj).__name__
