@@ -15,7 +15,7 @@ class Shape:
         self.w = w
 
     @property
-    def size(self):
+    def squared(self):
         return self.w ** 2
 
     @classmethod
@@ -25,15 +25,15 @@ class Shape:
 
 class Bigger(Shape):
     @property
-    def size(self):                 # overrides the base's property
+    def squared(self):                 # overrides the base's property
         return self.w ** 3
 
 
 class Stored:
-    """No property: `size` is a stored attribute (read as a field)."""
+    """No property: `squared` is a stored attribute (read as a field)."""
 
     def __init__(self, w):
-        self.size = 5.0 * w
+        self.squared = 5.0 * w
 
 
 def build(kind, x):
@@ -52,18 +52,18 @@ class Rect:
 
 def from_factory(x):
     s = Shape.make(x)
-    return np.sum(s.size)
+    return np.sum(s.squared)
 
 
 def from_any_class(x, kind):
     s = build(kind, x)
-    return np.sum(s.size)
+    return np.sum(s.squared)
 
 
 def of_stored(x):
     s = Stored(x)
     t = s
-    return np.sum(t.size)
+    return np.sum(t.squared)
 
 
 def of_argument(r):
@@ -71,7 +71,7 @@ def of_argument(r):
 
 
 def of_plain_argument(s):
-    return np.sum(s.size)
+    return np.sum(s.squared)
 
 
 X = np.array([1.0, -2.0, 0.5])
@@ -87,7 +87,7 @@ def test_factory_property_reverse_and_forward():
 
 
 def test_subclass_property_picked_when_it_runs():
-    # Bigger.size: sum((2x)^3), d/dx = 24 x^2; the base's: 8x
+    # Bigger.squared: sum((2x)^3), d/dx = 24 x^2; the base's: 8x
     np.testing.assert_allclose(pb.grad(from_any_class)(X, Bigger), 24.0 * X ** 2, rtol=1e-14)
     np.testing.assert_allclose(pb.grad(from_any_class)(X, Shape), 8.0 * X, rtol=1e-14)
     _, tangent = pb.jvp(lambda x: from_any_class(x, Bigger), (X,), (np.ones(3),))
@@ -95,6 +95,7 @@ def test_subclass_property_picked_when_it_runs():
 
 
 def test_stored_attribute_named_like_a_property_is_a_field():
+    assert "getter" in pb.source(of_stored)         # dispatched: `squared` is Shape's property
     np.testing.assert_allclose(pb.grad(of_stored)(X), np.full(3, 5.0))
     assert pb.jvp(of_stored, (X,), (np.ones(3),))[1] == pytest.approx(15.0)
 
@@ -244,3 +245,25 @@ def test_method_counting_calls_runs():
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(pb.grad(counted)(x), 2.0 * x)
     assert pb.jvp(counted, (x,), (np.ones(2),))[1] == pytest.approx(6.0)
+
+
+# -- which reads are dispatched when they run --------------------------------------------
+
+class Grid:
+    def __init__(self, v):
+        self.v = v
+
+    @property
+    def shape(self):            # named like an array's attribute
+        return self.v.shape
+
+
+def array_fields(x):
+    return np.sum(x) * x.shape[0]
+
+
+def test_array_attribute_names_stay_field_reads():
+    assert Grid(X).shape == (3,)
+    assert "getter" not in pb.source(array_fields)
+    np.testing.assert_allclose(pb.grad(array_fields)(X), np.full(3, 3.0))
+

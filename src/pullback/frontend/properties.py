@@ -16,8 +16,20 @@ an object whose class overrides the property is refused)::
         def energy(self):
             return np.sum(self.weight ** 2)
 
-Other reads of a property where the object carries a gradient are refused
-when the adjoint runs (``runtime.core.FieldGrads``).
+Where the class is known only when the function runs (``q`` returned by a
+classmethod factory, an argument), a read of a name that is a property of a
+class the function can reach (one it names, or their subclasses) is
+dispatched then: ``runtime.objects.property_getter`` picks the getter of
+``q``'s class, which the dispatcher differentiates as any function it is
+handed, or a reader of a stored attribute of that name::
+
+    q = Normal.from_natural(a, b)      ->      q = Normal.from_natural(a, b)
+    return q.mean                              return getter(q, 'mean')(q)
+
+Names of an array's own attributes (``shape``, ``T``, ``size``) stay field
+reads, decided when they run.  Other reads of a property where the object
+carries a gradient are refused when the adjoint runs
+(``runtime.core.FieldGrads``).
 
 >>> import numpy as np, pullback as pb
 >>> class Scaled:
@@ -29,12 +41,15 @@ when the adjoint runs (``runtime.core.FieldGrads``).
 ...         return self._w * self.scale
 >>> owner_class(Scaled.weight.fget) is Scaled
 True
+>>> property_getter(Scaled(1.0), "weight") is Scaled.weight.fget
+True
 """
 from __future__ import annotations
 
 import types
 
 import gast
+import numpy as np
 
 from ..ir.build import closure_name as _helper
 from ..runtime.objects import property_getter
@@ -149,7 +164,7 @@ def _run_time_names(parsed):
         except ValueError:
             continue
     seen, names = set(), set()
-    todo = [v for v in values if isinstance(v, type) and type(v) is type]
+    todo = [v for v in values if isinstance(v, type)]
     while todo:
         cls = todo.pop()
         if cls in seen or is_library_code(cls) or cls.__module__ in _NOT_USERS:
@@ -157,11 +172,14 @@ def _run_time_names(parsed):
         seen.add(cls)
         names.update(k for c in cls.__mro__ for k, v in vars(c).items()
                      if type(v) is property and isinstance(v.fget, types.FunctionType))
-        todo.extend(cls.__subclasses__())
-    return names
+        todo.extend(type.__subclasses__(cls))
+    # (an array's own attributes, `x.shape`, `x.T`, stay field reads: decided when they
+    # run, analyses.ops.settle_attributes, where a property of that name is refused)
+    return names - _ARRAY_FIELDS
 
 
 _NOT_USERS = ("builtins", "numpy", "scipy", "jax", "math")
+_ARRAY_FIELDS = frozenset(a for a in dir(np.ndarray) if not callable(getattr(np.ndarray, a)))
 
 
 def same_property(obj, attr, prop):
