@@ -33,6 +33,7 @@ import numpy as np
 from ..errors import UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 from ..runtime import calls as _runtime_calls
+from ..runtime.arguments import unwrapped
 from .written import attribute_stores, written_params
 
 __all__ = ["no_writer", "no_attribute_store", "no_array_write", "self_array_writes",
@@ -78,14 +79,7 @@ def no_attribute_store(fn, *args, **kwargs):
     (``runtime.core`` refuses such a store inside a differentiated function),
     and a store made by a call it runs as plain Python would go unseen."""
     import dataclasses
-    import functools
-    first, keywords = [], {}
-    while isinstance(fn, (functools.partial, types.MethodType)):
-        if isinstance(fn, functools.partial):
-            first, keywords = list(fn.args) + first, {**fn.keywords, **keywords}
-            fn = fn.func
-        else:
-            first, fn = [fn.__self__] + first, fn.__func__
+    fn, first, keywords = unwrapped(fn)
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
     if first and not isinstance(first[0], type):

@@ -330,20 +330,29 @@ def instance_attribute(obj, attr):
             "another name.")
 
 
-def held_writes_of_value(fn, args, kwargs, *arguments):
-    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
-    whose function is known only when the call runs."""
+def unwrapped(fn, kwargs=None):
+    """``(function, leading arguments, keywords)``: the function under the
+    partials and bound methods ``fn`` wraps, with the arguments they hold
+    (``kwargs`` added after a partial's own keywords)."""
     import functools
-    import inspect
     import types
-    from .calls import _hook
-    first = []
+    first, kwargs = [], dict(kwargs or {})
     while isinstance(fn, (functools.partial, types.MethodType)):
         if isinstance(fn, functools.partial):
             first, kwargs = list(fn.args) + first, {**fn.keywords, **kwargs}
             fn = fn.func
         else:
             first, fn = [fn.__self__] + first, fn.__func__
+    return fn, first, kwargs
+
+
+def held_writes_of_value(fn, args, kwargs, *arguments):
+    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
+    whose function is known only when the call runs."""
+    import inspect
+    import types
+    from .calls import _hook
+    fn, first, kwargs = unwrapped(fn, kwargs)
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
     found = _hook("held_writes")(fn)
