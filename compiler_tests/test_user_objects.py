@@ -84,6 +84,7 @@ def test_factory_property_reverse_and_forward():
     value, tangent = pb.jvp(from_factory, (X,), (t,))
     assert value == pytest.approx(np.sum(4.0 * X ** 2))
     assert tangent == pytest.approx(np.sum(8.0 * X * t))
+    np.testing.assert_allclose(pb.hessian(from_factory)(X), 8.0 * np.eye(3))
 
 
 def test_subclass_property_picked_when_it_runs():
