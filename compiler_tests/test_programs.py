@@ -257,9 +257,6 @@ XFAIL = {
     "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
                     "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
                     "with a message about arrays sharing memory (misleading: they are dicts)",
-    "distribution_classes": "`q.mean`, a @property of a user class read on an object a "
-                            "classmethod factory returned (class unknown when transformed): "
-                            "refused in both modes naming the property (was a zero gradient)",
     "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
                     "gradient (refused, naming a generated name `u_item`)",
     # The fifth round's (corpus, 2026-12-02): none gives a number.

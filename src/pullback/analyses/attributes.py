@@ -71,6 +71,7 @@ import types
 import gast
 
 from .. import runtime
+from . import method_arguments
 from ..errors import UnsupportedSyntaxError
 from ..frontend.followed import Followed
 from ..frontend.method_state import _CHANGING, _may_change, changes_self, state_class
@@ -99,6 +100,8 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
         call = _called(stmt, ops)
         if call is not None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
+        errors.extend(method_arguments.refusals(
+            stmt, normal, parsed, varied, lambda n: _class_of(n, normal, parsed, binds)))
         if ops is not None:         # a library call is checked when it runs (opaque_calls)
             from .opaque_calls import defer_call
             defer_call(stmt, ops.get(id(stmt)), normal, parsed, varied, useful)
@@ -254,7 +257,8 @@ def _method_stores(stmt, normal, parsed, varied, binds, ops=None):
         obj, meth = func.value.id, func.attr
     else:
         return []
-    from ..frontend.written import _known_method, _param_store
+    from ..frontend.call_guards import param_store as _param_store
+    from ..frontend.written import _known_method
     cls = _class_of(obj, normal, parsed, binds)
     what = ""
     if cls is None:

@@ -138,11 +138,16 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
                 "`p = p0.copy()`, then `p -= ...`), or build a new list each time "
                 f"(`{targets[0]} = [{targets[0]}[0], {targets[0]}[1] - ...]`).")
         if any(t in group for t in targets) and not _allocates(op, s):
+            shown, held = _user_expression(targets[0], s, parsed)
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into arrays the function creates itself, "
-                f"and `{targets[0]}` may share memory with another array.",
-                parsed.location(s), "Make a new array to write into (np.zeros(n), "
-                "np.empty_like(x), or x.copy()).")
+                f"and `{shown}` may share memory with another array"
+                + (" (it is what an object's attribute holds: the caller's array, for "
+                   "an argument)." if held else "."),
+                parsed.location(s), (f"Write into a copy: `w = {shown}.copy()`, then into "
+                                     "`w`, and use `w` after." if held else
+                                     "Make a new array to write into (np.zeros(n), "
+                                     "np.empty_like(x), or x.copy())."))
         if op.kind in (OpKind.SETITEM, OpKind.NONDIFF):
             continue
         shared = [n for _, n in op.operands if n in group]
@@ -163,6 +168,24 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
     _check_views(normal.tree.body, ops, group, parsed, normal.tree.body, _renames(normal),
                  renames, kinds)
     return group
+
+
+def _user_expression(name, stmt, parsed):
+    """``(text, held)``: the user's expression for ``name`` bound by ``stmt``
+    where normalize made the name (``w_1 = p.w`` of ``np.add.at(p.w, i, v)``:
+    ``p.w``), and whether it reads what an object's attribute holds."""
+    import re
+    value = getattr(stmt, "value", None)
+    held = isinstance(value, (gast.Attribute, gast.Subscript)) and any(
+        isinstance(n, gast.Attribute) for n in gast.walk(value))
+    loc = parsed.location(stmt)
+    line = loc.line or ""
+    if held and not re.search(rf"\b{re.escape(name)}\b", line):
+        # the source the statement came from, as the caret underlines it
+        if loc.end_col_offset is not None and loc.end_lineno in (None, loc.lineno) \
+                and loc.end_col_offset > loc.col_offset:
+            return line[loc.col_offset:loc.end_col_offset], held
+    return name, held
 
 
 def versions(normal, name):

@@ -223,7 +223,7 @@ def _held_writes(fn):
 
 
 def _self_array_writes(cls, fn, self_name):
-    from ..frontend.written import _self_array_writes as found      # (late, as above)
+    from ..frontend.call_guards import self_array_writes as found   # (late, as above)
     return found(cls, fn, self_name, set())
 
 

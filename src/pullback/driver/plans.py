@@ -220,8 +220,8 @@ def _refuse_writes(fn):
     """A function that writes into its argument, called through a value:
     the caller cannot know its array changes (a direct call goes to the
     function's variant, frontend.writes, which hands the new value back)."""
-    from ..frontend.written import _no_writer
-    _no_writer(fn)
+    from ..frontend.call_guards import no_writer
+    no_writer(fn)
 
 
 _wrappers = {}

@@ -139,6 +139,7 @@ def _written_exprs(node):
 
 _found = weakref.WeakKeyDictionary()
 _local = threading.local()      # the functions this thread is scanning (recursion)
+_ROUNDS = 8
 
 
 def held_writes(fn):
@@ -156,12 +157,13 @@ def held_writes(fn):
     progress = getattr(_local, "scanning", None)
     if progress is None:
         progress = _local.scanning = []
+        _local.so_far, _local.asked = {}, set()
     if fn in progress:
-        # recursion: its writes through its own parameters are the outer scan's;
-        # one made only through a recursive call's argument (`walk(c)` with `c`
-        # an item of `p.children`, writing `c.w[0]`) is not found (not yet: a
-        # fixpoint over growing paths)
-        return {}
+        # recursion: what the outer scan has found so far; it scans again until
+        # nothing new is found, so that a write made only through a recursive
+        # call's argument (`g(b, a, k - 1)` writing `b.w[0]`) is found for `a`
+        _local.asked.add(fn)
+        return _local.so_far.get(fn, {})
     from .written import _front
     try:
         parsed, _ = _front(fn)
@@ -169,9 +171,18 @@ def held_writes(fn):
         return {}
     progress.append(fn)
     try:
-        found = _scan(parsed.tree, parsed)
+        found = {}
+        for _ in range(_ROUNDS):    # (paths that grow each round, `walk(p.kids[0])`, stop)
+            _local.so_far[fn] = found
+            _local.asked.discard(fn)
+            again = _scan(parsed.tree, parsed)
+            done = fn not in _local.asked or again == found
+            found = again
+            if done:
+                break
     finally:
         progress.remove(fn)
+        _local.so_far.pop(fn, None)
     if not progress:            # (one scanned inside a recursion is scanned again)
         _found[fn] = found
     return found
@@ -203,7 +214,7 @@ def _scan(tree, parsed):
     for node in _walk(tree.body):
         if isinstance(node, gast.stmt):
             for n in _walk([node]):
-                stmts.setdefault(id(n), node)
+                stmts[id(n)] = node     # (the innermost statement: parents come first)
     for node in _walk(tree.body):
         stmt = stmts.get(id(node), node)
         for expr in _written_exprs(node):

@@ -16,8 +16,20 @@ an object whose class overrides the property is refused)::
         def energy(self):
             return np.sum(self.weight ** 2)
 
-Other reads of a property where the object carries a gradient are refused
-when the adjoint runs (``runtime.core.FieldGrads``).
+Where the class is known only when the function runs (``q`` returned by a
+classmethod factory, an argument), a read of a name that is a property of a
+class the function can reach (one it names, or their subclasses) is
+dispatched then: ``runtime.objects.property_getter`` picks the getter of
+``q``'s class, which the dispatcher differentiates as any function it is
+handed, or a reader of a stored attribute of that name::
+
+    q = Normal.from_natural(a, b)      ->      q = Normal.from_natural(a, b)
+    return q.mean                              return getter(q, 'mean')(q)
+
+Names of an array's own attributes (``shape``, ``T``, ``size``) stay field
+reads, decided when they run.  Other reads of a property where the object
+carries a gradient are refused when the adjoint runs
+(``runtime.core.FieldGrads``).
 
 >>> import numpy as np, pullback as pb
 >>> class Scaled:
@@ -29,14 +41,19 @@ when the adjoint runs (``runtime.core.FieldGrads``).
 ...         return self._w * self.scale
 >>> owner_class(Scaled.weight.fget) is Scaled
 True
+>>> property_getter(Scaled(1.0), "weight") is Scaled.weight.fget
+True
 """
 from __future__ import annotations
 
 import types
 
 import gast
+import numpy as np
 
 from ..ir.build import closure_name as _helper
+from ..runtime.objects import property_getter
+from ..runtime.opaque import is_library_code
 
 __all__ = ["follow_properties", "owner_class", "same_property"]
 
@@ -53,17 +70,31 @@ def follow_properties(tree, namer, parsed):
     if me is not None and _stored_once(tree).get(me, 0) \
             and getattr(parsed.fn, "__pullback_state_of__", None) is None:
         me = None                   # `self` rebound: its class is not known
-    if not known and me is None:
+    later = _run_time_names(parsed) \
+        if getattr(parsed.fn, "__pullback_attribute_read__", None) is None else set()
+    if not known and me is None and not later:
         return
+    local = set(_stored_once(tree)) | {a.id for a in tree.args.args + tree.args.kwonlyargs}
     checks = {}
 
     class Reads(gast.NodeTransformer):
+        def visit_Call(self, node):
+            if isinstance(node.func, gast.Attribute):
+                # `q.kl(p)`: a method call, not a read of `q.kl` as a value
+                node.func.value = self.visit(node.func.value)
+                node.args = [self.visit(a) for a in node.args]
+                node.keywords = [self.visit(k) for k in node.keywords]
+                return node
+            return self.generic_visit(node)
+
         def visit_Attribute(self, node):
             self.generic_visit(node)
             if not (isinstance(node.ctx, gast.Load) and isinstance(node.value, gast.Name)):
                 return node
             name = node.value.id
             cls = known.get(name) or (owner if name == me else None)
+            if cls is None and name in local and node.attr in later:
+                return _read_when_run(namer, parsed, node)
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
                 return node
@@ -102,6 +133,53 @@ def follow_properties(tree, namer, parsed):
             gast.copy_location(n, first)
         pre.append(stmt)
     tree.body[:0] = pre
+
+
+def _read_when_run(namer, parsed, node):
+    """``q.mean`` -> ``property_getter(q, 'mean')(q)``: the getter, or a
+    reader of the stored attribute, picked by ``q``'s class when it runs."""
+    pick = _helper(namer, parsed, "getter", property_getter)
+    obj = node.value.id
+    getter = gast.Call(func=gast.Name(id=pick, ctx=gast.Load(), annotation=None,
+                                      type_comment=None),
+                       args=[gast.Name(id=obj, ctx=gast.Load(), annotation=None,
+                                       type_comment=None),
+                             gast.Constant(node.attr, None)], keywords=[])
+    call = gast.Call(func=getter, args=[gast.Name(id=obj, ctx=gast.Load(), annotation=None,
+                                                  type_comment=None)], keywords=[])
+    for n in gast.walk(call):
+        gast.copy_location(n, node)
+    return call
+
+
+def _run_time_names(parsed):
+    """The names of the properties (with a ``def`` getter) of the user's
+    classes the function can reach: those it names (globals, captured values)
+    and their subclasses.  A read ``obj.name`` of one of them, on an object
+    whose class is not known when transforming, is dispatched when it runs."""
+    values = list(parsed.globals.values())
+    for cell in parsed.closure.values():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:
+            continue
+    seen, names = set(), set()
+    todo = [v for v in values if isinstance(v, type)]
+    while todo:
+        cls = todo.pop()
+        if cls in seen or is_library_code(cls) or cls.__module__ in _NOT_USERS:
+            continue
+        seen.add(cls)
+        names.update(k for c in cls.__mro__ for k, v in vars(c).items()
+                     if type(v) is property and isinstance(v.fget, types.FunctionType))
+        todo.extend(type.__subclasses__(cls))
+    # (an array's own attributes, `x.shape`, `x.T`, stay field reads: decided when they
+    # run, analyses.ops.settle_attributes, where a property of that name is refused)
+    return names - _ARRAY_FIELDS
+
+
+_NOT_USERS = ("builtins", "numpy", "scipy", "jax", "math")
+_ARRAY_FIELDS = frozenset(a for a in dir(np.ndarray) if not callable(getattr(np.ndarray, a)))
 
 
 def same_property(obj, attr, prop):

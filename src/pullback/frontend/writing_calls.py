@@ -39,8 +39,8 @@ import gast
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import assign_located, closure_name as _helper, located, name as _name
-from .written import (MIXED as _MIXED, _known_method, _no_attribute_store, _no_writer,
-                      attribute_stores, bound_arguments as _bound,
+from .call_guards import no_attribute_store as _no_attribute_store, no_writer as _no_writer
+from .written import (MIXED as _MIXED, _known_method, attribute_stores, bound_arguments as _bound,
                       static_callee as _static_callee, variant, walk as _walk, written_params)
 
 __all__ = ["WritingCalls"]

@@ -194,7 +194,10 @@ class Gradients:
             self._note_shape(self.exact, name, zero)
             return [_assign(self.var(name), zero)]
         if state == SHARED:
-            copy = _call(self.helper("owned_copy", runtime.owned_copy), _name(self.var(name)))
+            # a list's: a list (a reduction's rule, `np.sum(items)`, gives it an array)
+            listed = getattr(self.kinds.get(name), "shape", None) == "container"
+            helper = "owned_items" if listed else "owned_copy"
+            copy = _call(self.helper(helper, getattr(runtime, helper)), _name(self.var(name)))
             return [_assign(self.var(name), copy)]
         return []
 

@@ -4,12 +4,14 @@
 attributes') gives ``v`` its ``x`` entry and ``s`` the others; forwards, the
 tangent of ``s1`` is ``s``'s tangent object with ``x`` replaced by ``v``'s
 tangent (``linear``: the helper applied to the tangents, ``like`` building
-the zero tangent of ``s`` where it has none).
+the zero tangent of ``s`` where it has none).  ``property_getter`` picks a
+function when it runs: no gradient flows through it (the gradient goes
+through the call of what it picks).
 """
 from __future__ import annotations
 
 from ..runtime.structures import field_cotangent
-from ..runtime.objects import other_fields, rebinds, with_attribute
+from ..runtime.objects import other_fields, property_getter, rebinds, with_attribute
 from .registry import linear, nondifferentiable, vjp
 
 __all__ = []
@@ -21,7 +23,7 @@ def with_attribute_rule(g, ans, obj, name, value, like=None):
 
 
 linear(with_attribute)
-nondifferentiable(rebinds)
+nondifferentiable(rebinds, property_getter)     # (picks a function: no gradient)
 
 
 

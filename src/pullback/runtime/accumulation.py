@@ -10,7 +10,8 @@ from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
 __all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
-           "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped"]
+           "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped",
+           "owned_items"]
 
 def owned_copy(g):
     """A copy of a shared gradient that the adjoint may then update in place."""
@@ -22,6 +23,17 @@ def owned_copy(g):
     if isinstance(g, np.ndarray):
         return np.array(g, copy=True)
     return g.copy() if is_foreign(g) else g
+
+
+def owned_items(g):
+    """``owned_copy`` of the gradient of a container (a list the adjoint pops
+    from): an array, which a reduction's rule gives a list (``np.sum(items)``),
+    becomes the list of its rows.
+
+    >>> owned_items(np.array([1.0, 2.0]))
+    [np.float64(1.0), np.float64(2.0)]
+    """
+    return [owned_copy(v) for v in g] if isinstance(g, np.ndarray) else owned_copy(g)
 
 
 def index_add(buffer, index, g):

@@ -237,6 +237,45 @@ def _method_writes(obj, name):
     return out
 
 
+def unseen_method_write(obj, name):
+    """Refuse, before it runs as plain Python, a call ``obj.name(...)`` given
+    a differentiated value, where ``obj`` holds none and its class was not
+    known when transforming (``o = Buf.make(3); o.add(0, x[0])``), whose
+    method writes into an array ``obj`` holds (``self.vals[i] += x``) or
+    stores into an attribute holding a float or an array (``self.total =
+    self.total + x``): the value would go into ``obj`` with no gradient, and
+    the reads of it after the call would be differentiated as constants (was
+    a zero gradient)."""
+    import inspect
+    import types
+    from .calls import _HOOKS
+    found = [w for w in _method_writes(obj, name) if isinstance(w[2], np.ndarray)]
+    if found:
+        chain, line, _ = found[0]
+        what = f"writes into the array `self.{'.'.join(chain)}` of its object (`{line}`)"
+        attr = chain[-1]
+    else:
+        fn = inspect.getattr_static(type(obj), name, None)
+        params = list(inspect.signature(fn, follow_wrapped=False).parameters) \
+            if isinstance(fn, types.FunctionType) else []
+        store = _HOOKS["method_store"](type(obj), fn, params[0]) \
+            if params and "method_store" in _HOOKS else None
+        attr = store[0] if store is not None else None
+        value = getattr(obj, attr, None) if attr is not None else None
+        if not (isinstance(value, (float, complex, np.inexact)) or (
+                isinstance(value, np.ndarray) and value.dtype.kind in "fc")):
+            return          # (a counter, a flag, a log: nothing a gradient follows)
+        what = f"stores into the attribute `self.{attr}` of its object"
+    from ..errors import UnsupportedSyntaxError
+    cls = type(obj).__name__
+    raise UnsupportedSyntaxError(
+        f"pullback cannot differentiate this call of `{cls}.{name}`: it is given a "
+        f"differentiated value and {what}, which holds none; its result unused, the call "
+        "runs as plain Python, so what it puts there would carry no gradient.",
+        hint=f"Make `{name}` return the new values (`{attr} = ...; return {attr}`) and bind "
+             f"them, or build the object from the values (`obj = {cls}(...)`).")
+
+
 def held_arrays_apart(writes, *arguments):
     """Refuse, before a call of a user function that runs as plain Python,
     a write it would make into an array held by one of the caller's
@@ -291,20 +330,29 @@ def instance_attribute(obj, attr):
             "another name.")
 
 
-def held_writes_of_value(fn, args, kwargs, *arguments):
-    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
-    whose function is known only when the call runs."""
+def unwrapped(fn, kwargs=None):
+    """``(function, leading arguments, keywords)``: the function under the
+    partials and bound methods ``fn`` wraps, with the arguments they hold
+    (``kwargs`` added after a partial's own keywords)."""
     import functools
-    import inspect
     import types
-    from .calls import _hook
-    first = []
+    first, kwargs = [], dict(kwargs or {})
     while isinstance(fn, (functools.partial, types.MethodType)):
         if isinstance(fn, functools.partial):
             first, kwargs = list(fn.args) + first, {**fn.keywords, **kwargs}
             fn = fn.func
         else:
             first, fn = [fn.__self__] + first, fn.__func__
+    return fn, first, kwargs
+
+
+def held_writes_of_value(fn, args, kwargs, *arguments):
+    """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
+    whose function is known only when the call runs."""
+    import inspect
+    import types
+    from .calls import _hook
+    fn, first, kwargs = unwrapped(fn, kwargs)
     if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
         return
     found = _hook("held_writes")(fn)

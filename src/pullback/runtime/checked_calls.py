@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import types
 
+from .arguments import unseen_method_write
 from .leaves import Unwalkable, Walk
 from .opaque import call, is_library_code
 
@@ -90,6 +91,8 @@ def checked_method_call(mask, strict, obj, name, *args, **kwargs):
             mask = tuple(0 if k == -1 else k + 1 if isinstance(k, int) else k for k in mask)
         return call(fn, lead + args, kwargs, mask)[0]
     if not strict:
+        if any(k != -1 for k in mask) and lead:     # (a value given: kept out of `obj`)
+            unseen_method_write(lead[0], name)
         return method(*args, **kwargs)
     from ..errors import UnsupportedSyntaxError
     cls = type(obj).__name__

@@ -17,14 +17,38 @@ cotangents) splits into the stored value's and the old object's.
 (5.0, 2, 1.0, True)
 >>> other_fields({"x": 3.0, "n": None}, "x")
 {'n': None}
+
+A property read on an object whose class is known only when the read runs
+(``q = Normal.from_natural(a, b); q.mean``) is a call of the function that
+``property_getter`` picks then: the property's getter, which pullback
+differentiates as it does any function it is handed, or, for a stored
+attribute, a function that reads it::
+
+    m = q.mean    ->    mean_getter = property_getter(q, 'mean')
+                        m = mean_getter(q)
+
+>>> class P:
+...     def __init__(self, w):
+...         self.w = w
+...     @property
+...     def twice(self):
+...         return 2 * self.w
+>>> property_getter(P(1.0), "twice") is P.twice.fget
+True
+>>> read = property_getter(P(1.0), "w")
+>>> read.__name__, read(P(4.0))
+('read_w', 4.0)
 """
 from __future__ import annotations
+
+import linecache
+import types
 
 import numpy as np
 
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
-__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent"]
+__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter"]
 
 
 def with_attribute(obj, name, value, like=None):
@@ -87,3 +111,38 @@ def field_tangent(t, x, name):
         from .forward_support import zeros_tangent
         return zeros_tangent(getattr(x, name))
     return getattr(t, name)
+
+
+def property_getter(obj, name):
+    """The function whose call on ``obj`` reads ``obj.name``: the getter of
+    a property ``name`` of ``obj``'s class (a ``def`` pullback follows), or
+    else ``read_<name>``, a function returning the attribute (a stored one is
+    differentiated as a field; any other descriptor is refused where it is
+    read, as before)."""
+    found = None
+    for c in type(obj).__mro__:
+        if name in vars(c):
+            found = vars(c)[name]
+            break
+    if type(found) is property and isinstance(found.fget, types.FunctionType):
+        return found.fget
+    return _reader(name)
+
+
+_READERS = {}
+
+
+def _reader(name):
+    """``def read_<name>(obj): return obj.<name>``, made once per name, its
+    source registered so that pullback can read and differentiate it."""
+    fn = _READERS.get(name)
+    if fn is None:
+        text = f"def read_{name}(obj):\n    return obj.{name}\n"
+        filename = f"<pullback attribute read .{name}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        namespace = {"__name__": __name__}
+        exec(compile(text, filename, "exec"), namespace)
+        fn = _READERS[name] = namespace[f"read_{name}"]
+        fn.__pullback_rule_wrapper__ = True     # made by pullback, differentiated as a user's
+        fn.__pullback_attribute_read__ = name   # (never rewritten again: frontend.properties)
+    return fn
