@@ -333,7 +333,7 @@ from ..runtime import scipy_support as _scipy_support              # noqa: E402
 #: rebound (``_rebind``): no write into an array, no Python branch on a value.
 #: Each is checked against pullback's NumPy gradient under jax.jit
 #: (test_jit.py::test_helpers_with_a_generic_form); the helpers of these
-#: modules not listed branch on values (``det_grad``: ``if np.all(ans != 0)``)
+#: modules not listed branch on values (``lstsq_grad``: ``if np.any(gs)``)
 #: or write into arrays, and are refused by the traceability check
 _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
