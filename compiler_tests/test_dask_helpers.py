@@ -69,12 +69,18 @@ def upper_triangle(x):
     return np.sum(np.triu(np.outer(x, x)) * 2.0)
 
 
+def written_into_zeros(x):
+    out = np.zeros(8)                   # made from a shape: Dask's, written lazily
+    out[1:] = x[1:] * 2.0
+    return np.sum(np.triu(np.outer(out, x)) ** 2)
+
+
 def searched(x):
     return np.sum(x[np.searchsorted(np.sort(x), x[:3])] ** 2)
 
 
 CASES = [sort, sorted_by_index, prod_with_a_zero, diffs, norms, take_repeated, repeats,
-         averages, upper_triangle, searched]
+         averages, upper_triangle, written_into_zeros, searched]
 
 
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)

@@ -88,18 +88,22 @@ def _lookup(sources, name, fallback):
 
 
 def _numpy_unless_dask(value, numpy_value):
-    """A ``dask.array`` function that NumPy has too, run as NumPy's when no
-    argument is a Dask array: some take only Dask arrays (``da.triu`` of a
-    NumPy cotangent: no ``.chunks``), and NumPy's dispatch did the same."""
+    """A ``dask.array`` function that NumPy has too, run as NumPy's when an
+    argument is a NumPy array and none is a Dask array: some take only Dask
+    arrays (``da.triu`` of a NumPy cotangent: no ``.chunks``), and NumPy's
+    dispatch did the same.  Made from shapes and lists (``np.zeros(n)``), an
+    array stays Dask's, so that writes of Dask values into it stay lazy."""
     if not isinstance(value, types.FunctionType) or not callable(numpy_value):
         return value
 
     def either(*args, **kwargs):
+        numpy = False
         for a in args:
-            if hasattr(a, "__dask_graph__") or (isinstance(a, (list, tuple)) and any(
-                    hasattr(x, "__dask_graph__") for x in a)):
-                return value(*args, **kwargs)
-        return numpy_value(*args, **kwargs)
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if hasattr(x, "__dask_graph__"):
+                    return value(*args, **kwargs)
+                numpy = numpy or isinstance(x, np.ndarray)
+        return (numpy_value if numpy else value)(*args, **kwargs)
     either.__name__, either.__wrapped__ = value.__name__, value
     return either
 
