@@ -107,3 +107,17 @@ def test_numpy_arguments_keep_numpys_helpers():
     assert any(c.cell_contents is layout_support.sort_grad for c in numpy_helper)
     bound = builds[da.Array].adjoint.__closure__          # (the build bound to Dask)
     assert not any(c.cell_contents is layout_support.sort_grad for c in bound)
+
+
+def test_forward_mode_binds_the_tangent_function_to_dask():
+    # np.argsort in the tangent function: NumPy's computed the graph (a
+    # FutureWarning); bound to the Dask twin it stays lazy
+    x, t = RNG.normal(size=8), RNG.normal(size=8)
+    want = pb.jvp(sorted_by_index, (x,), (t,))
+    with dask.config.set(scheduler=_no_compute), warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        out, out_dot = pb.jvp(sorted_by_index, (da.from_array(x, chunks=4),),
+                              (da.from_array(t, chunks=4),))
+    assert isinstance(out, da.Array) and isinstance(out_dot, da.Array)
+    np.testing.assert_allclose(out.compute(), want[0], **TOL)
+    np.testing.assert_allclose(out_dot.compute(), want[1], **TOL)
