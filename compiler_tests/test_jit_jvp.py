@@ -119,3 +119,18 @@ def test_a_tangent_of_another_structure_is_refused():
     p = {"x": jnp.ones(3)}
     with pytest.raises(ValueError, match="structure and shapes"):
         jax.jit(lambda p: pb.jvp(calls_a_branching_function, (p,), ({"x": jnp.ones(2)},)))(p)
+
+
+class Holder:
+    def __init__(self, w):
+        self.w = w
+
+
+def held(h):
+    return np.sum(h.w ** 2)
+
+
+def test_an_object_of_the_users_class_is_refused_with_what_to_pass():
+    with pytest.raises(pb.NotTraceableError, match="holds a Holder object"):
+        jax.jit(lambda w: pb.jvp(held, (Holder(w),), (Holder(w),)))(jnp.ones(3))
+    assert float(pb.jvp(held, (Holder(np.ones(3)),), (Holder(np.ones(3)),))[1]) == 6.0
