@@ -230,14 +230,14 @@ def while_on_a_value(x):
     return s
 
 
-def dets(x):
-    return np.linalg.det(np.eye(3) + np.outer(x, x))
+def lstsqs(x):
+    return np.sum(np.linalg.lstsq(np.eye(3) + np.outer(x, x), x)[0])
 
 
 @pytest.mark.parametrize("fn, what", [
     (writes_into_an_array, "write into an array"),
     (while_on_a_value, "Python `while`"),
-    (dets, "det_grad"),
+    (lstsqs, "lstsq_grad"),
 ])
 def test_untraceable_functions_get_a_pullback_error_not_a_tracer_error(fn, what):
     assert what in pb.source(fn, np.ones(3)).splitlines()[1]
@@ -571,26 +571,6 @@ def test_generic_helpers_equal_jax_grad():
     _close(got, want)
 
 
-def _det(x):
-    return np.linalg.det(np.eye(5) + np.outer(x, x))
-
-
-def _eigh(x):
-    return np.sum(np.linalg.eigh(np.diag(np.arange(1.0, 6.0)) + np.outer(x, x))[0])
-
-
-def _svd(x):
-    return np.sum(np.linalg.svd(np.diag(np.arange(1.0, 6.0)) + np.outer(x, x))[1])
-
-
-def _cholesky(x):
-    return np.sum(np.linalg.cholesky(np.eye(5) * 3.0 + np.outer(x, x)))
-
-
-def _fft(x):
-    return np.sum(np.abs(np.fft.fft(x)) ** 2)
-
-
 def _view_write(x):
     y = x.copy()
     v = y[1:]
@@ -617,8 +597,7 @@ def _bessel(x):
 
 
 REFUSED_AT_TRANSFORM = [
-    (_det, "det_grad"), (_eigh, "eigh_grad"), (_svd, "svd_grad"), (_cholesky, "cholesky_grad"),
-    (_fft, "fft_grad"), (_view_write, "held_array_write"), (_partial, "functools.partial"),
+    (_view_write, "held_array_write"), (_partial, "functools.partial"),
     (_checkpointed, "pb.checkpoint"), (_bessel, "j1"), (_trace, "trace_grad"),
 ]
 

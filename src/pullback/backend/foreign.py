@@ -13,8 +13,14 @@ closure variables) bound to a ``Twin`` of the inputs' namespace
 library's NumPy-compatible module (``dask.array``, ``cupy``: NumPy's
 semantics, what the protocol dispatches to), then in the array-API namespace
 (``array_api_compat.dask.array`` has a lazy ``sort``, ``argsort``), and only
-then in NumPy's.  The runtime helpers stay NumPy's: they test for foreign
-arrays themselves (``runtime.backends``).  NumPy arguments never come here.
+then in NumPy's (a ``dask.array`` function NumPy also has runs as NumPy's
+when no argument is a Dask array: ``da.triu`` takes Dask arrays only).  The
+structural and accumulating runtime helpers stay NumPy's: they test for
+foreign arrays themselves (``runtime.backends``); for Dask, the helpers with
+a namespace-generic form (``sort_grad``, ``prod_grad``, ``norm_grad``, ...)
+run that form made over the twin, since their NumPy code would compute the
+graph (``np.argsort`` Dask lacks, ``if not zero.any()``).  NumPy arguments
+never come here.
 
 Before, generated code with NumPy's ``np``; after, the same code bound for a
 Dask batch:
@@ -76,8 +82,30 @@ def _lookup(sources, name, fallback):
     for m in sources:
         value = getattr(m, name, None)
         if value is not None:
-            return value
+            return _numpy_unless_dask(value, getattr(fallback, name, None)) \
+                if m.__name__ == "dask.array" else value
     return getattr(fallback, name)
+
+
+def _numpy_unless_dask(value, numpy_value):
+    """A ``dask.array`` function that NumPy has too, run as NumPy's when an
+    argument is a NumPy array and none is a Dask array: some take only Dask
+    arrays (``da.triu`` of a NumPy cotangent: no ``.chunks``), and NumPy's
+    dispatch did the same.  Made from shapes and lists (``np.zeros(n)``), an
+    array stays Dask's, so that writes of Dask values into it stay lazy."""
+    if not isinstance(value, types.FunctionType) or not callable(numpy_value):
+        return value
+
+    def either(*args, **kwargs):
+        numpy = False
+        for a in args:
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if hasattr(x, "__dask_graph__"):
+                    return value(*args, **kwargs)
+                numpy = numpy or isinstance(x, np.ndarray)
+        return (numpy_value if numpy else value)(*args, **kwargs)
+    either.__name__, either.__wrapped__ = value.__name__, value
+    return either
 
 
 _TWINS = {}
@@ -113,11 +141,13 @@ def bind(loaded, fn, twin):
         return bound
     globals_ = {k: _twin(v, twin) for k, v in fn.__globals__.items()}
     helpers = loaded.helpers
+    generic = _generic_helpers(twin)
 
     def function(f):
         # the same code object (whatever factory made it: a transform, the
-        # disk cache, an artifact), its user closure cells twinned
-        cells = tuple(cell if v in helpers else _twin_cell(cell, twin)
+        # disk cache, an artifact), its user closure cells twinned and its
+        # helpers replaced by their forms over the twin where they have one
+        cells = tuple(_helper_cell(cell, generic) if v in helpers else _twin_cell(cell, twin)
                       for v, cell in zip(f.__code__.co_freevars, f.__closure__ or ()))
         return types.FunctionType(f.__code__, globals_, f.__name__, f.__defaults__, cells)
 
@@ -127,6 +157,97 @@ def bind(loaded, fn, twin):
     bound.adjoint = function(loaded.adjoint)
     made[twin.__name__] = bound
     return bound
+
+
+#: helpers whose NumPy code computes a Dask graph (a NumPy function Dask
+#: lacks: ``np.argsort``, ``np.size``; a Python branch on values:
+#: ``prod_grad``'s ``if not zero.any()``; ``np.asarray``): their
+#: namespace-generic forms (``backend.generic``) made over the Dask twin run
+#: instead, lazily.  The structural and accumulating helpers (``project``,
+#: ``unindex``, ``owned_zeros``) stay NumPy's: they take Dask arrays
+#: themselves (``runtime.backends``); SciPy's helpers too (SciPy's special
+#: functions are ufuncs Dask runs lazily).
+_NOT_FOR_DASK = frozenset({"meta", "unbroadcast", "unreduce", "realify", "project",
+                           "zeros_like", "owned_zeros", "unindex", "per_output", "pack_like",
+                           "join_grads", "take_grad", "unarray", "zeros_tangent",
+                           "broadcast_tangent", "output_tangent", "add_cotangents", "indexable",
+                           "field_cotangent", "mapping_keys", "sp_digamma", "sp_polygamma",
+                           "logsumexp_grad", "xlogy_grad", "multigammaln_grad"})
+
+
+#: helpers of ``runtime.layout_support`` that run lazily on the Dask twin
+#: (``np.size`` of a Dask array computes it) but not on jax.numpy
+_DASK_ONLY = ("repeat_grad", "average_grad")
+
+
+def _generic_helpers(twin):
+    """NumPy helper -> its generic form over ``twin``'s namespace, for Dask
+    (CuPy keeps NumPy's helpers: CuPy has NumPy's functions, by protocol)."""
+    if twin.__name__ != "numpy for dask":
+        return {}
+    made = twin.__dict__.get("_generic")
+    if made is None:
+        from ..runtime import layout_support
+        from .generic import GENERIC, _make_generic, _rebind
+        xp = _DaskHelpers(twin)
+        over = _make_generic(xp)
+        made = {fn: over[name] for fn, name in GENERIC.items() if name not in _NOT_FOR_DASK}
+        rebound = _rebind(layout_support, xp, over)      # (no generic form: a NumPy size)
+        made.update({getattr(layout_support, n): rebound[n] for n in _DASK_ONLY})
+        twin.__dict__["_generic"] = made
+    return made
+
+
+def _helper_cell(cell, generic):
+    if not generic:
+        return cell
+    try:
+        value = generic.get(cell.cell_contents)
+    except (ValueError, TypeError):     # an empty cell; an unhashable value
+        return cell
+    return cell if value is None else types.CellType(value)
+
+
+class _DaskHelpers:
+    """The Dask twin with lazy forms of the few NumPy functions the generic
+    helpers call that Dask lacks (NumPy's would compute the graph)."""
+
+    def __init__(self, twin):
+        self._twin = twin
+        self.linalg, self.fft = twin.linalg, twin.fft
+
+    def __getattr__(self, name):
+        return getattr(self._twin, name)
+
+    @staticmethod
+    def size(x, axis=None):
+        shape = np.shape(x) if not hasattr(x, "shape") else x.shape
+        return int(np.prod(shape)) if axis is None else shape[axis]
+
+    def reshape(self, x, shape):
+        return x.reshape(shape) if hasattr(x, "reshape") else np.reshape(x, shape)
+
+    @staticmethod
+    def iscomplexobj(x):
+        return np.dtype(x.dtype).kind == "c" if hasattr(x, "dtype") else np.iscomplexobj(x)
+
+    def argsort(self, a, axis=-1, stable=True, kind=None):
+        if axis is None:
+            a, axis = a.reshape(-1), -1
+        return self._twin.argsort(a, axis=axis, stable=True)
+
+    def take_along_axis(self, a, indices, axis):
+        """``np.take_along_axis`` for indices of ``a``'s shape: one gather
+        from the flattened array at row offsets."""
+        import dask.array as xp
+        a = xp.asarray(a)               # (a NumPy cotangent indexed by a Dask index)
+        if axis is None:
+            a, axis = a.reshape(-1), 0
+        am, im = xp.moveaxis(a, axis, -1), xp.moveaxis(indices, axis, -1)
+        rows = int(np.prod(im.shape[:-1]))
+        offsets = xp.reshape(xp.arange(rows) * am.shape[-1], im.shape[:-1] + (1,))
+        out = xp.reshape(xp.reshape(am, (-1,))[xp.reshape(im + offsets, (-1,))], im.shape)
+        return xp.moveaxis(out, -1, axis)
 
 
 def _twin(value, twin):

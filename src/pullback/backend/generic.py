@@ -217,6 +217,8 @@ def _make_generic(xp):
             isinstance(x, (float, complex)) and not hasattr(x, "shape"))
 
     def zeros_tangent(x):
+        if _core.is_structure(x):            # (a tuple, list or dict of the user's)
+            return _core.rebuild_like(x, {k: zeros_tangent(v) for k, v in _core.fields_of(x)})
         _plain(x)
         if isinstance(x, range):
             return xp.zeros(len(x))
@@ -235,6 +237,10 @@ def _make_generic(xp):
         return t if _shape(t) == shape else xp.broadcast_to(t, shape)
 
     def output_tangent(t, y, fresh=False):
+        if _core.is_structure(y):
+            t = zeros_tangent(y) if t is None else t
+            return _core.rebuild_like(y, {k: output_tangent(_core._entry(t, k), v)
+                                          for k, v in _core.fields_of(y)})
         _plain(y)
         if not _inexact(y):
             return zeros_tangent(y) if t is None else t
@@ -321,13 +327,14 @@ def _rebind(module, xp, made):
 
 from ..runtime import layout_support as _layout_support            # noqa: E402
 from ..runtime import linalg_support as _linalg_support            # noqa: E402
+from ..runtime import fft_support as _fft_support                  # noqa: E402
 from ..runtime import scipy_support as _scipy_support              # noqa: E402
 
 #: helpers whose NumPy code runs on jax.numpy as written once ``np`` is
 #: rebound (``_rebind``): no write into an array, no Python branch on a value.
 #: Each is checked against pullback's NumPy gradient under jax.jit
 #: (test_jit.py::test_helpers_with_a_generic_form); the helpers of these
-#: modules not listed branch on values (``det_grad``: ``if np.all(ans != 0)``)
+#: modules not listed branch on values (``lstsq_grad``: ``if np.any(gs)``)
 #: or write into arrays, and are refused by the traceability check
 _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
@@ -336,7 +343,10 @@ _REBOUND_MODULES = {
     _layout_support: ("einsum_grads", "atleast_grads",
                       "tile_grad", "diff_grad", "kron_grads", "cross_grads", "linspace_grads"),
     _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
-                      "norm_grad", "pinv_grad", "hermitian_grad"),
+                      "norm_grad", "pinv_grad", "hermitian_grad", "det_grad", "cholesky_grad",
+                      "eigh_grad", "svd_grad", "qr_grad", "matrix_power_grad",
+                      "multi_dot_grad"),
+    _fft_support: ("fft_grad",),
     _scipy_support: ("sp_digamma", "sp_polygamma", "logsumexp_grad", "xlogy_grad",
                      "multigammaln_grad"),
 }

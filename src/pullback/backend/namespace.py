@@ -209,7 +209,9 @@ def build(loaded, fn):
     for name, value in loaded.helpers.items():
         key = _generic_of(value)
         helpers[name] = generic[key] if key is not None else \
-            _traced_callee(value) if _callee_of(value) is not None else _numpy_twin(value, jnp)
+            _traced_callee(value) if _callee_of(value) is not None else \
+            _traced_forward_callee(value) if hasattr(value, "__pullback_forward__") else \
+            _numpy_twin(value, jnp)
     globals_ = {k: _numpy_twin(v, jnp) for k, v in fn.__globals__.items()}
     code = compile(loaded.text, loaded.filename, "exec")
     make = next(c for c in code.co_consts
@@ -361,38 +363,16 @@ def vjp(fun, handle, args, has_aux):
     return (value, pullback, aux) if has_aux else (value, pullback)
 
 
-def _inexact_arg(a):
-    if isinstance(a, bool):
-        return False
-    kind = np.dtype(a.dtype).kind if hasattr(a, "dtype") else np.result_type(a).kind
-    return kind in "fc"
-
-
-def jvp(fun, primals, tangents, has_aux):
-    """``pb.jvp(fun, primals, tangents)`` for primals or tangents that hold
-    JAX tracers: the tangent function (forward mode), built as above."""
-    from ..forward.calls import forward_of
-    primals, tangents = tuple(primals), tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ValueError(f"pb.jvp takes one tangent per primal: {len(primals)} primals, "
-                         f"{len(tangents)} tangents.")
-    for p, t in zip(primals, tangents):
-        if _shape(p) != _shape(t):
-            raise ValueError(f"A tangent of shape {_shape(t)} was given for a primal of "
-                             f"shape {_shape(p)}; each tangent must match its primal.")
-    handle = forward_of(fun)
-    if not hasattr(handle, "specialize") or getattr(handle, "variadic", False):
-        raise NotTraceableError(
-            f"pb.jvp runs under jax.jit for plain Python functions with named parameters; "
-            f"{getattr(fun, '__qualname__', fun)} is not one.",
-            hint="Call pb.jvp outside jax.jit, or differentiate with jax.jvp.")
-    wrt = tuple(i for i, a in enumerate(primals) if _inexact_arg(a))
-    import jax
-    stand_ins = tuple(_stand_in(a) for a in primals)
+def _forward_build(fun, handle, args, wrt, has_aux):
+    """The tangent function of ``handle`` for ``args`` (which hold tracers)
+    with tangents for the parameters ``wrt``, built on jax.numpy, after the
+    traceability check (the tangents count as traced)."""
+    stand_ins = tuple(_stand_in(a) for a in args)
+    if hasattr(args, "layout"):         # a call of a *args/**kwargs function, bound
+        stand_ins = type(args)(stand_ins, args.layout)
     loaded = handle.specialize(stand_ins, wrt, has_aux)
-    traced = [i for i, a in enumerate(primals) if isinstance(a, jax.core.Tracer)]
-    n = len(primals)
-    traced += [n + k for k, i in enumerate(wrt)]           # the tangents
+    traced = [i for i, a in enumerate(args) if _holds_tracer(a)]
+    traced += [len(args) + k for k in range(len(wrt))]          # the tangents
     reason = traceability(loaded._loaded, handle.fun, traced)
     if reason is not None:
         raise NotTraceableError(
@@ -400,7 +380,62 @@ def jvp(fun, primals, tangents, has_aux):
             f"jax.jit: its generated code has {reason.what}.", reason.location(),
             "Call pb.jvp outside jax.jit (it takes concrete JAX arrays), write the branch "
             "with np.where, or differentiate with jax.jvp.")
-    tangent_fn, _ = build(loaded._loaded, handle.fun)
+    return build(loaded._loaded, handle.fun)[0]
+
+
+def _traced_forward_callee(value):
+    """A callee's tangent function as generated tangent code holds it
+    (``ForwardDerivative.for_callers``: ``fwd(tangents, *args)``), for traced
+    arguments: its own namespace build, made and checked when it is first
+    called (its arguments are known then), as reverse mode's callees."""
+    handle, mask = value.__pullback_forward__
+
+    def fwd(tangents, *args, **kwargs):
+        args = handle.bind(args, kwargs)
+        return _forward_build(handle.fun, handle, args, mask, False)(*args, *tangents)
+    fwd.__name__ = value.__name__
+    return fwd
+
+
+def _same_structure(p, t):
+    """Whether the tangent ``t`` has the primal ``p``'s leaves and shapes."""
+    pl, tl = _leaves(p), _leaves(t)
+    return len(pl) == len(tl) and all(
+        x is None or isinstance(x, (str, bytes)) or _shape(x) == _shape(y)
+        for x, y in zip(pl, tl))
+
+
+def jvp(fun, primals, tangents, has_aux):
+    """``pb.jvp(fun, primals, tangents)`` for primals or tangents that hold
+    JAX tracers: the tangent function (forward mode), built as above.
+    Primals may be structures of traced arrays (a dict of parameters); each
+    tangent is the same structure."""
+    from ..forward.calls import forward_of
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"pb.jvp takes one tangent per primal: {len(primals)} primals, "
+                         f"{len(tangents)} tangents.")
+    for p, t in zip(primals, tangents):
+        if not _same_structure(p, t):
+            what = f"of shape {_shape(p)}" if hasattr(p, "shape") else \
+                f"of type {type(p).__name__}"
+            raise ValueError(f"A tangent that does not match its primal ({what}) was given; "
+                             "each tangent must have its primal's structure and shapes.")
+    handle = forward_of(fun)
+    if not hasattr(handle, "specialize") or getattr(handle, "variadic", False):
+        raise NotTraceableError(
+            f"pb.jvp runs under jax.jit for plain Python functions with named parameters; "
+            f"{getattr(fun, '__qualname__', fun)} is not one.",
+            hint="Call pb.jvp outside jax.jit, or differentiate with jax.jvp.")
+    wrt = tuple(i for i, a in enumerate(primals) if _inexact(a))
+    for i in wrt:
+        if pytrees.needs_boundary(primals[i]):
+            raise NotTraceableError(
+                f"pb.jvp runs under jax.jit on arrays, numbers and tuples, lists and dicts "
+                f"of them; primal {i} holds a {type(primals[i]).__name__} object.",
+                hint="Pass its arrays as a dict or as separate arguments, or call pb.jvp "
+                     "outside jax.jit.")
+    tangent_fn = _forward_build(fun, handle, primals, wrt, has_aux)
     out, out_dot = tangent_fn(*primals, *(tangents[i] for i in wrt))
     if has_aux:
         return out[0], out_dot, out[1]

@@ -36,7 +36,8 @@ import numpy as np
 
 from ..errors import Location
 from .generic import _accumulation_only, _callee_of, _generic_of
-from .twins import _MATH_TWINS, _SPECIAL_TWINS, _jnp_has, _numpy_function, _special_name
+from .twins import (_MATH_TWINS, _SPECIAL_TWINS, _jnp_has, _numpy_function, _special_name,
+                    _twin_name)
 
 __all__ = ["traceability", "header", "with_header", "Reason"]
 
@@ -111,6 +112,15 @@ def traceability(loaded, fn, traced=None):
     return reason
 
 
+def _callee_fun(value):
+    """The user function whose derivative ``value`` (a helper of generated
+    code) runs: a callee's primal or adjoint, or its tangent function."""
+    handle = _callee_of(value)
+    if handle is None:
+        handle = getattr(value, "__pullback_forward__", (None,))[0]
+    return None if handle is None else handle.fun
+
+
 def header(loaded, fn):
     """The ``pb.source`` header line that says whether ``jax.jit`` traces it."""
     try:
@@ -118,8 +128,8 @@ def header(loaded, fn):
     except Exception as err:            # never let the header hide the source
         return f"# jax.jit: not known ({type(err).__name__})\n"
     if reason is None:
-        callees = sorted({getattr(_callee_of(v).fun, "__name__", "?")
-                          for v in loaded.helpers.values() if _callee_of(v) is not None})
+        callees = sorted({getattr(_callee_fun(v), "__name__", "?")
+                          for v in loaded.helpers.values() if _callee_fun(v) is not None})
         also = (f"; not decided here for the calls of {', '.join(callees)}: their derivatives "
                 "are built for the arguments they get and checked when jax.jit traces them, "
                 "and an untraceable one raises NotTraceableError at its line") if callees else ""
@@ -421,7 +431,7 @@ class _Scan:
                     return any_traced
                 if _numpy_function(value):
                     if not _jnp_has(func.id if not hasattr(value, "__name__")
-                                    else value.__name__):
+                                    else _twin_name(value)):
                         self.fail(f"`{func.id}` (NumPy's), which jax.numpy does not have", e)
                     return any_traced
                 self.fail(f"a call of `{func.id}` ({type(value).__name__}), which pullback "
@@ -434,7 +444,7 @@ class _Scan:
     def helper_call(self, name, value, e, any_traced):
         if name in _STATIC_HELPERS and _generic_of(value) is not None:
             return False
-        if _callee_of(value) is not None:
+        if _callee_of(value) is not None or hasattr(value, "__pullback_forward__"):
             return True          # a user function: its own build is checked when traced
         if _generic_of(value) is None and not _accumulation_only(value) \
                 and getattr(value, "__pullback_kernel__", None) is None:

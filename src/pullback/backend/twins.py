@@ -8,8 +8,11 @@ Before, NumPy's and SciPy's functions; after, their twins:
 
 >>> import math, numpy as np, scipy.special
 >>> import jax.numpy as jnp
->>> _numpy_twin(np, jnp) is jnp, _numpy_twin(np.tanh, jnp) is jnp.tanh
+>>> _numpy_twin(np, jnp).tanh is jnp.tanh, _numpy_twin(np.tanh, jnp) is jnp.tanh
 (True, True)
+>>> w = _numpy_twin(np, jnp).linalg.eigvalsh(np.array([[2.0, 5.0], [0.3, 3.0]]))
+>>> [round(float(v), 4) for v in w]       # NumPy's: the lower triangle read
+[1.9169, 3.0831]
 >>> _numpy_twin(scipy.special.erf, jnp).__module__.startswith("jax")
 True
 >>> _numpy_twin(math, jnp).log(8.0, 2.0).item()
@@ -45,6 +48,14 @@ def _jnp_has(name):
                                + [f"{m}.{n}" for m in ("linalg", "fft")
                                   for n in dir(getattr(jnp, m)) if not n.startswith("_")])
     return name in _JNP_NAMES
+
+
+def _twin_name(value):
+    """The name a NumPy function taken by name has in jax.numpy (``eigh``
+    from ``numpy.linalg`` is ``linalg.eigh``), for ``_jnp_has``."""
+    name = getattr(value, "__name__", "")
+    module = getattr(value, "__module__", None)
+    return f"{module[6:]}.{name}" if module in ("numpy.linalg", "numpy.fft") else name
 
 
 # -- jax.numpy twins -------------------------------------------------------------
@@ -106,9 +117,50 @@ def _special_name(value):
     return name
 
 
+class _Twin(types.ModuleType):
+    """A jax.numpy module with a few functions replaced (``_jax_numpy``);
+    every other name is the module's own."""
+
+    def __init__(self, name, module, replaced):
+        super().__init__(name)
+        self.__dict__.update(replaced)
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def _jax_linalg(jnp):
+    """``jnp.linalg`` whose Hermitian decompositions read one triangle of
+    their input, as NumPy's do (jax.numpy's symmetrize it by default: the
+    eigenvalues of ``[[2, 5], [0.3, 3]]`` would be those of its symmetric
+    part, not NumPy's)."""
+    made = _CACHE.get("linalg")
+    if made is None:
+        def eigh(a, UPLO="L"):
+            return jnp.linalg.eigh(a, UPLO, symmetrize_input=False)
+
+        def eigvalsh(a, UPLO="L"):
+            return jnp.linalg.eigvalsh(a, UPLO, symmetrize_input=False)
+
+        def cholesky(a, /, *, upper=False):
+            return jnp.linalg.cholesky(a, upper=upper, symmetrize_input=False)
+        made = _CACHE["linalg"] = _Twin("jax.numpy.linalg", jnp.linalg, dict(
+            eigh=eigh, eigvalsh=eigvalsh, cholesky=cholesky))
+    return made
+
+
+def _jax_numpy(jnp):
+    """jax.numpy as NumPy's twin: the module, with ``linalg`` as above."""
+    made = _CACHE.get("numpy")
+    if made is None:
+        made = _CACHE["numpy"] = _Twin("jax.numpy", jnp, {"linalg": _jax_linalg(jnp)})
+    return made
+
+
 def _numpy_twin(value, jnp):
     if isinstance(value, types.ModuleType) and value.__name__ == "numpy":
-        return jnp
+        return _jax_numpy(jnp)
     if isinstance(value, types.ModuleType) and value.__name__ == "math":
         return _math_twin(value, jnp)
     if isinstance(value, types.ModuleType):
@@ -119,8 +171,11 @@ def _numpy_twin(value, jnp):
         return getattr(_special_twin(), special, value)
     if _numpy_function(value):
         name = getattr(value, "__name__", None)
-        if name and hasattr(jnp, name):
-            return getattr(jnp, name)
+        module = getattr(value, "__module__", None)
+        where = _jax_linalg(jnp) if module == "numpy.linalg" else \
+            jnp.fft if module == "numpy.fft" else jnp
+        if name and hasattr(where, name):
+            return getattr(where, name)
     return value
 
 
@@ -132,5 +187,5 @@ def _scipy_twin(jnp):
 
 
 #: modules generated code may hold, and their twins under jax.jit
-_MODULE_TWINS = {"numpy.linalg": lambda jnp: jnp.linalg, "numpy.fft": lambda jnp: jnp.fft,
+_MODULE_TWINS = {"numpy.linalg": _jax_linalg, "numpy.fft": lambda jnp: jnp.fft,
                  "scipy.special": lambda jnp: _special_twin(), "scipy": _scipy_twin}

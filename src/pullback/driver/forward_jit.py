@@ -5,8 +5,10 @@ the arguments at hand.
 (``ForwardDerivative.driver``): the handle's own cache of tangent functions,
 one per abstract signature of the arguments and set of parameters with
 tangents, while what the transform resolved is unchanged; else the compiler
-(``pipeline.forward_transform``).  Tangent functions are not kept on disk
-nor compiled ahead of time (``jit.obtain`` is reverse mode's)::
+(``pipeline.forward_transform``).  For Dask or CuPy arguments the tangent
+function is built again with NumPy's names bound to their library, as reverse
+mode's functions are (``backend.foreign``).  Tangent functions are not kept
+on disk nor compiled ahead of time (``jit.obtain`` is reverse mode's)::
 
     pb.jvp(f, (x,), (t,))  ->  forward_of(f).call  ->  specialize
                            ->  handle's cache | transform (pipeline.FORWARD_STEPS)
@@ -18,6 +20,7 @@ import sys
 from .bindings import Bindings
 from ..checks import signature_key
 from ..forward.calls import ForwardDerivative
+from ..runtime.backends import foreign_arguments
 
 __all__ = ["specialize", "transform"]
 
@@ -40,8 +43,17 @@ def specialize(handle, args, wrt, has_aux=False):
         # and checked on every later call: a rebinding makes it transform again
         bindings = Bindings.capture(handle.fun)
         loaded = transform(handle, args, wrt, has_aux)
+        if foreign_arguments(args):     # Dask, CuPy: NumPy's names bound to their library
+            loaded = _foreign_build(handle, args, loaded)
         handle.cache[key] = (loaded, bindings)
     return loaded
+
+
+def _foreign_build(handle, args, loaded):
+    from ..backend.loader import LoadedForward
+    from .jit import _foreign_build as bound_to_library
+    bound = bound_to_library(handle, args, loaded._loaded)
+    return loaded if bound is loaded._loaded else LoadedForward(bound, loaded.source)
 
 
 def transform(handle, args, wrt, has_aux=False):

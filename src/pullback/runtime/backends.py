@@ -27,7 +27,8 @@ accepted (issue 18); any other library's arrays are refused (``checks``).
   ``to_namespace`` (the array's own namespace, by ``array_api_compat`` where
   installed, else NumPy's ``like=``) and ``add_repeated`` below.  Repeated
   integer indices are summed first (one 0/1 matrix product) and then added at
-  unique positions, because a scatter-add on a Dask array keeps only the last
+  unique positions (at a Dask index array, whose values are known only when
+  the graph runs, one 0/1 matrix product into the whole buffer), because a scatter-add on a Dask array keeps only the last
   write of a repeated index (``array_api_extra.at(x, [0, 0]).add(g)`` does so
   too: measured).  A Dask array is a graph, not a buffer, and Dask's item
   assignment takes fewer indices than NumPy's (no ``None``), so a transform
@@ -147,6 +148,9 @@ def add_repeated(buffer, index, g):
         index = index.get()
     if isinstance(index, list):
         index = np.asarray(index)
+    if backend_of(index) == "dask" and index.dtype.kind in "iu" and buffer.ndim >= 1:
+        _add_at_lazy_index(buffer, index, g)
+        return
     if not (isinstance(index, np.ndarray) and index.dtype.kind in "iu" and buffer.ndim >= 1):
         raise UnsupportedSyntaxError(
             f"pullback accumulates into {backend_of(buffer)} arrays at integer index arrays "
@@ -165,3 +169,16 @@ def add_repeated(buffer, index, g):
     select[inverse, np.arange(flat.size)] = 1
     sums = np.tensordot(to_namespace(select, buffer), g, axes=1)
     buffer[where] += sums
+
+
+def _add_at_lazy_index(buffer, index, g):
+    """``add_repeated`` at a Dask index array (``x[np.argsort(x)]``, or an
+    index built by ``np.array`` bound to Dask), whose values are not known
+    before the graph runs: the rows of ``g`` summed into their positions by
+    one 0/1 matrix product (repeats add up), the whole buffer updated."""
+    n = buffer.shape[0]
+    flat = index.reshape(-1) % n
+    rows = (flat.shape[0],) + tuple(buffer.shape[1:])
+    g = np.reshape(np.broadcast_to(g, tuple(index.shape) + tuple(buffer.shape[1:])), rows)
+    select = (flat[:, None] == np.arange(n)[None, :]).astype(buffer.dtype)
+    buffer[...] += np.tensordot(select, g, axes=([0], [0]))

@@ -26,6 +26,7 @@ Real inputs get real cotangents; float32 stays float32 (complex64 inside).
 from __future__ import annotations
 
 import numpy as np
+import numpy as _numpy      # (never rebound under jax.jit: axes and lengths are Python values)
 
 from .core import unbroadcast, zeros_like
 from .rule_support import unarray
@@ -60,9 +61,9 @@ def _steps(shape, kind, s, axes):
     before), in the order NumPy runs them.  ``kind`` is ``fft``, ``ifft``,
     ``rfft`` or ``irfft``; an int ``axes`` is the one-dimensional transform."""
     ndim = len(shape)
-    if axes is not None and np.ndim(axes) == 0:
+    if axes is not None and _numpy.ndim(axes) == 0:
         axes, s = [axes], None if s is None else [s]
-    elif s is not None and np.ndim(s) == 0:
+    elif s is not None and _numpy.ndim(s) == 0:
         s = [s]
     if axes is None:
         axes = list(range(ndim)) if s is None else list(range(-len(s), 0))
@@ -89,11 +90,9 @@ def _steps(shape, kind, s, axes):
 
 def _edge_weights(m, n, dtype):
     """How many bins of the full spectrum each kept bin of ``irfft`` stands for."""
-    w = np.full(m, 2, dtype=dtype)
-    w[0] = 1
-    if n % 2 == 0:
-        w[-1] = 1
-    return w
+    i = np.arange(m)
+    edge = (i == 0) | ((i == m - 1) if n % 2 == 0 else False)
+    return np.where(edge, 1, 2).astype(dtype)
 
 
 def fft_grad(g, a, kind, s, axes, norm=None):

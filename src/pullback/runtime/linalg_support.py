@@ -19,6 +19,7 @@ symmetrizes instead.
 from __future__ import annotations
 
 import numpy as np
+import numpy as _numpy      # (never rebound: see _concrete)
 
 from .core import unbroadcast
 
@@ -48,6 +49,15 @@ def _diag_embed(v):
     return v[..., :, None] * _eye(v.shape[-1], v)
 
 
+def _concrete(x):
+    """Whether ``x`` is a NumPy value, whose entries may steer a Python branch
+    (a shortcut: ``inv`` for an invertible matrix, no eigenvector term for a
+    zero cotangent).  A traced or lazy array (JAX under ``jax.jit``, where
+    these helpers run with ``np`` bound to jax.numpy; Dask) takes the
+    branch-free form, which gives the same cotangent."""
+    return isinstance(x, (_numpy.ndarray, _numpy.generic, float, int, complex))
+
+
 def _winners(s, best, axis=-1):
     """Weights that split equally among the entries of ``s`` equal to ``best``."""
     hits = s == best
@@ -71,9 +81,7 @@ def hermitian_grad(c, lower=True):
            [5., 4.]])
     """
     out = np.tril(c + _H(c), -1) if lower else np.triu(c + _H(c), 1)
-    i = np.arange(c.shape[-1])
-    out[..., i, i] = np.real(c[..., i, i])
-    return out
+    return out + _diag_embed(np.real(np.diagonal(c, 0, -2, -1))).astype(out.dtype)
 
 
 def _hermitian(a, lower=True):
@@ -112,10 +120,11 @@ def _adjugate(a):
 
 def det_grad(g, ans, a):
     """Cotangent of ``a`` in ``det(a)``: ``g * adj(a)^T`` (``g det(a) inv(a)^T``
-    when ``a`` is invertible; through the SVD when it is singular)."""
+    when ``a`` is a NumPy array known invertible; through the SVD otherwise,
+    which has no branch on values)."""
     g = np.asarray(g)[..., None, None]
     ans = np.asarray(ans)
-    if np.all(ans != 0):
+    if _concrete(ans) and np.all(ans != 0):
         return g * ans[..., None, None] * _T(np.linalg.inv(a))
     return g * _T(_adjugate(a)).astype(np.result_type(a, ans))
 
@@ -142,27 +151,28 @@ def cholesky_grad(g, L, a, upper=False):
     if upper:   # cholesky(a, upper=True) == cholesky(a^T)^T
         return _T(cholesky_grad(_T(g), _T(L), _T(a)))
     linv = np.linalg.inv(L)
-    phi = np.tril(np.matmul(_T(L), g))
-    i = np.arange(phi.shape[-1])
-    phi[..., i, i] *= 0.5
+    m = np.matmul(_T(L), g)
+    phi = np.tril(m) - 0.5 * _diag_embed(np.diagonal(m, 0, -2, -1))
     return hermitian_grad(np.matmul(np.matmul(_T(linv), phi), _cj(linv)), lower=True)
 
 
 def eigh_grad(g, ans, a, lower=True, vectors=True):
     """Cotangent of ``a`` in ``w, v = eigh(a)``: ``conj(v) (diag(gw) + F o (v^T gv)) v^T``
     with ``F_ij = 1 / (w_j - w_i)`` off the diagonal (JAX's nondegenerate formula;
-    the eigenvector term is skipped when ``gv`` is zero, so repeated eigenvalues
-    are fine for functions of the eigenvalues alone).  ``vectors=False``: the
-    eigenvalues of ``eigvalsh`` (``ans``), the eigenvectors recomputed."""
+    an entry of ``v^T gv`` that is zero adds nothing, so repeated eigenvalues
+    are fine for functions of the eigenvalues alone, and the term is skipped
+    when a NumPy ``gv`` is zero).  ``vectors=False``: the eigenvalues of
+    ``eigvalsh`` (``ans``), the eigenvectors recomputed (from the Hermitian
+    matrix NumPy sees: jax.numpy's ``eigh`` would symmetrize ``a`` instead)."""
     if vectors:
         (gw, gv), (w, v) = _parts(g, ans), ans
     else:
-        gw, gv, (w, v) = g, None, np.linalg.eigh(a, "L" if lower else "U")
+        gw, gv, (w, v) = g, None, np.linalg.eigh(_hermitian(a, lower))
     mid = _diag_embed(np.asarray(gw, dtype=np.result_type(w)))
-    if gv is not None and np.any(gv):
+    if gv is not None and not (_concrete(gv) and not np.any(gv)):
         eye = _eye(w.shape[-1], w)
-        f = 1 / (w[..., None, :] - w[..., :, None] + eye) - eye
-        mid = mid + f * np.matmul(_T(v), gv)
+        p = np.matmul(_T(v), gv)
+        mid = mid + np.where(p == 0, 0, p / (w[..., None, :] - w[..., :, None] + eye)) * (1 - eye)
     return hermitian_grad(np.matmul(np.matmul(_cj(v), mid), _T(v)), lower)
 
 
