@@ -260,8 +260,6 @@ XFAIL = {
     "distribution_classes": "`q.mean`, a @property of a user class read on an object a "
                             "classmethod factory returned (class unknown when transformed): "
                             "refused in both modes naming the property (was a zero gradient)",
-    "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
-                    "gradient (refused, naming a generated name `u_item`)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -633,10 +633,15 @@ def _with_nonfinite(G, shape):
 case(np.nan_to_num, lambda G: [_with_nonfinite(G, (3, 4))], RC, quiet=True)
 case(np.nan_to_num, lambda G: [G.normal((3,))], RC, nan=1.0)
 for kw in ({}, {"axis": 0}, {"n": 2}, {"n": 3, "axis": 1}, {"prepend": 0.5},
-           {"append": np.ones((3, 2))}, {"n": 2, "prepend": 1.0, "append": np.zeros((3, 1))}):
-    # a float64 prepend or append makes the result (and g) float64
+           {"append": np.ones((3, 2))}, {"n": 2, "prepend": 1.0, "append": np.zeros((3, 1))},
+           {"axis": 0, "prepend": np.arange(5.0)[None], "append": np.array([[1.0, 2, 3, 4, 5]])},
+           {"n": 4, "axis": 1, "append": np.full((3, 3), 0.5)}):
+    # a float64 prepend or append makes the result (and g) float64; both are
+    # differentiable (moved with a, by keyword)
     case(np.diff, lambda G: [G.normal((3, 5))], RC, f32_exact=not set(kw) & {"prepend", "append"},
          **kw)
+case(np.diff, lambda G: [G.normal((4,)), 2, 0, G.normal((2,)), G.normal(None)], RC,
+     f32_exact=False)
 case(np.diff, lambda G: [G.normal((5,)), 0], RC)
 for key in (np.cumprod, "ndarray.cumprod"):
     for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
@@ -1207,15 +1212,17 @@ def test_dot_product(case, kind):
     u = tmap(lambda y: random_like(rng, y), ans)
     diff = [n for n in rule.diff if n in ba.arguments and n not in case.fixed]
     where = positions(rule, len(args))
-    assert all(n in where for n in diff), "tables pass differentiable values positionally"
+    assert all(n in where or n in case.kw for n in diff)
     v = {n: tmap(lambda x: random_like(rng, x), ba.arguments[n]) for n in diff}
 
-    # J v by central differences, all inputs in float64 / complex128
+    # J v by central differences, all inputs in float64 / complex128 (a
+    # differentiable keyword argument, np.diff's append=, moves too)
     def at(t):
-        moved = tmap(upcast, list(args))
+        moved, kw = tmap(upcast, list(args)), tmap(upcast, case.kw)
         for n in diff:
-            moved[where[n]] = tmap(lambda x, d: shifted(x, d, t), moved[where[n]], v[n])
-        return call(case.key, moved, tmap(upcast, case.kw))
+            held, at_ = (moved, where[n]) if n in where else (kw, n)
+            held[at_] = tmap(lambda x, d: shifted(x, d, t), held[at_], v[n])
+        return call(case.key, moved, kw)
 
     jv = tmap(lambda p, m: (np.asarray(p) - np.asarray(m)) / (2 * STEP) if is_var(p) else None,
               at(STEP), at(-STEP))

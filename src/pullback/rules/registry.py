@@ -119,8 +119,11 @@ RULES: dict = {}
 NONDIFF: set = set()
 
 
-def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
-    """Register the decorated function as the rule of each primitive."""
+def vjp(*primitives, nondiff=(), broadcasts=False, discrete=(), optional=()):
+    """Register the decorated function as the rule of each primitive.
+
+    ``optional`` names parameters with a default that are differentiable
+    when a call passes them (``np.diff``'s ``prepend`` and ``append``)."""
 
     def register(fn):
         sig = inspect.signature(fn)
@@ -134,7 +137,7 @@ def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
             and sig.parameters[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
                                            inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            inspect.Parameter.VAR_POSITIONAL)
-            and n not in nondiff)
+            and n not in nondiff or n in optional)
         rule = Rule(fn, fn.__name__, diff, params, broadcasts, sig, tuple(discrete))
         for p in primitives:
             RULES[p] = rule
