@@ -70,3 +70,104 @@ def f(x):
     text = str(err.value)
     assert "The `left` argument of np.interp carries no gradient, but `x[0] * 2`" in text
     assert "x_item" not in text and "line 2" in text
+
+
+# -- np.polynomial's series objects called on an array ------------------------------------
+
+
+def test_series_objects_called_on_an_array():
+    from numpy.polynomial import Chebyshev, HermiteE, Laguerre
+    ns = {"HermiteE": HermiteE, "Chebyshev": Chebyshev, "Laguerre": Laguerre}
+    both_modes('''
+def f(x):
+    he = [HermiteE.basis(k)(x) for k in range(4)]
+    cheb = Chebyshev([1.0, -2.0, 0.5], domain=[-2.0, 2.0])
+    return np.sum(np.stack(he) ** 2) + np.sum(cheb(x) * Laguerre([0.5, 1.0])(x))
+''', lambda x: (jnp.sum(jnp.stack([jnp.ones_like(x), x, x ** 2 - 1, x ** 3 - 3 * x]) ** 2)
+                + jnp.sum((1.0 - 2.0 * (x / 2) + 0.5 * (2 * (x / 2) ** 2 - 1))
+                          * (0.5 + (1.0 - x)))),
+        (np.array([-1.5, 0.2, 0.7, 1.9]),), namespace=ns)
+
+
+def test_a_series_built_from_differentiated_coefficients_is_refused():
+    # the object's coefficients would lose their gradient: refused in both modes
+    f = function_from_source('''
+def f(c, x):
+    return np.sum(np.polynomial.Polynomial(c)(x))
+''')
+    c, x = np.array([1.0, 2.0, 3.0]), np.array([0.5, 1.5])
+    with pytest.raises(pb.PullbackError, match="line 2"):
+        pb.grad(f)(c, x)
+    with pytest.raises(pb.PullbackError, match="line 2"):
+        pb.jvp(f, (c, x), (c, x))
+
+
+# -- math.lgamma, np.insert, np.nanmedian, np.unwrap, np.i0, np.linalg.cond -------------
+
+
+def test_math_lgamma_and_gamma_in_a_scalar_loop():
+    import math
+    from jax.scipy.special import gamma, gammaln
+    f = function_from_source('''
+def f(a):
+    total = 0.0
+    for k in range(3):
+        total = total + math.lgamma(a + k) - 0.1 * math.gamma(a - k - 0.5)
+    return total
+''', {"math": math})
+
+    def jf(a):
+        return sum(gammaln(a + k) - 0.1 * gamma(a - k - 0.5) for k in range(3))
+
+    for a in (0.8, 2.7, 7.3):      # (a - k - 0.5 < 0 for some k: gamma's sign flips)
+        want = float(jax.grad(jf)(a))
+        assert abs(pb.grad(f)(a) - want) <= 1e-10 * max(1.0, abs(want))
+        assert abs(pb.jvp(f, (a,), (1.0,))[1] - want) <= 1e-10 * max(1.0, abs(want))
+
+
+def test_insert_values_computed_from_the_input():
+    both_modes('''
+def f(x, v):
+    y = np.insert(x, [1, 3], v * x[:, :2], axis=1)
+    return np.sum(np.sin(y) * np.arange(y.size).reshape(y.shape))
+''', lambda x, v: jnp.sum(jnp.sin(jnp.insert(x, jnp.array([1, 3]), v * x[:, :2], axis=1))
+                          * jnp.arange(3 * 6).reshape(3, 6)),
+        (np.random.default_rng(2).standard_normal((3, 4)), np.array([[0.7, -1.2]])))
+
+
+def test_nanmedian_skips_nan():
+    x = np.array([[3.0, np.nan, 1.0, 2.0], [np.nan, np.nan, np.nan, np.nan],
+                  [4.0, 0.5, np.nan, 2.5]])
+    f = function_from_source('''
+def f(x):
+    return np.nansum(np.nanmedian(x, axis=1) * np.array([1.0, 2.0, 3.0]))
+''')
+    with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
+        g = pb.grad(f)(x)
+    # row 0: the median 2 is x[0, 3]; row 1 all NaN: nothing; row 2: x[2, 3] = 2.5
+    np.testing.assert_array_equal(g, [[0, 0, 0, 1.0], [0, 0, 0, 0], [0, 0, 0, 3.0]])
+    xs = np.array([[3.0, np.nan, 1.0, 2.0, 7.0], [4.0, 0.5, np.nan, 2.5, 2.0]])
+    both_modes('''
+def f(x):
+    return np.sum(np.nanmedian(x, axis=1) ** 2) + np.nanpercentile(x, 30.0)
+''', lambda x: jnp.sum(jnp.nanmedian(x, axis=1) ** 2) + jnp.nanpercentile(x, 30.0), (xs,))
+
+
+def test_unwrap_i0_and_cond_against_jax():
+    rng = np.random.default_rng(3)
+    phase = np.cumsum(rng.uniform(0.5, 2.5, 8))
+    both_modes('''
+def f(p):
+    return np.sum(np.cos(np.unwrap(np.mod(p, 2 * np.pi))) * np.arange(8.0) + np.unwrap(p) ** 2)
+''', lambda p: jnp.sum(jnp.cos(jnp.unwrap(jnp.mod(p, 2 * jnp.pi))) * jnp.arange(8.0)
+                       + jnp.unwrap(p) ** 2), (phase,))
+    both_modes('''
+def f(x):
+    return np.sum(np.i0(x) * x)
+''', lambda x: jnp.sum(jnp.i0(x) * x), (np.array([-3.0, -0.2, 0.0, 1.1, 12.0]),), rtol=1e-12)
+    a = rng.standard_normal((3, 4, 4))
+    for p in ("None", "-2", "'fro'", "1", "np.inf"):
+        both_modes(f'''
+def f(a):
+    return np.sum(np.linalg.cond(a, {p}) ** 2)
+''', lambda a, p=eval(p): jnp.sum(jnp.linalg.cond(a, p) ** 2), (a,), rtol=1e-8)

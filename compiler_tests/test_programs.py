@@ -252,8 +252,6 @@ XFAIL = {
                      "followed now (frontend/dict_stores.py)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
-    "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "
-                        "rule: refused with NoRuleError naming the line",
     "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
                     "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
                     "with a message about arrays sharing memory (misleading: they are dicts)",

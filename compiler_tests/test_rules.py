@@ -852,6 +852,50 @@ case(np.linalg.eigvals, lambda G: [G.normal((4, 4))], RC)
 case(np.linalg.eigvals, lambda G: [G.normal((2, 3, 3))], RC)
 
 
+# --- issue 13: functions real programs call (rules.numpy_series_classes, ...) -----
+
+_P = np.polynomial
+for series in (_P.Polynomial([0.5, -1.0, 2.0, 0.25]), _P.Chebyshev([1.0, 2.0, -3.0]),
+               _P.Legendre([0.3, 0.0, 1.5, -0.5], domain=[-2.0, 3.0]),
+               _P.Hermite([1.0, -0.5, 0.25]), _P.HermiteE.basis(4),
+               _P.Laguerre([2.0, 1.0, -1.0], window=[0.0, 2.0]), _P.Polynomial([1.5])):
+    # (the coefficients are float64: so is the result)
+    case(_P._polybase.ABCPolyBase.__call__, lambda G, p=series: [p, G.unit((3, 2))], RC,
+         f32_exact=False)
+    case(_P._polybase.ABCPolyBase.__call__, lambda G, p=series: [p, G.unit()], RC,
+         f32_exact=False)
+
+# (rules.math_special, rules.numpy_assorted)
+for key in (math.lgamma, math.gamma):
+    case(key, lambda G: [G.uniform(0.2, 6.0)], F)
+    case(key, lambda G: [-G.uniform(0.2, 0.8)], F)
+    case(key, lambda G: [-1.0 - G.uniform(0.2, 0.8)], F)
+case(math.lgamma, lambda G: [G.uniform(20.0, 60.0)], F)
+for make, kw in ((lambda G: [G.normal((5,)), 2, G.normal(None)], {}),
+                 (lambda G: [G.normal((5,)), [1, 3, 3], G.normal((3,))], {}),
+                 (lambda G: [G.normal((3, 4)), 1, G.normal((4,))], {"axis": 0}),
+                 (lambda G: [G.normal((3, 4)), [0, 2], G.normal((3, 1))], {"axis": 1}),
+                 (lambda G: [G.normal((3, 4)), slice(1, 3), G.normal(None)], {"axis": 1}),
+                 (lambda G: [G.normal((2, 3)), 4, G.normal((2,))], {})):
+    case(np.insert, make, RC, **kw)
+for kw in AXES + [{"axis": (0, 1)}]:
+    case(np.nanmedian, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+    case(np.nanquantile, lambda G: [_with_nans(G, (3, 4)), 0.3], R, **kw)
+    case(np.nanquantile, lambda G: [_with_nans(G, (3, 4)), np.array([0.0, 0.6, 1.0])], R,
+         f32_exact=False, **kw)
+    case(np.nanpercentile, lambda G: [_with_nans(G, (3, 4)), 65.0], R, **kw)
+case(np.nanmedian, lambda G: [G.normal((2, 3, 4))], R, axis=1, keepdims=True)
+for kw in ({}, {"axis": 0}, {"period": 4.0}, {"discont": 4.0, "axis": 1}):
+    case(np.unwrap, lambda G: [3.0 * G.normal((3, 5))], R, **kw)
+unary([np.i0], "normal", R, shapes=((3, 4), (5,), ()))
+case(np.i0, lambda G: [G.uniform(20.0, 40.0, (3,))], F)
+for p in (None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf):
+    case(np.linalg.cond, lambda G: [G.normal((3, 3))], RC, p=p)
+case(np.linalg.cond, lambda G: [G.normal((2, 3, 3))], RC)
+case(np.linalg.cond, lambda G: [G.normal((2, 4, 3))], RC, p=-2)
+case(np.linalg.cond, lambda G: [G.normal((3, 5))], RC)
+
+
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
 
 SCIPY_NAMES = {}
@@ -1281,7 +1325,7 @@ def test_rules_and_nondifferentiable_are_disjoint():
 # math functions with a rule and no NumPy twin declared: a scalar-only rule
 # (the documented default), so a fused kernel never holds them
 SCALAR_ONLY_MATH = {math.copysign, math.erf, math.erfc, math.fmod, math.fsum, math.ldexp,
-                    math.log, math.remainder}
+                    math.log, math.remainder, math.lgamma, math.gamma}
 
 
 def test_every_numpy_ufunc_rule_declares_its_facts():

@@ -46,6 +46,12 @@ from .scipy_support import *  # noqa: F401,F403
 from .scipy_support import __all__ as _scipy_support
 from .scipy_solvers import *  # noqa: F401,F403
 from .scipy_solvers import __all__ as _scipy_solvers
+from .series_support import *  # noqa: F401,F403
+from .series_support import __all__ as _series_support
+from .select_support import *  # noqa: F401,F403
+from .select_support import __all__ as _select_support
+from .special_support import *  # noqa: F401,F403
+from .special_support import __all__ as _special_support
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 
@@ -54,4 +60,5 @@ from .opaque import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequ
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
-           + _objects + _dict_rules + ["items_cotangent"])
+           + _objects + _dict_rules + ["items_cotangent"]
+           + _series_support + _select_support + _special_support)
