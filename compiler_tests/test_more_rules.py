@@ -171,3 +171,54 @@ def f(x):
 def f(a):
     return np.sum(np.linalg.cond(a, {p}) ** 2)
 ''', lambda a, p=eval(p): jnp.sum(jnp.linalg.cond(a, p) ** 2), (a,), rtol=1e-8)
+
+
+# -- np.piecewise and np.apply_along_axis: user functions differentiated per piece ------
+
+
+def test_piecewise_differentiates_the_chosen_pieces():
+    # NumPy calls each function on x[cond] (its mean is over the piece); jnp.piecewise
+    # calls it on all of x, so the oracle spells the piece's mean out
+    def jax_fn(x):
+        m = jnp.sum(jnp.where(x < 0, x, 0.0)) / jnp.sum(x < 0)
+        y = jnp.piecewise(x, [x < 0, x > 1], [lambda t: t ** 3 - m, 0.5, jnp.sin])
+        z = jnp.piecewise(x, [x < 1, x > 0], [jnp.exp, lambda t: t * t])
+        return jnp.sum(y * jnp.arange(6.0)) + jnp.sum(z ** 2)
+
+    both_modes('''
+def f(x):
+    y = np.piecewise(x, [x < 0, x > 1], [lambda t: t ** 3 - np.mean(t), 0.5, np.sin])
+    z = np.piecewise(x, [x < 1, x > 0], [np.exp, lambda t: t * t])   # overlap: the last wins
+    return np.sum(y * np.arange(6.0)) + np.sum(z ** 2)
+''', jax_fn, (np.array([-1.5, -0.3, 0.2, 0.7, 1.9, 2.4]),))
+
+
+def test_apply_along_axis_differentiates_each_slice():
+    def softmax(r):
+        e = np.exp(r - np.max(r))
+        return e / np.sum(e)
+
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    both_modes('''
+def f(x):
+    p = np.apply_along_axis(softmax, 1, x)
+    q = np.apply_along_axis(lambda c: np.outer(c, c), 0, x)
+    return np.sum(p * np.arange(12.0).reshape(3, 4)) + np.sum(np.sin(q))
+''', lambda x: (jnp.sum(jax.nn.softmax(x, axis=1) * jnp.arange(12.0).reshape(3, 4))
+                + jnp.sum(jnp.sin(jnp.apply_along_axis(lambda c: jnp.outer(c, c), 0, x)))),
+        (x,), namespace={"softmax": softmax})
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("np.piecewise(x, [x < 0], [lambda t: a * t, np.sin])", "[lambda t: a * t, np.sin]"),
+    ("np.apply_along_axis(lambda r: r * a, 0, x)", "lambda r: r * a"),
+])
+def test_a_function_holding_a_differentiated_value_is_refused(text, shown):
+    # `a` would lose its gradient through the function: refused, quoting the user's text
+    f = function_from_source(f"def f(x, a):\n    return np.sum({text})\n")
+    x = np.array([-1.0, 0.5, 2.0])
+    for run in (lambda: pb.grad(f, argnums=(0, 1))(x, 2.0),
+                lambda: pb.jvp(f, (x, 2.0), (x, 1.0))):
+        with pytest.raises(pb.NonDifferentiableError) as err:
+            run()
+        assert f"carries no gradient, but `{shown}` depends on the inputs" in str(err.value)

@@ -896,6 +896,42 @@ case(np.linalg.cond, lambda G: [G.normal((2, 4, 3))], RC, p=-2)
 case(np.linalg.cond, lambda G: [G.normal((3, 5))], RC)
 
 
+# (rules.numpy_callbacks: the user functions they call, differentiated by pullback)
+def _centered(t):
+    return t - np.mean(t)
+
+
+def _cube(t):
+    return t * t * t
+
+
+def _outer_self(r):
+    return np.outer(r, np.sin(r))
+
+
+def _norm2(r, scale=1.0):
+    return scale * np.sum(r * r)
+
+
+def _pieces_case(shape, conds, funcs):
+    def make(G):
+        x = G.normal(shape)
+        return [x, [c(x) for c in conds], funcs]
+    return make
+
+
+case(np.piecewise, _pieces_case((5,), [lambda x: x < 0], [_centered, np.sin]), R)
+case(np.piecewise, _pieces_case((3, 4), [lambda x: x < -0.5, lambda x: x > 0.5],
+                                [_centered, 2.0, np.exp]), R)
+case(np.piecewise, _pieces_case((6,), [lambda x: x < 0.5, lambda x: x > -0.5],
+                                [np.sin, _cube]), R)           # overlapping: the last wins
+case(np.piecewise, _pieces_case((), [lambda x: x > 0], [_cube, np.cos]), R)
+case(np.apply_along_axis, lambda G: [_outer_self, 1, G.normal((3, 4))], R)
+case(np.apply_along_axis, lambda G: [np.cumsum, 0, G.normal((3, 4))], R)
+case(np.apply_along_axis, lambda G: [_norm2, -1, G.normal((2, 3, 4))], R)
+case(np.apply_along_axis, lambda G: [_norm2, 0, G.normal((3, 2)), 1.5], R)
+
+
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
 
 SCIPY_NAMES = {}

@@ -293,7 +293,7 @@ class Adjoints:
                 continue
             for v in op.static_names(p):
                 if v in self.ctx.varied:
-                    v = spelled(self.ctx.parsed.tree, op.node, v, p, op.rule.bind)
+                    v = spelled(self.ctx.parsed, op.node, v, p, op.rule.bind)
                     raise NonDifferentiableError(
                         f"The `{p}` argument of {op.label} carries no gradient, but {v} "
                         "depends on the inputs being differentiated.",
