@@ -222,3 +222,37 @@ def test_a_function_holding_a_differentiated_value_is_refused(text, shown):
         with pytest.raises(pb.NonDifferentiableError) as err:
             run()
         assert f"carries no gradient, but `{shown}` depends on the inputs" in str(err.value)
+
+
+# -- the array API's names, and integer results ------------------------------------------
+
+
+def test_array_api_names_against_jax():
+    a = np.random.default_rng(5).standard_normal((2, 3, 3))
+    both_modes('''
+def f(a):
+    b = np.linalg.matmul(a, np.linalg.matrix_transpose(a))
+    v = np.linalg.vector_norm(a, axis=(0, 2)) + np.linalg.vecdot(a[0], a[1])
+    m = np.linalg.matrix_norm(b, ord="nuc") + np.linalg.trace(b, offset=1)
+    s = np.linalg.svdvals(a)[:, 0] + np.linalg.diagonal(a).sum(axis=-1)
+    return np.sum(v ** 2) + np.sum(m) + np.sum(np.cumulative_sum(s, include_initial=True))
+''', lambda a: (jnp.sum((jnp.linalg.vector_norm(a, axis=(0, 2)) + jnp.linalg.vecdot(a[0], a[1]))
+                        ** 2)
+                + jnp.sum(jnp.linalg.matrix_norm(a @ jnp.swapaxes(a, -1, -2), ord="nuc")
+                          + jnp.trace(a @ jnp.swapaxes(a, -1, -2), offset=1, axis1=-2, axis2=-1))
+                + jnp.sum(jnp.cumsum(jnp.concatenate([
+                    jnp.zeros(1), jnp.linalg.svd(a, compute_uv=False)[:, 0]
+                    + jnp.diagonal(a, axis1=-2, axis2=-1).sum(axis=-1)])))),
+        (a,), rtol=1e-8)
+
+
+def test_integer_results_carry_no_gradient():
+    # the bin of each sample is piecewise constant: the gradient is the weights'
+    f = function_from_source('''
+def f(x):
+    bins = np.digitize(x, np.array([-1.0, 0.0, 1.0]))
+    return np.sum(np.array([1.0, 2.0, 3.0, 4.0])[bins] * x)
+''')
+    x = np.array([-1.5, -0.5, 0.5, 1.5, 0.2])
+    np.testing.assert_array_equal(pb.grad(f)(x), [1.0, 2.0, 3.0, 4.0, 3.0])
+    np.testing.assert_array_equal(pb.jvp(f, (x,), (np.ones(5),))[1], 13.0)

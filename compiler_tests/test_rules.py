@@ -931,6 +931,35 @@ case(np.apply_along_axis, lambda G: [np.cumsum, 0, G.normal((3, 4))], R)
 case(np.apply_along_axis, lambda G: [_norm2, -1, G.normal((2, 3, 4))], R)
 case(np.apply_along_axis, lambda G: [_norm2, 0, G.normal((3, 2)), 1.5], R)
 
+# (rules.numpy_array_api: the array API's names, the matrix axes last)
+_LA = np.linalg
+unary([np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,
+       np.require], "normal", RC, shapes=((3, 4), (5,)))
+binary([_LA.matmul], "normal", "normal", RC, MATMUL_PAIRS)
+case(_LA.outer, lambda G: [G.normal((3,)), G.normal((4,))], RC)
+case(_LA.tensordot, lambda G: [G.normal((2, 3, 4)), G.normal((3, 4, 5))], RC)
+case(_LA.tensordot, lambda G: [G.normal((3, 4)), G.normal((4, 2))], RC, axes=1)
+for key in (_LA.diagonal, _LA.trace):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+    case(key, lambda G: [G.normal((2, 3, 3))], RC, offset=1)
+for key in (np.matrix_transpose, _LA.matrix_transpose):
+    case(key, lambda G: [G.normal((2, 3, 4))], RC)
+case(_LA.vecdot, lambda G: [G.normal((3, 4)), G.normal((4,))], RC)
+case(_LA.vecdot, lambda G: [G.normal((3, 4)), G.normal((3, 4))], RC, axis=0)
+for kw in ({}, {"include_initial": True}):
+    case(np.cumulative_sum, lambda G: [G.normal((5,))], RC, **kw)
+    case(np.cumulative_sum, lambda G: [G.normal((3, 4))], RC, axis=1, **kw)
+case(np.cumulative_sum, lambda G: [G.normal((3, 4))], RC, axis=0)
+for kw in ({}, {"axis": 0}, {"axis": (0, 2), "keepdims": True}, {"ord": 1}, {"ord": np.inf},
+           {"axis": -1, "ord": 3}):
+    case(_LA.vector_norm, lambda G: [G.distinct((2, 3, 4))], R, **kw)
+case(_LA.vector_norm, lambda G: [G.away((3, 4))], RC, axis=1)
+for kw in ({}, {"ord": "nuc"}, {"ord": 2}, {"ord": 1, "keepdims": True}, {"ord": -np.inf}):
+    case(_LA.matrix_norm, lambda G: [G.distinct((2, 3, 3))], R, **kw)
+case(_LA.matrix_norm, lambda G: [G.normal((3, 4))], RC)
+case(_LA.svdvals, lambda G: [G.normal((3, 4))], RC)
+case(_LA.svdvals, lambda G: [G.normal((2, 3, 3))], RC)
+
 
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
 

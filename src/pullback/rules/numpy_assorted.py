@@ -1,8 +1,10 @@
 """Rules for NumPy functions programs call that fit no other family:
 ``np.insert``, the NaN-skipping quantiles (``np.nanmedian``,
 ``np.nanquantile``, ``np.nanpercentile``), ``np.unwrap``, ``np.i0`` and
-``np.linalg.cond``.  Helpers: ``runtime.select_support``,
-``runtime.special_support``.  Conventions:
+``np.linalg.cond``; and functions whose results carry no gradient (integer
+and boolean results: ``np.digitize``, ``np.argpartition``, ``np.isin``...).
+Helpers: ``runtime.select_support``, ``runtime.special_support``.
+Conventions:
 
 - ``np.insert``: ``obj`` (where) carries no gradient; ``values`` gets ``g``
   summed over the places it filled, nothing when ``arr`` is an integer array
@@ -35,7 +37,7 @@ array([[ 0.5,  0. ],
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, facts, jvp, vjp
+from pullback.rules.registry import elementwise, facts, jvp, nondifferentiable, vjp
 from pullback.runtime import bessel_i1, cond_grad, insert_grads, nanquantile_grad
 from pullback.runtime.special_support import cond_jvp as cond_jvp_helper
 from pullback.runtime.select_support import nanquantile_jvp as nanquantile_jvp_helper
@@ -114,6 +116,22 @@ def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False,
 @jvp(np.linalg.cond)
 def cond_jvp(t, ans, x, p=None):
     return cond_jvp_helper(t, ans, x, p)
+
+
+# --- results that carry no gradient: integers, booleans, shapes, windows of an integer
+# length, and np.spacing (piecewise constant) ---
+
+nondifferentiable(
+    np.argpartition, np.nanargmax, np.nanargmin, np.digitize, np.lexsort, np.isin,
+    np.indices, np.diag_indices, np.diag_indices_from, np.tril_indices, np.tril_indices_from,
+    np.triu_indices, np.triu_indices_from, np.mask_indices, np.ravel_multi_index,
+    np.unravel_index, np.tri, np.broadcast_shapes, np.bartlett, np.blackman, np.hamming,
+    np.hanning, np.array_equiv, np.isscalar, np.iterable, np.may_share_memory,
+    np.shares_memory, np.gcd, np.lcm, np.packbits, np.unpackbits, np.isnat, np.isfortran,
+    np.issubdtype, np.can_cast, np.min_scalar_type, np.promote_types, np.common_type,
+    np.spacing)
+if hasattr(np, "bitwise_count"):            # NumPy 2.0+
+    nondifferentiable(np.bitwise_count)
 
 
 # -- facts (rules/registry.py: facts) ------------------------------------------------

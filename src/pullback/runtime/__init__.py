@@ -54,6 +54,8 @@ from .special_support import *  # noqa: F401,F403
 from .special_support import __all__ as _special_support
 from .callback_support import *  # noqa: F401,F403
 from .callback_support import __all__ as _callback_support
+from .array_api_support import *  # noqa: F401,F403
+from .array_api_support import __all__ as _array_api_support
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 
@@ -63,4 +65,5 @@ from .opaque import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequ
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
            + _objects + _dict_rules + ["items_cotangent"]
-           + _series_support + _select_support + _special_support + _callback_support)
+           + _series_support + _select_support + _special_support + _callback_support
+           + _array_api_support)
