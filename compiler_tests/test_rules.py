@@ -960,6 +960,22 @@ case(_LA.matrix_norm, lambda G: [G.normal((3, 4))], RC)
 case(_LA.svdvals, lambda G: [G.normal((3, 4))], RC)
 case(_LA.svdvals, lambda G: [G.normal((2, 3, 3))], RC)
 
+# (rules.numpy_selections)
+case(np.compress, lambda G: [np.array([True, False, True]), G.normal((3, 4))], RC, axis=0)
+case(np.compress, lambda G: [[False, True, True, False, True], G.normal((2, 3))], RC)
+case(np.extract, lambda G: [G.bools((3, 4)), G.normal((3, 4))], RC)
+case(np.resize, lambda G: [G.normal((2, 3)), (4, 4)], RC)
+case(np.resize, lambda G: [G.normal((5,)), 3], RC)
+case(np.diagflat, lambda G: [G.normal((3,))], RC)
+case(np.diagflat, lambda G: [G.normal((2, 2))], RC, k=-1)
+case(np.bincount, lambda G: [np.array([0, 2, 2, 5, 1]), G.normal((5,))], R, f32_exact=False)
+case(np.bincount, lambda G: [np.array([3, 0, 3]), G.normal((3,))], R, minlength=6,
+     f32_exact=False)
+for kw in ({}, {"w": np.array([1.0, 2.0, 0.5, 1.0, 1.5, 1.0])}):
+    case(np.polyfit, lambda G: [np.linspace(-1.0, 2.0, 6), G.normal((6,)), 2], R,
+         f32_exact=False, **kw)
+case(np.polyfit, lambda G: [np.linspace(0.0, 1.0, 5), G.normal((5, 3)), 3], R, f32_exact=False)
+
 
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
 

@@ -1,10 +1,15 @@
-"""Helpers of the rules for quantiles that skip NaN and for ``np.insert``
-(``rules.numpy_more``).
+"""Helpers of the rules for quantiles that skip NaN, ``np.insert``
+(``rules.numpy_assorted``), selections and ``np.polyfit``
+(``rules.numpy_selections``).
 
 >>> nanquantile_grad(1.0, np.array([3.0, np.nan, 1.0, 2.0]), 0.5)     # median of 1, 2, 3
 array([0., 0., 0., 1.])
 >>> insert_grads(np.arange(5.0), np.zeros(3), [1, 3], np.array([7.0, 8.0]))   # a0 7 a1 a2 8
 (array([0., 2., 3.]), array([1., 4.]))
+>>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+>>> gather_grad(np.ones(5), a, np.resize(source_index(a), 5))     # a[0, 0] is used twice
+array([[2., 1.],
+       [1., 1.]])
 """
 from __future__ import annotations
 
@@ -12,7 +17,8 @@ import numpy as np
 
 from .layout_support import quantile_parts
 
-__all__ = ["nanquantile_grad", "nanquantile_jvp", "insert_grads"]
+__all__ = ["nanquantile_grad", "nanquantile_jvp", "insert_grads", "source_index",
+           "gather_grad", "polyfit_grad", "polyfit_jvp"]
 
 
 def _nanquantile_weights(a, q, axis, method, weights):
@@ -75,3 +81,44 @@ def insert_grads(g, arr, obj, values, axis=None):
     if arr.dtype.kind not in "fc":
         values_bar = values_bar * 0
     return arr_bar.reshape(arr.shape), values_bar.reshape(values.shape)
+
+
+def source_index(a):
+    """``1 + `` the flat index of each element of ``a``, in ``a``'s shape: a
+    selection applied to it tells where each output element came from (0:
+    from none, as the zeros ``np.diagflat`` adds)."""
+    return np.arange(1, np.size(a) + 1).reshape(np.shape(a))
+
+
+def gather_grad(g, a, picked):
+    """Cotangent of ``a`` in a selection whose outputs came from the elements
+    ``picked - 1`` of ``a`` (``picked``: the selection of ``source_index(a)``):
+    ``g`` summed into each element it came from."""
+    idx = np.ravel(picked) - 1
+    keep = idx >= 0
+    parts = np.ravel(np.broadcast_to(g, np.shape(picked)))[keep]
+    out = np.bincount(idx[keep], weights=np.real(parts), minlength=np.size(a))
+    if np.iscomplexobj(parts):
+        out = out + 1j * np.bincount(idx[keep], weights=np.imag(parts), minlength=np.size(a))
+    return out.reshape(np.shape(a)).astype(np.result_type(g), copy=False)
+
+
+def _polyfit_matrix(x, y, deg, rcond, full, w, cov):
+    """The matrix ``J`` of the fit, ``coefficients = J @ y`` (linear in ``y``
+    for a fixed ``x``); ``full`` and ``cov`` (residuals, a covariance that
+    depends on ``y`` otherwise) are refused."""
+    if full or cov is not False:
+        raise NotImplementedError("the derivative of np.polyfit with full=True or cov=... is "
+                                  "not implemented; pullback differentiates the coefficients "
+                                  "(full=False, cov=False)")
+    return np.polyfit(x, np.eye(len(x)), deg, rcond, w=w)
+
+
+def polyfit_grad(g, x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Cotangent of ``y`` in ``np.polyfit(x, y, deg)``: ``J^T g``."""
+    return np.tensordot(_polyfit_matrix(x, y, deg, rcond, full, w, cov), g, (0, 0))
+
+
+def polyfit_jvp(t, x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Tangent of ``np.polyfit``'s coefficients: the fit of ``y``'s tangent."""
+    return np.tensordot(_polyfit_matrix(x, y, deg, rcond, full, w, cov), t, (1, 0))
