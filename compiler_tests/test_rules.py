@@ -976,6 +976,15 @@ for kw in ({}, {"w": np.array([1.0, 2.0, 0.5, 1.0, 1.5, 1.0])}):
          f32_exact=False, **kw)
 case(np.polyfit, lambda G: [np.linspace(0.0, 1.0, 5), G.normal((5, 3)), 3], R, f32_exact=False)
 
+# (rules.numpy_poly_arithmetic)
+for key in (np.polyadd, np.polysub, np.polymul):
+    case(key, lambda G: [G.normal((3,)), G.normal((5,))], RC)
+    case(key, lambda G: [G.normal((4,)), G.normal((2,))], RC)
+for kw in ({}, {"m": 2}, {"m": 4}):
+    case(np.polyder, lambda G: [G.normal((4,))], RC, f32_exact=False, **kw)
+    case(np.polyint, lambda G: [G.normal((4,))], RC, f32_exact=False, **kw)
+case(np.polyint, lambda G: [G.normal((3,))], R, f32_exact=False, m=2, k=[1.0, 2.0])
+
 
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
 
