@@ -958,6 +958,15 @@ for kw in ({}, {"ord": "nuc"}, {"ord": 2}, {"ord": 1, "keepdims": True}, {"ord":
     case(_LA.matrix_norm, lambda G: [G.distinct((2, 3, 3))], R, **kw)
 case(_LA.matrix_norm, lambda G: [G.normal((3, 4))], RC)
 case(_LA.svdvals, lambda G: [G.normal((3, 4))], RC)
+for kw in ({}, {"include_initial": True}):
+    case(np.cumulative_prod, lambda G: [G.pos((5,))], RC, **kw)
+    case(np.cumulative_prod, lambda G: [G.pos((3, 4)) * np.array([1, 0, 1, 1])], RC, axis=1,
+         **kw)
+case(np.unstack, lambda G: [G.normal((3, 4))], RC)
+case(np.unstack, lambda G: [G.normal((2, 3, 4))], RC, axis=2)
+for kw in ({}, {"axis": 0}, {"axis": 1}):
+    case(np.nancumprod, lambda G: [np.where(np.isnan(_with_nans(G, (3, 4))), np.nan,
+                                            G.pos((3, 4)))], R, **kw)
 case(_LA.svdvals, lambda G: [G.normal((2, 3, 3))], RC)
 
 # (rules.numpy_selections)

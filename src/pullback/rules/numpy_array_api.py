@@ -1,7 +1,8 @@
 """Rules for NumPy's array-API names and conversions that had none:
 ``np.linalg``'s ``matmul``, ``outer``, ``tensordot``, ``diagonal``,
 ``trace``, ``matrix_transpose``, ``vector_norm``, ``matrix_norm``,
-``svdvals``, ``vecdot``; ``np.matrix_transpose`` and ``np.cumulative_sum``; and the conversions ``np.asanyarray``,
+``svdvals``, ``vecdot``; ``np.matrix_transpose``, ``np.cumulative_sum``,
+``np.cumulative_prod`` and ``np.unstack``; and the conversions ``np.asanyarray``,
 ``np.ascontiguousarray``, ``np.asfortranarray``, ``np.asarray_chkfinite``
 and ``np.require`` (the identity on the values).  Each is its classic
 twin's rule with the array API's parameters (the matrix axes last).
@@ -24,12 +25,13 @@ array([[0., 0.],
 import numpy as np
 
 from pullback.rules.registry import facts, jvp, linear, multilinear, vjp
-from pullback.runtime import (diagonal_grad, einsum_grads, matmul_lhs_grad, matmul_rhs_grad,
+from pullback.runtime import (cumprod_grad, diagonal_grad, einsum_grads, matmul_lhs_grad, matmul_rhs_grad,
                               norm_grad, svd_grad, tensordot_subscripts, trace_grad, unarray,
                               vecdot_grads, vector_norm_grad)
 from pullback.runtime.array_api_support import (matrix_norm_jvp as matrix_norm_jvp_helper,
                                                 vector_norm_jvp as vector_norm_jvp_helper)
 from pullback.runtime.linalg_forward import svd_jvp as svd_jvp_helper
+from pullback.runtime.reduction_forward import cumprod_jvp as cumprod_jvp_helper
 
 _LA = np.linalg
 
@@ -90,6 +92,19 @@ def cumulative_sum(g, ans, x, axis=None, dtype=None, out=None, include_initial=F
     return np.flip(np.cumsum(np.flip(part, along), along), along)
 
 
+@vjp(np.cumulative_prod)
+def cumulative_prod(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
+    # cumprod's rule, less the initial one's part; axis=None: 1-d x
+    along = 0 if axis is None else axis
+    return cumprod_grad(np.delete(g, 0, along) if include_initial else g,
+                        np.delete(ans, 0, along) if include_initial else ans, x, along)
+
+
+@vjp(np.unstack)
+def unstack(g, ans, x, *, axis=0):
+    return np.stack(g, axis=axis)
+
+
 # --- norms and singular values ---
 
 
@@ -112,8 +127,15 @@ def svdvals(g, ans, x):
 
 linear(np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,
        np.require, _LA.diagonal, _LA.trace, np.matrix_transpose, _LA.matrix_transpose,
-       np.cumulative_sum)
+       np.cumulative_sum, np.unstack)
 multilinear(_LA.matmul, _LA.outer, _LA.tensordot)
+
+
+@jvp(np.cumulative_prod)
+def cumulative_prod_jvp(t, ans, x, axis=None, dtype=None, out=None, include_initial=False):
+    along = 0 if axis is None else axis
+    dot = cumprod_jvp_helper(t, np.delete(ans, 0, along) if include_initial else ans, x, along)
+    return np.insert(dot, 0, 0, along) if include_initial else dot
 
 
 @jvp(_LA.vecdot)
@@ -139,5 +161,5 @@ def svdvals_jvp(t, ans, x):
 # -- facts (rules/registry.py: facts) ------------------------------------------------
 facts(np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,
       np.require, np.matrix_transpose, _LA.matrix_transpose, _LA.diagonal, view=True)
-facts(_LA.matmul, _LA.outer, _LA.tensordot, np.cumulative_sum, fresh=True)
+facts(_LA.matmul, _LA.outer, _LA.tensordot, np.cumulative_sum, np.cumulative_prod, fresh=True)
 facts(_LA.vector_norm, _LA.matrix_norm, _LA.svdvals, real_output=True)

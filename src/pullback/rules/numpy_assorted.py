@@ -1,6 +1,6 @@
 """Rules for NumPy functions programs call that fit no other family:
 ``np.insert``, the NaN-skipping quantiles (``np.nanmedian``,
-``np.nanquantile``, ``np.nanpercentile``), ``np.unwrap``, ``np.i0`` and
+``np.nanquantile``, ``np.nanpercentile``) and ``np.nancumprod``, ``np.unwrap``, ``np.i0`` and
 ``np.linalg.cond``; and functions whose results carry no gradient (integer
 and boolean results: ``np.digitize``, ``np.argpartition``, ``np.isin``...).
 Helpers: ``runtime.select_support``, ``runtime.special_support``.
@@ -38,7 +38,8 @@ array([[ 0.5,  0. ],
 import numpy as np
 
 from pullback.rules.registry import elementwise, facts, jvp, nondifferentiable, vjp
-from pullback.runtime import bessel_i1, cond_grad, insert_grads, nanquantile_grad
+from pullback.runtime import bessel_i1, cond_grad, cumprod_grad, insert_grads, nanquantile_grad
+from pullback.runtime.reduction_forward import cumprod_jvp as cumprod_jvp_helper
 from pullback.runtime.special_support import cond_jvp as cond_jvp_helper
 from pullback.runtime.select_support import nanquantile_jvp as nanquantile_jvp_helper
 
@@ -64,6 +65,12 @@ def nanquantile(g, ans, a, q, axis=None, out=None, overwrite_input=False, method
 def nanpercentile(g, ans, a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
     return nanquantile_grad(g, a, np.true_divide(q, 100.0), axis, keepdims, method, weights)
+
+
+@vjp(np.nancumprod)
+def nancumprod(g, ans, a, axis=None, dtype=None, out=None):
+    # NaN counts as 1 and gets nothing
+    return cumprod_grad(g, ans, np.where(np.isnan(a), 1, a), axis) * ~np.isnan(a)
 
 
 @vjp(np.unwrap)
@@ -113,6 +120,12 @@ def nanpercentile_jvp(t, ans, a, q, axis=None, out=None, overwrite_input=False,
                                   weights)
 
 
+@jvp(np.nancumprod)
+def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    return cumprod_jvp_helper(np.where(np.isnan(a), 0, t), ans, np.where(np.isnan(a), 1, a),
+                              axis, dtype)
+
+
 @jvp(np.linalg.cond)
 def cond_jvp(t, ans, x, p=None):
     return cond_jvp_helper(t, ans, x, p)
@@ -135,6 +148,7 @@ if hasattr(np, "bitwise_count"):            # NumPy 2.0+
 
 
 # -- facts (rules/registry.py: facts) ------------------------------------------------
-facts(np.insert, np.nanmedian, np.nanquantile, np.nanpercentile, np.unwrap, np.i0, fresh=True)
+facts(np.insert, np.nanmedian, np.nanquantile, np.nanpercentile, np.unwrap, np.i0,
+      np.nancumprod, fresh=True)
 facts(np.linalg.cond, np.nanmedian, np.nanquantile, np.nanpercentile, real_output=True)
 facts(np.unwrap, np.i0, shape="same")
