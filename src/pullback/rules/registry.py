@@ -11,7 +11,8 @@ Its first two parameters are always ``g`` (the cotangent of the output) and
 ``ans`` (the output itself); the rest mirror the primitive's own parameters,
 with the primitive's names, so that a call's positional and keyword arguments
 bind to them.  Parameters without a default are differentiable unless listed
-in ``nondiff``; parameters with a default are static (``axis``, ``keepdims``).
+in ``nondiff``; parameters with a default are static (``axis``, ``keepdims``)
+unless listed in ``optional`` (``np.diff``'s ``prepend``: differentiable when given).
 With one differentiable parameter the rule returns its contribution, with
 several a tuple in parameter order.
 
@@ -133,11 +134,11 @@ def vjp(*primitives, nondiff=(), broadcasts=False, discrete=(), optional=()):
         params = tuple(names[2:])
         diff = tuple(
             n for n in params
-            if sig.parameters[n].default is inspect.Parameter.empty
+            if n in optional or sig.parameters[n].default is inspect.Parameter.empty
             and sig.parameters[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
                                            inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            inspect.Parameter.VAR_POSITIONAL)
-            and n not in nondiff or n in optional)
+            and n not in nondiff)
         rule = Rule(fn, fn.__name__, diff, params, broadcasts, sig, tuple(discrete))
         for p in primitives:
             RULES[p] = rule
