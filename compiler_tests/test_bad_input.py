@@ -661,7 +661,7 @@ def test_refused_under_vjp_and_jvp_too():
 # -- functions with no rule, values that carry no gradient -------------------------
 
 def f_no_rule_linalg(x):
-    return np.sum(np.unwrap(x))
+    return np.sum(np.trim_zeros(x))
 
 
 def f_no_rule_method(x):
@@ -674,8 +674,8 @@ def f_varied_static_axis(x):
 
 
 NO_RULE = [
-    (f_no_rule_linalg, "np.unwrap(x)", pb.NoRuleError,
-     ["np.unwrap", "pb.custom_vjp"]),
+    (f_no_rule_linalg, "np.trim_zeros(x)", pb.NoRuleError,
+     ["np.trim_zeros", "pb.custom_vjp"]),
     (f_no_rule_method, "x.compress([True, False, True])", pb.NoRuleError,
      ["compress", "pb.custom_vjp"]),
     (f_varied_static_axis, "axis=k", pb.NonDifferentiableError, ["`axis`", "constant"]),

@@ -105,9 +105,9 @@ def test_adjoint_of_a_dynamic_call_is_not_zeros():
 
 
 def test_function_value_with_no_rule_is_refused_at_its_line():
-    with pytest.raises(pb.NoRuleError, match=r"(?s)no differentiation rule for .*unwrap.*"
+    with pytest.raises(pb.NoRuleError, match=r"(?s)no differentiation rule for .*trim_zeros.*"
                                              r"line \d+.*return np.sum\(fn\(x\)\)"):
-        pb.grad(as_parameter, argnums=1)(np.unwrap, X)
+        pb.grad(as_parameter, argnums=1)(np.trim_zeros, X)
 
 
 def test_function_value_built_from_the_inputs_carries_its_gradient():

@@ -252,21 +252,17 @@ XFAIL = {
                      "followed now (frontend/dict_stores.py)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
-    "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "
-                        "rule: refused with NoRuleError naming the line",
     "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
                     "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
                     "with a message about arrays sharing memory (misleading: they are dicts)",
-    "tv_denoising": "`np.diff(u, axis=1, append=u[:, -1:])`: the append= argument carries no "
-                    "gradient (refused, naming a generated name `u_item`)",
     # The fifth round's (corpus, 2026-12-02): none gives a number.
     "bead_spring_itertools": "`[... for a, b in itertools.pairwise(x)]` over the bead "
                              "positions: refused naming the line (runtime.loop_items: the "
                              "iterator's items are arrays it made); the loops over "
                              "itertools.repeat, pairwise and combinations of indices are "
                              "followed since this round (were a TypeError naming no line). "
-                             "Written with list(...), as the old message advised, it gives a "
-                             "wrong gradient (test_itertools_loops' xfails)",
+                             "Written with list(...), as the old message advised, it is "
+                             "refused too (runtime.opaque_routes)",
     "module_hierarchy": "`Sequential(*layers)`: a class whose __init__ takes *args is "
                         "refused naming the call (its hint, 'Give the function named "
                         "parameters', points at the user's function, not at "

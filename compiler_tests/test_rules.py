@@ -633,10 +633,15 @@ def _with_nonfinite(G, shape):
 case(np.nan_to_num, lambda G: [_with_nonfinite(G, (3, 4))], RC, quiet=True)
 case(np.nan_to_num, lambda G: [G.normal((3,))], RC, nan=1.0)
 for kw in ({}, {"axis": 0}, {"n": 2}, {"n": 3, "axis": 1}, {"prepend": 0.5},
-           {"append": np.ones((3, 2))}, {"n": 2, "prepend": 1.0, "append": np.zeros((3, 1))}):
-    # a float64 prepend or append makes the result (and g) float64
+           {"append": np.ones((3, 2))}, {"n": 2, "prepend": 1.0, "append": np.zeros((3, 1))},
+           {"axis": 0, "prepend": np.arange(5.0)[None], "append": np.array([[1.0, 2, 3, 4, 5]])},
+           {"n": 4, "axis": 1, "append": np.full((3, 3), 0.5)}):
+    # a float64 prepend or append makes the result (and g) float64; both are
+    # differentiable (moved with a, by keyword)
     case(np.diff, lambda G: [G.normal((3, 5))], RC, f32_exact=not set(kw) & {"prepend", "append"},
          **kw)
+case(np.diff, lambda G: [G.normal((4,)), 2, 0, G.normal((2,)), G.normal(None)], RC,
+     f32_exact=False)
 case(np.diff, lambda G: [G.normal((5,)), 0], RC)
 for key in (np.cumprod, "ndarray.cumprod"):
     for kw in ({}, {"axis": 0}, {"axis": 1}, {"axis": -1}):
@@ -845,6 +850,149 @@ case(np.linalg.eig, lambda G: [_real_spectrum(G, (2, 3, 3))], R)
 case(np.linalg.eigvals, lambda G: [_real_spectrum(G, (4, 4))], RC)
 case(np.linalg.eigvals, lambda G: [G.normal((4, 4))], RC)
 case(np.linalg.eigvals, lambda G: [G.normal((2, 3, 3))], RC)
+
+
+# --- issue 13: functions real programs call (rules.numpy_series_classes, ...) -----
+
+_P = np.polynomial
+for series in (_P.Polynomial([0.5, -1.0, 2.0, 0.25]), _P.Chebyshev([1.0, 2.0, -3.0]),
+               _P.Legendre([0.3, 0.0, 1.5, -0.5], domain=[-2.0, 3.0]),
+               _P.Hermite([1.0, -0.5, 0.25]), _P.HermiteE.basis(4),
+               _P.Laguerre([2.0, 1.0, -1.0], window=[0.0, 2.0]), _P.Polynomial([1.5])):
+    # (the coefficients are float64: so is the result)
+    case(_P._polybase.ABCPolyBase.__call__, lambda G, p=series: [p, G.unit((3, 2))], RC,
+         f32_exact=False)
+    case(_P._polybase.ABCPolyBase.__call__, lambda G, p=series: [p, G.unit()], RC,
+         f32_exact=False)
+
+# (rules.math_special, rules.numpy_assorted)
+for key in (math.lgamma, math.gamma):
+    case(key, lambda G: [G.uniform(0.2, 6.0)], F)
+    case(key, lambda G: [-G.uniform(0.2, 0.8)], F)
+    case(key, lambda G: [-1.0 - G.uniform(0.2, 0.8)], F)
+case(math.lgamma, lambda G: [G.uniform(20.0, 60.0)], F)
+for make, kw in ((lambda G: [G.normal((5,)), 2, G.normal(None)], {}),
+                 (lambda G: [G.normal((5,)), [1, 3, 3], G.normal((3,))], {}),
+                 (lambda G: [G.normal((3, 4)), 1, G.normal((4,))], {"axis": 0}),
+                 (lambda G: [G.normal((3, 4)), [0, 2], G.normal((3, 1))], {"axis": 1}),
+                 (lambda G: [G.normal((3, 4)), slice(1, 3), G.normal(None)], {"axis": 1}),
+                 (lambda G: [G.normal((2, 3)), 4, G.normal((2,))], {})):
+    case(np.insert, make, RC, **kw)
+for kw in AXES + [{"axis": (0, 1)}]:
+    case(np.nanmedian, lambda G: [_with_nans(G, (3, 4))], R, **kw)
+    case(np.nanquantile, lambda G: [_with_nans(G, (3, 4)), 0.3], R, **kw)
+    case(np.nanquantile, lambda G: [_with_nans(G, (3, 4)), np.array([0.0, 0.6, 1.0])], R,
+         f32_exact=False, **kw)
+    case(np.nanpercentile, lambda G: [_with_nans(G, (3, 4)), 65.0], R, **kw)
+case(np.nanmedian, lambda G: [G.normal((2, 3, 4))], R, axis=1, keepdims=True)
+for kw in ({}, {"axis": 0}, {"period": 4.0}, {"discont": 4.0, "axis": 1}):
+    case(np.unwrap, lambda G: [3.0 * G.normal((3, 5))], R, **kw)
+unary([np.i0], "normal", R, shapes=((3, 4), (5,), ()))
+case(np.i0, lambda G: [G.uniform(20.0, 40.0, (3,))], F)
+for p in (None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf):
+    case(np.linalg.cond, lambda G: [G.normal((3, 3))], RC, p=p)
+case(np.linalg.cond, lambda G: [G.normal((2, 3, 3))], RC)
+case(np.linalg.cond, lambda G: [G.normal((2, 4, 3))], RC, p=-2)
+case(np.linalg.cond, lambda G: [G.normal((3, 5))], RC)
+
+
+# (rules.numpy_callbacks: the user functions they call, differentiated by pullback)
+def _centered(t):
+    return t - np.mean(t)
+
+
+def _cube(t):
+    return t * t * t
+
+
+def _outer_self(r):
+    return np.outer(r, np.sin(r))
+
+
+def _norm2(r, scale=1.0):
+    return scale * np.sum(r * r)
+
+
+def _pieces_case(shape, conds, funcs):
+    def make(G):
+        x = G.normal(shape)
+        return [x, [c(x) for c in conds], funcs]
+    return make
+
+
+case(np.piecewise, _pieces_case((5,), [lambda x: x < 0], [_centered, np.sin]), R)
+case(np.piecewise, _pieces_case((3, 4), [lambda x: x < -0.5, lambda x: x > 0.5],
+                                [_centered, 2.0, np.exp]), R)
+case(np.piecewise, _pieces_case((6,), [lambda x: x < 0.5, lambda x: x > -0.5],
+                                [np.sin, _cube]), R)           # overlapping: the last wins
+case(np.piecewise, _pieces_case((), [lambda x: x > 0], [_cube, np.cos]), R)
+case(np.apply_along_axis, lambda G: [_outer_self, 1, G.normal((3, 4))], R)
+case(np.apply_along_axis, lambda G: [np.cumsum, 0, G.normal((3, 4))], R)
+case(np.apply_along_axis, lambda G: [_norm2, -1, G.normal((2, 3, 4))], R)
+case(np.apply_along_axis, lambda G: [_norm2, 0, G.normal((3, 2)), 1.5], R)
+
+# (rules.numpy_array_api: the array API's names, the matrix axes last)
+_LA = np.linalg
+unary([np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,
+       np.require], "normal", RC, shapes=((3, 4), (5,)))
+binary([_LA.matmul], "normal", "normal", RC, MATMUL_PAIRS)
+case(_LA.outer, lambda G: [G.normal((3,)), G.normal((4,))], RC)
+case(_LA.tensordot, lambda G: [G.normal((2, 3, 4)), G.normal((3, 4, 5))], RC)
+case(_LA.tensordot, lambda G: [G.normal((3, 4)), G.normal((4, 2))], RC, axes=1)
+for key in (_LA.diagonal, _LA.trace):
+    case(key, lambda G: [G.normal((3, 4))], RC)
+    case(key, lambda G: [G.normal((2, 3, 3))], RC, offset=1)
+for key in (np.matrix_transpose, _LA.matrix_transpose):
+    case(key, lambda G: [G.normal((2, 3, 4))], RC)
+case(_LA.vecdot, lambda G: [G.normal((3, 4)), G.normal((4,))], RC)
+case(_LA.vecdot, lambda G: [G.normal((3, 4)), G.normal((3, 4))], RC, axis=0)
+for kw in ({}, {"include_initial": True}):
+    case(np.cumulative_sum, lambda G: [G.normal((5,))], RC, **kw)
+    case(np.cumulative_sum, lambda G: [G.normal((3, 4))], RC, axis=1, **kw)
+case(np.cumulative_sum, lambda G: [G.normal((3, 4))], RC, axis=0)
+for kw in ({}, {"axis": 0}, {"axis": (0, 2), "keepdims": True}, {"ord": 1}, {"ord": np.inf},
+           {"axis": -1, "ord": 3}):
+    case(_LA.vector_norm, lambda G: [G.distinct((2, 3, 4))], R, **kw)
+case(_LA.vector_norm, lambda G: [G.away((3, 4))], RC, axis=1)
+for kw in ({}, {"ord": "nuc"}, {"ord": 2}, {"ord": 1, "keepdims": True}, {"ord": -np.inf}):
+    case(_LA.matrix_norm, lambda G: [G.distinct((2, 3, 3))], R, **kw)
+case(_LA.matrix_norm, lambda G: [G.normal((3, 4))], RC)
+case(_LA.svdvals, lambda G: [G.normal((3, 4))], RC)
+for kw in ({}, {"include_initial": True}):
+    case(np.cumulative_prod, lambda G: [G.pos((5,))], RC, **kw)
+    case(np.cumulative_prod, lambda G: [G.pos((3, 4)) * np.array([1, 0, 1, 1])], RC, axis=1,
+         **kw)
+case(np.unstack, lambda G: [G.normal((3, 4))], RC)
+case(np.unstack, lambda G: [G.normal((2, 3, 4))], RC, axis=2)
+for kw in ({}, {"axis": 0}, {"axis": 1}):
+    case(np.nancumprod, lambda G: [np.where(np.isnan(_with_nans(G, (3, 4))), np.nan,
+                                            G.pos((3, 4)))], R, **kw)
+case(_LA.svdvals, lambda G: [G.normal((2, 3, 3))], RC)
+
+# (rules.numpy_selections)
+case(np.compress, lambda G: [np.array([True, False, True]), G.normal((3, 4))], RC, axis=0)
+case(np.compress, lambda G: [[False, True, True, False, True], G.normal((2, 3))], RC)
+case(np.extract, lambda G: [G.bools((3, 4)), G.normal((3, 4))], RC)
+case(np.resize, lambda G: [G.normal((2, 3)), (4, 4)], RC)
+case(np.resize, lambda G: [G.normal((5,)), 3], RC)
+case(np.diagflat, lambda G: [G.normal((3,))], RC)
+case(np.diagflat, lambda G: [G.normal((2, 2))], RC, k=-1)
+case(np.bincount, lambda G: [np.array([0, 2, 2, 5, 1]), G.normal((5,))], R, f32_exact=False)
+case(np.bincount, lambda G: [np.array([3, 0, 3]), G.normal((3,))], R, minlength=6,
+     f32_exact=False)
+for kw in ({}, {"w": np.array([1.0, 2.0, 0.5, 1.0, 1.5, 1.0])}):
+    case(np.polyfit, lambda G: [np.linspace(-1.0, 2.0, 6), G.normal((6,)), 2], R,
+         f32_exact=False, **kw)
+case(np.polyfit, lambda G: [np.linspace(0.0, 1.0, 5), G.normal((5, 3)), 3], R, f32_exact=False)
+
+# (rules.numpy_poly_arithmetic)
+for key in (np.polyadd, np.polysub, np.polymul):
+    case(key, lambda G: [G.normal((3,)), G.normal((5,))], RC)
+    case(key, lambda G: [G.normal((4,)), G.normal((2,))], RC)
+for kw in ({}, {"m": 2}, {"m": 4}):
+    case(np.polyder, lambda G: [G.normal((4,))], RC, f32_exact=False, **kw)
+    case(np.polyint, lambda G: [G.normal((4,))], RC, f32_exact=False, **kw)
+case(np.polyint, lambda G: [G.normal((3,))], R, f32_exact=False, m=2, k=[1.0, 2.0])
 
 
 # --- issue 14: SciPy (rules.scipy_*), registered when SciPy imports ---------------
@@ -1207,15 +1355,17 @@ def test_dot_product(case, kind):
     u = tmap(lambda y: random_like(rng, y), ans)
     diff = [n for n in rule.diff if n in ba.arguments and n not in case.fixed]
     where = positions(rule, len(args))
-    assert all(n in where for n in diff), "tables pass differentiable values positionally"
+    assert all(n in where or n in case.kw for n in diff)
     v = {n: tmap(lambda x: random_like(rng, x), ba.arguments[n]) for n in diff}
 
-    # J v by central differences, all inputs in float64 / complex128
+    # J v by central differences, all inputs in float64 / complex128 (a
+    # differentiable keyword argument, np.diff's append=, moves too)
     def at(t):
-        moved = tmap(upcast, list(args))
+        moved, kw = tmap(upcast, list(args)), tmap(upcast, case.kw)
         for n in diff:
-            moved[where[n]] = tmap(lambda x, d: shifted(x, d, t), moved[where[n]], v[n])
-        return call(case.key, moved, tmap(upcast, case.kw))
+            held, at_ = (moved, where[n]) if n in where else (kw, n)
+            held[at_] = tmap(lambda x, d: shifted(x, d, t), held[at_], v[n])
+        return call(case.key, moved, kw)
 
     jv = tmap(lambda p, m: (np.asarray(p) - np.asarray(m)) / (2 * STEP) if is_var(p) else None,
               at(STEP), at(-STEP))
@@ -1274,7 +1424,7 @@ def test_rules_and_nondifferentiable_are_disjoint():
 # math functions with a rule and no NumPy twin declared: a scalar-only rule
 # (the documented default), so a fused kernel never holds them
 SCALAR_ONLY_MATH = {math.copysign, math.erf, math.erfc, math.fmod, math.fsum, math.ldexp,
-                    math.log, math.remainder}
+                    math.log, math.remainder, math.lgamma, math.gamma}
 
 
 def test_every_numpy_ufunc_rule_declares_its_facts():

@@ -549,3 +549,9 @@ def _by_handle(handle, fn, args, kwargs, mask, tangents, has_aux):
     full = handle.bind(args, kwargs)
     wrt = tuple(sorted(i for i in by_param if by_param[i] is not None))
     return handle.call(full, wrt, tuple(by_param[i] for i in wrt), has_aux)
+
+
+# rules of NumPy functions that call a user function (runtime.callback_support:
+# np.piecewise, np.apply_along_axis) reach its tangent here
+from ..runtime.calls import install as _install_hooks  # noqa: E402
+_install_hooks(dynamic_jvp=dynamic_jvp)

@@ -46,6 +46,7 @@ from ..analyses.callable_facts import dotted, is_library
 from ..analyses.ops import OpKind
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..frontend.spelling import spelled
 from ..rules.inline import clone, instantiate, parameter_value
 from ..rules.numpy_ufunc_methods import refusal_hint
 from .accumulate import ZERO
@@ -286,12 +287,13 @@ class Adjoints:
                 continue
             for v in op.static_names(p):
                 if v in self.ctx.varied:
+                    v = spelled(self.ctx.parsed, op.node, v, p, op.rule.bind)
                     raise NonDifferentiableError(
-                        f"The `{p}` argument of {op.label} carries no gradient, but `{v}` "
+                        f"The `{p}` argument of {op.label} carries no gradient, but {v} "
                         "depends on the inputs being differentiated.",
                         self.ctx.parsed.location(op.node),
                         f"Pass a constant as `{p}`, or rewrite the expression so that "
-                        f"`{v}` enters through a differentiable argument"
+                        f"{v} enters through a differentiable argument"
                         + (" (a loop `for k in d` over a dict reads it by position: loop "
                            "over d.items() or d.keys())." if op.primitive is operator.getitem
                            else "."))

@@ -15,6 +15,9 @@ from pullback.rules import numpy_contractions, numpy_layout, numpy_linalg  # noq
 from pullback.rules import numpy_fft, numpy_misc, numpy_statistics, numpy_ufunc_methods  # noqa: F401,E501
 from pullback.rules import objects, runtime_helpers  # noqa: F401
 from pullback.rules import dicts  # noqa: F401
+from pullback.rules import math_special, numpy_assorted, numpy_series_classes  # noqa: F401
+from pullback.rules import numpy_array_api, numpy_callbacks, numpy_selections  # noqa: F401
+from pullback.rules import numpy_poly_arithmetic  # noqa: F401
 from pullback.rules.registry import (NONDIFF, RULES, Rule, is_nondifferentiable,
                                      lookup, nondifferentiable, register_lazily, vjp)
 

@@ -36,8 +36,7 @@ import math
 
 import numpy as np
 
-from pullback.runtime.forward_support import (diff_jvp as diff_jvp_helper, pad_jvp as pad_jvp_helper,
-                                      sort_jvp as sort_jvp_helper)
+from pullback.runtime.forward_support import pad_jvp as pad_jvp_helper, sort_jvp as sort_jvp_helper
 from pullback.runtime.reduction_forward import (average_jvp as average_jvp_helper,
                                                 corrcoef_jvp as corrcoef_jvp_helper,
                                                 cov_jvp as cov_jvp_helper,
@@ -47,8 +46,9 @@ from pullback.runtime.reduction_forward import (average_jvp as average_jvp_helpe
                                                 real_if_close_jvp as real_if_close_jvp_helper)
 from pullback.rules.registry import facts, elementwise, jvp, linear, vjp
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
-                              cumprod_grad, diff_grad, linspace_grads, nan_to_num_grad,
-                              pad_grad, partition_grad, ptp_grad, repeat_grad, rollaxis_grad,
+                              cumprod_grad, diff_end_grad, diff_grad, linspace_grads,
+                              nan_to_num_grad, pad_grad, partition_grad, ptp_grad,
+                              repeat_grad, rollaxis_grad,
                               select_grads, sort_grad, take_along_axis_grad, tile_grad,
                               unarray, unconcatenate, unjoin, unreduce)
 
@@ -202,9 +202,12 @@ def nan_to_num(g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
 # --- differences, products, elementwise ---
 
 
-@vjp(np.diff)
+@vjp(np.diff, optional=("prepend", "append"))
 def diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
-    return diff_grad(g, a, n, axis, prepend, append)
+    # prepend and append are joined to a along axis before differencing
+    return (diff_grad(g, a, n, axis, prepend, append),
+            diff_end_grad(g, a, n, axis, prepend, append, 0),
+            diff_end_grad(g, a, n, axis, prepend, append, 1))
 
 
 @vjp(np.cumprod, "ndarray.cumprod")
@@ -262,7 +265,8 @@ def corrcoef(g, ans, x, y=None, rowvar=True, dtype=None):
 linear(np.repeat, "ndarray.repeat", np.tile, np.roll, np.rot90, np.flip, np.fliplr,
        np.flipud, np.rollaxis, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.split,
        np.array_split, np.hsplit, np.vsplit, np.dsplit, np.column_stack, np.dstack,
-       np.append, np.linspace, np.take_along_axis)
+       np.append, np.linspace, np.take_along_axis,
+       np.diff)   # (with prepend and append: their tangents joined as they are)
 
 
 @jvp(np.cumprod, "ndarray.cumprod")
@@ -305,11 +309,6 @@ def real_if_close_jvp(t, ans, a, tol=100):
 def select_jvp(t, ans, condlist, choicelist, default=0):
     # the default is a constant: its tangent is zero
     return np.select(condlist, t, 0)
-
-
-@jvp(np.diff)
-def diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
-    return diff_jvp_helper(t, n, axis, prepend, append)
 
 
 @jvp(np.sort)

@@ -11,7 +11,8 @@ Its first two parameters are always ``g`` (the cotangent of the output) and
 ``ans`` (the output itself); the rest mirror the primitive's own parameters,
 with the primitive's names, so that a call's positional and keyword arguments
 bind to them.  Parameters without a default are differentiable unless listed
-in ``nondiff``; parameters with a default are static (``axis``, ``keepdims``).
+in ``nondiff``; parameters with a default are static (``axis``, ``keepdims``)
+unless listed in ``optional`` (``np.diff``'s ``prepend``: differentiable when given).
 With one differentiable parameter the rule returns its contribution, with
 several a tuple in parameter order.
 
@@ -119,8 +120,11 @@ RULES: dict = {}
 NONDIFF: set = set()
 
 
-def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
-    """Register the decorated function as the rule of each primitive."""
+def vjp(*primitives, nondiff=(), broadcasts=False, discrete=(), optional=()):
+    """Register the decorated function as the rule of each primitive.
+
+    ``optional`` names parameters with a default that are differentiable
+    when a call passes them (``np.diff``'s ``prepend`` and ``append``)."""
 
     def register(fn):
         sig = inspect.signature(fn)
@@ -130,7 +134,7 @@ def vjp(*primitives, nondiff=(), broadcasts=False, discrete=()):
         params = tuple(names[2:])
         diff = tuple(
             n for n in params
-            if sig.parameters[n].default is inspect.Parameter.empty
+            if n in optional or sig.parameters[n].default is inspect.Parameter.empty
             and sig.parameters[n].kind in (inspect.Parameter.POSITIONAL_ONLY,
                                            inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            inspect.Parameter.VAR_POSITIONAL)

@@ -50,6 +50,16 @@ from .scipy_support import *  # noqa: F401,F403
 from .scipy_support import __all__ as _scipy_support
 from .scipy_solvers import *  # noqa: F401,F403
 from .scipy_solvers import __all__ as _scipy_solvers
+from .series_support import *  # noqa: F401,F403
+from .series_support import __all__ as _series_support
+from .select_support import *  # noqa: F401,F403
+from .select_support import __all__ as _select_support
+from .special_support import *  # noqa: F401,F403
+from .special_support import __all__ as _special_support
+from .callback_support import *  # noqa: F401,F403
+from .callback_support import __all__ as _callback_support
+from .array_api_support import *  # noqa: F401,F403
+from .array_api_support import __all__ as _array_api_support
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 
@@ -58,4 +68,6 @@ from .opaque_routes import items_cotangent  # noqa: F401,E402  (rules.math_rules
 
 __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulation + _linalg_support
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
-           + _objects + _dict_rules + ["items_cotangent"])
+           + _objects + _dict_rules + ["items_cotangent"]
+           + _series_support + _select_support + _special_support + _callback_support
+           + _array_api_support)

@@ -30,7 +30,7 @@ from .rule_support import abs_grad, is_array_value
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
-           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp", "diff_jvp",
+           "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp",
            "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
 
 
@@ -284,17 +284,6 @@ def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
 
 
 _LINEAR_PADS = {"constant", "edge", "reflect", "symmetric", "wrap", "mean", "empty"}
-
-
-def diff_jvp(t, n=1, axis=-1, prepend=None, append=None):
-    """Tangent of ``np.diff``: the differences of the tangent, with the
-    values prepended or appended (constants) contributing zeros."""
-    kw = {}
-    if prepend is not None:
-        kw["prepend"] = np.zeros_like(prepend, dtype=np.result_type(t, prepend))
-    if append is not None:
-        kw["append"] = np.zeros_like(append, dtype=np.result_type(t, append))
-    return np.diff(t, n=n, axis=axis, **kw)
 
 
 def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"):

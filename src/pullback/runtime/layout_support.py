@@ -20,7 +20,7 @@ from .rule_support import unarray
 __all__ = ["einsum_grads", "tensordot_subscripts", "kron_grads", "cross_grads",
            "diagonal_grad", "trace_grad", "diag_grad", "tile_grad", "repeat_grad", "pad_grad",
            "rollaxis_grad", "unjoin", "atleast_grads", "sort_grad", "partition_grad",
-           "linspace_grads", "take_along_axis_grad", "diff_grad",
+           "linspace_grads", "take_along_axis_grad", "diff_grad", "diff_end_grad",
            "cumprod_grad", "select_grads", "average_grad", "ptp_grad", "cov_grad",
            "corrcoef_grad", "nan_to_num_grad", "running_winners", "cummax_grad", "unouter", "quantile_parts",
            "quantile_grad", "trapezoid_grad", "meshgrid_grads", "series_grad", "ediff1d_grad",
@@ -313,19 +313,41 @@ def take_along_axis_grad(g, arr, indices, axis=-1):
     return out
 
 
-def diff_grad(g, a, n=1, axis=-1, prepend=None, append=None):
-    """Cotangent of ``np.diff(a, n, axis, prepend, append)``: ``n`` adjoint
-    differences (``g[j-1] - g[j]``), less the prepended and appended parts."""
-    def width(x):
-        if x is None or x is np._NoValue:
-            return 0
-        return 1 if np.ndim(x) == 0 else np.shape(x)[axis]
-    g, before, after = np.asarray(g), width(prepend), width(append)
-    length = np.shape(a)[axis] + before + after
+def _diff_width(x, axis):
+    if x is None or x is np._NoValue:
+        return 0
+    return 1 if np.ndim(x) == 0 else np.shape(x)[axis]
+
+
+def _diff_adjoint(g, a, n, axis, prepend, append):
+    """``n`` adjoint differences (``g[j-1] - g[j]``) of ``g``: the cotangent of
+    ``a`` with ``prepend`` and ``append`` joined to it along ``axis``."""
+    g = np.asarray(g)
+    length = np.shape(a)[axis] + _diff_width(prepend, axis) + _diff_width(append, axis)
     for _ in range(min(n, length)):     # differences of an empty axis are empty
         zero = np.zeros(g.shape[:axis % g.ndim] + (1,) + g.shape[axis % g.ndim + 1:], g.dtype)
         g = np.concatenate([zero, g], axis=axis) - np.concatenate([g, zero], axis=axis)
-    return np.take(g, np.arange(before, length - after), axis=axis)
+    return g, length
+
+
+def diff_grad(g, a, n=1, axis=-1, prepend=None, append=None):
+    """Cotangent of ``a`` in ``np.diff(a, n, axis, prepend, append)``: ``n``
+    adjoint differences (``g[j-1] - g[j]``), less the prepended and appended
+    parts."""
+    g, length = _diff_adjoint(g, a, n, axis, prepend, append)
+    return np.take(g, np.arange(_diff_width(prepend, axis),
+                                length - _diff_width(append, axis)), axis=axis)
+
+
+def diff_end_grad(g, a, n, axis, prepend, append, end):
+    """Cotangent of ``prepend`` (``end == 0``) or ``append`` (``end == 1``)
+    in ``np.diff``: its part of the adjoint differences, summed for a
+    scalar (NumPy broadcasts one along ``axis``)."""
+    g, length = _diff_adjoint(g, a, n, axis, prepend, append)
+    x = append if end else prepend
+    width = _diff_width(x, axis)
+    part = np.take(g, np.arange(length - width, length) if end else np.arange(width), axis=axis)
+    return np.sum(part) if np.ndim(x) == 0 else part
 
 
 def cumprod_grad(g, ans, a, axis=None):

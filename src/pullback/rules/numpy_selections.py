@@ -1,0 +1,78 @@
+"""Rules for selections and fits: ``np.compress``, ``np.extract``,
+``np.resize``, ``np.diagflat``, ``np.bincount`` (its ``weights``) and
+``np.polyfit`` (its ``y``).  A selection moves ``g`` back where each output
+element came from, found by applying the same selection to the elements'
+numbers (``runtime.select_support.source_index``); repeated elements
+(``np.resize`` past the end) accumulate.  The conditions and indices are
+piecewise constant.  ``np.polyfit``'s coefficients are linear in ``y`` for a
+fixed ``x`` (``x``, ``deg`` and ``w`` carry no gradient; ``full=True`` and
+``cov`` are refused when the derivative runs).
+
+Before, a fit; after, its rule in the adjoint:
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import adjoint_source, function_from_source
+>>> f = function_from_source('''
+... def f(y):
+...     return np.polyfit(np.arange(4.0), y, 1)[0]
+... ''')
+>>> print(adjoint_source(f, np.ones(4)))
+def f_adjoint(residuals, out_bar):
+    polyfit_arange_y, arange, y = residuals
+    polyfit_arange_y_bar = owned_zeros(polyfit_arange_y)
+    polyfit_arange_y_bar[0] += out_bar
+    y_bar = polyfit_grad(polyfit_arange_y_bar, arange, y, 1)
+    return (project(y_bar, y, copy=True),)
+>>> pb.grad(f)(np.ones(4))                  # the slope: (x - mean x) / sum (x - mean x)**2
+array([-0.3, -0.1,  0.1,  0.3])
+"""
+import numpy as np
+
+from pullback.rules.registry import facts, jvp, linear, vjp
+from pullback.runtime import gather_grad, polyfit_grad, source_index
+from pullback.runtime.select_support import polyfit_jvp as polyfit_jvp_helper
+
+
+@vjp(np.compress, nondiff=("condition",), discrete=("condition",))
+def compress(g, ans, condition, a, axis=None, out=None):
+    return gather_grad(g, a, np.compress(condition, source_index(a), axis))
+
+
+@vjp(np.extract, nondiff=("condition",), discrete=("condition",))
+def extract(g, ans, condition, arr):
+    return gather_grad(g, arr, np.extract(condition, source_index(arr)))
+
+
+@vjp(np.resize, nondiff=("new_shape",))
+def resize(g, ans, a, new_shape):
+    return gather_grad(g, a, np.resize(source_index(a), new_shape))
+
+
+@vjp(np.diagflat)
+def diagflat(g, ans, v, k=0):
+    return gather_grad(g, v, np.diagflat(source_index(v), k))
+
+
+@vjp(np.bincount, nondiff=("x",), optional=("weights",), discrete=("x",))
+def bincount(g, ans, x, weights=None, minlength=0):
+    # each weight is added into its bin: it gets that bin's g
+    return np.asarray(g)[np.asarray(x)]
+
+
+@vjp(np.polyfit, nondiff=("x", "deg"))
+def polyfit(g, ans, x, y, deg, rcond=None, full=False, w=None, cov=False):
+    return polyfit_grad(g, x, y, deg, rcond, full, w, cov)
+
+
+# --- forward rules: linear in the values they move ---
+
+linear(np.compress, np.extract, np.resize, np.diagflat, np.bincount)
+
+
+@jvp(np.polyfit)
+def polyfit_jvp(t, ans, x, y, deg, rcond=None, full=False, w=None, cov=False):
+    return polyfit_jvp_helper(t, x, y, deg, rcond, full, w, cov)
+
+
+# -- facts (rules/registry.py: facts) ------------------------------------------------
+facts(np.compress, np.extract, np.resize, np.diagflat, np.bincount, np.polyfit, fresh=True)
