@@ -405,7 +405,8 @@ def test_scalar_code_skips_project_zeros_like_and_meta():
     seen = _python_calls(vg, 3.0, 1e-10)
     assert seen["adapt_primal"] + sum(n for k, n in seen.items()
                                       if k.startswith("adapt_primal_")) == 457
-    for helper in ("project", "zeros_like", "meta", "unbroadcast", "<lambda>", "spread"):
+    for helper in ("project", "zeros_like", "meta", "unbroadcast", "<lambda>", "spread",
+                   "join_grads"):
         assert seen[helper] == 0, (helper, seen[helper])
     # the callees' adjoints straight from the residuals (no call_adjoint but
     # pb.value_and_grad's own)
@@ -415,6 +416,8 @@ def test_scalar_code_skips_project_zeros_like_and_meta():
                     argnums=(0, 3, 4, 5, 6))
     assert "a_bar if type(a_bar) is float else project(a_bar, a)" in src
     assert "fhi_bar = 0.0" in src        # zeros_like(fhi) of a Python float parameter
+    # `adapt(...) + adapt(...)`: two floats take join_grads's own first test
+    assert "(out_bar, out_bar) if type(out_bar) is float and type(adapt_a_lo) is float" in src
 
 
 def test_a_numpy_scalar_argument_still_goes_through_project():
