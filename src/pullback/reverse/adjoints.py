@@ -48,6 +48,7 @@ from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
 from ..rules.inline import clone, instantiate
 from ..rules.numpy_ufunc_methods import refusal_hint
 from .accumulate import ZERO
+from .concatenate_parts import one_part
 from .context import ReverseContext
 
 __all__ = ["Adjoints", "ADJOINT_OF", "EFFECT_ADJOINT_OF"]
@@ -196,7 +197,7 @@ class Adjoints:
             j = seen[p] = seen.get(p, -1) + 1
             if name not in self.ctx.active:
                 continue
-            expr = clone(exprs[p])
+            expr = one_part(self.ctx, op, exprs[p]) or clone(exprs[p])
             if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
                 k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
                 expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())

@@ -1,0 +1,100 @@
+"""Concatenated parts: the cotangent of ``np.concatenate`` of a literal pack
+with one active part is that part's slice, bounded by the lengths of the
+others, and the pack itself is not kept for the adjoint.
+
+A loop's ``np.concatenate((wall, x, wall))`` (the FPU chain) split the
+cotangent into every part (``unconcatenate``, a Python call per step), and
+the tape held the pack ``(wall, x, wall)`` each step, to read ``x``'s part
+only.  The other parts, assigned once outside any block (or parameters
+never assigned), have the same length on every step; along the first axis
+the active part is what lies between theirs::
+
+    pack = (wall, x_1, wall)                   (primal)
+    xp = np.concatenate(pack)
+    ...
+    pack_bar = unconcatenate(xp_bar, pack)     (adjoint)
+    x_1_bar = x_1_bar + pack_bar[1]
+->
+    pack_bar = (None, xp_bar[len(wall):len(xp_bar) - len(wall)], None)
+    x_1_bar = x_1_bar + pack_bar[1]
+
+the view ``unconcatenate`` gives, for any array cotangent (the parts of a
+concatenation have its rank, so their lengths are their first axes').
+Code differentiated again keeps ``unconcatenate``.
+"""
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from ..again import transforming_again
+from ..analyses.kinds import Shape
+from ..runtime import rule_support
+
+__all__ = ["one_part"]
+
+
+def one_part(ctx, op, expr):
+    """``expr`` (``unconcatenate(g, pack)`` or with axis 0) as the tuple of
+    the active part's slice and None for the others, where ``op`` is
+    ``np.concatenate`` of a literal pack with one active part whose other
+    parts have a fixed length (see the module docstring); else None."""
+    if op.primitive is not np.concatenate or transforming_again() \
+            or not isinstance(expr, gast.Call) or not isinstance(expr.func, gast.Name) \
+            or ctx.helpers.get(expr.func.id) is not rule_support.unconcatenate \
+            or expr.keywords or not 2 <= len(expr.args) <= 3:
+        return None
+    g, pack = expr.args[:2]
+    if len(expr.args) == 3 and not (isinstance(expr.args[2], gast.Constant)
+                                    and expr.args[2].value == 0):
+        return None
+    if not (isinstance(g, gast.Name) and isinstance(pack, gast.Name)):
+        return None
+    defs = ctx.definitions(pack.id)
+    if len(defs) != 1 or not isinstance(defs[0].value, (gast.Tuple, gast.List)):
+        return None
+    parts = defs[0].value.elts
+    if not all(isinstance(e, gast.Name) for e in parts):
+        return None
+    active = [i for i, e in enumerate(parts) if e.id in ctx.active]
+    if len(active) != 1 or not all(_fixed(ctx, e.id) for i, e in enumerate(parts)
+                                   if i != active[0]):
+        return None
+    k, len_ = active[0], ctx.helper("len", len)
+    lengths = [_call(len_, e.id) for e in parts]
+    lower = _total(lengths[:k])
+    upper = None if k == len(parts) - 1 else gast.BinOp(
+        left=_call(len_, g.id), op=gast.Sub(), right=_total(lengths[k + 1:]))
+    piece = gast.Subscript(value=gast.Name(g.id, gast.Load(), None, None),
+                           slice=gast.Slice(lower=lower, upper=upper, step=None),
+                           ctx=gast.Load())
+    return gast.Tuple(elts=[piece if i == k else gast.Constant(None, None)
+                            for i in range(len(parts))], ctx=gast.Load())
+
+
+def _fixed(ctx, name):
+    """``name`` holds one array for the whole call, whose length nothing
+    changes: a parameter never assigned, or a name assigned once, outside
+    any block; not active, and not written into by any call."""
+    if name in ctx.active or ctx.kind(name).shape is not Shape.ARRAY \
+            or any(getattr(op, "mutates", None) == name for op in ctx.ops.values()):
+        return False
+    defs = ctx.definitions(name)
+    if not defs:
+        return name in ctx.normal.params
+    return len(defs) == 1 and name not in ctx.normal.params \
+        and any(s is defs[0] for s in ctx.normal.tree.body)
+
+
+def _call(fn, arg):
+    return gast.Call(func=gast.Name(fn, gast.Load(), None, None),
+                     args=[gast.Name(arg, gast.Load(), None, None)], keywords=[])
+
+
+def _total(terms):
+    if not terms:
+        return None
+    out = terms[0]
+    for t in terms[1:]:
+        out = gast.BinOp(left=out, op=gast.Add(), right=t)
+    return out
