@@ -21,6 +21,20 @@ the active part is what lies between theirs::
 the view ``unconcatenate`` gives, for any array cotangent (the parts of a
 concatenation have its rank, so their lengths are their first axes').
 Code differentiated again keeps ``unconcatenate``.
+
+>>> import numpy as np, pullback as pb
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(x):
+...     wall = np.zeros(1)
+...     xp = np.concatenate((wall, x, wall))
+...     return np.sum(xp[1:] * xp[:-1])
+... ''')
+>>> src = pb.source(f, np.ones(3))
+>>> [line.strip() for line in src.splitlines() if "pack_bar =" in line]
+['pack_bar = (None, xp_bar[len(wall):len(xp_bar) - len(wall)], None)']
+>>> pb.grad(f)(np.array([1.0, 2.0, 3.0]))
+array([2., 4., 2.])
 """
 from __future__ import annotations
 
