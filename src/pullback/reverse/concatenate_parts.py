@@ -43,6 +43,7 @@ import numpy as np
 
 from ..again import transforming_again
 from ..analyses.kinds import Shape
+from ..ir.build import call, name, sum_of
 from ..runtime import rule_support
 
 __all__ = ["one_part"]
@@ -75,40 +76,26 @@ def one_part(ctx, op, expr):
                                    if i != active[0]):
         return None
     k, len_ = active[0], ctx.helper("len", len)
-    lengths = [_call(len_, e.id) for e in parts]
-    lower = _total(lengths[:k])
+    lengths = [call(len_, name(e.id)) for e in parts]
+    lower = sum_of(lengths[:k])
     upper = None if k == len(parts) - 1 else gast.BinOp(
-        left=_call(len_, g.id), op=gast.Sub(), right=_total(lengths[k + 1:]))
-    piece = gast.Subscript(value=gast.Name(g.id, gast.Load(), None, None),
+        left=call(len_, name(g.id)), op=gast.Sub(), right=sum_of(lengths[k + 1:]))
+    piece = gast.Subscript(value=name(g.id),
                            slice=gast.Slice(lower=lower, upper=upper, step=None),
                            ctx=gast.Load())
     return gast.Tuple(elts=[piece if i == k else gast.Constant(None, None)
                             for i in range(len(parts))], ctx=gast.Load())
 
 
-def _fixed(ctx, name):
-    """``name`` holds one array for the whole call, whose length nothing
+def _fixed(ctx, var):
+    """``var`` holds one array for the whole call, whose length nothing
     changes: a parameter never assigned, or a name assigned once, outside
     any block; not active, and not written into by any call."""
-    if name in ctx.active or ctx.kind(name).shape is not Shape.ARRAY \
-            or any(getattr(op, "mutates", None) == name for op in ctx.ops.values()):
+    if var in ctx.active or ctx.kind(var).shape is not Shape.ARRAY \
+            or any(getattr(op, "mutates", None) == var for op in ctx.ops.values()):
         return False
-    defs = ctx.definitions(name)
+    defs = ctx.definitions(var)
     if not defs:
-        return name in ctx.normal.params
-    return len(defs) == 1 and name not in ctx.normal.params \
+        return var in ctx.normal.params
+    return len(defs) == 1 and var not in ctx.normal.params \
         and any(s is defs[0] for s in ctx.normal.tree.body)
-
-
-def _call(fn, arg):
-    return gast.Call(func=gast.Name(fn, gast.Load(), None, None),
-                     args=[gast.Name(arg, gast.Load(), None, None)], keywords=[])
-
-
-def _total(terms):
-    if not terms:
-        return None
-    out = terms[0]
-    for t in terms[1:]:
-        out = gast.BinOp(left=out, op=gast.Add(), right=t)
-    return out
