@@ -226,22 +226,32 @@ def test_a_float64_output_seeds_the_adjoint_with_a_python_float():
     assert np.array_equal(gp, 0.75 ** np.arange(4)) and gp.dtype == np.float64
 
 
-def test_a_call_sites_gradients_are_spread_by_one_function_per_mask():
+def test_a_call_site_reads_its_callees_compact_gradients():
+    """A call of a plain function finds the callee's adjoint in its
+    residuals and indexes the gradients of its active arguments only: no
+    handle's ``call_adjoint``, no spreading function made or run."""
     from pullback import callees
+    before = dict(callees._SPREAD)
     vg = pb.value_and_grad(total)
-    vg(0.7)
-    walk_spreads = [k for k in callees._SPREAD if k[1] == 4]
-    assert ((0,), 4) in walk_spreads            # walk: only `a` carries a gradient
-    spread = callees._SPREAD[((0,), 4)]
-    assert spread(("g",)) == ("g", None, None, None)
+    value, grad = vg(0.7)
+    assert (value, grad) == pytest.approx(_exact(0.7), rel=1e-12)
+    assert not [k for k in callees._SPREAD if k not in before and k[1] == 4]
+    seen = _python_calls(vg, 0.7)
+    assert seen["call_adjoint"] == 1 and seen["spread"] == 0      # pb.value_and_grad's own
+    src = pb.source(walk, 0.7, 0.0, 1.0, 6, argnums=(0,))
+    assert "walk_grads = walk_a_mid_res[0](walk_a_mid_res[1], walk_a_mid_bar)" in src
+    assert "a_bar = leaf_grads[0]" in src       # leaf(mid, a): only a carries one
+    assert "walk_adjoint(" not in src.split("def walk_adjoint")[1]      # no handle called
+
+
+def test_spreading_functions_place_gradients_among_the_parameters():
+    # the generic path (pb.grad's own call, a callee known only at run time)
+    from pullback import callees
     assert callees._spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
     assert callees._spread((0,), 1)(["a"]) == ("a",)
     assert callees._spread((), 1)([]) == (None,)
     assert callees._spread((-1,), 3)(["c"]) == (None, None, "c")      # argnums=-1
     assert callees._spread((-1, 2), 3)(["c", "z"]) == (None, None, "z")
-    before = dict(callees._SPREAD)
-    vg(0.7)
-    assert callees._SPREAD == before            # nothing made again
 
 
 def test_zero_buffers_of_arrays_skip_the_structure_checks(monkeypatch):
@@ -387,22 +397,27 @@ def test_scalar_code_skips_project_zeros_like_and_meta():
     """Simpson's gradient (457 calls of ``adapt``, 917 of ``integrand``) ran
     ``project`` 3,203 times, ``zeros_like`` 1,602 and ``meta`` 1,371 and a
     spreading function per call: Python floats take the tests written in the
-    generated code (reverse/scalar_guards), the spread is an itemgetter, and
-    the sites call the callees' positional primals."""
+    generated code (reverse/scalar_guards), the sites call the callees'
+    positional primals, and their adjoints directly (compact call sites)."""
     P = _benchmarks()
     vg = pb.value_and_grad(P.quadrature)
     v, g = vg(3.0, 1e-10)
     seen = _python_calls(vg, 3.0, 1e-10)
     assert seen["adapt_primal"] + sum(n for k, n in seen.items()
                                       if k.startswith("adapt_primal_")) == 457
-    for helper in ("project", "zeros_like", "meta", "unbroadcast", "<lambda>", "spread"):
+    for helper in ("project", "zeros_like", "meta", "unbroadcast", "<lambda>", "spread",
+                   "join_grads"):
         assert seen[helper] == 0, (helper, seen[helper])
-    assert seen["call_adjoint"] == 457 + 917 + 1 and seen["primal"] == 457 + 917
+    # the callees' adjoints straight from the residuals (no call_adjoint but
+    # pb.value_and_grad's own)
+    assert seen["call_adjoint"] == 1 and seen["primal"] == 457 + 917
     assert (v.hex(), g.hex()) == ("0x1.83ddf91df9572p+4", "0x1.f98e0b78a1e61p+2")
     src = pb.source(P.adapt, 3.0, 0.0, 4.0, 1.0, 1.0, 1.0, 1.0, 1e-10, 40,
                     argnums=(0, 3, 4, 5, 6))
     assert "a_bar if type(a_bar) is float else project(a_bar, a)" in src
     assert "fhi_bar = 0.0" in src        # zeros_like(fhi) of a Python float parameter
+    # `adapt(...) + adapt(...)`: two floats take join_grads's own first test
+    assert "(out_bar, out_bar) if type(out_bar) is float and type(adapt_a_lo) is float" in src
 
 
 def test_a_numpy_scalar_argument_still_goes_through_project():

@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import inspect
 import operator
+import re
 import types
 import weakref
 
@@ -186,15 +187,14 @@ class Derivative:
 
     def call_adjoint(self, res, ct):
         loaded, r, wrt, n, errstate = res
-        try:
-            if errstate:
-                with np.errstate(**errstate):
-                    grads = loaded.adjoint(r, ct)
-            else:
+        if errstate:
+            grads = _run_adjoint(loaded, errstate, r, ct)
+        else:
+            try:
                 grads = loaded.adjoint(r, ct)
-        except Exception as err:
-            loaded.annotate(err)
-            raise
+            except Exception as err:
+                loaded.annotate(err)
+                raise
         # the spreading function of the last (wrt, n) this transform was called
         # with: a transform is made for one wrt, so this is found without a
         # dict lookup on every call of a callee
@@ -212,25 +212,35 @@ class Derivative:
                 return pick(grads + _NONE)
         return last[2](grads)
 
-    def for_callers(self, mask, inplace=True):
+    def for_callers(self, mask, inplace=True, compact=False):
         """A (primal, adjoint) pair for call sites whose active arguments are
         the parameters in ``mask``, in a caller whose gradients accumulate in
-        place or not (``inplace``): a callee follows its caller."""
-        pair = self._masked.get((mask, inplace))
+        place or not (``inplace``): a callee follows its caller.
+
+        With ``compact``, the primal's residuals are ``(adjoint, r)`` and the
+        call site runs ``res[0](res[1], ct)``: the gradients of the
+        parameters in ``mask`` only, in order, straight from the callee's
+        generated adjoint (no handle, no spreading among the parameters in
+        between); the pair's adjoint is None."""
+        pair = self._masked.get((mask, inplace, compact))
         if pair is None:
             n = -1 if self.variadic else len(self.params)
             bind = self.bind
-            primal = _caller_primal(n)(bind, self.call_primal, self.run_primal,
-                                       self.scalar_cache, mask, inplace)
+            primal = _caller_primal(n, False, compact)(bind, self.call_primal, self.run_primal,
+                                                       self.scalar_cache, mask, inplace)
             primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
+            primal.__pullback_compact__ = compact
             if 0 < n <= 64:
                 # for a call site passing exactly n arguments by position
                 # (reverse/context.callee): no **kwargs dict made per call
-                fast = _caller_primal(n, True)(bind, self.call_primal, self.run_primal,
-                                               self.scalar_cache, mask, inplace)
+                fast = _caller_primal(n, True, compact)(bind, self.call_primal, self.run_primal,
+                                                        self.scalar_cache, mask, inplace)
                 fast.__pullback_callee__ = primal.__pullback_callee__  # the same callee
+                fast.__pullback_compact__ = compact
+                fast.__pullback_positional__ = True
                 primal.positional = fast
-            pair = self._masked[(mask, inplace)] = (primal, self.call_adjoint)
+            pair = self._masked[(mask, inplace, compact)] = \
+                (primal, None if compact else self.call_adjoint)
         return pair
 
 
@@ -252,7 +262,7 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                     last[0] = (types_, entry)
             if entry is not None and entry[1].current():
                 if control.blocks_used:
-                    return run_primal(entry[0], args, mask)
+                    return SLOW(run_primal(entry[0], args, mask))
                 loaded = entry[0]
                 try:
                     out, res = loaded.primal(*args)
@@ -260,10 +270,9 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                     _unwind(False, 0, 0, err)
                     loaded.annotate(err)
                     raise
-                return out, (loaded, res, mask, n,
-                             _settle(0, 0) if control.blocks_used else None)
+                return out, RESULT(loaded)
             last[0] = None        # stale (a name rebound): specialize again
-        return call_primal(args, mask, inplace=inplace)
+        return SLOW(call_primal(args, mask, inplace=inplace))
     return primal
 """
 _caller_primals = {}
@@ -286,15 +295,14 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                     _unwind(False, 0, 0, err)
                     hit[-3].annotate(err)
                     raise
-                return out, (hit[-3], res, mask, n,
-                             _settle(0, 0) if control.blocks_used else None)
-            return run_primal(hit[-3], (PARAMS,), mask)
+                return out, RESULT(hit[-3])
+            return SLOW(run_primal(hit[-3], (PARAMS,), mask))
         types_ = TYPES
         entry = scalar_cache.get((types_, mask, False, inplace))
         if entry is not None and entry[1].current():
             last[0] = types_ + (entry[0], entry[0].primal, entry[1])
             if control.blocks_used:
-                return run_primal(entry[0], (PARAMS,), mask)
+                return SLOW(run_primal(entry[0], (PARAMS,), mask))
             loaded = entry[0]
             try:
                 out, res = loaded.primal(PARAMS)
@@ -302,15 +310,14 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                 _unwind(False, 0, 0, err)
                 loaded.annotate(err)
                 raise
-            return out, (loaded, res, mask, n,
-                         _settle(0, 0) if control.blocks_used else None)
+            return out, RESULT(loaded)
         last[0] = None        # none yet, or stale (a name rebound): specialize again
-        return call_primal((PARAMS,), mask, inplace=inplace)
+        return SLOW(call_primal((PARAMS,), mask, inplace=inplace))
     return primal
 """
 
 
-def _caller_primal(n, positional=False):
+def _caller_primal(n, positional=False, compact=False):
     """What makes a callee's primal for call sites (``Derivative.for_callers``)
     for a function of ``n`` parameters.
 
@@ -324,8 +331,9 @@ def _caller_primal(n, positional=False):
     is compiled once per ``n``.  With ``positional``, the function a call
     site passing its ``n`` arguments by position calls: ``primal(a0, a1)``,
     no ``*args`` tuple nor ``**kwargs`` dict made on each call (the dict
-    alone is a third of the wrapper's instructions)."""
-    make = _caller_primals.get((n, positional))
+    alone is a third of the wrapper's instructions).  With ``compact``, its
+    residuals are ``(adjoint, r)`` (``for_callers``)."""
+    make = _caller_primals.get((n, positional, compact))
     if make is None:
         if positional:
             params = ", ".join(f"a{i}" for i in range(n))
@@ -336,13 +344,50 @@ def _caller_primal(n, positional=False):
             types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
                 if 0 <= n <= 64 else "tuple(map(type, args))"
             text = _CALLER_PRIMAL.replace("TYPES", types_)
-        filename = f"<pullback callee primal, {n} parameters{', positional' if positional else ''}>"
+        if compact:     # the adjoint itself, or one that runs under the errstate entered
+            text = re.sub(r"RESULT\((.*?)\)\n",
+                          r"((\1.adjoint, res) if not control.blocks_used else _late(\1, res))\n",
+                          text).replace("SLOW(", "_compacted(")
+        else:
+            text = re.sub(r"RESULT\((.*?)\)\n", r"(\1, res, mask, n, _settle(0, 0) "
+                          r"if control.blocks_used else None)\n", text)
+            text = re.sub(r"SLOW\((.*)\)\n", r"\1\n", text)
+        filename = f"<pullback callee primal, {n} parameters{', positional' if positional else ''}" \
+                   f"{', compact' if compact else ''}>"
         import linecache
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        namespace = {"n": n, "control": control, "_unwind": _unwind, "_settle": _settle}
+        namespace = {"n": n, "control": control, "_unwind": _unwind, "_settle": _settle,
+                     "_late": _late, "_compacted": _compacted}
         exec(compile(text, filename, "exec"), namespace)
-        make = _caller_primals[(n, positional)] = namespace["make"]
+        make = _caller_primals[(n, positional, compact)] = namespace["make"]
     return make
+
+
+def _run_adjoint(loaded, errstate, r, ct):
+    """``loaded.adjoint(r, ct)`` under the NumPy error settings ``errstate``
+    (None: those in force), an error in it pointed at the user's line."""
+    try:
+        if errstate:
+            with np.errstate(**errstate):
+                return loaded.adjoint(r, ct)
+        return loaded.adjoint(r, ct)
+    except Exception as err:
+        loaded.annotate(err)
+        raise
+
+
+def _compacted(result):
+    """A generic callee primal's ``(out, (loaded, r, wrt, n, errstate))`` as a
+    compact one's ``(out, (adjoint, r))`` (``for_callers``)."""
+    out, (loaded, r, _, _, errstate) = result
+    return out, (functools.partial(_run_adjoint, loaded, errstate), r)
+
+
+def _late(loaded, r):
+    """The compact residuals of a call whose primal entered the first
+    ``with`` block transformed: its adjoint runs under the error settings
+    the primal left (``_settle``)."""
+    return functools.partial(_run_adjoint, loaded, _settle(0, 0)), r
 
 
 def _unwind(tracked, depth, mark, err):

@@ -72,6 +72,15 @@ def _callee_adjoint(adjoint, n, mask):
         return tuple(grads)
     return full_adjoint
 ''',
+    "_callee_primal": '''
+def _callee_primal(primal, adjoint):
+    """A callee's primal for call sites that find its adjoint in the
+    residuals: ``res[0](res[1], out_bar)`` gives the cotangents asked for."""
+    def compact_primal(*args):
+        out, residuals = primal(*args)
+        return out, (adjoint, residuals)
+    return compact_primal
+''',
     "_check_sources": '''
 def _check_sources(root, sources):
     """Refuse to be imported once a file these functions were transformed
@@ -237,16 +246,18 @@ class _Writer:
             if isinstance(value, types.ModuleType):
                 return self.module_alias(value.__name__)
             return self.object_expr(e, value)
-        handle, mask, which, _ = callee      # (artifacts accumulate in place)
+        handle, mask, which, _, flags = callee      # (artifacts accumulate in place)
+        compact = "compact" in flags
         target = cache._target(handle)
         if e.examples is None and mask is not None and not isinstance(target, CustomVJP):
             sub = self.entry(target, mask)
             if sub.loaded is not None:          # (not a cycle, not skipped)
                 e.depends.append(sub)
-                if which == "primal":
+                if which == "primal" and not compact:
                     return sub
-                self.preamble.add("_callee_adjoint")
-                return ("_callee_adjoint", sub, len(sub.params), tuple(mask))
+                helper = "_callee_primal" if compact else "_callee_adjoint"
+                self.preamble.add(helper)
+                return (helper, sub, len(sub.params), tuple(mask))
         home = getattr(target, "__pullback_variant__", None)
         if home is not None:        # a writer's variant (frontend.written), made again
             handle_src = f"{self.module_alias('pullback.runtime')}.derivative_of(" \
@@ -256,6 +267,8 @@ class _Writer:
                          f"{self.object_expr(e, target)})"
         if which == "adjoint":
             return f"{handle_src}.call_adjoint"
+        if compact:
+            return f"{handle_src}.for_callers({tuple(mask)!r}, True, True)[0]"
         return f"{handle_src}.for_callers({tuple(mask)!r})[0]"
 
     def module_alias(self, module):
@@ -427,6 +440,8 @@ def _call_arg(x):
         return x.public[0]
     if isinstance(x, tuple):
         fn, sub, n, mask = x
+        if fn == "_callee_primal":
+            return f"{fn}({sub.public[0]}, {sub.public[1]})"
         return f"{fn}({sub.public[1]}, {n}, {mask!r})"
     return x
 

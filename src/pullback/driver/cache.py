@@ -8,6 +8,7 @@ rebuilds the pair without running the compiler::
     unbroadcast     ->  ["object", "pullback.runtime", "unbroadcast"]
     np              ->  ["module", "numpy"]
     dense_primal    ->  ["callee", ".", "dense", [0, 1, 2], "primal"]
+    dense_primal    ->  ["callee", ".", "dense", [0, 2], "primal", True, ["compact"]]
 
 (``"."`` is the function's own module, found through its globals, so a
 script run as ``__main__`` and the same file imported share entries.)  A
@@ -190,18 +191,22 @@ def path_of(obj, home_globals):
 
 
 def _callee(value):
-    """``(handle, mask, which, inplace)`` if ``value`` is a callee primal or
-    adjoint made by ``for_callers``, else None."""
+    """``(handle, mask, which, inplace, flags)`` if ``value`` is a callee
+    primal or adjoint made by ``for_callers``, else None; ``flags`` name the
+    variant of the primal: ``"compact"`` (its residuals hold the adjoint),
+    ``"positional"`` (its call site passes every argument by position)."""
     from ..callees import CustomVJP, Derivative
     tag = getattr(value, "__pullback_callee__", None)
     if tag is not None:
-        return tag[0], tag[1], "primal", tag[2]
+        flags = [f for f in ("compact", "positional")
+                 if getattr(value, f"__pullback_{f}__", False)]
+        return tag[0], tag[1], "primal", tag[2], flags
     owner = getattr(value, "__self__", None)
     if isinstance(owner, (Derivative, CustomVJP)) \
             and getattr(value, "__func__", None) is type(owner).call_adjoint:
-        masks = [m for (m, _), pair in getattr(owner, "_masked", {}).items()
+        masks = [key[0] for key, pair in getattr(owner, "_masked", {}).items()
                  if pair[1] is value]
-        return owner, masks[0] if masks else None, "adjoint", True
+        return owner, masks[0] if masks else None, "adjoint", True, []
     return None
 
 
@@ -212,11 +217,13 @@ def describe(value, home_globals):
         return ["module", value.__name__]
     callee = _callee(value)
     if callee is not None:
-        handle, mask, which, inplace = callee
+        handle, mask, which, inplace, flags = callee
         path = path_of(_target(handle), home_globals)
         if path is None:
             return None
         desc = ["callee", path[0], path[1], None if mask is None else list(mask), which]
+        if flags:
+            return desc + [inplace, flags]
         return desc if inplace else desc + [False]      # a caller accumulating out of place
     path = path_of(value, home_globals)
     return None if path is None else ["object", path[0], path[1]]
@@ -243,7 +250,16 @@ def resolve(desc, fn):
     if desc[3] is None:
         return handle.call_adjoint
     inplace = desc[5] if len(desc) > 5 else True
-    return handle.for_callers(tuple(desc[3]), inplace)[desc[4] == "adjoint"]
+    flags = desc[6] if len(desc) > 6 else ()
+    if "compact" in flags:
+        primal = handle.for_callers(tuple(desc[3]), inplace, True)[0]
+    else:
+        pair = handle.for_callers(tuple(desc[3]), inplace)
+        if desc[4] == "adjoint":
+            return pair[1]
+        primal = pair[0]
+    # (a positional primal found as the compiler binds it: no **kwargs per call)
+    return getattr(primal, "positional", primal) if "positional" in flags else primal
 
 
 def fingerprint(fn):

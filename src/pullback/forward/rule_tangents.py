@@ -27,7 +27,7 @@ import operator
 import gast
 
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
-from ..ir.build import call as _call, name as _name
+from ..ir.build import call as _call, name as _name, sum_of as _sum
 from ..rules.inline import instantiate, parameter_value
 from .rules import ELEMENTWISE, complex_exception, how
 
@@ -157,13 +157,3 @@ class RuleTangents:
 
     def may_broadcast(self, op, param, t):
         return self.fwd.adjoints.may_broadcast(op, param, t)
-
-
-def _sum(terms):
-    if not terms:
-        return None
-    total = terms[0]
-    for term in terms[1:]:
-        total = gast.BinOp(left=total, op=gast.Add(), right=term)
-    return total
-

@@ -336,6 +336,12 @@ def callee_forward(fn):
             h = _helpers[fn] = ForwardDerivative(fn)
         return h
     tag = getattr(fn, "__pullback_callee__", None)
+    if tag is not None and getattr(fn, "__pullback_compact__", False):
+        # a compact call site's primal (reverse.context.compact_callee), whose
+        # residuals hold the callee's adjoint: made only in code that is not
+        # differentiated again (higher.inner.inner_transform), so never here
+        raise AssertionError(f"pullback: the compact primal of {name_of(tag[0].fun)} in code "
+                             "differentiated again")
     if tag is not None:
         handle, mask, _ = tag
         return CalleePrimalForward(handle, tuple(mask))

@@ -12,7 +12,7 @@ import gast
 from .walk import all_statements  # noqa: F401  (re-exported)
 
 __all__ = ["name", "call", "assign", "assign_at", "assign_located", "located", "item", "length",
-           "range_of", "all_statements"]
+           "range_of", "sum_of", "all_statements"]
 
 
 def name(id_, store=False):
@@ -68,6 +68,16 @@ def item(seq, index):
 def length(seq):
     """``len(seq)`` of a name."""
     return gast.Call(func=name("len"), args=[name(seq)], keywords=[])
+
+
+def sum_of(terms):
+    """``a + b + c`` of the expressions ``terms``; None for none."""
+    if not terms:
+        return None
+    total = terms[0]
+    for term in terms[1:]:
+        total = gast.BinOp(left=total, op=gast.Add(), right=term)
+    return total
 
 
 def range_of(*args):

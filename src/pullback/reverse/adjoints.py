@@ -50,6 +50,7 @@ from ..frontend.spelling import spelled
 from ..rules.inline import clone, instantiate, parameter_value
 from ..rules.numpy_ufunc_methods import refusal_hint
 from .accumulate import ZERO
+from .concatenate_parts import one_part
 from .context import ReverseContext
 
 __all__ = ["Adjoints", "ADJOINT_OF", "EFFECT_ADJOINT_OF"]
@@ -191,7 +192,7 @@ class Adjoints:
             j = seen[p] = seen.get(p, -1) + 1
             if name not in self.ctx.active:
                 continue
-            expr = clone(exprs[p])
+            expr = one_part(self.ctx, op, exprs[p]) or clone(exprs[p])
             if isinstance(op.bound.get(p), tuple):     # one of the rule's *args
                 k = [i for i, a in enumerate(op.bound[p]) if isinstance(a, gast.Name)][j]
                 expr = gast.Subscript(value=expr, slice=gast.Constant(k, None), ctx=gast.Load())
@@ -299,17 +300,23 @@ class Adjoints:
                            else "."))
 
     def adjoint_user(self, out, stmt, op, t, g, fresh=True):
+        """``t = f(x, y)``: ``f_grads = f_adjoint(t_res, t_bar)``, one gradient
+        per parameter of ``f``; at a compact call site (``ctx.compact_callee``)
+        ``f_grads = t_res[0](t_res[1], t_bar)``, one per active argument."""
         from ..callees import derivative_of
         params = list(derivative_of(op.primitive).params)
         grads = self.ctx.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
-        call = _call(self.ctx.callee(op, "adjoint"), _name(self.ctx.residual_of[id(stmt)]), g)
+        res = self.ctx.residual_of[id(stmt)]
+        if self.ctx.compact_callee(op):
+            place = self.ctx.callee_mask(op).index     # parameter -> its gradient's place
+            call = gast.Call(func=_at(res, 0), args=[_at(res, 1), g], keywords=[])
+        else:
+            place = int
+            call = _call(self.ctx.callee(op, "adjoint"), _name(res), g)
         out.append(_assign(grads, call))
         for p, name in op.operands:
             if name in self.ctx.active:
-                item = gast.Subscript(value=_name(grads),
-                                      slice=gast.Constant(params.index(p), None),
-                                      ctx=gast.Load())
-                self.ctx.grads.add(out, name, item, fresh=fresh)
+                self.ctx.grads.add(out, name, _at(grads, place(params.index(p))), fresh=fresh)
 
     def adjoint_join(self, out, op, g):
         """``x + y`` or ``x * y`` where ``x`` or ``y`` may be a list or a tuple."""
@@ -320,9 +327,7 @@ class Adjoints:
                                           clone(node.right))))
         for i, side in enumerate((node.left, node.right)):
             if isinstance(side, gast.Name) and side.id in self.ctx.active:
-                item = gast.Subscript(value=_name(grads), slice=gast.Constant(i, None),
-                                      ctx=gast.Load())
-                self.ctx.grads.add(out, side.id, item, fresh=False)
+                self.ctx.grads.add(out, side.id, _at(grads, i), fresh=False)
 
     def adjoint_custom(self, out, stmt, op, t, g):
         # a user's bwd may hand back what it was given; fused kernels say they don't
@@ -482,3 +487,8 @@ ADJOINT_OF = {
 # the adjoint of a statement that changes a local in place: (Adjoints, out, stmt, op)
 EFFECT_ADJOINT_OF = {OpKind.APPEND: Adjoints.adjoint_append,
                      OpKind.SETITEM: Adjoints.adjoint_setitem}
+
+
+def _at(seq, k):
+    """``seq[k]`` of a name and a constant."""
+    return gast.Subscript(value=_name(seq), slice=gast.Constant(k, None), ctx=gast.Load())

@@ -177,13 +177,16 @@ class ReverseContext(HelperNames):
         """The name of the callee's primal or adjoint, for this call site's
         active arguments.  A primal for a ``call`` passing every parameter by
         position is the callee's positional one where it has one (no
-        ``**kwargs`` dict made per call: ``callees._caller_primal``)."""
+        ``**kwargs`` dict made per call: ``callees._caller_primal``).  A
+        compact call site (``compact_callee``) has no adjoint name."""
         from ..callees import derivative_of
         handle = derivative_of(op.primitive)
         params = list(handle.params)
-        live = self.active if live is None else live
-        mask = tuple(sorted(params.index(p) for p, n in op.operands if n in live))
-        primal, adjoint = handle.for_callers(mask, self.grads.inplace)
+        mask = self.callee_mask(op, live)
+        if self.compact_callee(op):
+            primal, adjoint = handle.for_callers(mask, self.grads.inplace, True)
+        else:
+            primal, adjoint = handle.for_callers(mask, self.grads.inplace)
         name = getattr(op.primitive, "__name__", "callee")
         # (code differentiated again reads the primal's own parameter names)
         if which == "primal" and call is not None and not call.keywords \
@@ -193,6 +196,25 @@ class ReverseContext(HelperNames):
                 and getattr(primal, "positional", None) is not None:
             return self.helper(f"{name}_{which}", primal.positional)
         return self.helper(f"{name}_{which}", primal if which == "primal" else adjoint)
+
+    def callee_mask(self, op, live=None):
+        """The positions of the parameters of user function ``op`` that its
+        call site passes active arguments (or those in ``live``) to."""
+        from ..callees import derivative_of
+        params = list(derivative_of(op.primitive).params)
+        live = self.active if live is None else live
+        return tuple(sorted(params.index(p) for p, n in op.operands if n in live))
+
+    def compact_callee(self, op):
+        """Whether the call site of ``op`` finds the callee's adjoint in its
+        residuals (``Derivative.for_callers(compact=True)``): ``g_res[0](g_res[1],
+        g_bar)`` gives the gradients of the active arguments only, in order,
+        with no handle's frame in between.  A plain function of positional
+        parameters, in code not differentiated again (forward mode over it
+        follows the callee by the name its adjoint is bound to)."""
+        from ..callees import Derivative, derivative_of
+        handle = derivative_of(op.primitive)
+        return type(handle) is Derivative and not handle.variadic and not transforming_again()
 
     def dynamic_mask(self, op):
         """The keys (position, keyword, -1 for the receiver) of a dynamic call's

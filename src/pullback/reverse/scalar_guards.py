@@ -6,7 +6,9 @@ tested in the generated code rather than inside a call.
 A recursion of Python floats or a loop of calls runs these helpers on every
 call of every user function, and for Python floats each is the identity or
 the constant ``0.0``: ``project(g, x)`` is ``g`` when ``g`` and ``x`` are
-floats, ``zeros_like(x)`` is ``0.0`` and ``meta(x)`` is ``x`` when ``x`` is.
+floats, ``zeros_like(x)`` is ``0.0`` and ``meta(x)`` is ``x`` when ``x`` is,
+and ``join_grads(g, x, y)`` (``x + y`` of values that may be lists) is
+``(g, g)`` when all three are.
 A call costs some 650 instructions more than the test.  A parameter given a
 Python float (``Kind.python``) needs no test; any other value that may be a
 scalar (not an array, a container or a range, by its kind) is tested, and
@@ -47,6 +49,7 @@ from ..analyses.kinds import Shape
 __all__ = ["guard_function", "guard_derived"]
 
 _NOT_SCALAR = (Shape.ARRAY, Shape.CONTAINER, Shape.RANGE)
+_GUARDED = (runtime.project, runtime.zeros_like, runtime.meta, runtime.join_grads)
 
 
 def guard_derived(derived, kinds) -> None:
@@ -56,7 +59,7 @@ def guard_derived(derived, kinds) -> None:
     if not any(k.python for k in kinds.values()):
         return          # no Python float given: not scalar code
     names = {}
-    for fn in (runtime.project, runtime.zeros_like, runtime.meta):
+    for fn in _GUARDED:
         for k, v in derived.helpers.items():
             if v is fn:
                 names[k] = fn
@@ -115,8 +118,7 @@ def guard_function(fn, helpers, kinds, type_name, float_name):
     """Rewrite the calls of ``helpers`` (name -> runtime function) in ``fn``
     in place and return it; ``kinds``: name -> Kind (a name of array kind is
     left alone)."""
-    names = {k: v for k, v in helpers.items()
-             if v in (runtime.project, runtime.zeros_like, runtime.meta)}
+    names = {k: v for k, v in helpers.items() if v in _GUARDED}
     _guard(fn, names, kinds, type_name, float_name)
     return fn
 
@@ -154,13 +156,21 @@ def _guard(fn, names, kinds, type_name, float_name):
             test = is_float(args[0]) if python(args[1]) else \
                 gast.BoolOp(op=gast.And(), values=[is_float(args[0]), is_float(args[1])])
             body = gast.Name(args[0].id, gast.Load(), None, None)
+        elif fn_ is runtime.join_grads:
+            # `x + y` of values that may be lists: two floats take its first test
+            if len(args) != 3 or call.keywords or not all(
+                    isinstance(a, gast.Name) and maybe_scalar(a) for a in args):
+                return None
+            test = gast.BoolOp(op=gast.And(), values=[is_float(a) for a in args])
+            body = gast.Tuple(elts=[gast.Name(args[0].id, gast.Load(), None, None)
+                                    for _ in range(2)], ctx=gast.Load())
         elif len(args) != 1 or call.keywords or not maybe_scalar(args[0]):
             return None
         elif fn_ is runtime.zeros_like:
             test, body = is_float(args[0]), gast.Constant(0.0, None)
         else:       # meta
             test, body = is_float(args[0]), gast.Name(args[0].id, gast.Load(), None, None)
-        if test is not None and fn_ is not runtime.project and python(args[0]):
+        if fn_ in (runtime.zeros_like, runtime.meta) and python(args[0]):
             changed[0] = True
             return body          # a Python float given as the parameter itself
         changed[0] = True
