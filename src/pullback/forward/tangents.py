@@ -164,7 +164,7 @@ class _Forward(HelperNames):
         if op is None:
             return [stmt]
         if op.kind == "setitem":
-            return self.located(stmt, [stmt] + self.setitem(stmt, op))
+            return self.located(stmt, [stmt] + self.cast_setitem(op, self.setitem(stmt, op)))
         if op.kind == "append":
             return self.located(stmt, [stmt] + self.append(stmt, op))
         if not isinstance(stmt, gast.Assign):
@@ -311,6 +311,16 @@ class _Forward(HelperNames):
                 _name(self.dot(y)), self.index_value(op.bound["index"]), v], keywords=[]))]
         aug = gast.Add() if mode == "add" else gast.Sub()
         return [gast.AugAssign(target=target, op=aug, value=v)]
+
+    def cast_setitem(self, op, stmts):
+        """A write's tangent statements, run only where the array written into
+        takes a tangent (its dtype not known when transformed: an integer or a
+        boolean array casts the value, whose tangent then reaches nothing)."""
+        y = op.mutates
+        if not stmts or getattr(self.kind(y), "dtype", None) is not None:
+            return stmts
+        test = _call(self.support("takes_tangent"), _name(y))
+        return [gast.If(test=test, body=stmts, orelse=[])]
 
     def index_value(self, node):
         return self.adjoints.index_value(node)

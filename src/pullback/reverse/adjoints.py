@@ -129,9 +129,15 @@ class Adjoints:
             return
         index = self.index_value(op.bound["index"])
         own_value = None
-        if isinstance(value, gast.Name) and value.id in self.ctx.active:
+        dtype = getattr(self.ctx.kind(y), "dtype", None)
+        if isinstance(value, gast.Name) and value.id in self.ctx.active \
+                and not (dtype is not None and np.dtype(dtype).kind in "biu"):
             part = _call(self.ctx.runtime("written_grad"), _name(self.ctx.grads.var(y)), index,
                          _name(value.id))
+            if dtype is None:
+                # (dtype unknown when transformed: `np.zeros(n, dtype=int)`) a value
+                # written into an integer array is cast, and gets no gradient
+                part.args.append(_name(y))
             if mode == "add_at":
                 part.keywords = [gast.keyword(arg="every", value=gast.Constant(True, None))]
             if mode == "sub":
@@ -492,3 +498,4 @@ EFFECT_ADJOINT_OF = {OpKind.APPEND: Adjoints.adjoint_append,
 def _at(seq, k):
     """``seq[k]`` of a name and a constant."""
     return gast.Subscript(value=_name(seq), slice=gast.Constant(k, None), ctx=gast.Load())
+

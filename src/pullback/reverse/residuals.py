@@ -407,7 +407,7 @@ class Residuals:
 # functions that read only the shape and dtype of their arguments at these positions
 _META_POSITION = {runtime.unbroadcast: (1,), runtime.unreduce: (1,), runtime.project: (1,),
                   runtime.realify: (1,), runtime.zeros_like: (0,), runtime.owned_zeros: (0,),
-                  runtime.written_grad: (2,), runtime.per_output: (0, 1), np.shape: (0,),
+                  runtime.written_grad: (2, 3), runtime.per_output: (0, 1), np.shape: (0,),
                   np.size: (0,), np.ndim: (0,), runtime.unbroadcast_to: (1,),
                   runtime.zeros_shaped: (0,)}
 

@@ -135,5 +135,6 @@ _declare(forward_support.output_tangent, (0,))
 nondifferentiable(np.result_type, core.meta, core.zeros_like, statement_checks.indexable,
                   statement_checks.mapping_keys, statement_checks.same_method,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
-                  forward_support.check_real, control.caught_exception)
+                  forward_support.check_real, forward_support.takes_tangent,
+                  control.caught_exception)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

@@ -179,12 +179,16 @@ def snapshot(x):
     return x.copy() if is_foreign(x) else x
 
 
-def written_grad(g, index, value, every=False):
+def written_grad(g, index, value, into=None, every=False):
     """The gradient of the value written by ``y[index] = value`` (or ``+=``)
     from ``g``, the gradient of ``y`` after the write: ``g[index]``, where a
     position written twice counts only for its last write (NumPy's buffered
     semantics), or for every write with ``every=True`` (``np.add.at``);
-    summed back onto ``value``'s shape."""
+    summed back onto ``value``'s shape.  ``into`` (``y``, or its ``meta``,
+    where its dtype was not known when transformed): an integer or boolean
+    ``y`` casts the value, which then gets no gradient."""
+    if into is not None and np.dtype(getattr(into, "dtype", float)).kind in "biu":
+        return zeros_like(value)
     part = np.array(g[index], copy=True) if isinstance(g, np.ndarray) \
         else g[index].copy() if is_foreign(g) else g
     if not every and not _is_basic_index(index) and not (

@@ -44,6 +44,12 @@ def _inexact(x):
     return False
 
 
+def takes_tangent(y):
+    """Whether a value written into the array ``y`` keeps its tangent: not
+    where ``y`` is an integer or boolean array, which casts it."""
+    return np.dtype(getattr(y, "dtype", np.float64)).kind not in "biu"
+
+
 def zeros_tangent(x):
     """The zero tangent of ``x``: zeros of its shape and dtype for a float or
     complex value, the same structure for a container, None for a value
@@ -53,7 +59,7 @@ def zeros_tangent(x):
     if not _inexact(x):
         # an integer that becomes a float later (``total = 0`` before a loop of
         # float additions) has the zero of a float
-        if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
             return np.zeros(x.shape)
         if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
             return 0.0
