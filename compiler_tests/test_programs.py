@@ -254,9 +254,6 @@ XFAIL = {
     # compiler; each fails in both modes today, none with a number.
     "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "
                         "rule: refused with NoRuleError naming the line",
-    "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
-                    "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
-                    "with a message about arrays sharing memory (misleading: they are dicts)",
     "distribution_classes": "`q.mean`, a @property of a user class read on an object a "
                             "classmethod factory returned (class unknown when transformed): "
                             "refused in both modes naming the property (was a zero gradient)",

@@ -62,6 +62,7 @@ import gast
 from ..ir.build import assign_at, name as _name
 from ..runtime import control
 from .dict_displays import Displays
+from .dict_unpacking import split_dict_unpacking
 
 __all__ = ["follow_dict_stores"]
 
@@ -77,8 +78,8 @@ _READS = ("get", "copy") + _VIEWS
 
 def follow_dict_stores(tree, namer, parsed):
     """Rewrite the FunctionDef ``tree`` in place (see the module docstring)."""
-    r = _Rewrite(tree, namer, parsed)
-    r.run()
+    split_dict_unpacking(tree)
+    _Rewrite(tree, namer, parsed).run()
 
 
 def _own_walk(node):
