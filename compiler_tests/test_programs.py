@@ -246,10 +246,6 @@ def check_refusal(name):
 # corpus' round of 2026-12-02 found were made to work (updates, classes, itemstores).
 # The third round's (each a refusal naming its line; none gives a number):
 XFAIL = {
-    "adam_unrolled": "`self.m[k] = ...`, an item store into a dict held by an attribute of "
-                     "`self` in a method, is refused (a method storing into `self`: "
-                     "selfstate's); the dict made in the loop (`new_params[k] = ...`) is "
-                     "followed now (frontend/dict_stores.py)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
     "polynomial_chaos": "`HermiteE.basis(k)(xi)` (a np.polynomial class's __call__) has no "

@@ -66,6 +66,7 @@ from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from ..rules.registry import nondifferentiable
 from . import method_state
+from .dict_attributes import whole_read
 from .method_state import (_load, _located, _own_nodes, _source_tree, _state_call_of,
                            _store, _stores_to_values, changes_self, returns_self,
                            state_class, state_function, why_not_state, _descriptor, _escape)
@@ -253,6 +254,9 @@ def _plan(tree, parsed, parents, name, cls):
                 if why is not None:
                     others.append((call, why))
                 continue
+            why = whole_read(cls, parent, parents)
+            if why is not None:
+                others.append((node, why))
             continue            # a read: `s.x`
         if me and isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return) \
                 and getattr(parents.get(parent), "pullback_state_return", False) \
