@@ -142,7 +142,8 @@ def whole_read(cls, node, parents):
     caller follows) may keep the dict a method of ``cls`` stores into by
     item, or None: read by item, key test or length, it keeps nothing."""
     up = parents.get(node)
-    if node.attr not in _item_stored(cls) or (isinstance(up, gast.Subscript)
+    if node.attr not in _item_stored(cls) or why_not_owned(cls, node.attr) is not None \
+            or (isinstance(up, gast.Subscript)
                                               and up.value is node) \
             or (isinstance(up, gast.Compare) and node in up.comparators) \
             or (isinstance(up, gast.Call) and isinstance(up.func, gast.Name)
@@ -207,7 +208,8 @@ def attribute_dict_store(stmt, me, cls, fresh, helper, located, refuse):
         return None
     why = why_not_owned(cls, attr)
     if why is not None:
-        refuse(stmt, f"it writes into the dict `{me}.{attr}` holds, and {why}")
+        refuse(stmt, f"it writes into what an attribute of `{me}` holds (`{me}.{attr}[...] = "
+                     f"...` is followed for a dict only the object holds, and {why})")
 
     def load(n):
         return gast.Name(id=n, ctx=gast.Load(), annotation=None, type_comment=None)

@@ -10,7 +10,7 @@ from .backends import add_repeated, is_foreign, zeros_for
 from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
-__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
+__all__ = ["owned_copy", "add_into", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
            "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped"]
 
 def owned_copy(g):
@@ -23,6 +23,23 @@ def owned_copy(g):
     if isinstance(g, np.ndarray):
         return np.array(g, copy=True)
     return g.copy() if is_foreign(g) else g
+
+
+def add_into(a, b):
+    """``add_cotangents(a, b)`` into ``a`` where ``a`` is a dict the adjoint
+    owns (``reverse.accumulate``): ``b``'s entries added to ``a``'s, O(entries
+    of ``b``) instead of a copy of ``a``.  The entries themselves are never
+    changed, only replaced; any other ``a`` gets the sum out of place."""
+    if type(a) not in (dict, _chain()) or not isinstance(b, dict):
+        return add_cotangents(a, b)
+    for k, v in b.items():
+        a[k] = add_cotangents(a.get(k), v)
+    return a
+
+
+def _chain():
+    from .control import ChainGrads
+    return ChainGrads
 
 
 def index_add(buffer, index, g):
