@@ -285,3 +285,25 @@ def test_a_gradient_through_a_dict_filled_in_a_loop_is_linear():
         h = np.tanh(0.9 * h + 0.1)
         total += np.sum(h * h)
     assert out == pytest.approx(total, rel=1e-12)
+
+
+class Calls(Moments):
+    def step(self, grads):
+        self.update(grads)
+        for k in grads:
+            self.m[k] = self.m[k] + grads[k]
+
+
+def calls(x):
+    opt = Calls()
+    opt.init({"a": x, "b": x})
+    opt.step({"a": x * x, "b": 3.0 * x})
+    return np.sum(opt.m["a"] * opt.m["b"])
+
+
+def test_a_method_calling_one_that_stores_into_an_attributes_dict():
+    x = np.array([0.5, -1.5])
+    # m_a = 2.5 x^2, m_b = 7.5 x: sum(18.75 x^3) -> 56.25 x^2
+    np.testing.assert_allclose(pb.grad(calls)(x), 56.25 * x ** 2, rtol=1e-13)
+    t = np.array([1.0, 2.0])
+    assert pb.jvp(calls, (x,), (t,))[1] == pytest.approx(float(56.25 * x ** 2 @ t))

@@ -254,7 +254,8 @@ def _plan(tree, parsed, parents, name, cls):
                 if why is not None:
                     others.append((call, why))
                 continue
-            why = whole_read(cls, parent, parents)
+            why = None if me else whole_read(cls, parent, parents)     # (`self.m` of a
+            # state function: its stores read it whole, `dict_set(self.m, k, v)`)
             if why is not None:
                 others.append((node, why))
             continue            # a read: `s.x`
