@@ -48,8 +48,10 @@ from .scipy_solvers import *  # noqa: F401,F403
 from .scipy_solvers import __all__ as _scipy_solvers
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
+from .control import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
 
-_dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]  # rules.dicts
+_dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads",  # rules.dicts
+               "dict_item_grads", "dict_stored_grad", "dict_without"]
 from .opaque import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequence`)
 
 __all__ = (_core + _rule_support + _accumulation + _linalg_support
