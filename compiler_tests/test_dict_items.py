@@ -307,3 +307,18 @@ def test_a_method_calling_one_that_stores_into_an_attributes_dict():
     np.testing.assert_allclose(pb.grad(calls)(x), 56.25 * x ** 2, rtol=1e-13)
     t = np.array([1.0, 2.0])
     assert pb.jvp(calls, (x,), (t,))[1] == pytest.approx(float(56.25 * x ** 2 @ t))
+
+
+def caller_store(x):
+    opt = Moments()
+    opt.init({"a": x})
+    opt.m["a"] = x * x
+    opt.update({"a": x})
+    return np.sum(opt.m["a"])
+
+
+def test_a_store_into_an_objects_dict_in_the_caller():
+    x = np.array([1.0, 2.0])
+    # m = 0.5 x^2 + 1.5 x -> x + 1.5
+    np.testing.assert_allclose(pb.grad(caller_store)(x), [2.5, 3.5], rtol=1e-14)
+    assert pb.jvp(caller_store, (x,), (np.ones(2),)) == pytest.approx((7.0, 6.0))
