@@ -122,10 +122,9 @@ def _uses(fn, attr):
                     f"dict ({line})")
         if isinstance(node.ctx, ast.Del):
             return f"`{fn.__name__}` deletes `.{attr}` ({line})"
-        if isinstance(up, ast.Subscript) and up.value is node:
-            if isinstance(up.ctx, ast.Store) and isinstance(parents.get(up), ast.Subscript):
-                continue        # (refused where it is rewritten, naming its line)
-            continue
+        if isinstance(up, ast.Subscript) and up.value is node \
+                and not isinstance(up.ctx, ast.Del):
+            continue            # (`self.m[a][b] = v`: refused where it is rewritten)
         if isinstance(up, ast.Compare) and node in up.comparators and all(
                 isinstance(o, (ast.In, ast.NotIn)) for o in up.ops):
             continue
@@ -133,7 +132,8 @@ def _uses(fn, attr):
                 and up.func.id == "len" and up.args == [node]:
             continue
         return (f"`{fn.__name__}` uses `.{attr}` otherwise than by item, key test or "
-                f"length, so another name may hold the dict ({line})")
+                f"length (or deletes an item), so another name may hold the dict or miss "
+                f"a change ({line})")
     return None
 
 
@@ -143,12 +143,16 @@ def whole_read(cls, node, parents):
     item, or None: read by item, key test or length, it keeps nothing."""
     up = parents.get(node)
     if node.attr not in _item_stored(cls) or why_not_owned(cls, node.attr) is not None \
-            or (isinstance(up, gast.Subscript)
-                                              and up.value is node) \
+            or (isinstance(up, gast.Subscript) and up.value is node
+                and not isinstance(up.ctx, gast.Del)) \
             or (isinstance(up, gast.Compare) and node in up.comparators) \
             or (isinstance(up, gast.Call) and isinstance(up.func, gast.Name)
                 and up.func.id == "len" and up.args == [node]):
         return None
+    if isinstance(up, gast.Subscript) and up.value is node:      # `del s.m[k]`
+        return (f"an item of `{_text(node)}` is deleted, and a method of {cls.__name__} "
+                "stores into its items (a new dict each time); store a new dict without it "
+                f"(`{_text(node)} = {{k: v for k, v in {_text(node)}.items() if k != key}}`)")
     return (f"`{_text(node)}` is read whole, and a method of {cls.__name__} stores into its "
             f"items (a new dict each time, which this name would not see); read it by item "
             f"(`{_text(node)}[k]`) or copy it (`dict({_text(node)})`) after the last change")
