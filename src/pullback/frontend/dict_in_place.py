@@ -20,21 +20,14 @@ adjoint reads a sparse cotangent with ``.get``)::
         hs[t] = np.tanh(hs[t - 1])                hs = dict_store(hs, t, np.tanh(dict_item(hs, t - 1)))
     return np.sum(hs[n - 1])                  return np.sum(dict_item(hs, n - 1))
 
->>> from pullback.testing import function_from_source
->>> from pullback.backend.codegen import unparse
->>> from pullback.frontend.parse import parse
->>> from pullback.frontend.dict_stores import follow_dict_stores
->>> from pullback.ir.naming import Namer
->>> f = function_from_source('''
+>>> from pullback.testing import function_from_source, desugared
+>>> print(desugared(function_from_source('''
 ... def f(x, n):
 ...     hs = {"x": x}
 ...     for t in range(n):
 ...         hs[t] = np.tanh(hs["x"] * t)
 ...     return hs[n - 1]
-... ''')
->>> parsed = parse(f)
->>> follow_dict_stores(parsed.tree, Namer.for_tree(parsed.tree, ()), parsed)
->>> print(unparse(parsed.tree).strip())
+... ''')))
 def f(x, n):
     hs = dict_merge({'x': x})
     for t in range(n):
