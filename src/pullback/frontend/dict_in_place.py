@@ -39,6 +39,7 @@ from __future__ import annotations
 import gast
 
 from ..runtime import control
+from .dict_targets import own_walk
 
 __all__ = ["in_place_dicts", "read_in_place"]
 
@@ -94,8 +95,7 @@ def _read_by_item(r, d, found):
 
 
 def _loads(r, d):
-    from .dict_stores import _own_walk
-    return [n for n in _own_walk(r.tree) if isinstance(n, gast.Name) and n.id == d
+    return [n for n in own_walk(r.tree) if isinstance(n, gast.Name) and n.id == d
             and isinstance(n.ctx, gast.Load)]
 
 
@@ -103,8 +103,7 @@ def read_in_place(r, names):
     """Rewrite, in ``r.tree`` (after the stores), the item reads of the dicts
     ``names`` into ``dict_item(d, k)`` and their displays with entries into
     ``dict_merge({...})``."""
-    from .dict_stores import _own_walk
-    for n in list(_own_walk(r.tree)):
+    for n in list(own_walk(r.tree)):
         for field, value in gast.iter_fields(n):
             if isinstance(value, list):
                 for i, v in enumerate(value):

@@ -62,7 +62,8 @@ import gast
 from ..ir.build import assign_at, name as _name
 from ..runtime import control
 from .dict_displays import Displays
-from .dict_targets import copy_node, item_target, iterates, loop_key, simple, store_target
+from .dict_targets import (copy_node, item_target, iterates, loop_key, own_walk as _own_walk,
+                           simple, store_target)
 from .dict_in_place import in_place_dicts, read_in_place
 from .dict_unpacking import split_dict_unpacking
 
@@ -82,18 +83,6 @@ def follow_dict_stores(tree, namer, parsed):
     """Rewrite the FunctionDef ``tree`` in place (see the module docstring)."""
     split_dict_unpacking(tree)
     _Rewrite(tree, namer, parsed).run()
-
-
-def _own_walk(node):
-    """``node`` and what it holds, not descending into nested functions,
-    lambdas or classes (yielded themselves)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(n, _NESTED):
-            continue
-        stack.extend(reversed(list(gast.iter_child_nodes(n))))
 
 
 class _Rewrite:
