@@ -7,6 +7,7 @@ from .core import FieldGrads, Meta, add_cotangents, attributes_of, fields_of, is
     is_structure, meta, \
     realify, unbroadcast, zeros_like
 from .backends import add_repeated, is_foreign, zeros_for
+from .control import ChainGrads
 from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
@@ -30,16 +31,11 @@ def add_into(a, b):
     owns (``reverse.accumulate``): ``b``'s entries added to ``a``'s, O(entries
     of ``b``) instead of a copy of ``a``.  The entries themselves are never
     changed, only replaced; any other ``a`` gets the sum out of place."""
-    if type(a) not in (dict, _chain()) or not isinstance(b, dict):
+    if type(a) not in (dict, ChainGrads) or not isinstance(b, dict):
         return add_cotangents(a, b)
     for k, v in b.items():
         a[k] = add_cotangents(a.get(k), v)
     return a
-
-
-def _chain():
-    from .control import ChainGrads
-    return ChainGrads
 
 
 def index_add(buffer, index, g):
