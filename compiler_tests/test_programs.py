@@ -246,15 +246,8 @@ def check_refusal(name):
 # corpus' round of 2026-12-02 found were made to work (updates, classes, itemstores).
 # The third round's (each a refusal naming its line; none gives a number):
 XFAIL = {
-    "adam_unrolled": "`self.m[k] = ...`, an item store into a dict held by an attribute of "
-                     "`self` in a method, is refused (a method storing into `self`: "
-                     "selfstate's); the dict made in the loop (`new_params[k] = ...`) is "
-                     "followed now (frontend/dict_stores.py)",
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
-    "min_char_rnn": "per-step dicts filled in the loop (`hs[t] = np.tanh(...)`) are refused "
-                    "(item_stores); before that, `xs, hs, ys, ps = {}, {}, {}, {}` is refused "
-                    "with a message about arrays sharing memory (misleading: they are dicts)",
     # The fifth round's (corpus, 2026-12-02): none gives a number.
     "bead_spring_itertools": "`[... for a, b in itertools.pairwise(x)]` over the bead "
                              "positions: refused naming the line (runtime.loop_items: the "

@@ -364,6 +364,11 @@ case(runtime.control.dict_setdefault, lambda G: [{"a": G.normal((3,))}, "c", G.n
 case(runtime.control.dict_setdefault, lambda G: [{"a": G.normal((3,))}, "a", G.normal((3,))])
 case(runtime.control.dict_merge,
      lambda G: [{"a": G.normal((3,)), "b": G.normal(None)}, {"b": G.normal((2,)), "c": 1.0}])
+# (changed in place, frontend/dict_in_place.py: sparse cotangents, the stored key last)
+case(runtime.control.dict_store,
+     lambda G: [{"a": G.normal((3,)), "b": G.normal(None)}, "b", G.normal((2,))])
+case(runtime.control.dict_store, lambda G: [{"a": G.normal((3,))}, "c", G.normal(None)])
+case(runtime.control.dict_item, lambda G: [{"a": G.normal((3,)), "b": G.normal(None)}, "a"])
 case(runtime.r_items, lambda G: [G.normal((3,)), G.normal(None), G.normal((2,))], RC)
 case(runtime.r_items, lambda G: [G.normal((2, 3)), G.normal((1, 3))], RC)
 case(runtime.c_items, lambda G: [G.normal((3,)), G.normal((3,))], RC)

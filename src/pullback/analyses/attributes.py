@@ -102,10 +102,10 @@ def check(normal, parsed, varied, ops=None, useful=None) -> None:
             errors.extend(_callee_stores(stmt, *call, parsed, varied, useful))
         errors.extend(method_arguments.refusals(
             stmt, normal, parsed, varied, lambda n: _class_of(n, normal, parsed, binds)))
+        errors.extend(_method_stores(stmt, normal, parsed, varied, binds, ops))
         if ops is not None:         # a library call is checked when it runs (opaque_calls)
             from .opaque_calls import defer_call
             defer_call(stmt, ops.get(id(stmt)), normal, parsed, varied, useful)
-        errors.extend(_method_stores(stmt, normal, parsed, varied, binds, ops))
         errors.extend(_property_reads(stmt, normal, parsed, varied, binds))
         errors.extend(_own_item_reads(stmt, normal, parsed, varied, binds))
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
@@ -252,8 +252,10 @@ def _method_stores(stmt, normal, parsed, varied, binds, ops=None):
         if obj not in varied:
             return []
         meth = meth or "..."
-    elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-            and func.value.id in varied:
+    elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and (
+            func.value.id in varied or (  # (or given one: `acc.add(x)` stores it)
+                any(isinstance(a, gast.Name) and a.id in varied for a in stmt.value.args)
+                and _class_of(func.value.id, normal, parsed, binds) is not None)):
         obj, meth = func.value.id, func.attr
     else:
         return []

@@ -113,6 +113,8 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     "see the gradient.", parsed.location(s),
                     "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
                     "into the container after the loop, or build the container with it.")
+            if op.kind is OpKind.SETITEM:
+                _refuse_item_of_item(s, container, bound, parsed)
             kind = _container_kind(container, bound, parsed)
             if kind is not None and op.kind is OpKind.SETITEM:
                 what = (f"a differentiated value through an item of the {kind} "
@@ -202,6 +204,34 @@ def _append_to_callers(parsed, stmt, p):
         "itself (its transforms never change a caller's values).", parsed.location(stmt),
         f"Return the new item (or a new list, `{p} + [v]`) and append it where the list is "
         f"built: `{p}.append(f(...))`.")
+
+
+def _refuse_item_of_item(s, container, bound, parsed):
+    """Refuse ``d[a][b] = v`` carrying a gradient, ``d`` a dict: the item is
+    changed in place, and every name holding it (``d`` itself) would see the
+    change, which pullback does not follow for the items of a dict."""
+    from ..runtime import control
+    from .callable_facts import static_value
+    held = bound.get(container)
+    if isinstance(held, gast.Call) and isinstance(held.func, gast.Name) \
+            and static_value(held.func, parsed) is control.dict_item:
+        pass                              # (an item of a dict frontend.dict_in_place follows)
+    elif not (isinstance(held, gast.Subscript) and isinstance(held.value, gast.Name)):
+        return
+    else:
+        outer, seen = held.value.id, set()
+        while isinstance(bound.get(outer), gast.Name) and outer not in seen:
+            seen.add(outer)
+            outer = bound[outer].id       # (normalize's copies: `d_2 = d_1`)
+        if _container_kind(outer, bound, parsed) != "dict":
+            return
+    raise UnsupportedSyntaxError(
+        "pullback does not follow a store into an item of an item of a dict "
+        "(`d[a][b] = v`, `d[a][b] += v`) where a gradient flows: the inner item is changed "
+        "in place, and the dict holding it would have to see the change.",
+        parsed.location(s),
+        "Build the inner value first and store it whole: `inner = {}` (or `dict(d[a])`, "
+        "`d[a].copy()` for an array), `inner[b] = v`, then `d[a] = inner`.")
 
 
 def _in_place(statements, ops, varied, parsed):

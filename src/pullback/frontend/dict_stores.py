@@ -62,6 +62,10 @@ import gast
 from ..ir.build import assign_at, name as _name
 from ..runtime import control
 from .dict_displays import Displays
+from .dict_targets import (copy_node, item_target, iterates, loop_key, own_walk as _own_walk,
+                           simple, store_target)
+from .dict_in_place import in_place_dicts, read_in_place
+from .dict_unpacking import split_dict_unpacking
 
 __all__ = ["follow_dict_stores"]
 
@@ -77,20 +81,8 @@ _READS = ("get", "copy") + _VIEWS
 
 def follow_dict_stores(tree, namer, parsed):
     """Rewrite the FunctionDef ``tree`` in place (see the module docstring)."""
-    r = _Rewrite(tree, namer, parsed)
-    r.run()
-
-
-def _own_walk(node):
-    """``node`` and what it holds, not descending into nested functions,
-    lambdas or classes (yielded themselves)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(n, _NESTED):
-            continue
-        stack.extend(reversed(list(gast.iter_child_nodes(n))))
+    split_dict_unpacking(tree)
+    _Rewrite(tree, namer, parsed).run()
 
 
 class _Rewrite:
@@ -156,6 +148,7 @@ class _Rewrite:
         if reasons:
             self.parsed.dict_refusals = {**getattr(self.parsed, "dict_refusals", {}), **reasons}
         self.own = own
+        self.in_place = in_place_dicts(self, own)
         self.replacements = {}
         for d, found in own.items():
             for stmt in found:
@@ -163,6 +156,7 @@ class _Rewrite:
         if self.replacements:
             self.splice()
         self.rewrite_loops(own)
+        read_in_place(self, self.in_place)
         Displays(self).visit(tree)
 
     def number(self, stmts, loops):
@@ -191,7 +185,7 @@ class _Rewrite:
         ``d[k] += v``, ``d.update(...)``, ``d.setdefault(...)``, ``d |= q``)."""
         out = {}
         for s in self.statements():
-            d = _store_target(s)
+            d = store_target(s)
             if d is not None:
                 out.setdefault(d, []).append(s)
         return out
@@ -259,11 +253,11 @@ class _Rewrite:
                         f"after that (line {getattr(later[0], 'lineno', '?')}): what holds it "
                         "would see the change")
         for loop in self.statements():
-            if isinstance(loop, gast.For) and _iterates(loop.iter, d):
-                key = _loop_key(loop, d)
+            if isinstance(loop, gast.For) and iterates(loop.iter, d):
+                key = loop_key(loop, d)
                 inner = [t for t in found if loop in self.loops_of[id(t)]]
                 for t in inner:
-                    target = _item_target(t)
+                    target = item_target(t)
                     if key is None or target is None or not isinstance(target.slice, gast.Name) \
                             or target.slice.id != key or any(
                                 isinstance(m, gast.Name) and m.id == key
@@ -368,26 +362,26 @@ class _Rewrite:
 
     def rewrite_store(self, d, s):
         new = []
+        store = control.dict_store if d in self.in_place else control.dict_set
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript):
             key, value = s.targets[0].slice, s.value
-            if not _simple(key):
+            if not simple(key):
                 held = self.namer.fresh("stored")
                 new.append(assign_at(_name(held, True), value, s))
                 value = _name(held)
-            new.append(assign_at(_name(d, True), self.call(control.dict_set, _name(d), key,
-                                                           value), s))
+            new.append(assign_at(_name(d, True), self.call(store, _name(d), key, value), s))
         elif isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Subscript):
             key = s.target.slice
-            if not _simple(key):
+            if not simple(key):
                 held = self.namer.fresh("key")
                 new.append(assign_at(_name(held, True), key, s))
                 key = _name(held)
             item = self.namer.fresh("dict_item")
             new.append(assign_at(_name(item, True), gast.Subscript(
-                value=_name(d), slice=_copy(key), ctx=gast.Load()), s))
+                value=_name(d), slice=copy_node(key), ctx=gast.Load()), s))
             new.append(gast.copy_location(gast.Expr(value=self.call(
-                control.item_rebinds, _name(item), _copy(key), gast.Constant(d, None))), s))
-            new.append(assign_at(_name(d, True), self.call(control.dict_set, _name(d), _copy(key),
+                control.item_rebinds, _name(item), copy_node(key), gast.Constant(d, None))), s))
+            new.append(assign_at(_name(d, True), self.call(store, _name(d), copy_node(key),
                        gast.BinOp(left=_name(item), op=s.op, right=s.value)), s))
         elif isinstance(s, gast.AugAssign):           # d |= q
             new.append(assign_at(_name(d, True), self.call(control.dict_merge, _name(d),
@@ -405,7 +399,7 @@ class _Rewrite:
             else:
                 key = call.args[0]
                 default = call.args[1] if len(call.args) > 1 else gast.Constant(None, None)
-                if not _simple(key):
+                if not simple(key):
                     held = self.namer.fresh("key")
                     new.append(assign_at(_name(held, True), key, s))
                     key = _name(held)
@@ -413,7 +407,7 @@ class _Rewrite:
                     control.dict_setdefault, _name(d), key, default), s))
                 if isinstance(s, gast.Assign):
                     new.append(assign_at(s.targets[0], gast.Subscript(
-                        value=_name(d), slice=_copy(key), ctx=gast.Load()), s))
+                        value=_name(d), slice=copy_node(key), ctx=gast.Load()), s))
         self.replace(s, new)
 
     def replace(self, stmt, new):
@@ -450,84 +444,3 @@ class _Rewrite:
                    for b in loop.body for m in _own_walk(b)):
                 loop.iter = gast.copy_location(self.call(control.loop_keys, _name(xs)),
                                                loop.iter)
-
-
-def _store_target(s):
-    """The name a store statement of a dict changes, else None."""
-    if isinstance(s, gast.Assign) and len(s.targets) == 1:
-        t = s.targets[0]
-        if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) \
-                and not isinstance(t.slice, gast.Slice):
-            return t.value.id
-        value = s.value
-        if isinstance(t, gast.Name) and _method_call(value, "setdefault", (1, 2)):
-            return value.func.value.id
-        return None
-    if isinstance(s, gast.AugAssign):
-        t = s.target
-        if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) \
-                and not isinstance(t.slice, gast.Slice):
-            return t.value.id
-        if isinstance(t, gast.Name) and isinstance(s.op, gast.BitOr):
-            return t.id
-        return None
-    if isinstance(s, gast.Expr):
-        v = s.value
-        if _method_call(v, "setdefault", (1, 2)):
-            return v.func.value.id
-        if isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
-                and v.func.attr == "update" and isinstance(v.func.value, gast.Name) \
-                and len(v.args) <= 1 and not any(isinstance(a, gast.Starred) for a in v.args):
-            return v.func.value.id
-    return None
-
-
-def _method_call(v, attr, counts):
-    return isinstance(v, gast.Call) and isinstance(v.func, gast.Attribute) \
-        and v.func.attr == attr and isinstance(v.func.value, gast.Name) \
-        and len(v.args) in counts and not v.keywords \
-        and not any(isinstance(a, gast.Starred) for a in v.args)
-
-
-def _item_target(s):
-    if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Subscript):
-        return s.targets[0]
-    if isinstance(s, gast.AugAssign) and isinstance(s.target, gast.Subscript):
-        return s.target
-    return None
-
-
-def _iterates(it, d):
-    """The loop sequence ``it`` reads the dict ``d`` live (itself, a view,
-    or those in ``enumerate``/``zip``/``reversed``)."""
-    if isinstance(it, gast.Name):
-        return it.id == d
-    if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
-            and it.func.attr in _VIEWS and isinstance(it.func.value, gast.Name):
-        return it.func.value.id == d
-    if isinstance(it, gast.Call) and isinstance(it.func, gast.Name) and it.func.id in _LAZY:
-        return any(_iterates(a, d) for a in it.args)
-    return False
-
-
-def _loop_key(loop, d):
-    """The loop variable that holds the key, for ``for k in d``, ``for k in
-    d.keys()`` and ``for k, v in d.items()``; else None."""
-    it, target = loop.iter, loop.target
-    view = it.func.attr if isinstance(it, gast.Call) and isinstance(it.func, gast.Attribute) \
-        else None
-    if isinstance(it, gast.Name) or view == "keys":
-        return target.id if isinstance(target, gast.Name) else None
-    if view == "items" and isinstance(target, gast.Tuple) \
-            and len(target.elts) == 2 and isinstance(target.elts[0], gast.Name):
-        return target.elts[0].id
-    return None
-
-
-def _simple(node):
-    return isinstance(node, (gast.Name, gast.Constant))
-
-
-def _copy(node):
-    import copy
-    return copy.deepcopy(node)

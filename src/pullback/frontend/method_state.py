@@ -89,6 +89,7 @@ import weakref
 import gast
 
 from ..errors import NonDifferentiableError
+from .dict_attributes import attribute_dict_store, item_attribute
 from .followed import Followed
 
 __all__ = ["state_function", "rewrite_state", "changes_self", "state_class",
@@ -487,7 +488,8 @@ def rewrite_state(tree, parsed, cls, name):
             for e in (t.elts if isinstance(t, (gast.Tuple, gast.List)) else [t]):
                 if isinstance(e, gast.Starred):
                     e = e.value
-                if isinstance(e, gast.Subscript) and _root(e) == me:
+                if isinstance(e, gast.Subscript) and _root(e) == me \
+                        and item_attribute(e, me) is None:
                     refuse(node, f"it writes into what an attribute of `{me}` holds")
                 if isinstance(e, gast.Attribute) and _root(e) == me \
                         and not isinstance(e.value, gast.Name):
@@ -537,10 +539,17 @@ def rewrite_state(tree, parsed, cls, name):
             refuse(node, f"`{node.attr}` is a property (or another descriptor) of the class, "
                          "whose store runs code")
 
+    def named(base, obj):
+        if base not in helpers:
+            helpers[base] = fresh(base)
+            parsed.closure[helpers[base]] = types.CellType(obj)
+        return helpers[base]
+
     def returns(body):
         out = []
         for stmt in body:
-            parts = _stores_to_values(stmt, me, fresh, helper, _located)
+            parts = attribute_dict_store(stmt, me, cls, fresh, named, _located, refuse) \
+                or _stores_to_values(stmt, me, fresh, helper, _located)
             if isinstance(parts, str):
                 refuse(stmt, parts)
             if parts is not None:

@@ -66,6 +66,7 @@ from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from ..rules.registry import nondifferentiable
 from . import method_state
+from .dict_attributes import attribute_dict_store, item_attribute, whole_read, why_not_owned
 from .method_state import (_load, _located, _own_nodes, _source_tree, _state_call_of,
                            _store, _stores_to_values, changes_self, returns_self,
                            state_class, state_function, why_not_state, _descriptor, _escape)
@@ -253,6 +254,14 @@ def _plan(tree, parsed, parents, name, cls):
                 if why is not None:
                     others.append((call, why))
                 continue
+            if not me and item_attribute(_store_target_of(stmt), name) == parent.attr \
+                    and why_not_owned(cls, parent.attr) is None:
+                plan.append((stmt, "item", parent.attr))    # `s.m[k] = v`: a new dict
+                continue
+            why = None if me else whole_read(cls, parent, parents)     # (`self.m` of a
+            # state function: its stores read it whole, `dict_set(self.m, k, v)`)
+            if why is not None:
+                others.append((node, why))
             continue            # a read: `s.x`
         if me and isinstance(parent, gast.Tuple) and isinstance(parents.get(parent), gast.Return) \
                 and getattr(parents.get(parent), "pullback_state_return", False) \
@@ -296,6 +305,13 @@ def _plan(tree, parsed, parents, name, cls):
                                       f"{name}.{stmts[0].value.func.attr}(...)` returns "
                                       f"`self`), so changing it would not change `{name}`")
     return plan
+
+
+def _store_target_of(stmt):
+    """The one target of an assignment or augmented assignment, else None."""
+    if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0]
+    return stmt.target if isinstance(stmt, gast.AugAssign) else None
 
 
 def _hoistable(stmt, call, name, parents):
@@ -393,6 +409,17 @@ def _rewrite(tree, namer, parsed, name, cls, plan):
                 else:
                     stmt.value = Swap().visit(stmt.value)
                 out.append(stmt)
+                continue
+            if kind == "item":
+                def refuse(node, why):
+                    raise UnsupportedSyntaxError(
+                        f"pullback cannot differentiate this store into `{name}`: {why}.",
+                        parsed.location(node), f"Store a new dict whole (`{name}.{attr} = "
+                        f"{{**{name}.{attr}, k: v}}`), or change it in a method of "
+                        f"{cls.__name__}.")
+                out.extend(attribute_dict_store(
+                    stmt, name, cls, namer.fresh,
+                    lambda base, obj: _helper(namer, parsed, base, obj), _located, refuse))
                 continue
             if kind == "store":
                 parts = _stores_to_values(stmt, name, namer.fresh, helper, _located)

@@ -230,6 +230,10 @@ class Gradients:
             # the sum has the primal's shape if either side has (neither is larger)
             if name not in self.exact:
                 self._note_shape(self.exact, name, expr, shaped)
+        elif self.inplace and self.state[name] == OWNED and kind is not None \
+                and kind.shape == "container":
+            # an owned dict: the contribution's entries added into it, not a copy
+            total = _call(self.helper("add_into", runtime.add_into), _name(var), expr)
         else:
             total = _call(self.helper("add_cotangents", runtime.add_cotangents), _name(var), expr)
             self.exact.discard(name)

@@ -16,8 +16,9 @@ cotangent (derivatives of derivatives).
 from __future__ import annotations
 
 from ..runtime import control
-from ..runtime.control import dict_merge_grads, dict_set_grads, dict_setdefault_grads
-from .registry import linear, nondifferentiable, vjp
+from ..runtime.control import (dict_item_grads, dict_merge_grads, dict_set_grads,
+                               dict_setdefault_grads, dict_stored_grad, dict_without)
+from .registry import facts, linear, nondifferentiable, vjp
 from .runtime_helpers import _declare
 
 __all__ = []
@@ -41,9 +42,26 @@ def dict_merge(g, ans, *parts):
     return grads
 
 
-linear(control.dict_set, control.dict_setdefault, control.dict_merge)
+@vjp(control.dict_store, nondiff=("key",), discrete=("key",))
+def dict_store(g, ans, d, key, value):
+    value_bar = dict_stored_grad(g, key, value)
+    return dict_without(g, key), value_bar
+
+
+@vjp(control.dict_item, nondiff=("key",), discrete=("key",))
+def dict_item(g, ans, d, key):
+    return dict_item_grads(g, key)
+
+
+linear(control.dict_set, control.dict_setdefault, control.dict_merge, control.dict_store,
+       control.dict_item)
 nondifferentiable(control.item_rebinds, control.loop_keys, control.pick_index,
                   control.dict_set_in_place)
 _declare(control.dict_set_grads, (0,))
 _declare(control.dict_setdefault_grads, (0,))
 _declare(control.dict_merge_grads, (0,))
+_declare(control.dict_stored_grad, (0,))
+_declare(control.dict_without, (0,))
+_declare(control.dict_item_grads, (0,))
+# (a new dict, or the one a previous store's adjoint made, that nothing else holds)
+facts(control.dict_without, control.dict_item_grads, owned=True)

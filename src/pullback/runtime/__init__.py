@@ -62,8 +62,10 @@ from .array_api_support import *  # noqa: F401,F403
 from .array_api_support import __all__ as _array_api_support
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
+from .control import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
 
-_dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]  # rules.dicts
+_dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads",  # rules.dicts
+               "dict_item_grads", "dict_stored_grad", "dict_without"]
 from .opaque_routes import items_cotangent  # noqa: F401,E402  (rules.math_rules' `sequence`)
 
 __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulation + _linalg_support

@@ -6,11 +6,12 @@ import numpy as np
 from .core import FieldGrads, Meta, add_cotangents, meta, realify, unbroadcast, zeros_like
 from .structures import attributes_of, fields_of, is_instance, is_structure
 from .backends import add_repeated, is_foreign, zeros_for
+from .control import ChainGrads
 from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
-__all__ = ["owned_copy", "index_add", "owned_zeros", "snapshot", "written_grad", "zeroed",
-           "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped",
+__all__ = ["owned_copy", "add_into", "index_add", "owned_zeros", "snapshot", "written_grad",
+           "zeroed", "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped",
            "owned_items"]
 
 def owned_copy(g):
@@ -34,6 +35,18 @@ def owned_items(g):
     [np.float64(1.0), np.float64(2.0)]
     """
     return [owned_copy(v) for v in g] if isinstance(g, np.ndarray) else owned_copy(g)
+
+
+def add_into(a, b):
+    """``add_cotangents(a, b)`` into ``a`` where ``a`` is a dict the adjoint
+    owns (``reverse.accumulate``): ``b``'s entries added to ``a``'s, O(entries
+    of ``b``) instead of a copy of ``a``.  The entries themselves are never
+    changed, only replaced; any other ``a`` gets the sum out of place."""
+    if type(a) not in (dict, ChainGrads) or not isinstance(b, dict):
+        return add_cotangents(a, b)
+    for k, v in b.items():
+        a[k] = add_cotangents(a.get(k), v)
+    return a
 
 
 def index_add(buffer, index, g):

@@ -311,6 +311,21 @@ def dict_set_in_place(d, key, value):
     return d
 
 
+def dict_store(d, key, value):
+    """``d[key] = value`` as Python runs it, for a dict the function holds
+    alone and reads only by item until its last store (``frontend.
+    dict_stores``): no copy, O(1).  Its cotangents are sparse (an entry
+    nothing reached is missing), so the adjoint never reads the dict."""
+    _dict_of(d, f"`[{key!r}] = ...`")[key] = value
+    return d
+
+
+def dict_item(d, key):
+    """``d[key]`` of a dict ``dict_store`` changes: its cotangent is the one
+    entry ``{key: g}``, not a dict of zeros as large as ``d``."""
+    return d[key]
+
+
 def dict_merge(*parts):
     """``{**a, **b}``, ``dict(a, **b)``, ``a | b``, ``d.update(b)``: a new dict,
     later parts' entries replacing earlier ones' in place."""
@@ -380,6 +395,38 @@ def dict_set_grads(g, d, key, value):
     return d_bar, _zero(value) if v_bar is None else v_bar
 
 
+class ChainGrads(dict):
+    """The cotangent of a dict ``dict_store`` changes, as ``dict_without``
+    makes it: no other value holds it (the versions of the dict before a
+    store are read only by item until the next store, so nothing passes
+    their cotangent on), so a store's adjoint takes its entry out in place."""
+
+
+def dict_without(g, key):
+    """The cotangent of the dict before ``dict_store(d, key, value)`` from
+    ``g``, the changed dict's (sparse): ``g`` without ``key``'s entry.  O(1)
+    on the ``ChainGrads`` a previous store's adjoint made; a copy once
+    otherwise (an incoming cotangent is never changed)."""
+    if type(g) is ChainGrads:
+        g.pop(key, None)
+        return g
+    out = ChainGrads(g) if isinstance(g, dict) else ChainGrads()
+    out.pop(key, None)
+    return out
+
+
+def dict_stored_grad(g, key, value):
+    """The cotangent of ``value`` in ``dict_store(d, key, value)``: ``g``'s
+    entry for ``key`` (zero where it has none)."""
+    v_bar = g.get(key) if isinstance(g, dict) else None
+    return _zero(value) if v_bar is None else v_bar
+
+
+def dict_item_grads(g, key):
+    """The cotangent of the dict in ``dict_item(d, key)``: one entry."""
+    return {key: g}
+
+
 def dict_setdefault_grads(g, d, key, value):
     """The cotangents of ``d`` and ``value`` in ``dict_setdefault(d, key, value)``."""
     if key in d:
@@ -414,5 +461,5 @@ def dict_merge_grads(g, parts):
     return out
 
 
-for _f in (dict_set, dict_set_in_place, dict_merge, dict_setdefault):
+for _f in (dict_set, dict_set_in_place, dict_store, dict_merge, dict_setdefault):
     _f.makes_dict = True        # (analyses.kinds: a container)
