@@ -496,6 +496,7 @@ def jacrev(fun, argnums=0, has_aux=False):
         return (result, aux) if has_aux else result
 
     jacrev_f.__pullback_api__ = "pb.jacrev"
+    jacrev_f.__pullback_made__ = Made("jacrev", fun, argnums, has_aux)   # (higher.handles)
     return jacrev_f
 
 
