@@ -9,9 +9,11 @@ files is then either
 - a run-time helper of a module written as plain NumPy to be differentiated
   from its source (``SOURCE_HELPERS``: ``prod_grad``, ``det_grad``, ...),
   which calls nothing of pullback's machinery; or
-- a function pullback's API builds around the user's function to be
+- a function pullback builds around the user's function to be
   differentiated as the user's code is (``check_grads``' ``f_jvp``: a call of
-  ``pb.jvp`` of the user's function), marked ``__pullback_user_code__``; or
+  ``pb.jvp`` of the user's function, marked ``__pullback_user_code__``; the
+  variant of a function writing into its arguments, ``__pullback_variant__``,
+  which is transformed from the user's function); or
 - refused with ``NonDifferentiableError``: pullback's machinery (``attempt``,
   ``dynamic_call``, the driver, the API) is a rule or a known run-time call
   that the dispatchers route, and reaching its source means a call of it was
@@ -75,7 +77,8 @@ def is_source_helper(fn):
 def refuse_own(fn, mode="reverse"):
     """Raise ``NonDifferentiableError`` where ``fn`` is pullback's own code
     that is not a run-time helper differentiated from its source; else None."""
-    if not is_own(fn) or is_source_helper(fn) or getattr(fn, "__pullback_user_code__", False):
+    if not is_own(fn) or is_source_helper(fn) or getattr(fn, "__pullback_user_code__", False) \
+            or getattr(fn, "__pullback_variant__", None) is not None:
         return None
     name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', fn)}"
     raise NonDifferentiableError(
