@@ -496,14 +496,15 @@ def f(x):
         pb.jvp(f, (np.ones(2),), (np.ones(2),))
 
 
-def test_complex_abs_is_refused_not_wrong():
+def test_complex_abs_tangent_is_re_conj_z_dz_over_abs_z():
     f = function_from_source("""
 def f(z):
     return np.abs(z)
 """)
-    z = np.array([1.0 + 1.0j])
-    with pytest.raises(pb.NonDifferentiableError, match="complex"):
-        pb.jvp(f, (z,), (z,))
+    z = np.array([1.0 + 1.0j, 3.0 - 4.0j, 0.0j])
+    dz = np.array([1.0 + 1.0j, 1.0j, 2.0 + 1.0j])
+    # JAX's convention: Re(conj(z) dz) / |z|; zero at z == 0 (the slopes split)
+    assert pb.jvp(f, (z,), (dz,))[1] == pytest.approx([2 ** 0.5, -0.8, 0.0], rel=1e-14)
 
 
 def test_scipy_elementwise_ufuncs_by_central_differences():

@@ -474,11 +474,16 @@ def test_aux_output_read_by_the_outer_derivative_is_refused():
                  np.array([36.0, 288.0]))
 
 
-def test_reverse_over_reverse_of_complex_arguments_is_refused():
+def test_reverse_over_reverse_of_complex_arguments_is_jaxs():
+    # grad |z|**2 = 2 conj(z) (JAX's convention); the vjp of that with c is the
+    # gradient of Re(c 2 conj(z)) = 2 conj(c) (test_complex_higher.py: more)
     def f(z):
         return np.abs(z) ** 2
-    with pytest.raises(pb.NonDifferentiableError, match="real arguments"):
-        pb.vjp(pb.grad(f), 1.0 + 2.0j)[1](1.0 + 0.0j)
+    for c in (1.0 + 0.0j, 1.0j, 0.5 - 2.0j):
+        got = pb.vjp(pb.grad(f), 1.0 + 2.0j)[1](c)[0]
+        assert got == pytest.approx(2 * np.conj(c), rel=1e-14)
+        assert got == pytest.approx(complex(jax.vjp(jax.grad(lambda z: jnp.abs(z) ** 2),
+                                                    1.0 + 2.0j)[1](c)[0]), rel=1e-14)
 
 
 def test_grad_of_value_and_grad_is_refused_for_its_tuple_output():

@@ -37,6 +37,7 @@ from .checks import sums_onto
 from .runtime import control
 from .runtime.control import close_contexts, entered_count, open_contexts, take_entered
 from .errors import NonDifferentiableError
+from .own_code import refuse_own
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
 _CALLEE = -2        # in a call-site mask: the callee itself (an object with __call__)
@@ -105,6 +106,7 @@ class Derivative:
     driver = None
 
     def __init__(self, fun):
+        refuse_own(fun)          # pullback's machinery is never transformed (own_code)
         self.fun = fun
         self.signature = inspect.signature(fun, follow_wrapped=False)
         self.params = list(self.signature.parameters)

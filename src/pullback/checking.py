@@ -79,6 +79,7 @@ class _Checker:
 
                 def f_jvp(primals, tangents):
                     return jvp(f, primals, tangents)
+                f_jvp.__pullback_user_code__ = True     # differentiated again (own_code)
                 self.run(f_jvp, (args, t), order - 1, ["JVP"] + of)
         if "rev" in self.modes:
             self.check_vjp(f, args, ["VJP"] + of)
@@ -105,6 +106,7 @@ class _Checker:
             _, back = vjp(f, *xs)
             grads = back(ct)
             return tuple(grads[i] for i in keep)
+        f_vjp.__pullback_user_code__ = True     # differentiated again (own_code)
         return f_vjp
 
     # -- the two checks ---------------------------------------------------------------

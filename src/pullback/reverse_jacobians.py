@@ -14,6 +14,7 @@ import functools
 import numpy as np
 
 from .callees import derivative_of
+from .higher import Made
 from .checks import (check_argnum_range, check_argnums, check_callable,
                      check_differentiable_input, fresh_grad, fun_name, is_inexact, split_aux)
 from .runtime.backends import is_foreign
@@ -104,6 +105,7 @@ def jacrev(fun, argnums=0, has_aux=False):
         return (result, aux) if has_aux else result
 
     jacrev_f.__pullback_api__ = "pb.jacrev"
+    jacrev_f.__pullback_made__ = Made("jacrev", fun, argnums, has_aux)   # (higher.handles)
     return jacrev_f
 
 

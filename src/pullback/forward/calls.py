@@ -30,6 +30,7 @@ from ..runtime import opaque_routes
 from ..runtime.opaque import is_library_code
 from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
+from ..own_code import refuse_own
 from ..rules.registry import is_nondifferentiable, lookup
 from ..runtime import control, forward_support as support
 
@@ -51,6 +52,7 @@ class ForwardDerivative:
     driver = None
 
     def __init__(self, fun):
+        refuse_own(fun, "forward")     # pullback's machinery is never transformed (own_code)
         self.fun = fun
         self.signature = inspect.signature(fun, follow_wrapped=False)
         self.params = list(self.signature.parameters)

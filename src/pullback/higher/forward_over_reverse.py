@@ -43,7 +43,7 @@ from ..runtime.forward_support import zeros_tangent
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, MadeHandle, made_by, name_of
 
-__all__ = ["forward_over_reverse", "GradForward", "PullbackForward", "source_of",
+__all__ = ["forward_over_reverse", "GradForward", "JacrevForward", "PullbackForward", "source_of",
            "fresh", "fresh_tangent"]
 
 
@@ -176,6 +176,42 @@ class GradForward(ForwardCallers, MadeHandle):
         if has_aux:         # the caller's has_aux: the output is (out, aux)
             out_dot = out_dot[0]
         return out, out_dot
+
+
+class JacrevForward(ForwardCallers, MadeHandle):
+    """The forward-mode handle of a function made by ``pb.jacrev``
+    (``pb.jacfwd(pb.jacrev(f))``, JAX's Hessian): row ``k`` of the Jacobian
+    is the gradient of output element ``k``, so its tangent is forward over
+    reverse with that element's unit cotangent.  One argument (an int
+    ``argnums``), array or float outputs and inputs, no aux."""
+
+    caller_name = "jacrev_jvp"
+
+    def call(self, args, wrt, tangents, has_aux=False):
+        m = self.made
+        args = tuple(args)
+        a = m.argnums % len(args) if isinstance(m.argnums, int) else None
+        if a is None or m.has_aux or has_aux or not is_inexact(args[a]) \
+                or isinstance(args[a], (tuple, list, dict)):
+            raise NonDifferentiableError(
+                f"pullback differentiates pb.jacrev({name_of(m.fun)}) in forward mode only for "
+                "one array or float argument (an int argnums) and no aux output.",
+                hint="Use pb.hessian, or pb.jacfwd(pb.grad(f)) for a scalar function.")
+        jac = self.fn(*args)
+        out_shape = np.shape(jac)[:np.ndim(jac) - np.ndim(args[a])]
+        rows = []
+        for k in range(int(np.prod(out_shape))):
+            ct = None
+            if out_shape:
+                ct = np.zeros(out_shape)
+                ct.reshape(-1)[k] = 1.0
+            _, (_, _, grads_dot) = forward_over_reverse(
+                m.fun, args, (a,), False, tuple(wrt), tuple(tangents), ct=ct)
+            rows.append(np.asarray(grads_dot[0]))
+        jac_dot = np.stack(rows).reshape(np.shape(jac)) if rows else np.zeros(np.shape(jac))
+        if not isinstance(jac, np.ndarray):
+            jac_dot = type(jac)(jac_dot[()]) if isinstance(jac, float) else jac_dot[()]
+        return jac, jac_dot
 
 
 class PullbackForward(ForwardCallers):

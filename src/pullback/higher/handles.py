@@ -8,6 +8,7 @@ function made by ``pb.grad``, ``pb.value_and_grad``, ``pb.vjp``,
     reverse_handle(pb.grad(f))      # GradVJP: reverse over reverse
     forward_handle(pb.grad(f))      # GradForward: forward over reverse
     forward_handle(pb.jacfwd(f))    # JacfwdForward: forward over forward
+    forward_handle(pb.jacrev(f))    # JacrevForward: forward over reverse, row by row
     reverse_handle(pb.jacfwd(f))    # JacfwdVJP: reverse over forward
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import weakref
 
 from .forward_over_forward import JacfwdForward, LinearizeForward
-from .forward_over_reverse import GradForward, PullbackForward
+from .forward_over_reverse import GradForward, JacrevForward, PullbackForward
 from .made import made_by
 from .reverse_over_forward import JacfwdVJP, LinearizeVJP
 from .reverse_over_reverse import GradVJP, PullbackVJP
@@ -28,7 +29,7 @@ _forward = weakref.WeakKeyDictionary()
 _REVERSE = {"grad": GradVJP, "value_and_grad": GradVJP, "vjp": PullbackVJP,
             "jacfwd": JacfwdVJP, "linearize": LinearizeVJP}
 _FORWARD = {"grad": GradForward, "value_and_grad": GradForward, "vjp": PullbackForward,
-            "jacfwd": JacfwdForward, "linearize": LinearizeForward}
+            "jacfwd": JacfwdForward, "linearize": LinearizeForward, "jacrev": JacrevForward}
 
 
 def _handle(fn, kinds, made):
@@ -38,7 +39,10 @@ def _handle(fn, kinds, made):
         return None
     h = made.get(fn)
     if h is None:
-        h = made[fn] = kinds.get(m.kind, kinds["grad"])(fn)
+        kind = kinds.get(m.kind)        # (pb.jacrev has no reverse handle)
+        if kind is None:
+            return None
+        h = made[fn] = kind(fn)
     return h
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import NonDifferentiableError
 from ..runtime.forward_support import add_tangents, zeros_tangent
+from .attempt_forward import attempt_adjoint_forward, attempt_call_forward
 from .handles import forward_handle
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, name_of, params_of
@@ -153,6 +154,8 @@ class DynamicCallForward:
         if routed is not None:
             return routed
         from ..runtime import control
+        if callee is control.attempt:       # a `try` body (higher.attempt_forward)
+            return attempt_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
         if callee is control.star_call:
             raise NonDifferentiableError(
                 "pullback cannot differentiate the gradient of a call with starred arguments "
@@ -294,6 +297,8 @@ class DynamicAdjointForward:
         if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
+        if isinstance(plan, dispatch._Attempt):
+            return attempt_adjoint_forward(self, r, ct, res_dot, ct_dot)
         handle = plan.pair[0].__pullback_callee__[0]
         r_dot = res_dot[1] if res_dot is not None else None
         full, full_dot = CalleeAdjointForward(handle).call(
@@ -306,10 +311,9 @@ _helpers = weakref.WeakKeyDictionary()
 
 
 def _is_runtime_helper(fn):
+    from ..own_code import is_source_helper
     from ..rules.registry import is_nondifferentiable, lookup
-    return isinstance(fn, types.FunctionType) \
-        and (fn.__module__ or "").startswith("pullback.runtime.") \
-        and fn.__module__ not in ("pullback.runtime.calls", "pullback.runtime.control") \
+    return isinstance(fn, types.FunctionType) and is_source_helper(fn) \
         and lookup(fn) is None and not is_nondifferentiable(fn)
 
 

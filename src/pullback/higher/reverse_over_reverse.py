@@ -9,6 +9,12 @@ called inside a differentiated function go there (``GradVJP``)::
 
     vjp(grad f, x)(c)  =  H(x) c  =  jvp(grad f, (x,), (c,))[1]
 
+A complex argument ``z = x + iy`` too, in JAX's (and autograd's) convention:
+the gradient is ``G = f_x - i f_y``, a tangent ``dz = dx + i dy``, and the vjp
+of ``G`` with cotangent ``c = a + ib`` is the gradient of ``Re(c G)``, that is
+``(a f_xx + b f_xy) - i (a f_xy + b f_yy)``: exactly the jvp of ``G`` along
+``dz = c`` (the real Hessian is symmetric; the two conjugations cancel).
+
 A third derivative is forward over that (``GradVJP.forward_over_reverse``:
 the forward transform runs over the tangent functions forward mode
 generated, whose helpers have forward rules too).  ``PullbackVJP`` is the
@@ -71,13 +77,6 @@ class GradVJP(ReverseCallers, MadeHandle):
                 "pullback differentiates a gradient's aux output only as a constant.",
                 hint="Return the value from a function of its own and differentiate that, or "
                      "stop the outer derivative from reading the aux output.")
-        for i in wrt:
-            if np.iscomplexobj(args[i]) if not isinstance(args[i], (tuple, list, dict)) \
-                    else any(np.iscomplexobj(v) for v in leaves(args[i])):
-                raise NonDifferentiableError(
-                    f"pullback differentiates the gradient of {name_of(m.fun)} again only for "
-                    "real arguments (its reverse-over-reverse uses the symmetry of a real "
-                    "Hessian).", hint="Split a complex argument into real and imaginary parts.")
         # the cotangent of grad_a f, placed at the arguments a: a direction
         direction = {}
         for a, c in zip(m.argnums_t, g_ct):

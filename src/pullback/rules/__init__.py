@@ -14,6 +14,7 @@ from pullback.rules import (math_rules, methods, numpy_elementwise,  # noqa: F40
 from pullback.rules import numpy_contractions, numpy_layout, numpy_linalg  # noqa: F401
 from pullback.rules import numpy_fft, numpy_misc, numpy_statistics, numpy_ufunc_methods  # noqa: F401,E501
 from pullback.rules import objects, runtime_helpers  # noqa: F401
+from pullback.rules import complex_tangents  # noqa: F401
 from pullback.rules import dicts  # noqa: F401
 from pullback.rules import math_special, numpy_assorted, numpy_series_classes  # noqa: F401
 from pullback.rules import numpy_array_api, numpy_callbacks, numpy_selections  # noqa: F401

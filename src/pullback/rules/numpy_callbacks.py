@@ -20,7 +20,7 @@ Before, a piecewise function; after, the rule in the adjoint:
 def f_adjoint(residuals, out_bar):
     piecewise_x_pack, x, pack, pack_1 = residuals
     piecewise_x_pack_bar = unreduce(out_bar, piecewise_x_pack)
-    x_bar = piecewise_grad(piecewise_x_pack_bar, x, pack, pack_1, None, None)
+    x_bar = piecewise_grad(piecewise_x_pack_bar, x, pack, pack_1, (), {})
     return (project(x_bar, x, copy=True),)
 >>> pb.grad(f)(np.array([-1.0, 2.0]))
 array([-2.,  3.])
