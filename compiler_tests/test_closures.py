@@ -96,3 +96,20 @@ def counter_closure(x):
 def test_nonlocal_counter_same_as_python():
     assert counter_closure(2.0) == 12.0
     assert pb.grad(counter_closure)(2.0) == 6.0
+
+
+def test_star_call_of_a_nested_function_with_defaults_is_refused():
+    # the lifted function takes its defaults by keyword; which parameters
+    # `*args` / `**kw` give is known only when the call runs (it was a
+    # TypeError, "got multiple values for keyword argument 'c'")
+    def f(x):
+        def inner(a, b, c=1.0):
+            return a * b + c
+
+        def outer(*args, **kw):
+            return inner(*args, **kw)
+
+        return outer(x[0], x[1], c=x[2])
+
+    with pytest.raises(pb.UnsupportedSyntaxError, match="nested function `inner`"):
+        pb.grad(f)(np.array([0.5, -1.2, 2.0]))

@@ -319,6 +319,14 @@ class _Calls(gast.NodeTransformer):
             k.value = self.visit(k.value)
         nested = self.lifter.nested[func.id]
         lifted, captured, nonlocals = nested.lifted, nested.captured, nested.nonlocals
+        if nested.defaults and (any(isinstance(a, gast.Starred) for a in node.args)
+                                or any(k.arg is None for k in node.keywords)):
+            # which parameters `*args` / `**kwargs` give is known only when the call
+            # runs, and the lifted function takes its defaults by keyword
+            raise self.lifter.parsed.unsupported(
+                node, f"a call of the nested function `{func.id}`, which has defaults, with "
+                      "`*args` or `**kwargs`", f"Define `{func.id}` at module level, or pass "
+                      "its defaulted parameters explicitly.")
         given = set(nested.params[:len(node.args)]) | {k.arg for k in node.keywords}
         omitted = [gast.keyword(arg=p, value=gast.Constant(v.value, None)
                                 if isinstance(v, gast.Constant) else _name(v))
