@@ -1209,3 +1209,36 @@ def test_argument_method_updating_a_number_attribute_still_runs():
     np.testing.assert_array_equal(pb.grad(_argument_counts)(x, p), [3.0, 4.0])
     assert p.calls == 1
     np.testing.assert_array_equal(p.w, [3.0, 4.0])
+
+
+def _clamped_steps(b, steps):
+    x = np.zeros(3)
+    for lr in steps:
+        x_new = x - lr * (x - b)
+        x_new[x_new < 0] = 0.0
+        x = x_new
+    return np.sum(x * x)
+
+
+def _written_after_the_alias(b, steps):
+    x = np.zeros(3)
+    for lr in steps:
+        x_new = x - lr * (x - b)
+        x = x_new
+        x_new[0] = 0.0
+    return np.sum(x * x)
+
+
+def test_alias_of_an_array_rebound_before_each_write_is_followed():
+    # `x = x_new` after the writes: the next iteration binds x_new to a new
+    # array before writing, so the writes never reach x (was refused)
+    b, steps = np.array([1.0, -2.0, 3.0]), np.array([0.3, 0.5])
+    np.testing.assert_allclose(pb.grad(_clamped_steps)(b, steps),
+                               [2 * 0.65 * 0.65, 0.0, 2 * 0.65 * 0.65 * 3.0], rtol=1e-14)
+    assert pb.jvp(_clamped_steps, (b, steps), (np.ones(3), np.zeros(2)))[1] == \
+        pytest.approx(2 * 0.65 * 0.65 * 4.0, rel=1e-14)
+
+
+def test_a_write_after_the_alias_stays_refused():
+    with pytest.raises(pb.UnsupportedSyntaxError, match="x_new"):
+        pb.grad(_written_after_the_alias)(np.array([1.0, -2.0, 3.0]), np.array([0.3, 0.5]))

@@ -262,10 +262,6 @@ XFAIL = {
                         "Sequential.__init__)",
     "vectorized_huber": "`np.vectorize(huber_scalar)`: vectorize.__call__ has no rule "
                         "(NoRuleError naming the line, suggesting pb.custom_vjp)",
-    "masked_nnls_unrolled": "`x = x_new` after the masked stores `x_new[x_new < 0] = 0.0` "
-                            "in a loop: refused naming the line (another name comes to "
-                            "share an array written into; hint `.copy()`), though "
-                            "`x_new` is rebound, not written, after the alias",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

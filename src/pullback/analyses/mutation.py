@@ -241,10 +241,30 @@ def _written_while_read(normal, ops, group, stmt, name):
     and before a read of it (or of the copies normalize makes of it)."""
     root = normal.tree.body
     names = _copies_of(name, _renames(normal))
-    writers = [t for t in _simple(root) if _writes(t, ops, group)]
+    writers = [t for t in _simple(root) if _writes(t, ops, group)
+               and not _rebound_between(root, ops, stmt, t)]
     copies = copy_ids(normal)
     return any(_reads(t, names, copies) and may_run_between(root, w, stmt, t)
                for t in _simple(root) for w in writers)
+
+
+def _rebound_between(root, ops, stmt, w):
+    """Whether every path from ``stmt`` to the write ``w`` binds the name ``w``
+    writes into to a new array first: ``w`` and ``stmt`` in one block, ``stmt``
+    after ``w``, and a statement of the block before ``w`` allocating that
+    name (the loop comes back through it).  Then ``w`` cannot reach the object
+    ``stmt`` binds (``x_new = x - lr * g; x_new[x_new < 0] = 0.0; x = x_new``)."""
+    op = ops.get(id(w))
+    if op is None or op.kind is not OpKind.SETITEM:
+        return False
+    for block in _blocks(root):
+        ids = [id(s) for s in block]
+        if id(w) not in ids or id(stmt) not in ids or ids.index(id(stmt)) < ids.index(id(w)):
+            continue
+        return any(isinstance(s, gast.Assign) and _targets(s) == [op.mutates]
+                   and ops.get(id(s)) is not None and _allocates(ops[id(s)], s)
+                   for s in block[:ids.index(id(w))])
+    return False
 
 
 def variant_reads(op, names):
