@@ -308,14 +308,21 @@ class Adjoints:
     def adjoint_user(self, out, stmt, op, t, g, fresh=True):
         """``t = f(x, y)``: ``f_grads = f_adjoint(t_res, t_bar)``, one gradient
         per parameter of ``f``; at a compact call site (``ctx.compact_callee``)
-        ``f_grads = t_res[0](t_res[1], t_bar)``, one per active argument."""
+        ``f_adjoint, f_saved = t_res`` and ``f_grads = f_adjoint(f_saved, t_bar)``,
+        one per active argument."""
         from ..callees import derivative_of
         params = list(derivative_of(op.primitive).params)
         grads = self.ctx.namer.fresh(f"{getattr(op.primitive, '__name__', 'callee')}_grads")
         res = self.ctx.residual_of[id(stmt)]
         if self.ctx.compact_callee(op):
             place = self.ctx.callee_mask(op).index     # parameter -> its gradient's place
-            call = gast.Call(func=_at(res, 0), args=[_at(res, 1), g], keywords=[])
+            # (named where it is read: `f_adjoint, f_saved = t_res`, then a plain call)
+            name = getattr(op.primitive, '__name__', 'callee')
+            adjoint, saved = (self.ctx.namer.fresh(f"{name}_{k}") for k in ("adjoint", "saved"))
+            out.append(gast.Assign(targets=[gast.Tuple(
+                elts=[_name(adjoint, True), _name(saved, True)], ctx=gast.Store())],
+                value=_name(res), type_comment=None))
+            call = _call(adjoint, _name(saved), g)
         else:
             place = int
             call = _call(self.ctx.callee(op, "adjoint"), _name(res), g)
