@@ -591,7 +591,8 @@ def derivative_of(fun):
         parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
     if handle is None:
-        handle = _handles[fun] = Derivative(fun)
+        # (threads asking at once all get the first handle stored: one transform)
+        handle = _handles.setdefault(fun, Derivative(fun))
     return handle
 
 

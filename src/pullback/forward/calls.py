@@ -228,7 +228,7 @@ def forward_of(fun):
         parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
     if handle is None:
-        handle = _handles[fun] = ForwardDerivative(fun)
+        handle = _handles.setdefault(fun, ForwardDerivative(fun))     # (threads: the first)
     return handle
 
 
