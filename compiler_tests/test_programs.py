@@ -256,10 +256,6 @@ XFAIL = {
                              "followed since this round (were a TypeError naming no line). "
                              "Written with list(...), as the old message advised, it is "
                              "refused too (runtime.opaque_routes)",
-    "module_hierarchy": "`Sequential(*layers)`: a class whose __init__ takes *args is "
-                        "refused naming the call (its hint, 'Give the function named "
-                        "parameters', points at the user's function, not at "
-                        "Sequential.__init__)",
     "vectorized_huber": "`np.vectorize(huber_scalar)`: vectorize.__call__ has no rule "
                         "(NoRuleError naming the line, suggesting pb.custom_vjp)",
 }

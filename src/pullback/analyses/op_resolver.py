@@ -281,6 +281,8 @@ class OpResolver:
                 and any(isinstance(a, gast.Name) and a.id in self.locals
                         for a in node.args + list(kwargs.values())):
             made = followed(obj)
+            if made is not None and is_variadic(made):    # Sequential(*layers): as below
+                return self.dynamic(node, kwargs, label, static=obj)
             if made is not None:    # Dense(W, b): its __init__, returning the object
                 return self.bind_python(made, OpKind.USER, made, node, label)
         if (obj is builtins.max or obj is builtins.min) and ("key" in kwargs

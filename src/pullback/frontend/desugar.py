@@ -57,6 +57,7 @@ from ..runtime.loop_items import index_items
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
 from .dict_stores import follow_dict_stores
+from .iterator_names import follow_iterator_names
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -66,6 +67,8 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.Function
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
+    follow_iterator_names(fn, d.is_itertools_call, lambda call: gast.Call(
+        func=_name(d.helper("index_items", index_items)), args=[call], keywords=[]))
     d.locals = {a.id for a in fn.args.args} | {
         n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
         and isinstance(n.ctx, (gast.Store, gast.Del))}

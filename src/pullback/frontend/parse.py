@@ -121,13 +121,13 @@ def parse(fn: object, layout: object = None) -> Parsed:
     tree = _find_function(module, fn, filename)
     if code.co_flags & inspect.CO_GENERATOR:
         _generator_as_list(tree, fn, filename)
-    if layout is not None:
-        _apply_layout(tree, layout)
     closure = dict(zip(code.co_freevars, fn.__closure__ or ()))
     parsed = Parsed(fn, tree, filename, fn.__globals__, closure)
     rewrite = getattr(fn, "__pullback_rewrite__", None)
     if rewrite is not None:    # Dense(W, b): __init__ as the function that builds the object
-        rewrite(tree, parsed)   # (frontend.instances)
+        rewrite(tree, parsed)   # (frontend.instances; before the layout, which drops `self`)
+    if layout is not None:
+        _apply_layout(tree, layout)
     return parsed
 
 

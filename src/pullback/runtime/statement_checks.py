@@ -7,7 +7,8 @@ attribute, a method followed as a direct call.
 >>> indexable({"a": 1.0})
 Traceback (most recent call last):
 ...
-TypeError: pullback differentiates loops over sequences (lists, tuples, arrays, ranges); this loop runs over a dict. Loop over d.items(), d.keys() or d.values() instead.
+pullback.errors.UnsupportedSyntaxError: pullback differentiates loops over sequences (lists, tuples, arrays, ranges); this loop runs over a dict.
+Loop over d.items(), d.keys() or d.values() instead.
 """
 from __future__ import annotations
 
@@ -30,12 +31,16 @@ def indexable(seq):
     keys, not ``d[0], d[1]``), so it is refused with the fix."""
     if isinstance(seq, (dict, set, frozenset)) or (
             not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")):
+        from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
         what = type(seq).__name__
-        raise TypeError(
+        raise UnsupportedSyntaxError(
             f"pullback differentiates loops over sequences (lists, tuples, arrays, ranges); "
-            f"this loop runs over a {what}. "
-            + ("Loop over d.items(), d.keys() or d.values() instead."
-               if isinstance(seq, dict) else "Make a list of it first: list(...) or sorted(...)."))
+            f"this loop runs over a {what}.",
+            hint="Loop over d.items(), d.keys() or d.values() instead."
+            if isinstance(seq, dict) else
+            "Make a list of it first (`items = list(it)`, or sorted(...)) and loop over "
+            "that, or loop over the itertools call itself (`for i, j in "
+            "itertools.combinations(range(n), 2):`).")
     return seq
 
 
