@@ -335,6 +335,20 @@ class _Calls(gast.NodeTransformer):
                                 ctx=gast.Store())], value=call, type_comment=None), node))
         return _name(result)
 
+    def visit_Attribute(self, node):
+        """``inner.__code__``, ``inner.__name__`` of a nested function: the lifted
+        function's (another name, file and parameters), not what Python makes."""
+        if isinstance(node.value, gast.Name) and node.value.id in self.lifter.nested:
+            name = node.value.id
+            raise self.lifter.parsed.unsupported(
+                node, f"the attribute `{name}.{node.attr}` of the nested function `{name}`: "
+                      "pullback lifts nested functions into functions of their own, whose "
+                      "attributes (`__code__`, `__name__`, `__defaults__`...) are not "
+                      "those Python gives the nested function",
+                f"Read `{name}.{node.attr}` outside the function being differentiated, or "
+                f"define `{name}` at module level.")
+        return self.generic_visit(node)
+
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.lifter.nested:
             return self.lifter.as_value(node.id, node)
