@@ -336,17 +336,15 @@ class _Calls(gast.NodeTransformer):
         return _name(result)
 
     def visit_Attribute(self, node):
-        """``inner.__code__``, ``inner.__name__`` of a nested function: the lifted
-        function's (another name, file and parameters), not what Python makes."""
+        """``inner.__code__``: the lifted function's (other name, file, parameters)."""
         if isinstance(node.value, gast.Name) and node.value.id in self.lifter.nested:
-            name = node.value.id
+            what = f"`{node.value.id}.{node.attr}`"
             raise self.lifter.parsed.unsupported(
-                node, f"the attribute `{name}.{node.attr}` of the nested function `{name}`: "
-                      "pullback lifts nested functions into functions of their own, whose "
-                      "attributes (`__code__`, `__name__`, `__defaults__`...) are not "
-                      "those Python gives the nested function",
-                f"Read `{name}.{node.attr}` outside the function being differentiated, or "
-                f"define `{name}` at module level.")
+                node, f"the attribute {what} of the nested function `{node.value.id}`: pullback "
+                      "lifts nested functions, whose attributes (`__code__`, `__name__`...) "
+                      "are then not Python's",
+                f"Read {what} outside the function being differentiated, or define "
+                f"`{node.value.id}` at module level.")
         return self.generic_visit(node)
 
     def visit_Name(self, node):
