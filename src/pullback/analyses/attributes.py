@@ -73,6 +73,7 @@ import gast
 from .. import runtime
 from . import method_arguments
 from ..errors import UnsupportedSyntaxError
+from ..runtime.origin import module_name
 from ..frontend.followed import Followed
 from ..frontend.method_state import _CHANGING, _may_change, changes_self, state_class
 
@@ -445,7 +446,7 @@ def _class_of(name, normal, parsed, binds):
     if len(binds) == 1 and isinstance(binds[0].value, gast.Call) \
             and isinstance(binds[0].value.func, gast.Name):
         cls = _resolve(binds[0].value.func.id, parsed, set())
-        if isinstance(cls, type) and cls.__module__ == "builtins":
+        if isinstance(cls, type) and module_name(cls) == "builtins":
             return None
         return cls if isinstance(cls, type) and not issubclass(cls, BaseException) else None
     params = list(normal.params)

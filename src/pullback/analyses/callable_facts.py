@@ -26,6 +26,7 @@ from .. import runtime
 from ..errors import NonDifferentiableError
 from ..rules.registry import WRITES_INTO, is_nondifferentiable, lookup
 from ..runtime.opaque import is_library_code
+from ..runtime.origin import module_name
 
 __all__ = ["static_value", "structure_fields", "is_variadic", "is_star_call",
            "is_mutating_function", "is_wrapper", "dispatches", "is_library", "dotted",
@@ -128,7 +129,7 @@ def dispatches(obj):
 
 
 def is_library(fn):
-    module = getattr(fn, "__module__", "") or ""
+    module = module_name(fn)
     return module.split(".")[0] in ("numpy", "math", "builtins", "scipy", "jax") \
         or is_library_code(fn)
 

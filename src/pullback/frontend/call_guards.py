@@ -34,6 +34,7 @@ from ..errors import UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 from ..runtime import calls as _runtime_calls
 from ..runtime.arguments import unwrapped
+from ..runtime.origin import module_name
 from .written import attribute_stores, written_params
 
 __all__ = ["no_writer", "no_attribute_store", "no_array_write", "self_array_writes",
@@ -140,7 +141,7 @@ def user_object(v):
     attributes of its own (a dataclass, a plain object, a ``__slots__``
     class): what a stored attribute would change for the caller."""
     cls = type(v)
-    if cls.__module__ == "builtins" or isinstance(v, (types.ModuleType, types.FunctionType,
+    if module_name(cls) == "builtins" or isinstance(v, (types.ModuleType, types.FunctionType,
                                                       types.MethodType, np.ndarray, np.generic)):
         return False
     return hasattr(v, "__dict__") or bool(getattr(cls, "__slots__", ()))

@@ -343,6 +343,18 @@ class _Calls(gast.NodeTransformer):
                                 ctx=gast.Store())], value=call, type_comment=None), node))
         return _name(result)
 
+    def visit_Attribute(self, node):
+        """``inner.__code__``: the lifted function's (other name, file, parameters)."""
+        if isinstance(node.value, gast.Name) and node.value.id in self.lifter.nested:
+            what = f"`{node.value.id}.{node.attr}`"
+            raise self.lifter.parsed.unsupported(
+                node, f"the attribute {what} of the nested function `{node.value.id}`: pullback "
+                      "lifts nested functions, whose attributes (`__code__`, `__name__`...) "
+                      "are then not Python's",
+                f"Read {what} outside the function being differentiated, or define "
+                f"`{node.value.id}` at module level.")
+        return self.generic_visit(node)
+
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.lifter.nested:
             return self.lifter.as_value(node.id, node)

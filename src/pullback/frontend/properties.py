@@ -54,6 +54,7 @@ import numpy as np
 from ..ir.build import closure_name as _helper
 from ..runtime.objects import property_getter
 from ..runtime.opaque import is_library_code
+from ..runtime.origin import module_name
 
 __all__ = ["follow_properties", "owner_class", "same_property"]
 
@@ -167,7 +168,7 @@ def _run_time_names(parsed):
     todo = [v for v in values if isinstance(v, type)]
     while todo:
         cls = todo.pop()
-        if cls in seen or is_library_code(cls) or cls.__module__ in _NOT_USERS:
+        if cls in seen or is_library_code(cls) or module_name(cls) in _NOT_USERS:
             continue
         seen.add(cls)
         names.update(k for c in cls.__mro__ for k, v in vars(c).items()

@@ -65,6 +65,7 @@ import gast
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from ..rules.registry import nondifferentiable
+from ..runtime.origin import module_name
 from . import method_state
 from .dict_attributes import attribute_dict_store, item_attribute, whole_read, why_not_owned
 from .method_state import (_load, _located, _own_nodes, _source_tree, _state_call_of,
@@ -83,7 +84,7 @@ def _plain(cls):
         and cls.__setattr__ is object.__setattr__ \
         and not any("__slots__" in vars(c) for c in cls.__mro__) \
         and not issubclass(cls, BaseException) \
-        and (getattr(cls, "__module__", "") or "").split(".")[0] not in (
+        and module_name(cls).split(".")[0] not in (
             "builtins", "numpy", "pullback", "jax", "scipy")
 
 

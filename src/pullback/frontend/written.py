@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import PullbackError, UnsupportedSyntaxError
 from ..rules.registry import nondifferentiable
 from ..runtime.arguments import arguments_apart, number_argument, result_apart
+from ..runtime.origin import module_name
 
 __all__ = ["written_params", "variant", "argument_written", "ITEM", "UPDATE", "MIXED", "walk", "static_callee",
            "bound_arguments", "scan", "attribute_stores", "stored_values"]
@@ -512,8 +513,7 @@ def static_callee(func, parsed, local):
         return None
     if not isinstance(obj, types.FunctionType) or getattr(obj, "__pullback_variant__", None):
         return None
-    if (getattr(obj, "__module__", "") or "").split(".")[0] in (
-            "numpy", "scipy", "jax", "pullback"):
+    if module_name(obj).split(".")[0] in ("numpy", "scipy", "jax", "pullback"):
         return None
     return obj
 

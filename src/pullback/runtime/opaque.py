@@ -92,6 +92,7 @@ import weakref
 import numpy as np
 
 from .leaves import ATOMS, Unwalkable, Walk, is_leaf
+from .origin import module_name
 
 __all__ = ["is_library_code", "is_library_object", "call", "callee_name"]
 
@@ -107,14 +108,14 @@ def is_library_code(obj):
     not pullback's own."""
     if isinstance(obj, types.BuiltinMethodType) and not isinstance(
             getattr(obj, "__self__", None), (types.ModuleType, type(None))):
-        module = type(obj.__self__).__module__       # `d.values`: the object's type's
+        module = module_name(type(obj.__self__))     # `d.values`: the object's type's
     elif isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
-        module = getattr(obj, "__module__", None)
+        module = module_name(obj)
     elif isinstance(obj, types.MethodType):
         return is_library_code(obj.__func__)
     else:
-        module = type(obj).__module__
-    if not isinstance(module, str) or not module:
+        module = module_name(type(obj))
+    if not module:
         return False
     top = module.split(".")[0]
     if top in _EXCLUDED:

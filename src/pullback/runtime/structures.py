@@ -25,6 +25,7 @@ import types
 import numpy as np
 
 from .backends import is_foreign
+from .origin import module_name
 
 __all__ = ["is_structure", "is_instance", "fields_of", "attributes_of", "set_attribute",
            "slot_names", "rebuild_like", "field_cotangent"]
@@ -127,7 +128,7 @@ def is_instance(x):
         return False         # a Dask or CuPy array, an array-like
     if type(x) in REGISTERED:
         return True          # registered as a pytree node (pullback.pytrees): the user's
-    module = getattr(type(x), "__module__", "") or ""
+    module = module_name(type(x))        # "" for a class exec made without __name__
     if module.split(".")[0] in _LIBRARIES:
         return False
     path = getattr(sys.modules.get(module), "__file__", None) or ""
