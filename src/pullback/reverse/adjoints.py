@@ -94,9 +94,12 @@ class Adjoints:
 
     def adjoint_append(self, out, stmt, op):
         """``items.append(v)``: the last element of ``items_bar`` is ``v``'s.
-        The appends are undone in reverse order, popping an owned copy."""
+        The appends are undone in reverse order, popping an owned copy; a
+        gradient not bound yet is bound to zeros, so that a read of the list
+        before this append (``z = hs[1]``, next in the adjoint) adds into a
+        buffer as long as the list was then (it got the last item's before)."""
         items = op.mutates
-        if items not in self.ctx.active or not self.ctx.grads.bound(items):
+        if items not in self.ctx.active:
             return
         out.extend(self.ctx.grads.make_owned(items, self.ctx.zero_buffer))
         self.ctx.indexed.add(items)
@@ -218,9 +221,20 @@ class Adjoints:
         if not isinstance(x, gast.Name) or x.id not in self.ctx.active:
             return False
         kind = self.ctx.kind(x.id)
-        if kind.shape is Shape.CONTAINER:
-            return False
         index = self.index_value(op.bound["b"])
+        if kind.shape is Shape.CONTAINER:
+            # a list's item (``hs[t]`` in an RNN): its entry of ``hs_bar``
+            # updated in place, O(1), where ``unindex`` built a list as long
+            # as ``hs`` per read (O(n^2) for a loop); out of place, or to be
+            # differentiated again (forward mode follows no in-place change), as before
+            if not self.ctx.grads.inplace or transforming_again():
+                return False
+            out.extend(self.ctx.grads.make_owned(x.id, self.ctx.zero_buffer))
+            add_at = self.ctx.helper("index_add", runtime.index_add)
+            out.append(gast.Expr(value=_call(add_at, _name(self.ctx.grads.var(x.id)),
+                                             index, g)))
+            self.ctx.indexed.add(x.id)
+            return True
         # (an array read with a slice: a number the kinds cannot tell from a
         # scalar is an array; its dtype float64 when every array is)
         simple = (kind.complex is False and self.ctx.kind(t).complex is False
