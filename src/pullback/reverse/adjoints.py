@@ -221,24 +221,15 @@ class Adjoints:
         if not isinstance(x, gast.Name) or x.id not in self.ctx.active:
             return False
         kind = self.ctx.kind(x.id)
+        if kind.shape is Shape.CONTAINER and transforming_again():
+            return False        # (forward mode follows no list changed in place)
         index = self.index_value(op.bound["b"])
-        if kind.shape is Shape.CONTAINER:
-            # a list's item (``hs[t]`` in an RNN): its entry of ``hs_bar``
-            # updated in place, O(1), where ``unindex`` built a list as long
-            # as ``hs`` per read (O(n^2) for a loop); out of place, or to be
-            # differentiated again (forward mode follows no in-place change), as before
-            if not self.ctx.grads.inplace or transforming_again():
-                return False
-            out.extend(self.ctx.grads.make_owned(x.id, self.ctx.zero_buffer))
-            add_at = self.ctx.helper("index_add", runtime.index_add)
-            out.append(gast.Expr(value=_call(add_at, _name(self.ctx.grads.var(x.id)),
-                                             index, g)))
-            self.ctx.indexed.add(x.id)
-            return True
         # (an array read with a slice: a number the kinds cannot tell from a
         # scalar is an array; its dtype float64 when every array is)
-        simple = (kind.complex is False and self.ctx.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and (
+        # a list's item, `hs[t]`: its one entry of `hs_bar` replaced in place
+        # (`index_add`), O(1), not a list as long as `hs` (`unindex`) per read
+        simple = (kind.shape is not Shape.CONTAINER and kind.complex is False
+                  and self.ctx.kind(t).complex is False and self.basic_index(op.bound["b"]) and (
                       (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
                       or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
                           and self.ctx.typed and self.ctx.all_float64())))
