@@ -94,9 +94,12 @@ class Adjoints:
 
     def adjoint_append(self, out, stmt, op):
         """``items.append(v)``: the last element of ``items_bar`` is ``v``'s.
-        The appends are undone in reverse order, popping an owned copy."""
+        The appends are undone in reverse order, popping an owned copy; a
+        gradient not bound yet is bound to zeros, so that a read of the list
+        before this append (``z = hs[1]``, next in the adjoint) adds into a
+        buffer as long as the list was then (it got the last item's before)."""
         items = op.mutates
-        if items not in self.ctx.active or not self.ctx.grads.bound(items):
+        if items not in self.ctx.active:
             return
         out.extend(self.ctx.grads.make_owned(items, self.ctx.zero_buffer))
         self.ctx.indexed.add(items)
@@ -218,13 +221,15 @@ class Adjoints:
         if not isinstance(x, gast.Name) or x.id not in self.ctx.active:
             return False
         kind = self.ctx.kind(x.id)
-        if kind.shape is Shape.CONTAINER:
-            return False
+        if kind.shape is Shape.CONTAINER and transforming_again():
+            return False        # (forward mode follows no list changed in place)
         index = self.index_value(op.bound["b"])
         # (an array read with a slice: a number the kinds cannot tell from a
         # scalar is an array; its dtype float64 when every array is)
-        simple = (kind.complex is False and self.ctx.kind(t).complex is False
-                  and self.basic_index(op.bound["b"]) and (
+        # a list's item, `hs[t]`: its one entry of `hs_bar` replaced in place
+        # (`index_add`), O(1), not a list as long as `hs` (`unindex`) per read
+        simple = (kind.shape is not Shape.CONTAINER and kind.complex is False
+                  and self.ctx.kind(t).complex is False and self.basic_index(op.bound["b"]) and (
                       (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
                       or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
                           and self.ctx.typed and self.ctx.all_float64())))
