@@ -98,12 +98,42 @@ def test_nonlocal_counter_same_as_python():
     assert pb.grad(counter_closure)(2.0) == 6.0
 
 
-def test_star_call_of_a_nested_function_with_defaults_is_refused():
-    # the lifted function takes its defaults by keyword; which parameters
-    # `*args` / `**kw` give is known only when the call runs (it was a
-    # TypeError, "got multiple values for keyword argument 'c'")
-    def f(x):
+def test_nested_functions_with_defaults_through_star_calls_and_values():
+    # constant defaults are the lifted function's own, so `*args` / `**kw` and a
+    # call through a value fill them as Python does (each was a TypeError,
+    # "got multiple values for keyword argument 'c'")
+    def through_star(x):
         def inner(a, b, c=1.0):
+            return a * b + c
+
+        def outer(*args, **kw):
+            return inner(*args, **kw)
+
+        return outer(x[0], x[1], c=x[2]) + outer(x[0], x[2])
+
+    def through_a_value(x):
+        def inner(a, b, c=1.0):
+            return a * b + c
+        g = inner
+        return g(x[0], x[1], x[2]) + g(x[1], x[2])
+
+    x = np.array([0.5, -1.2, 2.0])
+    np.testing.assert_allclose(pb.grad(through_star)(x), [x[1] + x[2], x[0], 1.0 + x[0]],
+                               rtol=1e-14)
+    np.testing.assert_allclose(pb.grad(through_a_value)(x), [x[1], x[0] + x[2], 1.0 + x[1]],
+                               rtol=1e-14)
+    t = np.array([1.0, 10.0, 100.0])
+    assert pb.jvp(through_star, (x,), (t,))[1] == pytest.approx(
+        (x[1] + x[2]) * 1.0 + x[0] * 10.0 + (1.0 + x[0]) * 100.0, rel=1e-14)
+
+
+def test_star_call_of_a_nested_function_with_a_computed_default_is_refused():
+    # a default computed where the `def` runs goes in by keyword at each call;
+    # which parameters the star arguments give is known only when the call runs
+    def f(x):
+        w = x[2] * 2.0
+
+        def inner(a, b, c=w):
             return a * b + c
 
         def outer(*args, **kw):

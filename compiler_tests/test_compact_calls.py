@@ -1,6 +1,6 @@
 """Compact call sites: a call of a plain user function keeps the callee's
 adjoint in its residuals (``g_res = (adjoint, r)``) and the caller's adjoint
-runs ``g_adjoint, g_saved = g_res; g_adjoint(g_saved, g_bar)``, which gives the gradients of the active
+runs ``g_adjoint, g_saved = g_res[0], g_res[1]; g_adjoint(g_saved, g_bar)``, which gives the gradients of the active
 arguments only, in order (``reverse.context.compact_callee``).  Checked
 against exact gradients, through the disk cache, an artifact written ahead
 of time, a callee entering a ``with`` block, and second derivatives."""

@@ -109,7 +109,7 @@ def f_adjoint(residuals, out_bar):
     b_bar = unbroadcast(a_b_bar * a, b)
     # line 2: a, b = split(x)
     split_x_bar = pack_like(split_x, (a_bar, b_bar))
-    split_adjoint, split_saved = split_x_res
+    split_adjoint, split_saved = (split_x_res[0], split_x_res[1])
     split_grads = split_adjoint(split_saved, split_x_bar)
     x_bar = split_grads[0]
     return (project(x_bar, x),)

@@ -126,7 +126,12 @@ class _Lifter:
             body = _ReturnState(nonlocals).block(body)
             body.append(gast.Return(value=_state(gast.Constant(None, None), nonlocals)))
         a = node.args
-        if a.vararg or a.kwarg or a.kwonlyargs:
+        # constant defaults stay the lifted function's own (a call through `*args`
+        # or a function value then fills them as Python does); one computed where
+        # the `def` runs goes in by keyword at each call
+        own = list(a.defaults) if a.defaults and all(
+            isinstance(d, gast.Constant) for d in a.defaults) else []
+        if a.vararg or a.kwarg or a.kwonlyargs or own:
             # *args / **kwargs: what it captures follows as keyword-only parameters
             for d in a.kw_defaults:
                 if d is not None and not isinstance(d, gast.Constant):
@@ -137,14 +142,15 @@ class _Lifter:
                 args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
                 vararg=a.vararg, kwarg=a.kwarg,
                 kwonlyargs=list(a.kwonlyargs) + [_name(c, gast.Param()) for c in captured],
-                kw_defaults=list(a.kw_defaults) + [None] * len(captured), defaults=[])
+                kw_defaults=list(a.kw_defaults) + [None] * len(captured), defaults=own)
         else:
             args = gast.arguments(
                 args=[_name(p, gast.Param()) for p in params + captured],
                 posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                 defaults=[])
         at_def, defaults = [], []
-        for p, d in zip(params[len(params) - len(node.args.defaults):], node.args.defaults):
+        for p, d in zip(params[len(params) - len(node.args.defaults):],
+                        [] if own else node.args.defaults):
             if isinstance(d, gast.Constant):
                 defaults.append((p, d))
                 continue
@@ -277,7 +283,8 @@ class _Lifter:
         make = next(c for c in code.co_consts if isinstance(c, types.CodeType))
         inner = next(c for c in make.co_consts if isinstance(c, types.CodeType))
         cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
-        fn = types.FunctionType(inner, self.parsed.globals, tree.name, None, cells)
+        defaults = tuple(d.value for d in tree.args.defaults) or None     # (constants)
+        fn = types.FunctionType(inner, self.parsed.globals, tree.name, defaults, cells)
         kwdefaults = {a.id: d.value for a, d in zip(tree.args.kwonlyargs,
                                                     tree.args.kw_defaults) if d is not None}
         fn.__kwdefaults__ = kwdefaults or None

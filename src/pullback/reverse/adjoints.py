@@ -313,7 +313,8 @@ class Adjoints:
     def adjoint_user(self, out, stmt, op, t, g, fresh=True):
         """``t = f(x, y)``: ``f_grads = f_adjoint(t_res, t_bar)``, one gradient
         per parameter of ``f``; at a compact call site (``ctx.compact_callee``)
-        ``f_adjoint, f_saved = t_res`` and ``f_grads = f_adjoint(f_saved, t_bar)``,
+        ``f_adjoint, f_saved = t_res[0], t_res[1]`` and ``f_grads = f_adjoint(f_saved,
+        t_bar)``,
         one per active argument."""
         from ..callees import derivative_of
         params = list(derivative_of(op.primitive).params)
@@ -326,7 +327,8 @@ class Adjoints:
             adjoint, saved = (self.ctx.namer.fresh(f"{name}_{k}") for k in ("adjoint", "saved"))
             out.append(gast.Assign(targets=[gast.Tuple(
                 elts=[_name(adjoint, True), _name(saved, True)], ctx=gast.Store())],
-                value=_name(res), type_comment=None))
+                value=gast.Tuple(elts=[_at(res, 0), _at(res, 1)], ctx=gast.Load()),
+                type_comment=None))
             call = _call(adjoint, _name(saved), g)
         else:
             place = int
