@@ -260,8 +260,6 @@ XFAIL = {
                         "refused naming the call (its hint, 'Give the function named "
                         "parameters', points at the user's function, not at "
                         "Sequential.__init__)",
-    "vectorized_huber": "`np.vectorize(huber_scalar)`: vectorize.__call__ has no rule "
-                        "(NoRuleError naming the line, suggesting pb.custom_vjp)",
     "masked_nnls_unrolled": "`x = x_new` after the masked stores `x_new[x_new < 0] = 0.0` "
                             "in a loop: refused naming the line (another name comes to "
                             "share an array written into; hint `.copy()`), though "
