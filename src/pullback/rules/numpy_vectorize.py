@@ -15,8 +15,10 @@ the rule through the dispatcher (``huber`` is an object when it runs):
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import adjoint_source, function_from_source
->>> def h(r):
+>>> h = function_from_source('''
+... def h(r):
 ...     return 0.5 * r * r if abs(r) <= 1.0 else abs(r) - 0.5
+... ''')
 >>> f = function_from_source('''
 ... def f(x):
 ...     return np.sum(huber(x))

@@ -10,8 +10,11 @@ one element of each (a Python number, as NumPy passes it); an excluded
 argument is passed whole, and its cotangent is the sum over the calls.
 
 >>> import numpy as np, pullback
->>> def f(r, d):
+>>> from pullback.testing import function_from_source
+>>> f = function_from_source('''
+... def f(r, d):
 ...     return 0.5 * r * r if abs(r) <= d else d * (abs(r) - 0.5 * d)
+... ''')
 >>> v, x = np.vectorize(f), np.array([-2.0, 0.5, 3.0])
 >>> vectorize_grads(np.ones(3), v(x, 1.0), v, (x, 1.0), {})[0]
 array([-1. ,  0.5,  1. ])
