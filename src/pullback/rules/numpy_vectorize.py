@@ -36,17 +36,17 @@ array([-1. ,  0.5])
 import numpy as np
 
 from pullback.rules.registry import facts, jvp, vjp
-from pullback.runtime import vectorize_grads, vectorize_jvp
+from pullback.runtime.vectorize_support import each_element_grads, each_element_jvp
 
 
 @vjp(np.vectorize.__call__, nondiff=("self",))
 def vectorize_call(g, ans, self, *args, **kwargs):
-    return vectorize_grads(g, ans, self, args, kwargs)
+    return each_element_grads(g, ans, self, args, kwargs)
 
 
 @jvp(np.vectorize.__call__)
 def vectorize_call_jvp(t, ans, self, *args, **kwargs):
-    return vectorize_jvp(t, ans, self, args, kwargs)
+    return each_element_jvp(t, ans, self, args, kwargs)
 
 
 # -- facts (rules/registry.py: facts): new arrays ------------------------------------

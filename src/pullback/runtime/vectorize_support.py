@@ -16,7 +16,7 @@ argument is passed whole, and its cotangent is the sum over the calls.
 ...     return 0.5 * r * r if abs(r) <= d else d * (abs(r) - 0.5 * d)
 ... ''')
 >>> v, x = np.vectorize(f), np.array([-2.0, 0.5, 3.0])
->>> vectorize_grads(np.ones(3), v(x, 1.0), v, (x, 1.0), {})[0]
+>>> each_element_grads(np.ones(3), v(x, 1.0), v, (x, 1.0), {})[0]
 array([-1. ,  0.5,  1. ])
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 from .calls import _hook, dynamic_adjoint, dynamic_call
 from .core import add_cotangents, project, unbroadcast
 
-__all__ = ["vectorize_grads", "vectorize_jvp"]
+__all__ = ["each_element_grads", "each_element_jvp"]
 
 
 class _Call:
@@ -80,7 +80,7 @@ def _outputs(v):
     return v if isinstance(v, tuple) else (v,)
 
 
-def vectorize_grads(g, ans, vec, args, kwargs):
+def each_element_grads(g, ans, vec, args, kwargs):
     """Cotangents of ``args`` in ``vec(*args, **kwargs)`` for an
     ``np.vectorize`` object ``vec``: the function's vjp at each element, for
     that element of ``g``; an argument NumPy does not broadcast (``excluded``)
@@ -122,9 +122,9 @@ class _PerArgument:
         return self.tangent(k)
 
 
-def vectorize_jvp(t, ans, vec, args, kwargs):
+def each_element_jvp(t, ans, vec, args, kwargs):
     """Tangent of ``vec(*args, **kwargs)`` for a tangent ``t`` of one of
-    ``args`` (the ``k``-th, read as ``vectorize_jvp(...)[k]``): the
+    ``args`` (the ``k``-th, read as ``each_element_jvp(...)[k]``): the
     function's tangent at each element."""
     call = _Call(vec, args, kwargs)
     outs = _outputs(ans)
