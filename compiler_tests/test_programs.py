@@ -256,8 +256,6 @@ XFAIL = {
                              "followed since this round (were a TypeError naming no line). "
                              "Written with list(...), as the old message advised, it is "
                              "refused too (runtime.opaque_routes)",
-    "vectorized_huber": "`np.vectorize(huber_scalar)`: vectorize.__call__ has no rule "
-                        "(NoRuleError naming the line, suggesting pb.custom_vjp)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -936,6 +936,26 @@ case(np.apply_along_axis, lambda G: [np.cumsum, 0, G.normal((3, 4))], R)
 case(np.apply_along_axis, lambda G: [_norm2, -1, G.normal((2, 3, 4))], R)
 case(np.apply_along_axis, lambda G: [_norm2, 0, G.normal((3, 2)), 1.5], R)
 
+
+def _kinked(r, s):
+    return r * r * s if r > 0 else np.sin(r) + s
+
+
+class _Vectorized(np.vectorize):
+    """An np.vectorize equal to its copy (``same`` compares the inputs after the rule)."""
+
+    def __eq__(self, other):
+        return isinstance(other, _Vectorized) and other.pyfunc is self.pyfunc
+
+    __hash__ = object.__hash__
+
+
+# (rules.numpy_vectorize: the scalar function per element, broadcast; excluded: summed)
+case(np.vectorize.__call__, lambda G: [_Vectorized(_kinked), G.normal((3, 2)),
+                                       G.normal((2,))], R)
+case(np.vectorize.__call__, lambda G: [_Vectorized(_norm2, excluded={0}), G.normal((3,)),
+                                       G.normal(())], R)
+
 # (rules.numpy_array_api: the array API's names, the matrix axes last)
 _LA = np.linalg
 unary([np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.asarray_chkfinite,

@@ -86,9 +86,10 @@ class Op:
         return names
 
     def static_names(self, param):
-        """The names bound to ``param`` (one, or a rule's ``*args``).  Names
-        inside an index (``x[i, j]``) are not among them: an array's index
-        carries no gradient (a float index is an error)."""
+        """The names bound to ``param`` (one, or a rule's ``*args`` or
+        ``**kwargs``).  Names inside an index (``x[i, j]``) are not among them:
+        an array's index carries no gradient (a float index is an error)."""
         v = self.bound[param]
+        v = tuple(v.values()) if isinstance(v, dict) else v
         return [a.id for a in (v if isinstance(v, tuple) else (v,))
                 if isinstance(a, gast.Name)]

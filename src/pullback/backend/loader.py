@@ -81,9 +81,11 @@ class Loaded:
         user = self.user_line(lineno) if lineno is not None else None
         if user is None:
             return
-        if isinstance(err, PullbackError) and err.location is None:
-            # the dispatcher's refusal of a callee known only at run time: the
-            # call's own line is where the user looks
+        if isinstance(err, PullbackError) and (err.location is None or str(
+                err.location.filename).startswith("<pullback dispatch")):
+            # the dispatcher's refusal of a callee known only at run time (or of
+            # its one-line wrapper's call of a rule): the call's own line is
+            # where the user looks
             line = linecache.getline(self.user_file, user)
             indent = len(line) - len(line.lstrip())
             err.location = Location(self.user_file, user, indent, len(line.rstrip()), line)

@@ -171,6 +171,8 @@ def vectorize_calls(body, parsed, ops, kinds, mapped):
             calls = [s for b in lists for s in b if _calls_name(s, v)]
             if not calls or loads[v] != len(calls):
                 continue            # the vectorized function escapes: leave it
+            if _for_the_rule(stmt, calls):
+                continue            # excluded=, keywords: the object's rule, when it runs
             fn, otypes = _vectorized(stmt, parsed)
             info = purity.scalar_function(fn)
             for call in calls:
@@ -181,6 +183,14 @@ def vectorize_calls(body, parsed, ops, kinds, mapped):
             block.remove(stmt)
             changed = True
     return changed
+
+
+def _for_the_rule(stmt, calls):
+    """``np.vectorize(g, excluded=...)``, ``cache=``, or a call passing
+    keywords: left to the rule of the object's calls (``rules.numpy_vectorize``)."""
+    keywords = {k.arg for k in stmt.value.keywords}
+    return bool(keywords - {"otypes", "doc", "signature"}) \
+        or any(c.value.keywords for c in calls)
 
 
 def _vectorized(stmt, parsed):

@@ -108,11 +108,14 @@ def instantiate(rule, subst, wanted, namer, bind_global):
 
 def parameter_value(rule, p, bound, index_value):
     """The expression a rule's parameter ``p`` stands for at a call site: the
-    bound argument (``*args`` as a tuple of them), else its default: ``()`` for
+    bound argument (``*args`` as a tuple of them, ``**kwargs`` a dict), else its default: ``()`` for
     an unbound ``*args`` (``a.item()``), ``{}`` for ``**kwargs``, ``None`` for a
     default no literal writes."""
     if p in bound:
         v = bound[p]
+        if isinstance(v, dict):            # **kwargs: a dict of them
+            return gast.Dict(keys=[gast.Constant(k, None) for k in v],
+                             values=[index_value(e) for e in v.values()])
         return gast.Tuple(elts=list(v), ctx=gast.Load()) if isinstance(v, tuple) \
             else index_value(v)
     param = rule.signature.parameters[p]
