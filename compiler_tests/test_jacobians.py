@@ -205,11 +205,14 @@ def f(x):
 
 def test_jacrev_one_primal_run():
     calls = []
+
+    def note(x):            # (called for its effect: transformed too, so a def)
+        calls.append(1)
     f = function_from_source("""
 def f(x):
     note(x)
     return np.outer(x, x)
-""", {"note": lambda x: calls.append(1)})
+""", {"note": note})
     jac = pb.jacrev(f)(np.arange(1.0, 4.0))
     assert len(calls) == 1                      # one primal run for 9 sweeps
     assert jac.shape == (3, 3, 3)
