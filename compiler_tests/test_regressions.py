@@ -131,7 +131,7 @@ def test_negative_constant_raised_to_a_power(lower):
     """`(-0.7) ** 2`, folded to a constant -0.7 to the power 2, was printed
     `-0.7 ** 2`, which Python reads as -(0.7 ** 2): a wrong primal value and
     gradient (make fuzz, seed 2)."""
-    from pullback.api import kernel_sources
+    from pullback.sources import kernel_sources
     from pullback.lowering import kernels
     f = fuzzing.load("def f(x):\n    return np.sum(x * np.tanh(x) * (-0.7) ** 2) + (-2) ** 2 * x[0]\n")
     x = np.linspace(0.1, 1.0, 5)

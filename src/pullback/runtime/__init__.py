@@ -60,6 +60,8 @@ from .callback_support import *  # noqa: F401,F403
 from .callback_support import __all__ as _callback_support
 from .array_api_support import *  # noqa: F401,F403
 from .array_api_support import __all__ as _array_api_support
+from .vectorize_support import *  # noqa: F401,F403
+from .vectorize_support import __all__ as _vectorize_support
 
 from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 from .control import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
@@ -72,4 +74,4 @@ __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulati
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
            + _objects + _dict_rules + ["items_cotangent"]
            + _series_support + _select_support + _special_support + _callback_support
-           + _array_api_support)
+           + _array_api_support + _vectorize_support)
