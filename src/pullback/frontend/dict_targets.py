@@ -19,24 +19,16 @@ import copy
 
 import gast
 
+from ..ir.walk import scope_nodes
+
 __all__ = ["own_walk", "store_target", "method_call", "item_target", "iterates", "loop_key",
            "simple", "copy_node"]
 
-_NESTED = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 _LAZY = {"zip", "enumerate", "reversed", "iter", "map", "filter"}
 _VIEWS = ("keys", "values", "items")
 
 
-def own_walk(node):
-    """``node`` and what it holds, not descending into nested functions,
-    lambdas or classes (yielded themselves)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(n, _NESTED):
-            continue
-        stack.extend(reversed(list(gast.iter_child_nodes(n))))
+own_walk = scope_nodes         # (ir.walk: the function's own nodes)
 
 
 def store_target(s):

@@ -52,6 +52,8 @@ import copy
 
 import gast
 
+from ..ir.walk import scope_nodes
+
 __all__ = ["split_lists", "MAX_TRIPS"]
 
 MAX_TRIPS = 64
@@ -89,16 +91,6 @@ def split_lists(tree, namer, parsed=None):
 
 # -- which lists -------------------------------------------------------------------------
 
-def _own_walk(node):
-    """The nodes of ``node``, not descending into nested functions, lambdas
-    or classes (which are yielded themselves)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and isinstance(n, _NESTED):
-            continue
-        stack.extend(gast.iter_child_nodes(n))
 
 
 def _candidates(tree):
@@ -107,7 +99,7 @@ def _candidates(tree):
     params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs}
     params |= {a.id for a in (tree.args.vararg, tree.args.kwarg) if a is not None}
     stores, nested, declared = {}, set(), set()
-    for n in _own_walk(tree):
+    for n in scope_nodes(tree):
         if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
             stores[n.id] = stores.get(n.id, 0) + 1
         elif isinstance(n, (gast.Global, gast.Nonlocal)):
@@ -125,7 +117,7 @@ def _candidates(tree):
                     and len(stmt.value.elts) <= MAX_TRIPS:
                 out[name] = (stmt, list(stmt.value.elts))
     written = set()
-    for n in _own_walk(tree):
+    for n in scope_nodes(tree):
         if isinstance(n, gast.Subscript) and isinstance(n.ctx, gast.Store):
             root = n
             while isinstance(root, gast.Subscript):
@@ -161,10 +153,10 @@ def _only_indexed(tree, name, items, checked):
     constant ``k``, ``len(name)``, ``return name`` or desugar's
     ``indexable(name)``."""
     parents = {}
-    for n in _own_walk(tree):
+    for n in scope_nodes(tree):
         for c in gast.iter_child_nodes(n):
             parents[c] = n
-    for n in _own_walk(tree):
+    for n in scope_nodes(tree):
         if not (isinstance(n, gast.Name) and n.id == name) or isinstance(n.ctx, gast.Store):
             continue
         up = parents.get(n)

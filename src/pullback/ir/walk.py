@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import gast
 
-__all__ = ["all_statements", "own_nodes"]
+__all__ = ["all_statements", "own_nodes", "scope_nodes"]
 
 
 def all_statements(stmts: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
@@ -38,3 +38,18 @@ def own_nodes(stmt: gast.stmt) -> list[gast.AST]:
     if isinstance(stmt, gast.For):
         return list(gast.walk(stmt.target)) + list(gast.walk(stmt.iter))
     return list(gast.walk(stmt))
+
+
+_NESTED = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+
+
+def scope_nodes(node):
+    """``node`` and what it holds, in source order, not descending into nested
+    functions, lambdas or classes (which are yielded themselves)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if n is not node and isinstance(n, _NESTED):
+            continue
+        stack.extend(reversed(list(gast.iter_child_nodes(n))))
