@@ -230,12 +230,12 @@ def test_a_call_site_reads_its_callees_compact_gradients():
     """A call of a plain function finds the callee's adjoint in its
     residuals and indexes the gradients of its active arguments only: no
     handle's ``call_adjoint``, no spreading function made or run."""
-    from pullback import callees
-    before = dict(callees._SPREAD)
+    from pullback import call_sites
+    before = dict(call_sites._SPREAD)
     vg = pb.value_and_grad(total)
     value, grad = vg(0.7)
     assert (value, grad) == pytest.approx(_exact(0.7), rel=1e-12)
-    assert not [k for k in callees._SPREAD if k not in before and k[1] == 4]
+    assert not [k for k in call_sites._SPREAD if k not in before and k[1] == 4]
     seen = _python_calls(vg, 0.7)
     assert seen["call_adjoint"] == 1 and seen["spread"] == 0      # pb.value_and_grad's own
     src = pb.source(walk, 0.7, 0.0, 1.0, 6, argnums=(0,))
@@ -247,12 +247,12 @@ def test_a_call_site_reads_its_callees_compact_gradients():
 
 def test_spreading_functions_place_gradients_among_the_parameters():
     # the generic path (pb.grad's own call, a callee known only at run time)
-    from pullback import callees
-    assert callees._spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
-    assert callees._spread((0,), 1)(["a"]) == ("a",)
-    assert callees._spread((), 1)([]) == (None,)
-    assert callees._spread((-1,), 3)(["c"]) == (None, None, "c")      # argnums=-1
-    assert callees._spread((-1, 2), 3)(["c", "z"]) == (None, None, "z")
+    from pullback.call_sites import _spread
+    assert _spread((1, 3), 4)(["b", "d"]) == (None, "b", None, "d")
+    assert _spread((0,), 1)(["a"]) == ("a",)
+    assert _spread((), 1)([]) == (None,)
+    assert _spread((-1,), 3)(["c"]) == (None, None, "c")      # argnums=-1
+    assert _spread((-1, 2), 3)(["c", "z"]) == (None, None, "z")
 
 
 def test_zero_buffers_of_arrays_skip_the_structure_checks(monkeypatch):

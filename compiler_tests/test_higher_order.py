@@ -665,7 +665,7 @@ def test_hessian_by_forward_over_forward_against_jax(name):
 
 
 # forward over forward of functions with *args, keyword-only parameters and
-# defaults: each call is flattened to one value per parameter (callees.Flat)
+# defaults: each call is flattened to one value per parameter (call_layouts.Flat)
 
 VARIADIC = {
     "star_args": ("""

@@ -10,10 +10,12 @@ ct)`` one cotangent per parameter, and ``for_callers(mask)`` the pair that
 generated code calls for a call site.
 
 A function with ``*args``, ``**kwargs`` or keyword-only parameters is
-called with its arguments flattened (``flatten_call``): a ``Flat`` tuple, one
-value per parameter of its ``Layout``, and is transformed once per layout.
-``Derivative.call_primal`` also closes the ``with`` blocks a primal left
-open (``runtime.control``).
+called with its arguments flattened (``call_layouts.flatten_call``): a
+``Flat`` tuple, one value per parameter of its ``Layout``, and is transformed
+once per layout.  ``Derivative.call_primal`` also closes the ``with`` blocks
+a primal left open (``runtime.control``).  What a call site runs, the
+primal wrapper and the spreading of gradients, is made in ``call_sites``;
+``CustomVJP`` lives in ``custom_rules``.
 
 Generated code, the reverse pass and the runtime dispatcher hold handles, so
 this module sits low in the tree: it imports no pass.  A ``Derivative``
@@ -22,74 +24,26 @@ installs itself as ``Derivative.driver``.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
-import operator
-import re
 import types
 import weakref
 
 import numpy as np
 
 from . import runtime
-from .checks import sums_onto
+from .call_layouts import Flat, flatten_call
+from .call_sites import _NONE, _SAME, _SPREAD, _caller_primal, _pick, _run_adjoint, _settle, \
+    _spread, _unwind
+from .custom_rules import CustomVJP
 from .runtime import control
-from .runtime.control import close_contexts, entered_count, open_contexts, take_entered
+from .runtime.control import entered_count, open_contexts
 from .errors import NonDifferentiableError
 from .own_code import refuse_own
 
 _RECEIVER = -1      # in a call-site mask: the receiver of a method call
 _CALLEE = -2        # in a call-site mask: the callee itself (an object with __call__)
-_SPREAD = {}        # (wrt, n) -> grads of wrt -> one entry per parameter (None if not in wrt)
 
-
-_NONE = (None,)
-_SAME = object()        # _pick: the gradients are already one per parameter
-
-
-def _pick(wrt, n):
-    """``_spread(wrt, n)`` for a tuple of gradients with ``None`` appended, as
-    an ``operator.itemgetter`` (a C call, where the spreading function is a
-    Python frame on every call of a user function); ``_SAME`` where the
-    gradients are already one per parameter; None for no parameter left out
-    of fewer than two, or more than 255 parameters (``_spread`` then).
-
-    >>> _pick((0, 2), 3)((1.0, 2.0) + _NONE)
-    (1.0, None, 2.0)
-    """
-    if tuple(wrt) == tuple(range(n)):
-        return _SAME
-    if n < 2 or n > 255:
-        return None
-    where = {i % n if n else i: k for k, i in enumerate(wrt)}
-    return operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)])
-
-
-def _spread(wrt, n):
-    """The function that places the adjoint's gradients of the parameters
-    ``wrt`` among ``n`` parameters (made once per call-site mask: every call
-    of a user function from generated code goes through it): one tuple
-    display, ``lambda g: (g[0], None, g[1])``, compiled once.
-
-    >>> _spread((0, 2), 3)((1.0, 2.0))
-    (1.0, None, 2.0)
-    """
-    if tuple(wrt) == tuple(range(n)):
-        def spread(grads):
-            return grads if type(grads) is tuple else tuple(grads)
-    elif n <= 255:
-        where = {i % n if n else i: k for k, i in enumerate(wrt)}    # argnums=-1: the last
-        items = "".join(f"g[{where[i]}], " if i in where else "None, " for i in range(n))
-        spread = eval(compile(f"lambda g: ({items})", "<pullback spread>", "eval"))
-    else:
-        where = {i % n if n else i: k for k, i in enumerate(wrt)}
-        pick = operator.itemgetter(*[where.get(i, len(wrt)) for i in range(n)])
-
-        def spread(grads):
-            return pick(tuple(grads) + (None,))
-    _SPREAD[(wrt, n)] = spread
-    return spread
 
 #: ``pullback.higher`` (derivatives of derivatives), which sets itself here when
 #: it is imported (``import pullback`` imports it): this module imports no pass.
@@ -244,239 +198,6 @@ class Derivative:
             pair = self._masked[(mask, inplace, compact)] = \
                 (primal, None if compact else self.call_adjoint)
         return pair
-
-
-_CALLER_PRIMAL = """\
-def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
-    last = [None]       # (argument types, (Loaded, Bindings)), one object: threads
-
-    def primal(*args, **kwargs):
-        if kwargs or len(args) != n:      # all positional: nothing to bind
-            args = bind(args, kwargs)
-        else:       # scalar code: the transform by the arguments' types alone
-            types_ = TYPES
-            hit = last[0]
-            if hit is not None and hit[0] == types_:
-                entry = hit[1]
-            else:
-                entry = scalar_cache.get((types_, mask, False, inplace))
-                if entry is not None:
-                    last[0] = (types_, entry)
-            if entry is not None and entry[1].current():
-                if control.blocks_used:
-                    return SLOW(run_primal(entry[0], args, mask))
-                loaded = entry[0]
-                try:
-                    out, res = loaded.primal(*args)
-                except Exception as err:
-                    _unwind(False, 0, 0, err)
-                    loaded.annotate(err)
-                    raise
-                return out, RESULT(loaded)
-            last[0] = None        # stale (a name rebound): specialize again
-        return SLOW(call_primal(args, mask, inplace=inplace))
-    return primal
-"""
-_caller_primals = {}
-
-
-_CALLER_POSITIONAL = """\
-def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
-    # the last hit, one tuple (threads): the argument types, then the Loaded,
-    # its primal and its Bindings, read by position (no tuple of types made
-    # and compared, no attribute lookup on the Loaded)
-    last = [None]
-
-    def primal(PARAMS):
-        hit = last[0]
-        if hit is not None and SAME_TYPES and hit[-1].current():
-            if not control.blocks_used:
-                try:
-                    out, res = hit[-2](PARAMS)
-                except Exception as err:
-                    _unwind(False, 0, 0, err)
-                    hit[-3].annotate(err)
-                    raise
-                return out, RESULT(hit[-3])
-            return SLOW(run_primal(hit[-3], (PARAMS,), mask))
-        types_ = TYPES
-        entry = scalar_cache.get((types_, mask, False, inplace))
-        if entry is not None and entry[1].current():
-            last[0] = types_ + (entry[0], entry[0].primal, entry[1])
-            if control.blocks_used:
-                return SLOW(run_primal(entry[0], (PARAMS,), mask))
-            loaded = entry[0]
-            try:
-                out, res = loaded.primal(PARAMS)
-            except Exception as err:
-                _unwind(False, 0, 0, err)
-                loaded.annotate(err)
-                raise
-            return out, RESULT(loaded)
-        last[0] = None        # none yet, or stale (a name rebound): specialize again
-        return SLOW(call_primal((PARAMS,), mask, inplace=inplace))
-    return primal
-"""
-
-
-def _caller_primal(n, positional=False, compact=False):
-    """What makes a callee's primal for call sites (``Derivative.for_callers``)
-    for a function of ``n`` parameters.
-
-    Scalar code calls its user functions many times with arguments of the
-    same types (a recursion, a loop of calls): the transform for the types of
-    a site's last such call is kept, found by comparing the tuple of the
-    arguments' types (no hashing), and run without ``run_primal``'s
-    bookkeeping while no ``with`` block was ever transformed.  The tuple of
-    types is written out for ``n`` (``(type(args[0]), type(args[1]))``, a
-    fifth of the instructions of ``tuple(map(type, args))``), so the function
-    is compiled once per ``n``.  With ``positional``, the function a call
-    site passing its ``n`` arguments by position calls: ``primal(a0, a1)``,
-    no ``*args`` tuple nor ``**kwargs`` dict made on each call (the dict
-    alone is a third of the wrapper's instructions).  With ``compact``, its
-    residuals are ``(adjoint, r)`` (``for_callers``)."""
-    make = _caller_primals.get((n, positional, compact))
-    if make is None:
-        if positional:
-            params = ", ".join(f"a{i}" for i in range(n))
-            same = " and ".join(f"type(a{i}) is hit[{i}]" for i in range(n))
-            text = _CALLER_POSITIONAL.replace("SAME_TYPES", same).replace("TYPES", "(" + "".join(
-                f"type(a{i}), " for i in range(n)) + ")").replace("PARAMS", params)
-        else:
-            types_ = "(" + "".join(f"type(args[{i}]), " for i in range(n)) + ")" \
-                if 0 <= n <= 64 else "tuple(map(type, args))"
-            text = _CALLER_PRIMAL.replace("TYPES", types_)
-        if compact:     # the adjoint itself, or one that runs under the errstate entered
-            text = re.sub(r"RESULT\((.*?)\)\n",
-                          r"((\1.adjoint, res) if not control.blocks_used else _late(\1, res))\n",
-                          text).replace("SLOW(", "_compacted(")
-        else:
-            text = re.sub(r"RESULT\((.*?)\)\n", r"(\1, res, mask, n, _settle(0, 0) "
-                          r"if control.blocks_used else None)\n", text)
-            text = re.sub(r"SLOW\((.*)\)\n", r"\1\n", text)
-        filename = f"<pullback callee primal, {n} parameters{', positional' if positional else ''}" \
-                   f"{', compact' if compact else ''}>"
-        import linecache
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        namespace = {"n": n, "control": control, "_unwind": _unwind, "_settle": _settle,
-                     "_late": _late, "_compacted": _compacted}
-        exec(compile(text, filename, "exec"), namespace)
-        make = _caller_primals[(n, positional, compact)] = namespace["make"]
-    return make
-
-
-def _run_adjoint(loaded, errstate, r, ct):
-    """``loaded.adjoint(r, ct)`` under the NumPy error settings ``errstate``
-    (None: those in force), an error in it pointed at the user's line."""
-    try:
-        if errstate:
-            with np.errstate(**errstate):
-                return loaded.adjoint(r, ct)
-        return loaded.adjoint(r, ct)
-    except Exception as err:
-        loaded.annotate(err)
-        raise
-
-
-def _compacted(result):
-    """A generic callee primal's ``(out, (loaded, r, wrt, n, errstate))`` as a
-    compact one's ``(out, (adjoint, r))`` (``for_callers``)."""
-    out, (loaded, r, _, _, errstate) = result
-    return out, (functools.partial(_run_adjoint, loaded, errstate), r)
-
-
-def _late(loaded, r):
-    """The compact residuals of a call whose primal entered the first
-    ``with`` block transformed: its adjoint runs under the error settings
-    the primal left (``_settle``)."""
-    return functools.partial(_run_adjoint, loaded, _settle(0, 0)), r
-
-
-def _unwind(tracked, depth, mark, err):
-    """After a primal raised ``err``: close the ``with`` blocks it left open
-    and drop the error settings it entered (once any block was transformed)."""
-    if tracked or control.blocks_used:
-        if open_contexts() > depth:      # a `with` block left by the exception
-            close_contexts(depth, err)
-        if entered_count() > mark:
-            take_entered(mark)
-
-
-def _settle(depth, mark):
-    """After a primal returned: close the ``with`` blocks a ``return`` inside
-    them left open; the NumPy error settings its adjoint runs under, or None."""
-    if open_contexts() > depth:
-        close_contexts(depth)
-    return take_entered(mark) if entered_count() > mark else None
-
-
-class CustomVJP:
-    """A function with a user-given rule, in JAX's shape::
-
-        @pb.custom_vjp
-        def f(x):
-            return np.sin(x)
-
-        def f_fwd(x):
-            return np.sin(x), np.cos(x)        # output, residuals
-
-        def f_bwd(cos_x, g):
-            return (g * cos_x,)                 # one cotangent per argument
-
-        f.defvjp(f_fwd, f_bwd)
-    """
-
-    def __init__(self, fun):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.fwd = None
-        self.bwd = None
-        self.params = list(inspect.signature(fun, follow_wrapped=False).parameters)
-
-    def defvjp(self, fwd, bwd):
-        self.fwd, self.bwd = fwd, bwd
-        return self
-
-    def __call__(self, *args, **kwargs):
-        return self.fun(*args, **kwargs)
-
-    def bind(self, args, kwargs):
-        b = inspect.signature(self.fun, follow_wrapped=False).bind(*args, **kwargs)
-        b.apply_defaults()
-        return tuple(b.arguments.values())
-
-    def _check(self):
-        if self.fwd is None:
-            raise TypeError(f"custom_vjp function {self.__name__} has no rule yet: call "
-                            f"{self.__name__}.defvjp(fwd, bwd) before differentiating it.")
-
-    def call_primal(self, args, wrt, has_aux=False, inplace=None):
-        self._check()
-        out, res = self.fwd(*args)
-        return out, (res, args)
-
-    def call_adjoint(self, res, ct):
-        r, args = res
-        grads = self.bwd(r, ct)
-        if not isinstance(grads, tuple) or len(grads) != len(args):
-            raise TypeError(
-                f"The bwd rule of {self.__name__} must return a tuple with one cotangent "
-                f"per argument ({len(args)}), but returned {type(grads).__name__}"
-                + (f" of length {len(grads)}" if isinstance(grads, tuple) else "") + ".")
-        for i, (g, a) in enumerate(zip(grads, args)):
-            if g is not None and not sums_onto(np.shape(g), np.shape(a)):
-                raise ValueError(
-                    f"The bwd rule of {self.__name__} returned a cotangent of shape "
-                    f"{np.shape(g)} for argument {i}, which has shape {np.shape(a)}. "
-                    f"Return one of the argument's shape (or one that broadcasts from it).")
-        return tuple(None if g is None else runtime.project(g, a)
-                     for g, a in zip(grads, args))
-
-    def for_callers(self, mask, inplace=True):
-        def primal(*args, **kwargs):
-            return self.call_primal(self.bind(args, kwargs), mask)
-        primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
-        return primal, self.call_adjoint
 
 
 class Bound:
@@ -647,91 +368,6 @@ def _is_callable_instance(obj):
 
 
 # -- calls of functions with *args, **kwargs or keyword-only parameters -----------
-
-class Flat(tuple):
-    """The arguments of one call of a function with ``*args``, ``**kwargs`` or
-    keyword-only parameters, one per value, and their ``layout``."""
-
-    def __new__(cls, values, layout):
-        self = super().__new__(cls, values)
-        self.layout = layout
-        return self
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How one call fills a function's ``*args``, ``**kwargs`` and keyword-only
-    parameters: ``nvar`` values in ``*args``, and the keys of ``**kwargs``.
-    The function is transformed for one layout at a time, with one positional
-    parameter per value (``params``): the named positional parameters, then
-    ``args_0, args_1...``, the keyword-only ones, then ``kwargs_<key>``; its
-    body starts by packing ``args = (args_0, args_1)`` and
-    ``kwargs = {"key": kwargs_key}``."""
-
-    nvar: int
-    kwnames: tuple
-    params: tuple
-    packs: tuple        # ("tuple", vararg, its parameters), ("dict", kwarg, ((key, param)...))
-
-
-def layout_for(fn, signature, nvar, kwnames):
-    P = inspect.Parameter
-    taken = set(fn.__code__.co_varnames) | set(fn.__code__.co_names) \
-        | set(fn.__code__.co_freevars) | set(fn.__code__.co_cellvars)
-
-    def fresh(base):
-        name = base
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        return name
-
-    params, packs = [], []
-    for p in signature.parameters.values():
-        if p.kind == P.VAR_POSITIONAL:
-            names = tuple(fresh(f"{p.name}_{i}") for i in range(nvar))
-            params.extend(names)
-            packs.append(("tuple", p.name, names))
-        elif p.kind == P.VAR_KEYWORD:
-            for k in kwnames:
-                if not (isinstance(k, str) and k.isidentifier()):
-                    raise TypeError(f"pullback differentiates calls whose keyword arguments "
-                                    f"are identifiers; {k!r} is not one.")
-            names = tuple((k, fresh(f"{p.name}_{k}")) for k in kwnames)
-            params.extend(n for _, n in names)
-            packs.append(("dict", p.name, names))
-        else:
-            params.append(p.name)
-    return Layout(nvar, tuple(kwnames), tuple(params), tuple(packs))
-
-
-_layouts = {}
-
-
-def flatten_call(fn, signature, args, kwargs):
-    """``fn(*args, **kwargs)`` bound to ``fn``'s parameters and flattened to one
-    value per positional parameter of its ``Layout`` (a ``Flat``)."""
-    P = inspect.Parameter
-    b = signature.bind(*args, **kwargs)
-    b.apply_defaults()
-    flat, nvar, kwnames = [], 0, ()
-    for p in signature.parameters.values():
-        v = b.arguments[p.name]
-        if p.kind == P.VAR_POSITIONAL:
-            flat.extend(v)
-            nvar = len(v)
-        elif p.kind == P.VAR_KEYWORD:
-            kwnames = tuple(v)
-            flat.extend(v.values())
-        else:
-            flat.append(v)
-    key = (fn, nvar, kwnames)
-    layout = _layouts.get(key)
-    if layout is None:
-        if len(_layouts) > 4096:
-            _layouts.clear()
-        layout = _layouts[key] = layout_for(fn, signature, nvar, kwnames)
-    return Flat(flat, layout)
 
 
 runtime.calls.install(derivative_of=derivative_of)   # an artifact's callee handles

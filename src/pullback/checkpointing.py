@@ -2,7 +2,7 @@
 itself: ``Checkpoint`` (``pb.checkpoint``) and ``ForwardPartials``
 (``pb.forward``).
 
-Both speak ``callees.CustomVJP``'s protocol (``call_primal``,
+Both speak ``custom_rules.CustomVJP``'s protocol (``call_primal``,
 ``call_adjoint``, ``for_callers``), so the reverse pass, the run-time
 dispatcher and the compiled artifacts take them as they take a
 ``custom_vjp``: a static call becomes a call of their primal and adjoint,
@@ -39,7 +39,8 @@ import weakref
 import numpy as np
 
 from . import runtime
-from .callees import CustomVJP, Derivative, derivative_of
+from .callees import Derivative, derivative_of
+from .custom_rules import CustomVJP
 from .forward import jacobian
 
 __all__ = ["Checkpoint", "ForwardPartials", "checkpoint_of", "forward_partials_of"]

@@ -50,7 +50,7 @@ class Transform:
                  layout=None):
         self.fn, self.param_kinds, self.wrt = fn, param_kinds or {}, list(wrt)
         self.has_aux, self.inplace = has_aux, inplace
-        self.layout = layout        # *args/**kwargs: how this call fills them (callees.Layout)
+        self.layout = layout        # *args/**kwargs: how this call fills them (call_layouts.Layout)
 
 
 def parse(t: Transform) -> None:

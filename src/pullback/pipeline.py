@@ -232,7 +232,7 @@ def forward_transform(fn, param_kinds, wrt, has_aux=False, layout=None):
     """The tangent function of ``fn`` for arguments of ``param_kinds`` (name
     -> Kind), with tangents for the parameters named in ``wrt``; return a
     ``LoadedForward`` (``layout``: how a call fills ``*args`` and ``**kwargs``,
-    ``callees.Layout``).
+    ``call_layouts.Layout``).
 
     >>> import numpy as np
     >>> from pullback.testing import function_from_source

@@ -9,7 +9,8 @@ kernels').  ``__init__`` re-exports ``source``.
 from __future__ import annotations
 
 from .analyses import kinds as kinds_
-from .callees import CustomVJP, derivative_of
+from .callees import derivative_of
+from .custom_rules import CustomVJP
 from .checks import check_argnums, is_inexact
 
 __all__ = ["source", "kernel_sources"]

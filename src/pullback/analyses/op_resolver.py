@@ -260,7 +260,7 @@ class OpResolver:
                 self.parsed.location(node),
                 "Build the new array with indexing writes into an array the function "
                 "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
-        from ..callees import CustomVJP
+        from ..custom_rules import CustomVJP
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, OpKind.CUSTOM, obj, node, label)
         fields = structure_fields(obj)

@@ -205,7 +205,7 @@ class _Writer:
                           "filling *args); it is differentiated just in time otherwise",
                           failed=False)
                 return
-            from ..callees import flatten_call
+            from ..call_layouts import flatten_call
             flat = flatten_call(e.fn, inspect.signature(e.fn, follow_wrapped=False),
                                 e.examples, {})
             layout = flat.layout
@@ -240,7 +240,7 @@ class _Writer:
             self.skipped.append(item)
 
     def helper_expr(self, e, value):
-        from ..callees import CustomVJP
+        from ..custom_rules import CustomVJP
         callee = cache._callee(value)
         if callee is None:
             if isinstance(value, types.ModuleType):

@@ -195,7 +195,8 @@ def _callee(value):
     primal or adjoint made by ``for_callers``, else None; ``flags`` name the
     variant of the primal: ``"compact"`` (its residuals hold the adjoint),
     ``"positional"`` (its call site passes every argument by position)."""
-    from ..callees import CustomVJP, Derivative
+    from ..callees import Derivative
+    from ..custom_rules import CustomVJP
     tag = getattr(value, "__pullback_callee__", None)
     if tag is not None:
         flags = [f for f in ("compact", "positional")
@@ -231,7 +232,7 @@ def describe(value, home_globals):
 
 def _target(handle):
     """The object a user writes for ``handle``: the function, or the custom_vjp."""
-    from ..callees import CustomVJP
+    from ..custom_rules import CustomVJP
     return handle if isinstance(handle, CustomVJP) else handle.fun
 
 
@@ -290,7 +291,7 @@ class _Empty:
 
 
 def _fingerprint_value(v, names, home, depth):
-    from ..callees import CustomVJP
+    from ..custom_rules import CustomVJP
     if isinstance(v, types.ModuleType):
         d = ["module", v.__name__]
     elif isinstance(v, CustomVJP):

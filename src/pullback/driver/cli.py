@@ -118,7 +118,7 @@ def load_module(path):
 
 
 def _functions(module):
-    from ..callees import CustomVJP
+    from ..custom_rules import CustomVJP
     return [n for n, v in vars(module).items()
             if isinstance(v, (types.FunctionType, CustomVJP))
             and getattr(v, "__module__", None) == module.__name__]

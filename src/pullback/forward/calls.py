@@ -28,7 +28,9 @@ import numpy as np
 from ..analyses.callable_facts import is_library
 from ..runtime import opaque_routes
 from ..runtime.opaque import is_library_code
-from ..callees import _RECEIVER, CustomVJP, Flat, flatten_call, _unwrap as _unwrap_callee
+from ..callees import _RECEIVER, _unwrap as _unwrap_callee
+from ..call_layouts import Flat, flatten_call
+from ..custom_rules import CustomVJP
 from ..errors import NoRuleError, NonDifferentiableError, PullbackError, UnsupportedSyntaxError
 from ..own_code import refuse_own
 from ..rules.registry import is_nondifferentiable, lookup
@@ -60,7 +62,7 @@ class ForwardDerivative:
         self._callers = {}
         self._lock = threading.RLock()
         # *args, **kwargs or keyword-only parameters: each call is flattened to one
-        # positional argument per value (``callees.Layout``), as in reverse mode
+        # positional argument per value (``call_layouts.Layout``), as in reverse mode
         self.variadic = is_variadic_signature(self.signature)
 
     def bind(self, args, kwargs):

@@ -67,7 +67,7 @@ def forward_over_forward(fun, primals, tangents, p_dot, t_dot, has_aux=False):
     handle = _plain_handle(fun, "pb.jvp")
     # the primals fill the positional parameters, then *args, in order: primal i
     # is argument i of the bound call (defaults and keyword-only ones after them,
-    # one per value for a function with *args: ``callees.Flat``)
+    # one per value for a function with *args: ``call_layouts.Flat``)
     args = handle.bind(primals, {})
     n = len(args)
     mask, moves = [], []

@@ -57,7 +57,8 @@ def forward_over_reverse(fun, args, argnums, has_aux, wrt, tangents, ct=None, ct
 
     A handle with a ``forward_over_reverse`` method of its own (the gradient
     of a gradient, ``reverse_over_reverse.GradVJP``) is asked for it."""
-    from ..callees import Bound, CustomVJP, Derivative, derivative_of
+    from ..callees import Bound, Derivative, derivative_of
+    from ..custom_rules import CustomVJP
     from ..pytree_boundary import to_internal_tangent, to_user_grad
     from ..pytrees import needs_boundary
     objects = set() if _inside else {i for i in set(argnums) | set(wrt)

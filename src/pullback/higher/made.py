@@ -63,7 +63,7 @@ class MadeHandle:
         self.signature = base_signature(fn)
         self.params = list(self.signature.parameters)
         # *args or keyword-only parameters: a positional call is kept as it is
-        # (the function's own handle flattens it: ``callees.Flat``)
+        # (the function's own handle flattens it: ``call_layouts.Flat``)
         self.positional = any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
                               for p in self.signature.parameters.values())
 

@@ -63,7 +63,8 @@ class CalleePrimalForward(ForwardCallers):
         return self.handle.bind(tuple(args), kwargs)
 
     def call(self, args, wrt, tangents, has_aux=False):
-        from ..callees import CustomVJP, Derivative
+        from ..callees import Derivative
+        from ..custom_rules import CustomVJP
         h = _underlying(self.handle)
         args = h.bind(tuple(args), {})
         if isinstance(h, Derivative):
@@ -103,7 +104,8 @@ class CalleeAdjointForward(ForwardCallers):
         return tuple(args)
 
     def call(self, args, wrt, tangents, has_aux=False):
-        from ..callees import CustomVJP, Derivative
+        from ..callees import Derivative
+        from ..custom_rules import CustomVJP
         from .. import runtime
         h = _underlying(self.handle)
         res, ct = args
@@ -351,7 +353,8 @@ def callee_forward(fn):
         return CalleePrimalForward(handle, tuple(mask))
     owner = getattr(fn, "__self__", None)
     if owner is not None and getattr(fn, "__name__", None) == "call_adjoint":
-        from ..callees import Bound, CustomVJP, Derivative
+        from ..callees import Bound, Derivative
+        from ..custom_rules import CustomVJP
         if isinstance(owner, (Derivative, CustomVJP, Bound, GradVJP, PullbackVJP)):
             return CalleeAdjointForward(owner)
     return None

@@ -1,7 +1,7 @@
 """Fused elementwise kernels: the runtime side of ``lower_broadcasts``.
 
 A ``Kernel`` stands for one region of pure elementwise statements.  To the
-reverse pass it is a callee with its own rule (``callees.CustomVJP``'s
+reverse pass it is a callee with its own rule (``custom_rules.CustomVJP``'s
 protocol): its primal returns the region's value and, as residuals, the
 elementwise partial derivatives of the value with respect to each
 differentiated input; its adjoint returns ``project(unbroadcast(g * partial,
@@ -79,7 +79,7 @@ import os
 import numpy as np
 
 from .. import runtime
-from ..callees import CustomVJP
+from ..custom_rules import CustomVJP
 from .jax_bridge import (from_jax, from_jax_gpu, inexact, is_cupy, load_jax, region_size,
                          takes, to_jax, x64)
 from .per_element import PerElement

@@ -2,7 +2,7 @@
 fused.
 
 ``lower_broadcasts`` (``elementwise_maps``) gives such a call a
-``PerElement`` operation: a callee with its own rule (``callees.CustomVJP``'s
+``PerElement`` operation: a callee with its own rule (``custom_rules.CustomVJP``'s
 protocol) whose primal runs ``fn``'s own primal once per element, in order,
 as NumPy would call ``fn``, and whose adjoint runs ``fn``'s adjoint per
 element and projects the gradients it collects onto each input.
@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import runtime
-from ..callees import CustomVJP
+from ..custom_rules import CustomVJP
 
 __all__ = ["PerElement"]
 

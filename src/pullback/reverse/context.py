@@ -177,7 +177,7 @@ class ReverseContext(HelperNames):
         """The name of the callee's primal or adjoint, for this call site's
         active arguments.  A primal for a ``call`` passing every parameter by
         position is the callee's positional one where it has one (no
-        ``**kwargs`` dict made per call: ``callees._caller_primal``).  A
+        ``**kwargs`` dict made per call: ``call_sites._caller_primal``).  A
         compact call site (``compact_callee``) has no adjoint name."""
         from ..callees import derivative_of
         handle = derivative_of(op.primitive)
