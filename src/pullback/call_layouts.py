@@ -96,3 +96,39 @@ def flatten_call(fn, signature, args, kwargs):
             _layouts.clear()
         layout = _layouts[key] = layout_for(fn, signature, nvar, kwnames)
     return Flat(flat, layout)
+
+
+def is_variadic_signature(sig):
+    return any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY)
+               for p in sig.parameters.values())
+
+
+class _Marker:
+    """Stands for the call's argument ``key`` (a position or a keyword) while
+    its place among the flattened parameters is found."""
+
+    def __init__(self, key):
+        self.key = key
+
+
+def argument_places(handle, fn, nargs, kwnames, signature=None):
+    """``{argument position or keyword: parameter index}`` for a call with
+    ``nargs`` positional arguments and the keywords ``kwnames`` of
+    ``handle``, a handle of ``fn``: a handle with ``*args``, ``**kwargs`` or
+    keyword-only parameters flattens the call (its ``Layout``); the others
+    bind ``signature`` (``fn``'s by default), where an argument that goes into
+    ``*args`` or ``**kwargs`` has no place.
+
+    >>> def f(a, b, c=1.0):
+    ...     pass
+    >>> argument_places(None, f, 2, ("c",))
+    {0: 0, 1: 1, 'c': 2}
+    """
+    if getattr(handle, "variadic", False):
+        flat = handle.bind(tuple(_Marker(i) for i in range(nargs)),
+                           {k: _Marker(k) for k in kwnames})
+        return {m.key: i for i, m in enumerate(flat) if isinstance(m, _Marker)}
+    sig = signature or inspect.signature(fn, follow_wrapped=False)
+    params = list(sig.parameters)
+    markers = sig.bind(*range(nargs), **{k: k for k in kwnames}).arguments
+    return {m: params.index(p) for p, m in markers.items() if not isinstance(m, (tuple, dict))}

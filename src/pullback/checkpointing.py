@@ -204,7 +204,8 @@ class ForwardPartials(_Made):
         """``run(args, wrt, tangents) -> (out, out_dot)``: the function's own
         tangent function for a plain function (no call binding on each run),
         else forward mode's dispatcher (partials, bound methods...)."""
-        from .forward.calls import CustomJVP, forward_of, jvp_call
+        from .forward.calls import forward_of, jvp_call
+        from .forward.handles import CustomJVP
         if isinstance(self.fun, (types.FunctionType, CustomJVP)):
             return forward_of(self.fun).call
         return lambda args, wrt, tangents: jvp_call(self.fun, args, {}, wrt, tangents,

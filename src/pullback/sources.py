@@ -59,7 +59,8 @@ def source(fun, *example_args, argnums=None, mode="reverse"):
 
 
 def _forward_source(fun, example_args, argnums):
-    from .forward.calls import CustomJVP, forward_of
+    from .forward.calls import forward_of
+    from .forward.handles import CustomJVP
     handle = forward_of(fun)
     if isinstance(handle, CustomJVP):
         raise TypeError(f"{handle.__name__} has a user-given rule; there is no generated "

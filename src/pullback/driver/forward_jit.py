@@ -1,7 +1,7 @@
 """The just-in-time driver of forward mode: a handle's tangent function for
 the arguments at hand.
 
-``forward.calls.ForwardDerivative.specialize`` comes here
+``forward.handles.ForwardDerivative.specialize`` comes here
 (``ForwardDerivative.driver``): the handle's own cache of tangent functions,
 one per abstract signature of the arguments and set of parameters with
 tangents, while what the transform resolved is unchanged; else the compiler
@@ -19,14 +19,14 @@ import sys
 
 from .bindings import Bindings
 from ..checks import signature_key
-from ..forward.calls import ForwardDerivative
+from ..forward.handles import ForwardDerivative
 from ..runtime.backends import foreign_arguments
 
 __all__ = ["specialize", "transform"]
 
 
 def specialize(handle, args, wrt, has_aux=False):
-    """The ``LoadedForward`` of ``handle`` (a ``forward.calls.ForwardDerivative``)
+    """The ``LoadedForward`` of ``handle`` (a ``forward.handles.ForwardDerivative``)
     for ``args``, with tangents for the parameters ``wrt`` (indices)."""
     from ..lowering import kernels      # late: importing pullback does not load the compiler
     large = kernels.size_class(args)

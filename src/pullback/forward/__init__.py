@@ -16,8 +16,8 @@ needs no tape)::
 
 Modules, one pass or concern each: ``rules`` (which forward rule a
 statement takes), ``tangents`` (the pass), ``rule_tangents`` (the pass's
-tangents of rule calls: linear, multilinear, inlined), ``calls`` (user functions,
-function values, ``custom_jvp``), ``jacobian`` (``pb.jacfwd``'s assembly of
+tangents of rule calls: linear, multilinear, inlined), ``calls`` (which handle a
+callee takes, function values), ``handles`` (user functions, ``custom_jvp``), ``jacobian`` (``pb.jacfwd``'s assembly of
 columns).  Elsewhere, by stage: the steps run in order by
 ``pipeline.FORWARD_STEPS`` (front end, analyses and lowering as in reverse
 mode), loaded by ``backend.loader.load_forward``, specialised per call

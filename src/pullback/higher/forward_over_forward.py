@@ -43,7 +43,8 @@ __all__ = ["forward_over_forward", "again_forward", "JvpCallForward", "JacfwdFor
 
 
 def _plain_handle(fun, what):
-    from ..forward.calls import ForwardDerivative, forward_of
+    from ..forward.calls import forward_of
+    from ..forward.handles import ForwardDerivative
     handle = forward_of(fun)
     if not isinstance(handle, ForwardDerivative):
         raise NonDifferentiableError(
@@ -61,7 +62,8 @@ def forward_over_forward(fun, primals, tangents, p_dot, t_dot, has_aux=False):
     ``(value, aux)``."""
     primals, tangents = check_tangents(primals, tangents)
     wrt = tuple(i for i, a in enumerate(primals) if is_inexact(a))
-    from ..forward.calls import CustomJVP, forward_of
+    from ..forward.calls import forward_of
+    from ..forward.handles import CustomJVP
     if isinstance(forward_of(fun), CustomJVP) and not has_aux:
         return _custom_again(forward_of(fun), primals, tangents, p_dot, t_dot)
     handle = _plain_handle(fun, "pb.jvp")

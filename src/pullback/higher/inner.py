@@ -58,7 +58,7 @@ def inner_transform(handle, args, wrt, has_aux=False):
 
 
 def inner_forward(handle, args, wrt, has_aux=False):
-    """``handle``'s tangent function (a ``forward.calls.ForwardDerivative``)
+    """``handle``'s tangent function (a ``forward.handles.ForwardDerivative``)
     for ``args`` without fused kernels."""
     from ..lowering import kernels
 

@@ -338,7 +338,7 @@ def callee_forward(fn):
         # transformed forwards like a user function
         h = _helpers.get(fn)
         if h is None:
-            from ..forward.calls import ForwardDerivative
+            from ..forward.handles import ForwardDerivative
             h = _helpers[fn] = ForwardDerivative(fn)
         return h
     tag = getattr(fn, "__pullback_callee__", None)

@@ -68,7 +68,8 @@ class DynamicJvpForward:
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _unwrap
         from ..driver import plans
-        from ..forward.calls import ForwardDerivative, forward_of
+        from ..forward.calls import forward_of
+        from ..forward.handles import ForwardDerivative
         from ..rules.registry import lookup
         callee, mask, inner = args[0], tuple(args[1]), tuple(args[2])
         rest = tuple(args[3:])
@@ -163,7 +164,7 @@ def nested_forward(fn):
         return DynamicJvpForward()
     tag = getattr(fn, "__pullback_forward__", None)
     if tag is not None:
-        from ..forward.calls import ForwardDerivative
+        from ..forward.handles import ForwardDerivative
         if isinstance(tag[0], ForwardDerivative):
             return CalleeTangentForward(*tag)
     return None
