@@ -173,6 +173,7 @@ def _show(args):
 
 def _compile(args):
     from . import aot
+    from .aot_text import _what
     from ..errors import PullbackError
     try:
         specs = [(aot.parse_spec(s)[0], s) for s in args.signature]
@@ -204,7 +205,7 @@ def _compile(args):
         if result.path is not None:
             print(f"wrote {_shown(result.path)} from {rel}:")
             for e in result.entries:
-                print(f"  {e.public[0]}, {e.public[1]}  ({aot._what(e)})")
+                print(f"  {e.public[0]}, {e.public[1]}  ({_what(e)})")
             if result.needs_module:
                 print(f"  (it imports {module.__name__}, whose globals the generated code reads)")
         for qualname, reason, failed in result.skipped:
