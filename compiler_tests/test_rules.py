@@ -1497,7 +1497,7 @@ NAMED_OUTSIDE_RULES = {
     ("analyses/kinds.py", ("np.zeros", "np.ones", "np.empty")),  # 2nd positional is dtype
     ("analyses/kinds.py", ("np.zeros_like", "np.ones_like", "np.empty_like",
                            "np.full_like")),                    # shape from an array
-    ("reverse/residuals.py", ("np.shape", "np.size", "np.ndim")),
+    ("reverse/kept_shapes.py", ("np.shape", "np.size", "np.ndim")),
 }
 
 

@@ -7,7 +7,8 @@ that runs more than once pushes one tuple per run onto a tape and its
 adjoint pops it.  An intermediate array the adjoint reads only for its shape
 and dtype is saved as ``meta(x)``.  An array the primal writes into is
 copied (``y_then = snapshot(y)``) right after a statement whose adjoint needs
-the values it read, if a write may follow::
+the values it read, if a write may follow (``snapshots``; the shapes kept are
+``kept_shapes``')::
 
 >>> import numpy as np, pullback as pb
 >>> from pullback.testing import function_from_source
@@ -41,90 +42,25 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from .. import runtime
 from ..again import transforming_again
 from ..analyses.kinds import Shape
-from ..analyses.ops import OpKind
 from ..ir.grammar import assigned_names as _assigned_names
-from ..ir.walk import all_statements as _all_statements
 from ..ir.build import assign as _assign, call as _call, name as _name
 from .context import ReverseContext
+from .kept_shapes import KeptShapes, _walk_simple
+from .snapshots import Snapshots
 
 __all__ = ["Residuals"]
 
 
-class Residuals:
+class Residuals(KeptShapes, Snapshots):
     """What the primal keeps: reads the blocks built by the reverse pass and
-    its context ``self.ctx`` (``context.ReverseContext``)."""
+    its context ``self.ctx`` (``context.ReverseContext``).  What is kept only
+    for its shape is ``kept_shapes``' part; the copies of arrays overwritten
+    later, ``snapshots``'."""
 
     def __init__(self, ctx: ReverseContext):
         self.ctx = ctx
-
-    # -- values a later write overwrites ------------------------------------
-
-    def snapshot_overwritten(self, top):
-        """An array the primal writes into changes after a statement reads it;
-        where that statement's adjoint needs the value it read, the primal
-        saves a copy right after it (``y_1 = snapshot(y)``)."""
-        if not self.ctx.written:
-            return
-        views = _views_of(self.ctx.written, self.ctx.normal.tree.body, self.ctx.ops, self.ctx.kinds)
-        order, loops, writes = _write_positions(self.ctx.normal.tree.body, self.ctx.ops,
-                                                self.ctx.written)
-        last_write = max(writes, default=-1)
-        write_loops = set().union(*(loops.get(w_id, set()) for w_id in writes.values()))
-        for stmt, adjoint, block in self.ctx.parts:
-            if self.ctx.ops.get(id(stmt)) is not None and self.ctx.ops[id(stmt)].kind is OpKind.SETITEM:
-                continue
-            # a write after it, or one in a loop around it
-            later = last_write > order[id(stmt)] or bool(loops.get(id(stmt), set()) & write_loops)
-            if not later:
-                continue
-            for name in sorted(self.value_reads(adjoint) & views):
-                snap = self.ctx.namer.fresh(f"{name}_then")
-                for node in gast.walk(gast.Module(body=adjoint, type_ignores=[])):
-                    if isinstance(node, gast.Name) and node.id == name \
-                            and isinstance(node.ctx, gast.Load):
-                        node.id = snap
-                owner = _owner(block, stmt)
-                at = owner.stmts.index(stmt) + 1
-                owner.stmts.insert(at, _assign(snap, _call(self.ctx.runtime("snapshot"),
-                                                           _name(name)), stmt.lineno))
-                owner.assigned.add(snap)
-                self.ctx.primal_names.add(snap)
-
-    def value_reads(self, stmts, memo=None):
-        """Names whose values (not only shapes) the statements read.  With
-        ``memo`` (id(statement) -> (names, statement)), a statement's names
-        are found once, nested statements included: ``insert_saves`` asks
-        for every block, and a block's adjoint holds its nested blocks'."""
-        memo = {} if memo is None else memo
-        out = set()
-        for stmt in stmts:
-            out |= self._stmt_value_reads(stmt, memo)
-        return out
-
-    def _stmt_value_reads(self, stmt, memo):
-        got = memo.get(id(stmt))
-        if got is not None:
-            return got[0]
-        meta, loads, out = set(), [], set()
-        stack = [stmt]
-        while stack:
-            node = stack.pop()
-            if node is not stmt and isinstance(node, gast.stmt):
-                out |= self._stmt_value_reads(node, memo)
-                continue
-            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-                loads.append(node)
-            elif isinstance(node, gast.Call):
-                for pos in _META_POSITION.get(self.ctx.resolve(node.func), ()):
-                    if len(node.args) > pos:
-                        meta.add(id(node.args[pos]))
-            stack.extend(gast.iter_child_nodes(node))
-        out |= {n.id for n in loads if id(n) not in meta}
-        memo[id(stmt)] = (out, stmt)        # the statement kept, so its id is not reused
-        return out
 
     # -- what each block saves ------------------------------------------------
 
@@ -271,87 +207,6 @@ class Residuals:
         block.adjoint[0:0] = pops
         return True
 
-    def shape_reads(self, block, names):
-        """Of ``names`` (arrays a loop body's adjoint reads only for their
-        shape), those read only by ``unbroadcast(g, x)`` and, for a float64
-        array, by ``owned_zeros(x)`` or ``zeros_like(x)``: name -> those calls.
-        Their tape entry is ``x.shape`` rather than ``meta(x)`` (an attribute
-        read, not a call and an object), read back by ``unbroadcast_to`` and
-        ``zeros_shaped``::
-
-            tape.append((meta(d), ...))            tape.append((d.shape if type(d) is ndarray
-            ...                              ->                 else meta(d), ...))
-            d_bar = unbroadcast(g, d)              d_bar = unbroadcast_to(g, d)
-        """
-        if not names:
-            return {}
-        float64 = set()
-        for n in names:
-            kind = self.ctx.kinds.get(n)
-            if kind is not None and kind.complex is False and (
-                    kind.dtype == "float64" or (kind.dtype is None and self.ctx.typed
-                                                and n in self.ctx.active
-                                                and self.ctx.all_float64())):
-                float64.add(n)
-        calls, reads = {}, {}          # one walk for all of them
-        nested = self.names_in_blocks(block.adjoint)
-        names = names - nested         # (read in a nested block: left as they are)
-        for node in _walk_simple(block.adjoint):
-            if isinstance(node, gast.Name) and node.id in names:
-                reads[node.id] = reads.get(node.id, 0) + 1
-            if not isinstance(node, gast.Call) or node.keywords or not node.args:
-                continue
-            last = node.args[-1]
-            if not (isinstance(last, gast.Name) and last.id in names):
-                continue
-            fn = self.ctx.resolve(node.func)
-            if fn is runtime.unbroadcast and len(node.args) == 2:
-                calls.setdefault(last.id, []).append((node, "unbroadcast_to"))
-            elif fn in (runtime.owned_zeros, runtime.zeros_like) and last.id in float64 \
-                    and len(node.args) == 1:
-                calls.setdefault(last.id, []).append((node, "zeros_shaped"))
-        out = {n: c for n, c in calls.items() if reads.get(n) == len(c)}
-        for calls in out.values():
-            for node, helper in calls:
-                node.func = _name(self.ctx.runtime(helper))
-        return out
-
-    def names_in_blocks(self, stmts):
-        """Every name read or written in the compound statements among
-        ``stmts``; each statement's names found once (a loop's adjoint is
-        part of every enclosing loop's)."""
-        memo = self.__dict__.setdefault("_names_memo", {})
-        out = set()
-        for s in stmts:
-            if isinstance(s, _COMPOUND):
-                out |= self._names_of(s, memo)
-        return out
-
-    def _names_of(self, stmt, memo):
-        got = memo.get(id(stmt))
-        if got is not None and got[1] is stmt:
-            return got[0]
-        out, stack = set(), [stmt]
-        while stack:
-            node = stack.pop()
-            if node is not stmt and isinstance(node, _COMPOUND):
-                out |= self._names_of(node, memo)
-                continue
-            if isinstance(node, gast.Name):
-                out.add(node.id)
-            stack.extend(gast.iter_child_nodes(node))
-        memo[id(stmt)] = (out, stmt)
-        return out
-
-    def kept_shape(self, n, calls):
-        """``n.shape if type(n) is ndarray else meta(n)``: what the tape keeps
-        of an array read only by ``calls`` (see ``shape_reads``)."""
-        test = gast.Compare(left=_call(self.ctx.helper("type", type), _name(n)), ops=[gast.Is()],
-                            comparators=[_name(self.ctx.helper("ndarray", np.ndarray))])
-        return gast.IfExp(test=test, body=gast.Attribute(value=_name(n), attr="shape",
-                                                          ctx=gast.Load()),
-                          orelse=_call(self.ctx.runtime("meta"), _name(n)))
-
     def maybe_unbound(self, top):
         """Names a block saves that only a nested branch may assign: bound to
         None up front, so that saving them never fails."""
@@ -383,66 +238,6 @@ class Residuals:
                     order.setdefault(node.id, len(order))
         return lambda n: (order.get(n, len(order)), n)
 
-    def shape_only(self, top, residuals):
-        """Residuals the adjoint reads only for their shape and dtype.  They are
-        saved as ``meta(x)``, so an intermediate array need not outlive the
-        primal.  Parameters are the caller's and cost nothing to keep."""
-        candidates = set(residuals) - set(self.ctx.normal.params)
-        meta_uses, all_uses = {}, {}
-        for stmt in top.adjoint:
-            for node in gast.walk(stmt):
-                if isinstance(node, gast.Name) and node.id in candidates \
-                        and isinstance(node.ctx, gast.Load):
-                    all_uses[node.id] = all_uses.get(node.id, 0) + 1
-                if isinstance(node, gast.Call):
-                    for pos in _META_POSITION.get(self.ctx.resolve(node.func), ()):
-                        if len(node.args) > pos and isinstance(node.args[pos], gast.Name):
-                            n = node.args[pos].id
-                            meta_uses[n] = meta_uses.get(n, 0) + 1
-        return {r for r in candidates if all_uses.get(r) and meta_uses.get(r) == all_uses[r]}
-
-
-
-
-# functions that read only the shape and dtype of their arguments at these positions
-_META_POSITION = {runtime.unbroadcast: (1,), runtime.unreduce: (1,), runtime.project: (1,),
-                  runtime.realify: (1,), runtime.zeros_like: (0,), runtime.owned_zeros: (0,),
-                  runtime.written_grad: (2, 3), runtime.per_output: (0, 1), np.shape: (0,),
-                  np.size: (0,), np.ndim: (0,), runtime.unbroadcast_to: (1,),
-                  runtime.zeros_shaped: (0,)}
-
-
-def _views_of(written, stmts, ops, kinds=None):
-    """The written arrays and every name that may be a view of one."""
-    from ..analyses.mutation import _is_view
-    names = set(written)
-    for _ in range(3):
-        for s in _all_statements(stmts):
-            op = ops.get(id(s))
-            if op is not None and isinstance(s, gast.Assign) and isinstance(
-                    s.targets[0], gast.Name) and _is_view(op, s, kinds) and op.names() & names:
-                names.add(s.targets[0].id)
-    return names
-
-
-def _write_positions(stmts, ops, written):
-    """Program order of every statement, the loops around each, and where
-    the writes into ``written`` arrays are."""
-    order, loops, writes = {}, {}, {}
-
-    def walk(block, around):
-        for s in block:
-            order[id(s)] = len(order)
-            loops[id(s)] = around
-            op = ops.get(id(s))
-            if op is not None and op.kind is OpKind.SETITEM and op.mutates in written:
-                writes[order[id(s)]] = id(s)
-            inner = around | {id(s)} if isinstance(s, (gast.For, gast.While)) else around
-            for field in ("body", "orelse"):
-                walk(getattr(s, field, None) or [], inner)
-    walk(stmts, frozenset())
-    return order, loops, writes
-
 
 def _in_loop(block):
     while block is not None:
@@ -450,19 +245,6 @@ def _in_loop(block):
             return True
         block = block.parent
     return False
-
-
-def _owner(block, stmt):
-    """The block (or nested block) whose statement list holds ``stmt``."""
-    if any(s is stmt for s in block.stmts):
-        return block
-    for child in block.children:
-        found = _owner(child, stmt)
-        if found is not None:
-            return found
-    return None
-
-
 
 
 def _preorder(node):
@@ -473,8 +255,6 @@ def _preorder(node):
         node = stack.pop()
         yield node
         stack.extend(reversed(list(gast.iter_child_nodes(node))))
-
-
 
 
 def is_break_check(stmt):
@@ -509,12 +289,3 @@ def _arithmetic_only(names, stmts):
     return {n for n, k in reads.items() if arithmetic.get(n) == k}
 
 
-_COMPOUND = (gast.For, gast.While, gast.If, gast.Try, gast.With)
-
-
-def _walk_simple(stmts):
-    """The nodes of the simple statements among ``stmts`` (not of nested
-    blocks, which ``names_in_blocks`` answers for once)."""
-    for s in stmts:
-        if not isinstance(s, _COMPOUND):
-            yield from gast.walk(s)
