@@ -66,7 +66,8 @@ def follow_aliases(normal, ops, kinds, parsed) -> bool:
     """Rewrite ``normal`` (in place) so that writes through aliases and views
     reach the array they share; True if anything changed (ops and kinds
     must then be resolved again)."""
-    from .mutation import _is_view, copy_ids
+    from .copies import copy_ids
+    from .views import _is_view
     body = normal.tree.body
     updates = {id(stmt): old for stmt, old, origin in normal.augmented
                if not getattr(origin, "written_by", None)}
@@ -145,7 +146,7 @@ def _blocked(normal, ops, kinds, merges, updates, is_array):
     over, viewed by something other than indexing or ``.T``, or handed to
     anything but NumPy (a list, a call of a user function).  Then nothing
     is rewritten, and ``mutation`` checks the function as it is."""
-    from .mutation import _is_view, _is_view_op
+    from .views import _is_view, _is_view_op
     from .updates import keeps_nothing
     body = normal.tree.body
     top = {id(s) for s in body}

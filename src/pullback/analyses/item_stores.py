@@ -48,10 +48,11 @@ import types
 import gast
 
 from ..errors import UnsupportedSyntaxError
+from .copies import _closure as _joined
 from .kinds import Shape
-from .mutation import _closure as _joined, _derived
 from .ops import OpKind, all_statements
 from .order import only_after
+from .views import _derived
 
 __all__ = ["mark"]
 

@@ -50,9 +50,10 @@ from ..normalize.normalize import Normal
 from ..rules.registry import FRESH
 from .defuse import Chains
 from .kinds import ARRAY, Kind, Shape  # noqa: F401  (ARRAY: the docstring's)
-from .mutation import (_blocks, _carried_into, _hashable_in, _is_view_op, _placeholder,
-                       _renames, copy_ids, packed_to_be_copied, used_up_before, variant_reads,
-                       versions)
+from .copies import (_blocks, _carried_into, _hashable_in, _placeholder, _renames, copy_ids,
+                     versions)
+from .mutation import packed_to_be_copied, variant_reads
+from .views import _is_view_op, used_up_before
 from .ops import Op, OpKind
 from .order import runs_only_after
 

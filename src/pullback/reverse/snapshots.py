@@ -69,7 +69,7 @@ class Snapshots:
 
 def _views_of(written, stmts, ops, kinds=None):
     """The written arrays and every name that may be a view of one."""
-    from ..analyses.mutation import _is_view
+    from ..analyses.views import _is_view
     names = set(written)
     for _ in range(3):
         for s in _all_statements(stmts):
