@@ -94,7 +94,7 @@ def defer_call(stmt, op, normal, parsed, varied, useful):
     mask = [k for k, n in op.operands if n in varied]
     func = call.func
     if isinstance(func, gast.Attribute):
-        from ..frontend.written import _known_method
+        from ..frontend.function_scans import _known_method
         if -1 in mask and not _known_method(func.attr):
             return      # analyses.attributes: refused, or strict (defer_method_call)
         if isinstance(func.value, gast.Name) and useful is not None \

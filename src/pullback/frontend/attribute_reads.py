@@ -6,7 +6,7 @@ so that an object carrying a gradient is differentiated through them.
 
 >>> from pullback.testing import function_from_source
 >>> from pullback.backend.codegen import unparse
->>> from pullback.frontend.written import _front
+>>> from pullback.frontend.function_scans import _front
 >>> f = function_from_source('''
 ... def f(p):
 ...     s = getattr(p, "w") + vars(p)["b"]

@@ -35,7 +35,8 @@ from ..rules.registry import nondifferentiable
 from ..runtime import calls as _runtime_calls
 from ..runtime.arguments import unwrapped
 from ..runtime.origin import module_name
-from .written import attribute_stores, written_params
+from .attribute_stores import attribute_stores
+from .written import written_params
 
 __all__ = ["no_writer", "no_attribute_store", "no_array_write", "self_array_writes",
            "param_store", "user_object"]

@@ -164,7 +164,7 @@ def held_writes(fn):
         # call's argument (`g(b, a, k - 1)` writing `b.w[0]`) is found for `a`
         _local.asked.add(fn)
         return _local.so_far.get(fn, {})
-    from .written import _front
+    from .function_scans import _front
     try:
         parsed, _ = _front(fn)
     except (PullbackError, TypeError, ValueError, SyntaxError, OSError):
@@ -189,7 +189,8 @@ def held_writes(fn):
 
 
 def _scan(tree, parsed):
-    from .written import _known_method, bound_arguments, static_callee, written_params
+    from .function_scans import _known_method, bound_arguments, static_callee
+    from .written import written_params
     args = tree.args
     params = [a.id for a in args.args + args.kwonlyargs]
     aliases = _aliases(tree.body)
@@ -247,7 +248,7 @@ def guard_held_writes(tree, namer, parsed):
     item holds, and ``held_arrays_apart`` before each call of a user function
     by name that writes through a parameter (``held_writes``): both refuse,
     when they run, a write into an array the function's arguments hold."""
-    from .written import bound_arguments, static_callee
+    from .function_scans import bound_arguments, static_callee
     args = tree.args
     params = [a.id for a in args.args + args.kwonlyargs]
     params += [a.id for a in (args.vararg, args.kwarg) if a is not None]

@@ -49,8 +49,9 @@ from .list_items import split_lists
 from .properties import follow_properties
 from .view_writes import write_views
 from .writing_calls import WritingCalls
-from .written import (ITEM as _ITEM, _apart, _front, _number_argument, _result_apart,
-                      scan as _scan, variant, walk as _walk, written_params)
+from .function_scans import _front, walk as _walk
+from .written import (ITEM as _ITEM, _apart, _number_argument, _result_apart, scan as _scan,
+                      variant, written_params)
 
 __all__ = ["follow_writes", "written_params", "variant", "rewritten"]
 

@@ -10,7 +10,7 @@ write through an object's attribute store is guarded where it runs.  Part of
 
 >>> from pullback.testing import function_from_source
 >>> from pullback.backend.codegen import unparse
->>> from pullback.frontend.written import _front
+>>> from pullback.frontend.function_scans import _front
 >>> step = function_from_source('''
 ... def step(s):
 ...     s[0] += 1.0
@@ -40,8 +40,10 @@ from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import assign_located, closure_name as _helper, located, name as _name
 from .call_guards import no_attribute_store as _no_attribute_store, no_writer as _no_writer
-from .written import (MIXED as _MIXED, _known_method, attribute_stores, bound_arguments as _bound,
-                      static_callee as _static_callee, variant, walk as _walk, written_params)
+from .attribute_stores import attribute_stores
+from .function_scans import (_known_method, bound_arguments as _bound,
+                             static_callee as _static_callee, walk as _walk)
+from .written import MIXED as _MIXED, variant, written_params
 
 __all__ = ["WritingCalls"]
 
