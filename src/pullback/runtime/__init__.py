@@ -63,8 +63,8 @@ from .array_api_support import __all__ as _array_api_support
 from .vectorize_support import *  # noqa: F401,F403
 from .vectorize_support import __all__ as _vectorize_support
 
-from .control import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
-from .control import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
+from .dict_support import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
+from .dict_support import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
 
 _dict_rules = ["dict_set_grads", "dict_setdefault_grads", "dict_merge_grads",  # rules.dicts
                "dict_item_grads", "dict_stored_grad", "dict_without"]

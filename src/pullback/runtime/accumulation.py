@@ -6,7 +6,7 @@ import numpy as np
 from .core import FieldGrads, Meta, add_cotangents, meta, realify, unbroadcast, zeros_like
 from .structures import attributes_of, fields_of, is_instance, is_structure
 from .backends import add_repeated, is_foreign, zeros_for
-from .control import ChainGrads
+from .dict_support import ChainGrads
 from .opaque import is_library_object
 from .rule_support import _is_basic_index
 
