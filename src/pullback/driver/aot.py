@@ -53,7 +53,7 @@ import os
 import re
 import types
 
-from . import cache
+from . import cache, descriptions
 from .aot_text import _Entry, _render
 from .artifacts import artifact_name, write_file
 
@@ -182,14 +182,14 @@ class _Writer:
 
     def helper_expr(self, e, value):
         from ..custom_rules import CustomVJP
-        callee = cache._callee(value)
+        callee = descriptions._callee(value)
         if callee is None:
             if isinstance(value, types.ModuleType):
                 return self.module_alias(value.__name__)
             return self.object_expr(e, value)
         handle, mask, which, _, flags = callee      # (artifacts accumulate in place)
         compact = "compact" in flags
-        target = cache._target(handle)
+        target = descriptions._target(handle)
         if e.examples is None and mask is not None and not isinstance(target, CustomVJP):
             sub = self.entry(target, mask)
             if sub.loaded is not None:          # (not a cycle, not skipped)
@@ -223,7 +223,7 @@ class _Writer:
     def object_expr(self, e, value):
         if getattr(value, "__pullback_lifted_source__", None) is not None:
             return self.source_expr(e, value)
-        path = cache.path_of(value, e.home.__globals__)
+        path = descriptions.path_of(value, e.home.__globals__)
         if path is None:
             raise ValueError(f"{e.fn.__qualname__}: its generated code uses {value!r}, which "
                              "cannot be imported by name, so it cannot be compiled ahead of time")
@@ -299,7 +299,7 @@ def _import_line(name, value, home):
     if isinstance(value, types.ModuleType):
         m = value.__name__
         return f"import {m}" if m == name else f"import {m} as {name}"
-    path = cache.path_of(value, home) if callable(value) else None
+    path = descriptions.path_of(value, home) if callable(value) else None
     if path is None or path[0] == "." or "." in path[1]:
         return None
     return f"from {path[0]} import {path[1]}" + ("" if path[1] == name else f" as {name}")

@@ -15,7 +15,7 @@ import inspect
 import os
 import pprint
 
-from . import cache
+from . import cache, descriptions
 from .artifacts import FORMAT, sources
 from ..backend.codegen import source_lines
 
@@ -186,11 +186,11 @@ def _render(w, entries):
 
 
 def _meta(e, first, last, own):
-    helpers = {n: cache.describe(e.loaded.helpers[n], e.home.__globals__) for n in e.used}
+    helpers = {n: descriptions.describe(e.loaded.helpers[n], e.home.__globals__) for n in e.used}
     usable = all(d is not None for d in helpers.values())
     return {"qualname": e.fn.__qualname__, "module": e.fn.__module__, "own": own,
             "signature": getattr(e, "signature", None), "wrt": list(e.mask),
             "factory": e.factory, "lines": [first, last],
             "names": [e.loaded.primal.__name__, e.loaded.adjoint.__name__],
-            "helpers": helpers if usable else None, "fingerprint": cache.fingerprint(e.home),
+            "helpers": helpers if usable else None, "fingerprint": descriptions.fingerprint(e.home),
             "env": cache.settings()}
