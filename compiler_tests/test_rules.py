@@ -1492,10 +1492,10 @@ def test_a_function_without_facts_has_the_documented_default():
 # collections of NumPy functions still written outside rules/, with why: each is
 # about a signature or a helper's own calls, not a function's facts
 NAMED_OUTSIDE_RULES = {
-    ("analyses/kinds.py", ("np.array", "np.asarray")),          # a list argument's rank
-    ("analyses/kinds.py", ("np.split", "np.array_split")),      # return lists, not arrays
-    ("analyses/kinds.py", ("np.zeros", "np.ones", "np.empty")),  # 2nd positional is dtype
-    ("analyses/kinds.py", ("np.zeros_like", "np.ones_like", "np.empty_like",
+    ("analyses/call_kinds.py", ("np.array", "np.asarray")),          # a list argument's rank
+    ("analyses/call_kinds.py", ("np.split", "np.array_split")),      # return lists, not arrays
+    ("analyses/call_kinds.py", ("np.zeros", "np.ones", "np.empty")),  # 2nd positional is dtype
+    ("analyses/call_kinds.py", ("np.zeros_like", "np.ones_like", "np.empty_like",
                            "np.full_like")),                    # shape from an array
     ("reverse/kept_shapes.py", ("np.shape", "np.size", "np.ndim")),
 }
