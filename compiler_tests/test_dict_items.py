@@ -5,12 +5,12 @@ stores (refused, naming the user's line), and the cost of a gradient
 through a dict filled in a loop of n steps: O(n), counted in lines run.
 
 Checked against exact values and jax (x64), in reverse and forward mode."""
-import sys
 
 import numpy as np
 import pytest
 
 import pullback as pb
+from line_counts import lines_run
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -247,24 +247,6 @@ def filled(x, n):
     for t in range(n):
         s = s + np.sum(hs[t] * hs[t])
     return s
-
-
-def lines_run(f, *args):
-    """How many lines of Python (the generated code's and the runtime's) one
-    call of ``f`` runs: a count, not a time, so a loaded machine cannot
-    change it."""
-    count = [0]
-
-    def tracer(frame, event, arg):
-        if event == "line":
-            count[0] += 1
-        return tracer
-    sys.settrace(tracer)
-    try:
-        f(*args)
-    finally:
-        sys.settrace(None)
-    return count[0]
 
 
 def test_a_gradient_through_a_dict_filled_in_a_loop_is_linear():

@@ -6,12 +6,12 @@ O(n), counted in lines run, so a loaded machine cannot change the figure.
 
 Checked against jax (x64); in place and out of place (``PULLBACK_INPLACE=0``)
 agree bit for bit."""
-import sys
 
 import numpy as np
 import pytest
 
 import pullback as pb
+from line_counts import lines_run
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -87,22 +87,6 @@ def test_a_read_between_appends(monkeypatch):
     assert pb.grad(later_append)(1.5) == pytest.approx(6.0)
     monkeypatch.setenv("PULLBACK_INPLACE", "0")
     assert pb.grad(later_append)(1.5) == pytest.approx(6.0)
-
-
-def lines_run(f, *args):
-    """How many lines of Python (generated code and runtime) one call runs."""
-    count = [0]
-
-    def tracer(frame, event, arg):
-        if event == "line":
-            count[0] += 1
-        return tracer
-    sys.settrace(tracer)
-    try:
-        f(*args)
-    finally:
-        sys.settrace(None)
-    return count[0]
 
 
 def test_a_gradient_through_a_list_grown_in_a_loop_is_linear():
