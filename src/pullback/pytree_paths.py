@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import NonDifferentiableError
 from .runtime import core
+from .runtime.leaves import at_path
 from .runtime.structures import (_entry, fields_of, is_instance, is_structure, rebuild_like,
                                  set_attribute, slot_names)
 from .pytrees import _attributes, _copy_object, _float_leaf, _holds_float, registration
@@ -139,11 +140,7 @@ def _index(v, path, found, seen, depth):
 
 
 def _at(tree, path):
-    for k in path:
-        tree = _entry(tree, k)
-        if tree is None:
-            return None
-    return tree
+    return at_path(tree, path, _entry)
 
 
 def _set(tree, path, value):

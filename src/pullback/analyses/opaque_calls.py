@@ -34,6 +34,7 @@ from __future__ import annotations
 import gast
 
 from ..ir.build import closure_name
+from .callable_facts import static_value
 from ..runtime.checked_calls import checked_call, checked_method_call
 
 __all__ = ["defer_method_call", "defer_call"]
@@ -104,7 +105,7 @@ def defer_call(stmt, op, normal, parsed, varied, useful):
         return
     if any(isinstance(k, int) and k >= len(call.args) for k in mask):
         return
-    if isinstance(func, gast.Name) and (_pullback_own(func.id, parsed)
+    if isinstance(func, gast.Name) and (_pullback_own(static_value(func, parsed))
                                         or func.id in ("setattr", "delattr")):
         return          # star_call, attempt, nested_value; stores (analyses.attributes)
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
@@ -117,14 +118,7 @@ def defer_call(stmt, op, normal, parsed, varied, useful):
     stmt.value = gast.copy_location(new, call)
 
 
-def _pullback_own(name, parsed):
-    value = None
-    if name in parsed.closure:
-        try:
-            value = parsed.closure[name].cell_contents
-        except ValueError:
-            return False
-    elif name in parsed.globals:
-        value = parsed.globals[name]
+def _pullback_own(value):
+    """Whether the value a call's name refers to is pullback's own."""
     module = getattr(value, "__module__", None) or ""
     return module.split(".")[0] == "pullback"

@@ -25,7 +25,7 @@ import numpy as np
 
 from .backends import is_foreign
 
-__all__ = ["is_leaf", "ATOMS", "Unwalkable", "Walk", "children"]
+__all__ = ["is_leaf", "ATOMS", "Unwalkable", "Walk", "children", "at_path"]
 
 _NODES = 200_000          # the most objects one call's inputs and result are walked through
 
@@ -138,3 +138,14 @@ def _has_hidden_state(v):
         if not cls.__flags__ & (1 << 9):       # Py_TPFLAGS_HEAPTYPE: not a C type
             return True
     return False
+
+
+def at_path(tree, path, entry):
+    """What ``tree`` holds at ``path``, one key at a time by ``entry(node,
+    key)``; None once a step finds nothing (a missing entry, or a zero
+    standing for a whole structure)."""
+    for key in path:
+        tree = entry(tree, key)
+        if tree is None:
+            return None
+    return tree

@@ -21,7 +21,7 @@ import types
 
 import numpy as np
 
-from .leaves import ATOMS, Walk, children, is_leaf
+from .leaves import ATOMS, Walk, at_path, children, is_leaf
 from .opaque import _refuse, call, callee_name
 
 __all__ = ["adjoint", "forward", "is_iterator", "is_bag", "items_cotangent", "bag_cotangent"]
@@ -41,14 +41,6 @@ def _at(ct, key):
     return None
 
 
-def _ct_at(ct, path):
-    for key in path:
-        ct = _at(ct, key)
-        if ct is None:
-            return None
-    return ct
-
-
 def adjoint(res, ct):
     """One cotangent per entry of the call's mask: each leaf of the result
     sends its cotangent to the place of the argument it is."""
@@ -57,7 +49,7 @@ def adjoint(res, ct):
     _no_stray_items(fn, ct, {id(leaf) for leaf in keep})
     acc = [{} for _ in held]
     for path, k, inpath in routes:
-        g = _ct_at(ct, path)
+        g = at_path(ct, path, _at)
         if g is None:
             continue
         acc[k][inpath] = add_cotangents(acc[k].get(inpath), g)
@@ -151,7 +143,7 @@ def bag_cotangent(items, cts):
         if gi is None:
             continue
         for path, leaf in walk.leaves(item):
-            part = _ct_at(gi, path)
+            part = at_path(gi, path, _at)
             if part is not None:
                 key = ("@", id(leaf))
                 out[key] = add_cotangents(out.get(key), part)
@@ -172,7 +164,7 @@ def forward(fn, args, kwargs, mask, tangents):
             "result is an object that holds values it does not show (an iterator).",
             None, "Make a list of it first (`list(...)`), or use reverse mode (pb.grad).")
     for path, k, inpath in routes:
-        t = _ct_at(tangents[k], inpath)
+        t = at_path(tangents[k], inpath, _at)
         if t is not None:
             placed[path] = t
     if () in placed:
