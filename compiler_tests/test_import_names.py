@@ -19,6 +19,10 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 _TAKES_DOTTED = {"setattr", "delattr", "patch", "import_module"}
 
 
+_OPTIONAL = object()      # _resolve: a module that needs a package not installed
+_MISSING = object()       # _resolve: no such module or attribute
+
+
 def _called(call):
     f = call.func
     return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
@@ -52,20 +56,24 @@ def _base(node, module, path):
 
 
 def _resolve(dotted):
-    """The object a dotted name names, or None: the longest importable module,
-    then attributes."""
+    """The object a dotted name names, or ``_MISSING``: the longest importable
+    module, then attributes."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError as err:
+            if (err.name or "pullback").split(".")[0] != "pullback":
+                return _OPTIONAL      # (SciPy, say): not checked
+            continue
         except ImportError:
             continue
         for attr in parts[cut:]:
             if not hasattr(obj, attr):
-                return None
+                return _MISSING
             obj = getattr(obj, attr)
         return obj
-    return None
+    return _MISSING
 
 
 def missing_names(roots=(PACKAGE, TESTS)):
@@ -83,22 +91,21 @@ def missing_names(roots=(PACKAGE, TESTS)):
                     if base is None:
                         continue
                     owner = _resolve(base)
+                    if owner is _OPTIONAL:
+                        continue
                     for a in node.names:
                         if a.name == "*":
                             continue
-                        if owner is None or not hasattr(owner, a.name):
-                            try:
-                                importlib.import_module(f"{base}.{a.name}")
-                            except ImportError:
-                                out.append(f"{path}:{node.lineno}: from {base} import {a.name}")
-                                continue
                         target = _resolve(f"{base}.{a.name}")
+                        if target is _MISSING:
+                            out.append(f"{path}:{node.lineno}: from {base} import {a.name}")
+                            continue
                         if isinstance(target, type(pullback)):
                             aliases[a.asname or a.name] = target
                 elif isinstance(node, ast.Import):
                     for a in node.names:
                         if a.name.split(".")[0] == "pullback":
-                            if _resolve(a.name) is None:
+                            if _resolve(a.name) is _MISSING:
                                 out.append(f"{path}:{node.lineno}: import {a.name}")
                             elif a.asname:
                                 aliases[a.asname] = _resolve(a.name)
@@ -111,15 +118,15 @@ def missing_names(roots=(PACKAGE, TESTS)):
                     for arg in node.args[:1]:
                         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
                                 and arg.value.startswith("pullback.") \
-                                and _resolve(arg.value) is None:
+                                and _resolve(arg.value) is _MISSING:
                             out.append(f"{path}:{node.lineno}: '{arg.value}'")
     return out
 
 
 def test_resolver_can_fail():
-    assert _resolve("pullback.callees.derivative_of") is not None
-    assert _resolve("pullback.callees.no_such_name") is None
-    assert _resolve("pullback.no_such_module") is None
+    assert _resolve("pullback.callees.derivative_of") is not _MISSING
+    assert _resolve("pullback.callees.no_such_name") is _MISSING
+    assert _resolve("pullback.no_such_module") is _MISSING
 
 
 def test_checker_finds_what_is_missing(tmp_path):
