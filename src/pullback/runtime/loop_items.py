@@ -2,6 +2,7 @@
 read into a list when none can carry a gradient (``frontend.desugar``)."""
 from __future__ import annotations
 
+import itertools
 import numbers
 
 __all__ = ["index_items"]
@@ -12,8 +13,10 @@ def index_items(it):
     tuples of them (``itertools.pairwise(range(n))``, ``combinations``,
     ``product`` of ranges, ``repeat(None, n)``): a loop reads them by
     position.  An item that is a float, an array or an object may carry a
-    gradient the loop would lose (the iterator made it): refused.  A
-    sequence that is no iterator is returned as it is.
+    gradient the loop would lose (the iterator made it): refused.  An
+    iterator that never ends (``count()``, ``cycle``, ``repeat(v)``) is
+    refused before it is read.  A sequence that is no iterator is returned
+    as it is.
 
     >>> import itertools
     >>> index_items(itertools.pairwise(range(4)))
@@ -21,18 +24,34 @@ def index_items(it):
     """
     if not hasattr(it, "__next__") or hasattr(it, "__getitem__"):
         return it
+    from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
+    if _endless(it):
+        raise UnsupportedSyntaxError(
+            f"this `itertools.{type(it).__name__}` never ends, and pullback reads the items "
+            "of an iterator a loop runs over into a list before the loop.",
+            hint="Number the items with `enumerate(x, start=k)` in place of "
+                 "`zip(x, itertools.count(k))`, or bound the iterator "
+                 "(`itertools.repeat(v, n)`, `itertools.islice(it, n)`).")
     items = list(it)
     for item in items:
         bad = _not_plain(item)
         if bad is not None:
-            from ..errors import UnsupportedSyntaxError
             raise UnsupportedSyntaxError(
-                f"pullback differentiates a loop over a {type(it).__name__} only where its "
-                f"items are ints (indices); here an item holds a {type(bad).__name__}, "
-                "which the iterator gave and pullback cannot send a gradient through.",
-                hint="Loop over indices and read the values in the body: "
-                     "`for i, j in itertools.pairwise(range(len(x))):` then `x[i]`, `x[j]`.")
+                f"pullback differentiates a loop over a {type(it).__name__} bound to a name, "
+                f"or nested in another call, only where its items are ints (indices); here "
+                f"an item holds a {type(bad).__name__}, which the iterator gave and pullback "
+                "cannot send a gradient through.",
+                hint="Loop over the itertools call itself (`for a, b in itertools.pairwise(x):`, "
+                     "followed for an array or a list of values), or over indices, reading "
+                     "the values in the body: `for i, j in itertools.pairwise(range(len(x))):` "
+                     "then `x[i]`, `x[j]`.")
     return items
+
+
+def _endless(it):
+    if isinstance(it, (itertools.count, itertools.cycle)):
+        return True
+    return isinstance(it, itertools.repeat) and len(it.__reduce__()[1]) == 1
 
 
 def _not_plain(item):

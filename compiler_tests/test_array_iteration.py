@@ -1,0 +1,382 @@
+"""Iteration over the rows of differentiated arrays (issue 13): loops and
+comprehensions over ``itertools.pairwise(x)``, ``combinations``,
+``product``, ``islice``, ``compress``, ``chain``, ``zip_longest``,
+``repeat`` and ``accumulate`` of arrays and lists of values
+(``frontend.itertools_rows``), ``zip(x, x[1:])``, ``zip(a, b)`` and
+``enumerate(zip(...))``: gradients checked against central differences in
+both modes (``pb.grad``, and ``pb.jvp`` against the gradient along the
+tangent), some against exact values; what stays refused names the line and
+says what to write.  Forward mode through ``d.values()`` / ``d.items()`` of
+a dict of arrays the function builds; writes through views outside a loop
+(the refusal says the real reason)."""
+import itertools
+import operator
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+RNG = np.random.default_rng(13)
+X = RNG.standard_normal((5, 3))
+Y = RNG.standard_normal((5, 3))
+V = RNG.standard_normal(6)
+
+
+def _fd_grad(f, args, i, eps=1e-6):
+    x = np.asarray(args[i], dtype=float)
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = eps
+        up = list(args)
+        up[i] = x + e
+        down = list(args)
+        down[i] = x - e
+        g[k] = (f(*up) - f(*down)) / (2 * eps)
+    return g
+
+
+def check_both_modes(f, *args, exact=None):
+    """grad against central differences (and ``exact``); jvp's value against
+    f's, its tangent against the gradient along a random tangent."""
+    argnums = tuple(range(len(args)))
+    grads = pb.grad(f, argnums=argnums)(*args)
+    for i, g in enumerate(grads):
+        np.testing.assert_allclose(g, _fd_grad(f, args, i), rtol=1e-6, atol=1e-7)
+    if exact is not None:
+        np.testing.assert_allclose(grads[0], exact, rtol=1e-12, atol=1e-14)
+    tangents = tuple(RNG.standard_normal(np.shape(a)) for a in args)
+    value, dot = pb.jvp(f, args, tangents)
+    np.testing.assert_allclose(value, f(*args), rtol=1e-13)
+    along = sum(np.sum(g * t) for g, t in zip(grads, tangents))
+    np.testing.assert_allclose(dot, along, rtol=1e-10, atol=1e-12)
+    return grads
+
+
+# -- itertools over rows ---------------------------------------------------------
+
+def pairwise_loop(x):
+    s = 0.0
+    for a, b in itertools.pairwise(x):
+        s = s + np.sum((b - a) ** 2)
+    return s
+
+
+def pairwise_name_target(x):
+    s = 0.0
+    for p in pairwise(x):
+        s = s + np.sum(p[0] * np.sin(p[1]))
+    return s
+
+
+def pairwise_comprehension(x):
+    return sum([np.linalg.norm(b - a) for a, b in itertools.pairwise(x)])
+
+
+def pairwise_generator_sum(x):
+    return sum(np.sum(a * b) for a, b in itertools.pairwise(x))
+
+
+def pairwise_of_scalars(v):
+    t = 1.0
+    for a, b in itertools.pairwise(v):
+        t = t * (1.0 + a * b)
+    return t
+
+
+def combinations_loop(x):
+    s = 0.0
+    for a, b in itertools.combinations(x, 2):
+        d = a - b
+        s = s + 1.0 / (1.0 + np.sum(d * d))
+    return s
+
+
+def combinations_unknown_r(v, r=3):
+    s = 0.0
+    for c in itertools.combinations(v, r):
+        s = s + c[0] * c[1] * c[2]
+    return s
+
+
+def permutations_loop(v):
+    s = 0.0
+    for a, b in itertools.permutations(v[:4], 2):
+        s = s + a * b ** 2
+    return s
+
+
+def product_loop(x, y):
+    s = 0.0
+    for a, b in itertools.product(x, y):
+        s = s + np.tanh(np.dot(a, b))
+    return s
+
+
+def product_repeat(v):
+    return sum(a * np.cos(b) for a, b in itertools.product(v[:3], repeat=2))
+
+
+def islice_loop(x):
+    s = 0.0
+    for i, row in enumerate(itertools.islice(x, 1, None, 2)):
+        s = s + (i + 1) * np.sum(row ** 3)
+    return s
+
+
+def compress_loop(v):
+    return sum(a * a for a in itertools.compress(v, [1, 0, 1, 1, 0, 1]))
+
+
+def chain_loop(x, y):
+    s = 0.0
+    for k, row in enumerate(itertools.chain(x[:2], y, x[3:])):
+        s = s + k * np.sum(np.sin(row))
+    return s
+
+
+def zip_longest_loop(v):
+    s = 0.0
+    for a, b in itertools.zip_longest(v, v[:3], fillvalue=2.0):
+        s = s + a * b
+    return s
+
+
+def repeat_loop(x):
+    s = 0.0
+    for a in itertools.repeat(x, 3):
+        s = s + np.sum(a * a)
+    return s
+
+
+def accumulate_loop(v):
+    s = 0.0
+    for c in itertools.accumulate(v):
+        s = s + c * c
+    return s
+
+
+def accumulate_product(v):
+    return list(itertools.accumulate(v, operator.mul))[-1]
+
+
+def accumulate_initial(v):
+    return sum(np.sin(c) for c in itertools.accumulate(v, lambda a, b: a * b + 1.0,
+                                                       initial=0.5))
+
+
+def listed_pairwise(x):
+    s = 0.0
+    for a, b in list(itertools.pairwise(x)):
+        s = s + np.sum(a * b)
+    return s
+
+
+def tuple_of_pairs(x):
+    pairs = tuple(itertools.pairwise(x))
+    return np.sum(pairs[1][0] * pairs[2][1])
+
+
+def pairwise_break(x):
+    s = 0.0
+    for a, b in itertools.pairwise(x):
+        if np.sum(a) > 10.0:
+            break
+        s = s + np.sum(a * b)
+    else:
+        s = s * 2.0
+    return s
+
+
+CASES = [
+    (pairwise_loop, (X,)), (pairwise_name_target, (X,)), (pairwise_comprehension, (X,)),
+    (pairwise_generator_sum, (X,)), (pairwise_of_scalars, (V,)), (combinations_loop, (X,)),
+    (combinations_unknown_r, (V,)), (permutations_loop, (V,)), (product_loop, (X, Y)),
+    (product_repeat, (V,)), (islice_loop, (X,)), (compress_loop, (V,)),
+    (chain_loop, (X, Y)), (zip_longest_loop, (V,)), (repeat_loop, (X,)),
+    (accumulate_loop, (V,)), (accumulate_product, (V,)), (accumulate_initial, (V,)),
+    (listed_pairwise, (X,)), (tuple_of_pairs, (X,)), (pairwise_break, (X,)),
+]
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_itertools_over_values(f, args):
+    check_both_modes(f, *args)
+
+
+def _squared_steps_grad(x):
+    """d/dx of sum_k |x[k+1] - x[k]|^2: 2(x[k] - x[k-1]) - 2(x[k+1] - x[k])."""
+    d = np.diff(x, axis=0)
+    exact = np.zeros_like(x)
+    exact[:-1] -= 2 * d
+    exact[1:] += 2 * d
+    return exact
+
+
+@pytest.mark.parametrize("f", [pairwise_loop, "zip_shifted"], ids=str)
+def test_squared_steps_exact(f):
+    check_both_modes(globals()[f] if isinstance(f, str) else f, X, exact=_squared_steps_grad(X))
+
+
+def test_accumulate_exact():
+    # sum_k c_k^2 with c_k = v_0 + ... + v_k: d/dv_j = 2 sum_{k >= j} c_k
+    c = np.cumsum(V)
+    check_both_modes(accumulate_loop, V, exact=np.cumsum((2 * c)[::-1])[::-1])
+
+
+def test_gradient_accumulates_by_row():
+    """The loop reads `x[i]` by index: no list of the rows is made."""
+    text = pb.source(pairwise_loop, X)
+    assert "itertools.pairwise(range_len_x)" in text and "a = x[row_index]" in text
+    assert "index_add(x_bar, row_index, a_bar)" in text and "= index_items(" in text
+
+
+# -- zip and enumerate of arrays -----------------------------------------------------
+
+def zip_shifted(x):
+    s = 0.0
+    for a, b in zip(x, x[1:]):
+        s = s + np.sum((b - a) ** 2)
+    return s
+
+
+def zip_both_shifted(x):
+    return sum(np.sum(a * np.exp(b)) for a, b in zip(x[:-1], x[1:]))
+
+
+def zip_two(x, y):
+    s = 0.0
+    for a, b in zip(x, y):
+        s = s + np.sum(a * b * a)
+    return s
+
+
+def enumerate_zip(x, y):
+    s = 0.0
+    for i, (a, b) in enumerate(zip(x, y)):
+        s = s + (i + 1.0) * np.sum(a * np.cos(b))
+    return s
+
+
+def zip_comprehension(x, y):
+    return np.sum(np.stack([a * b for a, b in zip(x, y)]))
+
+
+ZIPS = [(zip_shifted, (X,)), (zip_both_shifted, (X,)), (zip_two, (X, Y)),
+        (enumerate_zip, (X, Y)), (zip_comprehension, (X, Y))]
+
+
+@pytest.mark.parametrize("f, args", ZIPS, ids=[f.__name__ for f, _ in ZIPS])
+def test_zip_of_arrays(f, args):
+    check_both_modes(f, *args)
+
+
+def test_bead_spring_contour():
+    """The corpus program's pattern: `[norm(b - a) for a, b in pairwise(x)]`,
+    then the running sum by `itertools.accumulate`."""
+    def contour(x):
+        lengths = [np.linalg.norm(b - a) for a, b in itertools.pairwise(x)]
+        return list(itertools.accumulate(lengths))[-1] ** 2
+    exact_total = np.sum(np.linalg.norm(np.diff(X, axis=0), axis=1))
+    assert contour(X) == pytest.approx(exact_total ** 2, rel=1e-13)
+    check_both_modes(contour, X)
+
+
+# -- what stays refused ---------------------------------------------------------------
+
+def _refusal(f, *args):
+    messages = []
+    for run in (lambda: pb.grad(f)(*args), lambda: pb.jvp(f, args, args)):
+        with pytest.raises(pb.PullbackError) as info:
+            run()
+        messages.append(str(info.value))
+    return messages
+
+
+def test_zip_with_an_iterator_is_refused():
+    def f(x, y):
+        s = 0.0
+        for a, b in zip(x, iter(y)):
+            s = s + np.sum(a * b)
+        return s
+    for text in _refusal(f, X, Y):
+        assert "for a, b in zip(x, iter(y)):" in text and "test_array_iteration.py" in text
+        assert "iterator" in text and "list(" in text
+
+
+def test_zip_with_count_is_refused_not_endless():
+    def f(x):
+        s = 0.0
+        for a, k in zip(x, itertools.count(1)):
+            s = s + k * np.sum(a)
+        return s
+    for text in _refusal(f, X):
+        assert "never ends" in text and "enumerate(x, start=" in text
+        assert "for a, k in zip(x, itertools.count(1)):" in text
+
+
+def test_pairwise_of_an_iterator_is_refused():
+    def f(x):
+        s = 0.0
+        for a, b in itertools.pairwise(iter(x)):
+            s = s + np.sum(a * b)
+        return s
+    for text in _refusal(f, X):
+        assert "itertools.pairwise(iter(x))" in text and "iterator" in text
+
+
+# -- forward mode through a dict of arrays the function builds -----------------------
+
+def dict_values(x, w):
+    d = {"a": x * w, "b": np.sin(x), "c": x ** 2}
+    s = 0.0
+    for v in d.values():
+        s = s + np.sum(v * v)
+    return s
+
+
+def dict_items_stored(x, w):
+    d = {}
+    d["a"] = x * w
+    d["b"] = np.cos(x) * w
+    s = 0.0
+    for k, v in d.items():
+        s = s + (2.0 if k == "a" else 1.0) * np.sum(v ** 3)
+    return s
+
+
+def dict_keys_and_iteration(x, w):
+    d = {"p": x * w, "q": x + w}
+    s = 0.0
+    for k in d:
+        s = s + np.sum(d[k] * x)
+    for k in d.keys():
+        s = s + np.sum(d[k])
+    return s
+
+
+def dict_comprehension_values(x, w):
+    d = {f"k{i}": x * (i + 1) * w for i in range(3)}
+    return sum(np.sum(np.tanh(v)) for v in d.values())
+
+
+def dict_built_in_loop(x, w):
+    d = {}
+    for i in range(3):
+        d[i] = x[i] * w
+    s = 0.0
+    for k, v in sorted(d.items()):
+        s = s + k * np.sum(v ** 2)
+    return s
+
+
+DICTS = [dict_values, dict_items_stored, dict_keys_and_iteration, dict_comprehension_values,
+         dict_built_in_loop]
+
+
+@pytest.mark.parametrize("f", DICTS, ids=lambda f: f.__name__)
+def test_forward_mode_over_dict_values(f):
+    x, w = RNG.standard_normal(4), RNG.standard_normal(4)
+    check_both_modes(f, x, w)
