@@ -190,6 +190,25 @@ def pairwise_break(x):
     return s
 
 
+def nested_iterators(x):
+    return sum(np.sum(a * b) for a, b in itertools.pairwise(itertools.islice(x, 1, None)))
+
+
+def combinations_of_a_set(v):
+    s = 0.0
+    for i, j in itertools.combinations(set((0, 2, 3)), 2):
+        s = s + v[i] * v[j] ** 2
+    return s
+
+
+def combinations_of_dict_keys(x, w):
+    d = {"a": x * w, "b": np.sin(x), "c": x + 1.0}
+    s = 0.0
+    for k, m in itertools.combinations(d, 2):
+        s = s + np.sum(d[k] * d[m])
+    return s
+
+
 CASES = [
     (pairwise_loop, (X,)), (pairwise_name_target, (X,)), (pairwise_comprehension, (X,)),
     (pairwise_generator_sum, (X,)), (pairwise_of_scalars, (V,)), (combinations_loop, (X,)),
@@ -198,6 +217,8 @@ CASES = [
     (chain_loop, (X, Y)), (zip_longest_loop, (V,)), (repeat_loop, (X,)),
     (accumulate_loop, (V,)), (accumulate_product, (V,)), (accumulate_initial, (V,)),
     (listed_pairwise, (X,)), (tuple_of_pairs, (X,)), (pairwise_break, (X,)),
+    (nested_iterators, (X,)), (combinations_of_a_set, (V,)),
+    (combinations_of_dict_keys, (V, V[::-1].copy())),
 ]
 
 
@@ -229,8 +250,8 @@ def test_accumulate_exact():
 def test_gradient_accumulates_by_row():
     """The loop reads `x[i]` by index: no list of the rows is made."""
     text = pb.source(pairwise_loop, X)
-    assert "itertools.pairwise(range_len_x)" in text and "a = x[row_index]" in text
-    assert "index_add(x_bar, row_index, a_bar)" in text and "= index_items(" in text
+    assert "itertools.pairwise(range_len_" in text and "a = rows[row_index]" in text
+    assert "index_add(rows_bar, row_index, a_bar)" in text and "= index_items(" in text
 
 
 # -- zip and enumerate of arrays -----------------------------------------------------
@@ -323,8 +344,10 @@ def test_pairwise_of_an_iterator_is_refused():
         for a, b in itertools.pairwise(iter(x)):
             s = s + np.sum(a * b)
         return s
-    for text in _refusal(f, X):
-        assert "itertools.pairwise(iter(x))" in text and "iterator" in text
+    reverse, forward = _refusal(f, X)
+    assert "itertools.pairwise(iter(x))" in reverse and "iterator has none" in reverse
+    assert "xs = list(...)" in reverse
+    assert "itertools.pairwise(iter(x))" in forward and "list(" in forward
 
 
 # -- forward mode through a dict of arrays the function builds -----------------------

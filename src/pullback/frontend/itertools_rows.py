@@ -17,9 +17,9 @@ loop it runs, its running value carried by the loop::
                                                body
 
 ``desugar.loop`` asks ``rows_loop`` first for every ``for`` loop (a
-comprehension's too); the sequences are evaluated once, before the loop, and
-checked to be read by position (``indexable``: a dict, a set or an iterator
-is refused, with the fix).  A call whose sequences are all ``range(...)`` is
+comprehension's too); the sequences are evaluated once, before the loop; one
+that has no positions (a set, a dict, an iterator) is read into a list where
+its items are indices (``plain_items``), refused otherwise.  A call whose sequences are all ``range(...)`` is
 left to ``desugar`` (its items are the indices).
 
 >>> from pullback.testing import function_from_source, desugared
@@ -29,13 +29,13 @@ left to ``desugar`` (its items are the indices).
 ... ''', {"itertools": __import__("itertools")})))
 def f(x):
     total = 0
-    indexable(x)
-    seq = index_items(itertools.pairwise(range(len(x))))
+    rows = x if by_position(x) else plain_items(x)
+    seq = index_items(itertools.pairwise(range(len(rows))))
     indexable(seq)
     for rows_index in range(len(seq)):
         row_index, row_index_1 = seq[rows_index]
-        a_1 = x[row_index]
-        b_1 = x[row_index_1]
+        a_1 = rows[row_index]
+        b_1 = rows[row_index_1]
         total = total + np.sum(b_1 - a_1)
     return total
 """
@@ -46,6 +46,8 @@ import itertools
 import gast
 
 from ..ir.walk import scope_nodes
+from ..rules.registry import nondifferentiable
+from ..runtime.loop_items import by_position, plain_items
 from .iterator_names import followed_names
 from ..ir.build import (assign_at as _assign, item as _item, length as _len, located,
                         name as _name)
@@ -109,7 +111,8 @@ def list_value_iterators(fn, d):
         for field, value in gast.iter_fields(node):
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
-                if isinstance(v, gast.Call) and any(d.is_builtin(v.func, b) for b in _CONSUMERS):
+                if isinstance(v, gast.Call) and (reads_values(d, v) or any(
+                        d.is_builtin(v.func, b) for b in _CONSUMERS)):
                     v.args = [_items(d, a) if reads_values(d, a) else a for a in v.args]
                     if d.is_builtin(v.func, "list") and len(v.args) == 1 and not v.keywords \
                             and isinstance(v.args[0], gast.ListComp):
@@ -134,7 +137,7 @@ def rows_loop(d, node, body, orelse):
     if not reads_values(d, call):
         return None
     fn, pre = _function(d, call), []
-    seqs = [d.sequence(a, pre, node) for a in _sequences(fn, call)]
+    seqs = [_positional(d, a, pre, node) for a in _sequences(fn, call)]
     if fn is itertools.accumulate:
         return pre + _accumulated(d, node, call, seqs[0], body, orelse, pre)
     rest = call.args[len(seqs):]
@@ -165,6 +168,21 @@ def rows_loop(d, node, body, orelse):
     head = d.block([located(h, node) for h in head])
     return pre + [d.for_range(index, gast.Call(func=_name("range"), args=[_len(items)],
                                                keywords=[]), head + body, orelse, node)]
+
+
+def _positional(d, arg, pre, node):
+    """A name bound to the sequence ``arg`` read by position: ``arg`` itself
+    (an array, a list), or the list of its items where it has no positions
+    (a set, a dict's keys: ints or strings, ``plain_items``; no gradient)."""
+    seq = d.sequence(arg, pre, node, check=False)
+    held = d.namer.fresh("rows")
+    test = gast.Call(func=_name(d.helper("by_position", by_position)), args=[_name(seq)],
+                     keywords=[])
+    listed = gast.Call(func=_name(d.helper("plain_items", plain_items)), args=[_name(seq)],
+                       keywords=[])
+    pre.append(_assign(_name(held, gast.Store()), gast.IfExp(test=test, body=_name(seq),
+                                                              orelse=listed), node))
+    return held
 
 
 def _chain_indices(d, seqs, call):
@@ -279,3 +297,6 @@ def _accumulated(d, node, call, seq, body, orelse, pre):
     loop = d.for_range(k, gast.Call(func=_name("range"), args=bounds, keywords=[]),
                        head + body, orelse, node)
     return d.block([located(s, node) for s in start]) + [loop]
+
+
+nondifferentiable(by_position, plain_items)

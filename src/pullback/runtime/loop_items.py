@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import numbers
 
-__all__ = ["index_items"]
+__all__ = ["by_position", "index_items", "plain_items"]
 
 
 def index_items(it):
@@ -24,18 +24,13 @@ def index_items(it):
     """
     if not hasattr(it, "__next__") or hasattr(it, "__getitem__"):
         return it
-    from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
     if _endless(it):
-        raise UnsupportedSyntaxError(
-            f"this `itertools.{type(it).__name__}` never ends, and pullback reads the items "
-            "of an iterator a loop runs over into a list before the loop.",
-            hint="Number the items with `enumerate(x, start=k)` in place of "
-                 "`zip(x, itertools.count(k))`, or bound the iterator "
-                 "(`itertools.repeat(v, n)`, `itertools.islice(it, n)`).")
+        _refuse_endless(it)
     items = list(it)
     for item in items:
         bad = _not_plain(item)
         if bad is not None:
+            from ..errors import UnsupportedSyntaxError
             raise UnsupportedSyntaxError(
                 f"pullback differentiates a loop over a {type(it).__name__} bound to a name, "
                 f"or nested in another call, only where its items are ints (indices); here "
@@ -46,6 +41,47 @@ def index_items(it):
                      "the values in the body: `for i, j in itertools.pairwise(range(len(x))):` "
                      "then `x[i]`, `x[j]`.")
     return items
+
+
+def by_position(seq):
+    """Whether ``seq`` is read by position (a list, a tuple, an array, a range,
+    a string): ``frontend.itertools_rows`` reads its items ``seq[i]``.
+
+    >>> by_position([1.0]), by_position({1: 2}), by_position({3})
+    (True, False, False)
+    """
+    return hasattr(seq, "__getitem__") and hasattr(seq, "__len__") \
+        and not isinstance(seq, (dict, set, frozenset)) and not hasattr(seq, "keys")
+
+
+def plain_items(seq):
+    """``list(seq)`` of a set, a dict (its keys) or an iterator whose items are
+    ints, strings or None (``itertools.combinations(s, 2)`` of a set of
+    indices); items that may carry a gradient are refused (``by_position``
+    failed: they cannot be read by index)."""
+    if _endless(seq):
+        _refuse_endless(seq)
+    items = list(seq)
+    bad = next((b for b in map(_not_plain, items) if b is not None), None)
+    if bad is not None:
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback reads the values an itertools call picks by their position in its "
+            f"sequence, and a {type(seq).__name__} has none; here an item is a "
+            f"{type(bad).__name__}, which may carry a gradient.",
+            hint="Make a list of the values first (`xs = list(...)`) and give the list to "
+                 "the itertools call.")
+    return items
+
+
+def _refuse_endless(it):
+    from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
+    raise UnsupportedSyntaxError(
+        f"this `itertools.{type(it).__name__}` never ends, and pullback reads the items "
+        "of an iterator a loop runs over into a list before the loop.",
+        hint="Number the items with `enumerate(x, start=k)` in place of "
+             "`zip(x, itertools.count(k))`, or bound the iterator "
+             "(`itertools.repeat(v, n)`, `itertools.islice(it, n)`).")
 
 
 def _endless(it):
