@@ -403,3 +403,81 @@ DICTS = [dict_values, dict_items_stored, dict_keys_and_iteration, dict_comprehen
 def test_forward_mode_over_dict_values(f):
     x, w = RNG.standard_normal(4), RNG.standard_normal(4)
     check_both_modes(f, x, w)
+
+
+# -- writes through a view outside any loop: the refusal says why ------------------------
+
+def view_of_a_view(x):
+    y = x * 1.0
+    v = y[1:]
+    w = v[1:]
+    w[0] = 3.0
+    return np.sum(y * y)
+
+
+def reshaped_view(x):
+    y = x * 1.0
+    v = y.reshape(2, 2)
+    v[0, 0] = 3.0
+    return np.sum(y * y)
+
+
+def reshaped_by_function(x):
+    y = x * 1.0
+    v = np.reshape(y, (2, 2))
+    v[0] = 3.0
+    return np.sum(y * y)
+
+
+def view_put_in_a_list(x):
+    y = x * 1.0
+    v = y[1:]
+    z = [v, y]
+    v[0] = 3.0
+    return np.sum(y * y) + np.sum(z[0])
+
+
+def view_written_in_a_loop(x):
+    y = x * 1.0
+    v = y.reshape(2, 2)
+    for i in range(2):
+        v[i, 0] = 3.0
+    return np.sum(y * y)
+
+
+VIEW_WRITES = [
+    (view_of_a_view, "w = v[1:]", ["`w` is a view of `v`, itself a view of `y`",
+                                   "not through a view of a view", "`w = y[...]`"]),
+    (reshaped_view, "v = y.reshape(2, 2)", ["a view made by `reshape`",
+                                            "made by indexing (`y[1:]`) or `.T`",
+                                            "`v = y.reshape(...).copy()`"]),
+    (reshaped_by_function, "v = np.reshape(y, (2, 2))", ["a view made by `reshape`",
+                                                          "Write into `y` itself"]),
+    (view_put_in_a_list, "v = y[1:]", ["aliased (`z = y`), handed to a function, put in a list"]),
+    (view_written_in_a_loop, "v = y.reshape(2, 2)", ["written into inside a loop or a branch"]),
+]
+
+
+@pytest.mark.parametrize("f, line, words", VIEW_WRITES, ids=[c[0].__name__ for c in VIEW_WRITES])
+def test_write_through_a_view_says_why(f, line, words):
+    x = np.arange(1.0, 5.0)
+    with pytest.raises(pb.UnsupportedSyntaxError) as info:
+        pb.grad(f)(x)
+    text = str(info.value)
+    assert line in text and "test_array_iteration.py" in text and "may share memory" in text
+    for w in words:
+        assert w in text, text
+    if f is not view_written_in_a_loop:
+        assert "inside a loop" not in text
+
+
+def test_write_through_a_view_at_the_top_is_followed():
+    def f(x):
+        y = x * 1.0
+        v = y[1:]
+        v[0] = 3.0
+        v *= 2.0
+        return np.sum(y * y) + np.sum(v)
+    x = np.arange(1.0, 5.0)
+    # y = [x0, 6, 2 x2, 2 x3]: sum y^2 + (6 + 2 x2 + 2 x3)
+    check_both_modes(f, x, exact=[2.0, 0.0, 8.0 * 3.0 + 2.0, 8.0 * 4.0 + 2.0])
