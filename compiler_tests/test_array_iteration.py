@@ -209,6 +209,30 @@ def combinations_of_dict_keys(x, w):
     return s
 
 
+def pairwise_of_a_list(v):
+    xs = [v[0] * v[1], np.sin(v[2]), v[3] ** 2, v[4]]
+    return sum(a * b for a, b in itertools.pairwise(xs))
+
+
+def enumerate_pairwise(x):
+    s = 0.0
+    for k, (a, b) in enumerate(itertools.pairwise(x)):
+        s = s + (k + 1.0) * np.sum(a * b)
+    return s
+
+
+def named_pairwise(x):
+    pairs = itertools.pairwise(x)
+    s = 0.0
+    for a, b in pairs:
+        s = s + np.sum(np.cos(a) * b)
+    return s
+
+
+def combinations_keyword_r(x):
+    return sum(np.sum(a * b * c) for a, b, c in itertools.combinations(x, r=3))
+
+
 CASES = [
     (pairwise_loop, (X,)), (pairwise_name_target, (X,)), (pairwise_comprehension, (X,)),
     (pairwise_generator_sum, (X,)), (pairwise_of_scalars, (V,)), (combinations_loop, (X,)),
@@ -218,7 +242,8 @@ CASES = [
     (accumulate_loop, (V,)), (accumulate_product, (V,)), (accumulate_initial, (V,)),
     (listed_pairwise, (X,)), (tuple_of_pairs, (X,)), (pairwise_break, (X,)),
     (nested_iterators, (X,)), (combinations_of_a_set, (V,)),
-    (combinations_of_dict_keys, (V, V[::-1].copy())),
+    (combinations_of_dict_keys, (V, V[::-1].copy())), (pairwise_of_a_list, (V,)),
+    (enumerate_pairwise, (X,)), (named_pairwise, (X,)), (combinations_keyword_r, (X,)),
 ]
 
 
@@ -314,6 +339,20 @@ def _refusal(f, *args):
             run()
         messages.append(str(info.value))
     return messages
+
+
+def test_named_iterator_read_later_is_refused():
+    """Something that may change `x` stands between the binding and the loop:
+    the items are not read early; refused, naming the line and the fix."""
+    def f(x):
+        pairs = itertools.pairwise(x)
+        s = np.sum(x)
+        for a, b in pairs:
+            s = s + np.sum(a * b)
+        return s
+    for text in _refusal(f, X):
+        assert "pairs = itertools.pairwise(x)" in text and "holds a ndarray" in text
+        assert "Loop over the itertools call itself" in text
 
 
 def test_zip_with_an_iterator_is_refused():
