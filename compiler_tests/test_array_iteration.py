@@ -434,8 +434,43 @@ def dict_built_in_loop(x, w):
     return s
 
 
+def dict_items_enumerated(x, w):
+    """Was a TypeError ('dict_items' object is not subscriptable) in reverse
+    mode and a refusal in forward mode that advised list(...)."""
+    d = {"a": x * w, "b": x - w}
+    total = 0.0
+    for i, (k, v) in enumerate(d.items()):
+        total = total + (i + 1) * np.sum(v ** 3)
+    return total
+
+
+def dict_values_listed(x, w):
+    """list(d.values()): forward mode refused it, advising list(...)."""
+    d = {"a": x * w, "b": x - w}
+    d["a"] = d["a"] + 1.0
+    vals = list(d.values())
+    return np.sum(vals[0] * vals[1])
+
+
+def dict_tuple_values(x, w):
+    d = {"a": (x, w), "b": (x * w, np.sin(x))}
+    s = 0.0
+    for k, (p, q) in d.items():
+        s = s + np.sum(p * q)
+    return s
+
+
+def dict_zip_keys_values(x, w):
+    d = {"a": x * w, "b": np.exp(x) - w}
+    s = 0.0
+    for k, v in zip(d.keys(), d.values()):
+        s = s + (2.0 if k == "b" else 1.0) * np.sum(v * x)
+    return s
+
+
 DICTS = [dict_values, dict_items_stored, dict_keys_and_iteration, dict_comprehension_values,
-         dict_built_in_loop]
+         dict_built_in_loop, dict_items_enumerated, dict_values_listed, dict_tuple_values,
+         dict_zip_keys_values]
 
 
 @pytest.mark.parametrize("f", DICTS, ids=lambda f: f.__name__)

@@ -103,17 +103,20 @@ _CONSUMERS = ("list", "tuple", "sum", "sorted", "min", "max", "zip", "enumerate"
 
 def list_value_iterators(fn, d):
     """Rewrite ``fn`` in place: an itertools call over values (``reads_values``)
-    given to ``list``, ``tuple``, ``sum``, ``zip``... becomes the list of its
-    items, a comprehension (``list(pairwise(x))`` -> ``[item for item in
-    pairwise(x)]``), whose loop ``rows_loop`` follows; so does such a call bound
-    to a name that only the loop right after reads (``iterator_names``)."""
+    or a dict's ``d.items()`` (``keys``, ``values``) given to ``list``,
+    ``tuple``, ``sum``, ``zip``, ``enumerate``... or to such a call becomes the
+    list of its items, a comprehension (``list(pairwise(x))`` -> ``[item for
+    item in pairwise(x)]``), whose loop ``rows_loop`` (``desugar``, for a dict)
+    follows; so does such a call bound to a name that only the loop right
+    after reads (``iterator_names``)."""
     for node in list(scope_nodes(fn)):
         for field, value in gast.iter_fields(node):
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
                 if isinstance(v, gast.Call) and (reads_values(d, v) or any(
                         d.is_builtin(v.func, b) for b in _CONSUMERS)):
-                    v.args = [_items(d, a) if reads_values(d, a) else a for a in v.args]
+                    v.args = [_items(d, a) if reads_values(d, a) or d.mapping_view(a) else a
+                              for a in v.args]
                     if d.is_builtin(v.func, "list") and len(v.args) == 1 and not v.keywords \
                             and isinstance(v.args[0], gast.ListComp):
                         values[i] = v.args[0]
