@@ -151,6 +151,13 @@ def repeat_loop(x):
     return s
 
 
+def repeat_a_number(v):
+    t = v[0]
+    for c in itertools.repeat(v[1] * 2.0, 3):
+        t = t * c + v[2]
+    return t
+
+
 def accumulate_loop(v):
     s = 0.0
     for c in itertools.accumulate(v):
@@ -238,7 +245,7 @@ CASES = [
     (pairwise_generator_sum, (X,)), (pairwise_of_scalars, (V,)), (combinations_loop, (X,)),
     (combinations_unknown_r, (V,)), (permutations_loop, (V,)), (product_loop, (X, Y)),
     (product_repeat, (V,)), (islice_loop, (X,)), (compress_loop, (V,)),
-    (chain_loop, (X, Y)), (zip_longest_loop, (V,)), (repeat_loop, (X,)),
+    (chain_loop, (X, Y)), (zip_longest_loop, (V,)), (repeat_loop, (X,)), (repeat_a_number, (V,)),
     (accumulate_loop, (V,)), (accumulate_product, (V,)), (accumulate_initial, (V,)),
     (listed_pairwise, (X,)), (tuple_of_pairs, (X,)), (pairwise_break, (X,)),
     (nested_iterators, (X,)), (combinations_of_a_set, (V,)),
@@ -555,3 +562,27 @@ def test_write_through_a_view_at_the_top_is_followed():
     x = np.arange(1.0, 5.0)
     # y = [x0, 6, 2 x2, 2 x3]: sum y^2 + (6 + 2 x2 + 2 x3)
     check_both_modes(f, x, exact=[2.0, 0.0, 8.0 * 3.0 + 2.0, 8.0 * 4.0 + 2.0])
+
+
+def test_second_derivatives_against_jax():
+    """pairwise and accumulate of a vector, differentiated twice (forward
+    over reverse), against jax.hessian of the same function by index."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def f(v):
+        t = 1.0
+        for a, b in itertools.pairwise(v):
+            t = t * (1.0 + a * b)
+        for c in itertools.accumulate(v):
+            t = t + c ** 3
+        return t
+
+    def f_jax(v):
+        t = 1.0
+        for i in range(len(v) - 1):
+            t = t * (1.0 + v[i] * v[i + 1])
+        return t + jnp.sum(jnp.cumsum(v) ** 3)
+    np.testing.assert_allclose(pb.grad(f)(V), jax.grad(f_jax)(V), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(pb.hessian(f)(V), jax.hessian(f_jax)(V), rtol=1e-12, atol=1e-12)

@@ -140,7 +140,8 @@ def rows_loop(d, node, body, orelse):
     if not reads_values(d, call):
         return None
     fn, pre = _function(d, call), []
-    seqs = [_positional(d, a, pre, node) for a in _sequences(fn, call)]
+    seqs = [d.sequence(a, pre, node, check=False) if fn is itertools.repeat   # an object
+            else _positional(d, a, pre, node) for a in _sequences(fn, call)]
     if fn is itertools.accumulate:
         return pre + _accumulated(d, node, call, seqs[0], body, orelse, pre)
     rest = call.args[len(seqs):]
