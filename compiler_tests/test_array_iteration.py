@@ -384,6 +384,16 @@ def test_zip_with_count_is_refused_not_endless():
         assert "for a, k in zip(x, itertools.count(1)):" in text
 
 
+def test_zip_with_cycle_is_refused_not_endless():
+    def f(x, w):
+        s = 0.0
+        for a, c in zip(x, itertools.cycle(w)):
+            s = s + np.sum(a * c)
+        return s
+    for text in _refusal(f, X, V):
+        assert "never ends" in text and "w[i % len(w)]" in text
+
+
 def test_pairwise_of_an_iterator_is_refused():
     def f(x):
         s = 0.0

@@ -76,12 +76,14 @@ def plain_items(seq):
 
 def _refuse_endless(it):
     from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
+    hint = {"count": "Number the items with `enumerate(x, start=k)` in place of "
+                     "`zip(x, itertools.count(k))`.",
+            "cycle": "Loop over indices and read `w[i % len(w)]` in place of "
+                     "`zip(x, itertools.cycle(w))`."}.get(
+        type(it).__name__, "Give the number of items: `itertools.repeat(v, n)`.")
     raise UnsupportedSyntaxError(
         f"this `itertools.{type(it).__name__}` never ends, and pullback reads the items "
-        "of an iterator a loop runs over into a list before the loop.",
-        hint="Number the items with `enumerate(x, start=k)` in place of "
-             "`zip(x, itertools.count(k))`, or bound the iterator "
-             "(`itertools.repeat(v, n)`, `itertools.islice(it, n)`).")
+        "of an iterator a loop runs over into a list before the loop.", hint=hint)
 
 
 def _endless(it):
