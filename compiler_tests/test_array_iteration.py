@@ -228,6 +228,11 @@ def enumerate_pairwise(x):
     return s
 
 
+def enumerate_combinations_from(x, k0=2):
+    return sum(i * np.sum(a * np.cos(b))
+               for i, (a, b) in enumerate(itertools.combinations(x, 2), start=k0))
+
+
 def named_pairwise(x):
     pairs = itertools.pairwise(x)
     s = 0.0
@@ -250,7 +255,7 @@ CASES = [
     (listed_pairwise, (X,)), (tuple_of_pairs, (X,)), (pairwise_break, (X,)),
     (nested_iterators, (X,)), (combinations_of_a_set, (V,)),
     (combinations_of_dict_keys, (V, V[::-1].copy())), (pairwise_of_a_list, (V,)),
-    (enumerate_pairwise, (X,)), (named_pairwise, (X,)), (combinations_keyword_r, (X,)),
+    (enumerate_pairwise, (X,)), (enumerate_combinations_from, (X,)), (named_pairwise, (X,)), (combinations_keyword_r, (X,)),
 ]
 
 

@@ -109,11 +109,14 @@ def list_value_iterators(fn, d):
     item in pairwise(x)]``), whose loop ``rows_loop`` (``desugar``, for a dict)
     follows; so does such a call bound to a name that only the loop right
     after reads (``iterator_names``)."""
-    for node in list(scope_nodes(fn)):
+    nodes = list(scope_nodes(fn))
+    numbered = {id(n.iter) for n in nodes if isinstance(n, (gast.For, gast.comprehension))
+                and _numbered(d, n.iter, n.target) is not None}     # rows_loop's own
+    for node in nodes:
         for field, value in gast.iter_fields(node):
             values = value if isinstance(value, list) else [value]
             for i, v in enumerate(values):
-                if isinstance(v, gast.Call) and (reads_values(d, v) or any(
+                if isinstance(v, gast.Call) and id(v) not in numbered and (reads_values(d, v) or any(
                         d.is_builtin(v.func, b) for b in _CONSUMERS)):
                     v.args = [_items(d, a) if reads_values(d, a) or d.mapping_view(a) else a
                               for a in v.args]
@@ -136,10 +139,13 @@ def rows_loop(d, node, body, orelse):
     """The statements of the loop ``node`` (``for target in call``; ``body``
     and ``orelse`` already desugared) over a call ``reads_values`` accepts,
     as an index loop; None for any other loop."""
-    call = node.iter
+    call, target, pre = node.iter, node.target, []
+    numbered = _numbered(d, call, target)
+    if numbered is not None:        # enumerate(pairwise(x)): the loop's index counts
+        call, target = numbered
     if not reads_values(d, call):
         return None
-    fn, pre = _function(d, call), []
+    fn = _function(d, call)
     seqs = [d.sequence(a, pre, node, check=False) if fn is itertools.repeat   # an object
             else _positional(d, a, pre, node) for a in _sequences(fn, call)]
     if fn is itertools.accumulate:
@@ -160,7 +166,16 @@ def rows_loop(d, node, body, orelse):
         index_call = _chain_indices(d, seqs, call)
     items = d.sequence(index_call, pre, node)
     index = d.namer.fresh("rows_index")
-    target, head = node.target, []
+    head = []
+    if numbered is not None:
+        start = node.iter.args[1] if len(node.iter.args) > 1 else next(
+            (k.value for k in node.iter.keywords if k.arg == "start"), gast.Constant(0, None))
+        if not isinstance(start, gast.Constant):
+            held = d.namer.fresh("start")
+            pre.append(_assign(_name(held, gast.Store()), start, node))
+            start = _name(held)
+        head.append(_assign(node.target.elts[0], gast.BinOp(left=_name(index), op=gast.Add(),
+                                                            right=start), node))
     if fn is itertools.repeat:
         head.append(_assign(target, _name(seqs[0]), node))
     elif fn in _SCALAR:
@@ -172,6 +187,18 @@ def rows_loop(d, node, body, orelse):
     head = d.block([located(h, node) for h in head])
     return pre + [d.for_range(index, gast.Call(func=_name("range"), args=[_len(items)],
                                                keywords=[]), head + body, orelse, node)]
+
+
+def _numbered(d, it, target):
+    """``(call, item target)`` for ``for i, item in enumerate(call)`` over an
+    itertools call of values (not ``accumulate``), else None."""
+    if isinstance(it, gast.Call) and d.is_builtin(it.func, "enumerate") and it.args \
+            and len(it.args) + len(it.keywords) <= 2 \
+            and all(k.arg == "start" for k in it.keywords) \
+            and isinstance(target, gast.Tuple) and len(target.elts) == 2 \
+            and reads_values(d, it.args[0]) and _function(d, it.args[0]) is not itertools.accumulate:
+        return it.args[0], target.elts[1]
+    return None
 
 
 def _positional(d, arg, pre, node):
