@@ -273,6 +273,33 @@ def _squared_steps_grad(x):
     return exact
 
 
+def test_pairwise_of_a_list_argument():
+    """A list of arrays given by the caller: its gradient is a list."""
+    xs = [RNG.standard_normal(3) for _ in range(4)]
+
+    def f(xs, w):
+        s = 0.0
+        for a, b in itertools.pairwise(xs):
+            s = s + np.sum(a * b * w)
+        for c in itertools.accumulate(xs):
+            s = s + np.sum(c ** 2)
+        return s
+    w = RNG.standard_normal(3)
+    g, gw = pb.grad(f, argnums=(0, 1))(xs, w)
+    assert isinstance(g, list)
+    eps = 1e-6
+    for i in range(4):
+        for k in range(3):
+            up = [x.copy() for x in xs]
+            up[i][k] += eps
+            down = [x.copy() for x in xs]
+            down[i][k] -= eps
+            assert g[i][k] == pytest.approx((f(up, w) - f(down, w)) / (2 * eps), rel=1e-6)
+    ts = [RNG.standard_normal(3) for _ in range(4)]
+    value, dot = pb.jvp(f, (xs, w), (ts, np.zeros(3)))
+    assert dot == pytest.approx(sum(np.sum(a * t) for a, t in zip(g, ts)), rel=1e-12)
+
+
 @pytest.mark.parametrize("f", [pairwise_loop, "zip_shifted"], ids=str)
 def test_squared_steps_exact(f):
     check_both_modes(globals()[f] if isinstance(f, str) else f, X, exact=_squared_steps_grad(X))

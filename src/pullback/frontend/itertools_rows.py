@@ -118,8 +118,9 @@ def list_value_iterators(fn, d):
             for i, v in enumerate(values):
                 if isinstance(v, gast.Call) and id(v) not in numbered and (reads_values(d, v) or any(
                         d.is_builtin(v.func, b) for b in _CONSUMERS)):
-                    v.args = [_items(d, a) if reads_values(d, a) or d.mapping_view(a) else a
-                              for a in v.args]
+                    views = not any(d.is_builtin(v.func, b) for b in ("sorted", "min", "max"))
+                    v.args = [_items(d, a) if reads_values(d, a) or (views and d.mapping_view(a))
+                              else a for a in v.args]
                     if d.is_builtin(v.func, "list") and len(v.args) == 1 and not v.keywords \
                             and isinstance(v.args[0], gast.ListComp):
                         values[i] = v.args[0]
