@@ -17,10 +17,13 @@ loop it runs, its running value carried by the loop::
                                                body
 
 ``desugar.loop`` asks ``rows_loop`` first for every ``for`` loop (a
-comprehension's too); the sequences are evaluated once, before the loop; one
-that has no positions (a set, a dict, an iterator) is read into a list where
-its items are indices (``plain_items``), refused otherwise.  A call whose sequences are all ``range(...)`` is
-left to ``desugar`` (its items are the indices).
+comprehension's too; ``enumerate(pairwise(x))`` counts with the loop's
+index); the sequences are evaluated once, before the loop; one that has no
+positions (a set, a dict, an iterator) is read into a list where its items
+are indices (``plain_items``), refused otherwise.  A call whose sequences
+are all ``range(...)`` is left to ``desugar`` (its items are the indices).
+``list_value_iterators`` runs first: such a call given to ``list``, ``zip``,
+``sum``... becomes a comprehension, whose loop is then one of these.
 
 >>> from pullback.testing import function_from_source, desugared
 >>> print(desugared(function_from_source('''
@@ -45,12 +48,12 @@ import itertools
 
 import gast
 
+from ..ir.build import (assign_at as _assign, item as _item, length as _len, located,
+                        name as _name)
 from ..ir.walk import scope_nodes
 from ..rules.registry import nondifferentiable
 from ..runtime.loop_items import by_position, plain_items
 from .iterator_names import followed_names
-from ..ir.build import (assign_at as _assign, item as _item, length as _len, located,
-                        name as _name)
 
 __all__ = ["ROW_FUNCTIONS", "list_value_iterators", "reads_values", "rows_loop"]
 
