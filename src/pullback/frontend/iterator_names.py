@@ -8,6 +8,12 @@ binding's line), as a loop over the call itself is (``frontend.desugar``)::
     for i, j in p:                        ->     for i, j in p:
         s = s + x[i] * x[j]                          s = s + x[i] * x[j]
 
+An iterator of an array's rows or a list's values (``pairwise(x)``) is bound
+instead to the list of its items, a comprehension that ``itertools_rows``
+follows, where only bindings of constants (``s = 0.0``) stand between it and
+its loop (``followed_names(..., adjacent=True)``: nothing there can change
+what it reads, so reading the items when it is bound changes nothing).
+
 Where the name is read again, bound again or bound in another loop than the
 one that reads it (an outer loop's second pass would find the iterator spent),
 it is left as it is, and the loop is refused when it runs
