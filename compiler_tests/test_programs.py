@@ -249,13 +249,6 @@ XFAIL = {
     # The fourth round's (corpus, 2026-12-02): programs in styles not designed for the
     # compiler; each fails in both modes today, none with a number.
     # The fifth round's (corpus, 2026-12-02): none gives a number.
-    "bead_spring_itertools": "`[... for a, b in itertools.pairwise(x)]` over the bead "
-                             "positions: refused naming the line (runtime.loop_items: the "
-                             "iterator's items are arrays it made); the loops over "
-                             "itertools.repeat, pairwise and combinations of indices are "
-                             "followed since this round (were a TypeError naming no line). "
-                             "Written with list(...), as the old message advised, it is "
-                             "refused too (runtime.opaque_routes)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -38,6 +38,7 @@ from .copies import (_blocks, _carried_into, _copies_of, _hashable_in, _placehol
 from .kinds import Kind
 from .ops import Op, OpKind, all_statements
 from .order import may_run_between, only_after
+from .view_reasons import why_not_followed
 from .views import _check_views, _is_view, _may_return_its_argument
 
 __all__ = ["mutated_arrays", "check", "packed_to_be_copied"]
@@ -74,13 +75,10 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
             continue        # `y = None`, a placeholder for a name a loop defines
         if any(t in group for t in targets) and not _allocates(op, s) \
                 and _is_view(op, s, kinds) and len(targets) == 1:
-            raise UnsupportedSyntaxError(
-                f"`{targets[0]}` is a view of another array, written into where pullback "
-                "cannot place the change (inside a loop or a branch, or through a view it "
-                f"does not follow), so `{targets[0]}` may share memory with another array.",
-                parsed.location(s), "Write into the array itself (`y[1 + i] = ...` for "
-                "`v = y[1:]`), outside the loop, or make a new array to write into "
-                "(x.copy()).")
+            why, hint = why_not_followed(normal.tree.body, s, targets[0])   # view_reasons
+            raise UnsupportedSyntaxError(f"`{targets[0]}` is a view of another array and may "
+                                         "share memory with it; pullback cannot follow a write "
+                                         f"through it here: {why}.", parsed.location(s), hint)
         if any(t in group for t in targets) and not _allocates(op, s) \
                 and op.kind is OpKind.PACK and len(targets) == 1 \
                 and isinstance(getattr(s, "value", None), (gast.List, gast.Tuple)):

@@ -58,6 +58,7 @@ from ..ir.naming import Namer
 from .desugar_calls import Hoist
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
+from .itertools_rows import list_value_iterators, rows_loop
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -67,6 +68,7 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.Function
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
+    list_value_iterators(fn, d)
     follow_iterator_names(fn, d.is_itertools_call, lambda call: gast.Call(
         func=_name(d.helper("index_items", index_items)), args=[call], keywords=[]))
     d.locals = {a.id for a in fn.args.args} | {
@@ -164,6 +166,8 @@ class _Desugar:
         pre = []
         # Python reads the sequence once: a name the loop rebinds is read before it
         self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
+        if (rows := rows_loop(self, node, body, orelse)) is not None:   # itertools of values
+            return rows
         view = self.mapping_view(it)
         if view is not None:               # d.items(), d.keys(), d.values()
             mapping, method = view
