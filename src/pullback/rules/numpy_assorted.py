@@ -37,8 +37,9 @@ array([[ 0.5,  0. ],
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, facts, jvp, nondifferentiable, vjp
-from pullback.runtime import bessel_i1, cond_grad, cumprod_grad, insert_grads, nanquantile_grad
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime import (bessel_i1, block_grads, cond_grad, cumprod_grad, insert_grads,
+                              logspace_grads, logspace_tangent, nanquantile_grad)
 from pullback.runtime.reduction_forward import cumprod_jvp as cumprod_jvp_helper
 from pullback.runtime.special_support import cond_jvp as cond_jvp_helper
 from pullback.runtime.select_support import nanquantile_jvp as nanquantile_jvp_helper
@@ -89,9 +90,28 @@ def cond(g, ans, x, p=None):
     return cond_grad(g, x, p)
 
 
+@vjp(np.block)
+def block(g, ans, arrays):
+    # each element of the result came from one block: a nested list of parts
+    return block_grads(g, arrays)
+
+
+@vjp(np.logspace)
+def logspace(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    grads = logspace_grads(g, ans, start, stop, num, endpoint, base, axis)
+    return grads[0], grads[1]
+
+
 # --- forward rules ---
 
 elementwise(np.unwrap, np.i0)
+linear(np.block)
+
+
+@jvp(np.logspace)
+def logspace_jvp(t, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    return (logspace_tangent(t, 0, ans, start, stop, num, endpoint, base, axis),
+            logspace_tangent(0, t, ans, start, stop, num, endpoint, base, axis))
 
 
 @jvp(np.insert)
@@ -149,6 +169,6 @@ if hasattr(np, "bitwise_count"):            # NumPy 2.0+
 
 # -- facts (rules/registry.py: facts) ------------------------------------------------
 facts(np.insert, np.nanmedian, np.nanquantile, np.nanpercentile, np.unwrap, np.i0,
-      np.nancumprod, fresh=True)
+      np.nancumprod, np.block, np.logspace, fresh=True)
 facts(np.linalg.cond, np.nanmedian, np.nanquantile, np.nanpercentile, real_output=True)
 facts(np.unwrap, np.i0, shape="same")

@@ -31,9 +31,9 @@ array([0., 2., 0.])
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, jvp, linear, nondifferentiable, vjp
-from pullback.runtime import (delete_grad, ediff1d_grad, meshgrid_grads, prod_grad,
-                              quantile_grad, series_grad, trapezoid_grad, unreduce, vander_grad)
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime import (delete_grad, ediff1d_grad, histogram_grads, histogram_tangent,
+                              meshgrid_grads, prod_grad, quantile_grad, series_grad, trapezoid_grad, unreduce, vander_grad)
 from pullback.runtime.forward_support import prod_jvp as prod_jvp_helper
 from pullback.runtime.reduction_forward import (ediff1d_jvp as ediff1d_jvp_helper,
                                                 quantile_jvp as quantile_jvp_helper,
@@ -163,6 +163,14 @@ def vander(g, ans, x, N=None, increasing=False):
     return vander_grad(g, x, N, increasing)
 
 
+@vjp(np.histogram, optional=("weights",))
+def histogram(g, ans, a, bins=10, range=None, density=None, weights=None):
+    # the counts are piecewise constant in a: a moves only the edges, and only
+    # where they span min(a)..max(a) (bins a number, no range)
+    grads = histogram_grads(g, ans, a, bins, range, density, weights)
+    return grads[0], grads[1]
+
+
 @vjp(np.delete, nondiff=("obj",))
 def delete(g, ans, arr, obj, axis=None):
     return delete_grad(g, arr, obj, axis)
@@ -208,6 +216,12 @@ def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
 @jvp(np.ediff1d)
 def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
     return ediff1d_jvp_helper(t, ary, to_end, to_begin)
+
+
+@jvp(np.histogram)
+def histogram_jvp(t, ans, a, bins=10, range=None, density=None, weights=None):
+    return (histogram_tangent(ans, a, bins, range, density, weights, t, None),
+            histogram_tangent(ans, a, bins, range, density, weights, None, t))
 
 
 @jvp(np.vander)
@@ -271,3 +285,6 @@ def lagval_jvp(t, ans, x, c, tensor=True):
 
 # an integer: no gradient
 nondifferentiable(np.linalg.matrix_rank)
+
+# -- facts (rules/registry.py: facts) ------------------------------------------------
+facts(np.histogram, fresh=True)
