@@ -1,9 +1,11 @@
 """Rules for NumPy functions programs call that fit no other family:
 ``np.insert``, the NaN-skipping quantiles (``np.nanmedian``,
 ``np.nanquantile``, ``np.nanpercentile``) and ``np.nancumprod``, ``np.unwrap``, ``np.i0`` and
-``np.linalg.cond``; and functions whose results carry no gradient (integer
-and boolean results: ``np.digitize``, ``np.argpartition``, ``np.isin``...).
-Helpers: ``runtime.select_support``, ``runtime.special_support``.
+``np.linalg.cond``, ``np.block``, ``np.logspace``; and functions whose results
+carry no gradient (integer and boolean results: ``np.digitize``,
+``np.argpartition``, ``np.isin``...).  ``np.frompyfunc``'s ufuncs are refused
+(``frompyfunc_hint``: write ``np.vectorize``).  Helpers:
+``runtime.select_support``, ``runtime.special_support``, ``runtime.assorted_support``.
 Conventions:
 
 - ``np.insert``: ``obj`` (where) carries no gradient; ``values`` gets ``g``
@@ -17,6 +19,8 @@ Conventions:
 - ``np.linalg.cond``: for ``p`` None, 2, -2 the ratio of the extreme singular
   values (distinct ones assumed, as the derivative of ``svd``); otherwise
   ``norm(x, p) * norm(inv(x), p)`` with ``np.linalg.norm``'s conventions.
+- ``np.block``: each block gets the part of ``g`` it filled (a nested list).
+- ``np.logspace``: ``base ** linspace(start, stop)``; ``base`` carries no gradient.
 
 Before, a condition number; after, its rule in the adjoint:
 
@@ -149,6 +153,22 @@ def nancumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
 @jvp(np.linalg.cond)
 def cond_jvp(t, ans, x, p=None):
     return cond_jvp_helper(t, ans, x, p)
+
+
+# --- np.frompyfunc: refused (a ufunc of Python objects) ---
+
+
+def frompyfunc_hint(ufunc):
+    """What to write instead of calling a ufunc that ``np.frompyfunc`` made
+    (``rules.numpy_ufunc_methods.refusal_hint`` reads it).
+
+    >>> print(frompyfunc_hint(np.frompyfunc(abs, 1, 1)).split(": ")[-1][:29])
+    write np.vectorize(f) instead
+    """
+    return (f"{ufunc.__name__} was made by np.frompyfunc: it maps Python objects to "
+            "objects (an array of dtype object), whose derivative pullback cannot "
+            "follow: write np.vectorize(f) instead (pullback differentiates f at each element),"
+            " or compute it with NumPy functions on the whole array.")
 
 
 # --- results that carry no gradient: integers, booleans, shapes, windows of an integer

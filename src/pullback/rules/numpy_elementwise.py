@@ -7,7 +7,9 @@ Constants are Python floats (``math.log(2.0)``, not ``np.log(2.0)``) so that
 float32 stays float32 under NumPy's promotion rules.
 
 ``np.add``, ``np.multiply``, ``np.power`` and the other arithmetic ufuncs share
-the rules of the Python operators in ``operators``.
+the rules of the Python operators in ``operators``.  ``np.modf``'s integral
+part and ``np.frexp``'s exponent are piecewise constant; ``np.ldexp``'s
+exponent is an integer.
 
 Before, an elementwise function; after, its rule inlined in the adjoint:
 

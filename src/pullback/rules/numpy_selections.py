@@ -1,12 +1,24 @@
 """Rules for selections and fits: ``np.compress``, ``np.extract``,
-``np.resize``, ``np.diagflat``, ``np.bincount`` (its ``weights``) and
-``np.polyfit`` (its ``y``).  A selection moves ``g`` back where each output
+``np.resize``, ``np.diagflat``, ``np.choose``, ``np.bincount`` (its
+``weights``), ``np.polyfit`` (its ``y``), ``np.unique`` (and NumPy 2's
+``unique_values``, ``unique_counts``, ``unique_inverse``, ``unique_all``) and
+the set operations ``np.union1d``, ``np.intersect1d``, ``np.setdiff1d``,
+``np.setxor1d``.  A selection moves ``g`` back where each output
 element came from, found by applying the same selection to the elements'
 numbers (``runtime.select_support.source_index``); repeated elements
 (``np.resize`` past the end) accumulate.  The conditions and indices are
 piecewise constant.  ``np.polyfit``'s coefficients are linear in ``y`` for a
 fixed ``x`` (``x``, ``deg`` and ``w`` carry no gradient; ``full=True`` and
 ``cov`` are refused when the derivative runs).
+
+Unique values and set operations: a value that occurs several times gets
+its ``g`` at its first occurrence, in ``ar1`` before ``ar2`` (JAX's
+convention, where its result is differentiable: ``jnp.unique(x, size=n)``,
+a stable sort then the first of each run; without ``size`` JAX's gradient
+is zero).  The indices, inverse and counts they also return carry none;
+``setdiff1d(..., assume_unique=True)`` keeps repeats, each with its own ``g``.
+``np.choose``: each choice gets ``g`` where it was chosen (after ``mode``'s
+wrapping or clipping), summed back onto its shape.
 
 Before, a fit; after, its rule in the adjoint:
 

@@ -1,7 +1,7 @@
 """Rules for quantiles, integration, grids and polynomial series:
 ``np.quantile``, ``np.percentile``, ``np.median``, ``np.trapezoid``,
 ``np.meshgrid``, ``np.polyval`` and ``np.polynomial``'s ``polyval``,
-``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``.
+``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; ``np.histogram``.
 
 A quantile interpolates two sorted elements (NumPy's default
 ``method='linear'``; ``np.median`` is ``q = 0.5``), so its cotangent goes to
@@ -10,6 +10,11 @@ when the gradient runs, and ``q`` carries no gradient (a ``q`` computed from
 the inputs is refused).  ``np.trapezoid`` is linear in ``y`` (``x`` and
 ``dx`` are held fixed).  A series' derivative in ``x`` is its derivative
 series, in its coefficients the basis at ``x`` (1-d coefficients).
+``np.histogram``: a weight gets its bin's ``g`` (of the normalised heights
+with ``density=True``: they move with the total and the widths); the counts
+are piecewise constant in ``a``, which moves only the edges, and only where
+NumPy spreads them from ``min(a)`` to ``max(a)`` (``bins`` a number, no
+``range``; tied extremes share), as JAX differentiates ``jnp.histogram``.
 
 Before, a median and a polynomial; after, the rules inlined:
 
