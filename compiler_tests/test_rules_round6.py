@@ -284,3 +284,25 @@ def f(x):
     return np.sum(np.vectorize(_square)(x))
 ''', {"_square": _square})
     np.testing.assert_array_equal(pb.grad(f)(np.array([1.0, 2.0])), [2.0, 4.0])
+
+
+# -- known gaps outside the rules: a result holding integers, indexed -------------------------
+# The adjoint accumulates into every part of a tuple result that is indexed
+# (`r = np.unique(x, return_counts=True); r[1]`): an integer part's buffer
+# (owned_zeros: integer zeros) cannot take a float, and a namedtuple's buffer
+# (runtime.core.FieldGrads, keyed by field name) is written by position
+# (`r_bar[1] += ...`, reverse.accumulate's "simple" path).  Unpacking the
+# result (`u, c = np.unique(...)`) works; these crash (no wrong number).
+
+
+@pytest.mark.parametrize("body", [
+    "r = np.frexp(x)\n    return np.sum(r[0] * r[1])",
+    "r = np.unique(x, return_counts=True)\n    return np.sum(r[0] * r[1])",
+    "r = np.unique_counts(x)\n    return np.sum(r[0] * r[1])",
+    "return np.sum(np.unique_counts(x)[0])"])
+@pytest.mark.xfail(strict=True, raises=(KeyError, TypeError),
+                   reason="adjoint accumulation into the integer or named parts of an indexed "
+                          "tuple result (owned_zeros, FieldGrads by position)")
+def test_indexed_result_with_integer_parts(body):
+    f = function_from_source("def f(x):\n    " + body + "\n")
+    pb.grad(f)(X)
