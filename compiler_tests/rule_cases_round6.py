@@ -86,7 +86,8 @@ def register(case):
     case(np.unique, lambda G: [_distinct(G, (2, 3))], R, return_index=True, return_counts=True)
     case(np.unique, lambda G: [_distinct(G, (4, 3))], R, axis=0)
     case(np.unique, lambda G: [_distinct(G, (3, 4))], R, axis=1, return_inverse=True)
-    for key in (np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all):
+    for key in (getattr(np, n) for n in ("unique_values", "unique_counts", "unique_inverse",
+                                          "unique_all") if hasattr(np, n)):      # NumPy 2
         case(key, lambda G: [_distinct(G, (5,))], R)
     for key in (np.union1d, np.setxor1d, np.intersect1d, np.setdiff1d):
         case(key, lambda G: [_distinct(G, (4,)), _distinct(G, (2, 2), 0.1)], RC)
@@ -95,9 +96,10 @@ def register(case):
     case(np.setdiff1d, lambda G: [_distinct(G, (5,)), _distinct(G, (3,), 0.1)], R,
          assume_unique=True)
     # NumPy 2's gufuncs
-    for s1, s2, kw in [((3, 4), (4,), {}), ((2, 1, 4), (3, 4), {}), ((4, 3), (4,), {"axis": 0}),
-                       ((4,), (4,), {}), ((2, 4, 3), (4, 1), {"axis": -2})]:
-        case(np.vecdot, lambda G, s1=s1, s2=s2: [G.normal(s1), G.normal(s2)], RC, **kw)
+    if hasattr(np, "vecdot"):
+        for s1, s2, kw in [((3, 4), (4,), {}), ((2, 1, 4), (3, 4), {}), ((4,), (4,), {}),
+                           ((4, 3), (4,), {"axis": 0}), ((2, 4, 3), (4, 1), {"axis": -2})]:
+            case(np.vecdot, lambda G, s1=s1, s2=s2: [G.normal(s1), G.normal(s2)], RC, **kw)
     if hasattr(np, "matvec"):
         for s1, s2 in [((3, 4), (4,)), ((2, 3, 4), (1, 4)), ((3, 4), (2, 4)), ((1, 3, 4), (2, 4))]:
             case(np.matvec, lambda G, s1=s1, s2=s2: [G.normal(s1), G.normal(s2)], RC)
