@@ -291,6 +291,48 @@ def f(x):
     np.testing.assert_array_equal(pb.grad(f)(np.array([1.0, 2.0])), [2.0, 4.0])
 
 
+# -- second derivatives: the adjoints' helpers have forward rules (rules.assorted_helpers) ---
+
+HESSIANS = [
+    ("np.vecdot(x, np.sin(x))", lambda x: jnp.vecdot(x, jnp.sin(x))),
+    ("np.sum(np.logspace(x[0], x[1], 4)) + np.sum(np.logspace(x[2], x[0], 3, base=2.0))",
+     lambda x: jnp.sum(jnp.logspace(x[0], x[1], 4)) + jnp.sum(jnp.logspace(x[2], x[0], 3,
+                                                                           base=2.0))),
+    ("np.sum(np.block([[x, x ** 2]]) ** 3)", lambda x: jnp.sum(jnp.block([[x, x ** 2]]) ** 3)),
+    ("np.sum(np.choose(np.array([0, 1, 0]), [x, x ** 2]) ** 3)",
+     lambda x: jnp.sum(jnp.choose(jnp.array([0, 1, 0]), [x, x ** 2]) ** 3)),
+    ("np.sum(np.modf(3.0 * x)[0] ** 3 + np.frexp(x)[0] ** 2 * np.ldexp(x, 2))",
+     lambda x: jnp.sum(jnp.modf(3.0 * x)[0] ** 3 + jnp.frexp(x)[0] ** 2 * jnp.ldexp(x, 2))),
+    ("np.sum(np.unique(x * x) ** 3)", lambda x: jnp.sum(jnp.unique(x * x, size=3) ** 3)),
+    ("np.sum(np.union1d(x, x[:2] * 3.0) ** 3) + np.sum(np.setdiff1d(x, x[:1]) ** 3)",
+     lambda x: (jnp.sum(jnp.union1d(x, x[:2] * 3.0, size=5) ** 3)
+                + jnp.sum(jnp.setdiff1d(x, x[:1], size=2) ** 3))),
+    ("np.sum(np.matvec(np.outer(x, x), np.sin(x)) ** 2)",
+     lambda x: jnp.sum(jnp.matvec(jnp.outer(x, x), jnp.sin(x)) ** 2)),
+    ("np.sum(np.vecmat(np.sin(x), np.outer(x, x)) ** 2)",
+     lambda x: jnp.sum(jnp.vecmat(jnp.sin(x), jnp.outer(x, x)) ** 2)),
+]
+
+
+@numpy2
+@pytest.mark.parametrize("body,jf", HESSIANS, ids=[b[:24] for b, _ in HESSIANS])
+def test_hessian_against_jax(body, jf):
+    f = function_from_source(f"def f(x):\n    return {body}\n")
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(pb.hessian(f)(x), np.asarray(jax.hessian(jf)(jnp.asarray(x))),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_hessian_through_a_histogram_is_refused():
+    # (density=True is not linear in the cotangent: its helper has no forward rule)
+    f = function_from_source('''
+def f(w):
+    return np.sum(np.histogram(A, bins=3, weights=w * w)[0] ** 2)
+''', {"A": A})
+    with pytest.raises(pb.PullbackError, match="histogram_grads"):
+        pb.hessian(f)(np.ones(6))
+
+
 # -- known gaps outside the rules: a result holding integers, indexed -------------------------
 # The adjoint accumulates into every part of a tuple result that is indexed
 # (`r = np.unique(x, return_counts=True); r[1]`): an integer part's buffer

@@ -43,7 +43,8 @@ import numpy as np
 
 from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime import (bessel_i1, block_grads, cond_grad, cumprod_grad, insert_grads,
-                              logspace_grads, logspace_tangent, nanquantile_grad)
+                              logspace_start_grad, logspace_stop_grad, logspace_tangent,
+                              nanquantile_grad)
 from pullback.runtime.reduction_forward import cumprod_jvp as cumprod_jvp_helper
 from pullback.runtime.special_support import cond_jvp as cond_jvp_helper
 from pullback.runtime.select_support import nanquantile_jvp as nanquantile_jvp_helper
@@ -102,8 +103,8 @@ def block(g, ans, arrays):
 
 @vjp(np.logspace)
 def logspace(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    grads = logspace_grads(g, ans, start, stop, num, endpoint, base, axis)
-    return grads[0], grads[1]
+    return (logspace_start_grad(g, ans, start, stop, num, endpoint, base, axis),
+            logspace_stop_grad(g, ans, start, stop, num, endpoint, base, axis))
 
 
 # --- forward rules ---

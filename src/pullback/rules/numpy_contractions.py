@@ -32,8 +32,9 @@ import numpy as np
 
 from pullback.rules.registry import facts, vjp, linear, multilinear
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
-                              kron_grads, matvec_grads, tensordot_subscripts, trace_grad,
-                              vecdot_grads, vecmat_grads)
+                              kron_grads, matvec_lhs_grad, matvec_rhs_grad,
+                              tensordot_subscripts, trace_grad, vecdot_lhs_grad,
+                              vecdot_rhs_grad, vecmat_lhs_grad, vecmat_rhs_grad)
 
 
 @vjp(np.einsum)
@@ -92,8 +93,8 @@ def triu(g, ans, m, k=0):
 if hasattr(np, "vecdot"):
     @vjp(np.vecdot)
     def vecdot(g, ans, x1, x2, axis=-1, axes=None):
-        grads = vecdot_grads(g, x1, x2, axis, axes)
-        return grads[0], grads[1]
+        return (vecdot_lhs_grad(g, x1, x2, axis, axes),
+                vecdot_rhs_grad(g, x1, x2, axis, axes))
 
     multilinear(np.vecdot)
     facts(np.vecdot, fresh=True)
@@ -101,13 +102,11 @@ if hasattr(np, "vecdot"):
 if hasattr(np, "matvec"):      # NumPy 2.2+
     @vjp(np.matvec)
     def matvec(g, ans, x1, x2, axes=None):
-        grads = matvec_grads(g, x1, x2, axes)
-        return grads[0], grads[1]
+        return matvec_lhs_grad(g, x1, x2, axes), matvec_rhs_grad(g, x1, x2, axes)
 
     @vjp(np.vecmat)
     def vecmat(g, ans, x1, x2, axes=None):
-        grads = vecmat_grads(g, x1, x2, axes)
-        return grads[0], grads[1]
+        return vecmat_lhs_grad(g, x1, x2, axes), vecmat_rhs_grad(g, x1, x2, axes)
 
     multilinear(np.matvec, np.vecmat)
     facts(np.matvec, np.vecmat, fresh=True)

@@ -17,9 +17,10 @@ import numpy as np
 from .core import unbroadcast, zeros_like
 from .layout_support import linspace_grads
 
-__all__ = ["result_part", "block_grads", "choose_grads", "logspace_grads", "logspace_tangent",
-           "histogram_grads", "histogram_tangent", "vecdot_grads", "matvec_grads",
-           "vecmat_grads", "selection_grads", "selection_tangent",
+__all__ = ["result_part", "block_grads", "choose_grads", "logspace_start_grad", "logspace_stop_grad",
+           "logspace_tangent",
+           "histogram_grads", "histogram_tangent", "vecdot_lhs_grad", "vecdot_rhs_grad",
+           "matvec_lhs_grad", "matvec_rhs_grad", "vecmat_lhs_grad", "vecmat_rhs_grad", "selection_grads", "selection_tangent",
            "unique_grad", "unique_tangent", "setdiff1d_grad", "setdiff1d_tangent"]
 
 
@@ -92,11 +93,18 @@ def _log_base(base, axis, ans):
     return np.expand_dims(lb, axis) if np.ndim(lb) else lb
 
 
-def logspace_grads(g, ans, start, stop, num=50, endpoint=True, base=10.0, axis=0):
-    """Cotangents of ``start`` and ``stop`` in ``np.logspace``: ``d y = y
-    log(base) d linspace(start, stop)``."""
+def logspace_start_grad(g, ans, start, stop, num=50, endpoint=True, base=10.0, axis=0):
+    """Cotangent of ``start`` in ``np.logspace``: ``d y = y log(base) d
+    linspace(start, stop)`` (one helper per end: each is bilinear in ``g`` and
+    ``ans``, which a second derivative reads)."""
     return linspace_grads(g * ans * _log_base(base, axis, ans), start, stop, num, endpoint, False,
-                          axis)
+                          axis)[0]
+
+
+def logspace_stop_grad(g, ans, start, stop, num=50, endpoint=True, base=10.0, axis=0):
+    """Cotangent of ``stop`` in ``np.logspace``."""
+    return linspace_grads(g * ans * _log_base(base, axis, ans), start, stop, num, endpoint, False,
+                          axis)[1]
 
 
 def logspace_tangent(dstart, dstop, ans, start, stop, num=50, endpoint=True, base=10.0, axis=0):
@@ -190,32 +198,46 @@ def _refuse_axes(name, axes):
             hint="Move the core axes last with np.moveaxis and call it without axes=.")
 
 
-def vecdot_grads(g, x1, x2, axis=-1, axes=None):
-    """Cotangents of ``np.vecdot(x1, x2) = sum(conj(x1) * x2, axis)`` (JAX's
-    convention: conjugation's cotangent is conjugated)."""
+def vecdot_lhs_grad(g, x1, x2, axis=-1, axes=None):
+    """Cotangent of ``x1`` in ``np.vecdot(x1, x2) = sum(conj(x1) * x2, axis)``
+    (JAX's convention: conjugation's cotangent is conjugated)."""
     _refuse_axes("vecdot", axes)
-    m1, m2 = np.moveaxis(x1, axis, -1), np.moveaxis(x2, axis, -1)
-    ge = np.expand_dims(g, -1)
-    b1 = unbroadcast(np.conj(ge * m2), m1)
-    b2 = unbroadcast(ge * np.conj(m1), m2)
-    return np.moveaxis(b1, -1, axis), np.moveaxis(b2, -1, axis)
+    m1 = np.moveaxis(x1, axis, -1)
+    return np.moveaxis(unbroadcast(np.conj(np.expand_dims(g, -1) * np.moveaxis(x2, axis, -1)),
+                                   m1), -1, axis)
 
 
-def matvec_grads(g, x1, x2, axes=None):
-    """Cotangents of ``np.matvec(x1, x2)``: ``(..., m, n) (..., n) -> (..., m)``."""
+def vecdot_rhs_grad(g, x1, x2, axis=-1, axes=None):
+    """Cotangent of ``x2`` in ``np.vecdot(x1, x2)``."""
+    _refuse_axes("vecdot", axes)
+    m2 = np.moveaxis(x2, axis, -1)
+    return np.moveaxis(unbroadcast(np.expand_dims(g, -1) * np.conj(np.moveaxis(x1, axis, -1)),
+                                   m2), -1, axis)
+
+
+def matvec_lhs_grad(g, x1, x2, axes=None):
+    """Cotangent of ``x1`` in ``np.matvec(x1, x2)``: ``(..., m, n) (..., n) -> (..., m)``."""
     _refuse_axes("matvec", axes)
-    ge = np.expand_dims(g, -1)
-    return (unbroadcast(ge * np.expand_dims(x2, -2), x1),
-            unbroadcast(np.sum(ge * x1, axis=-2), x2))
+    return unbroadcast(np.expand_dims(g, -1) * np.expand_dims(x2, -2), x1)
 
 
-def vecmat_grads(g, x1, x2, axes=None):
-    """Cotangents of ``np.vecmat(x1, x2) = conj(x1) @ x2``: ``(..., n) (..., n, m)
-    -> (..., m)``."""
+def matvec_rhs_grad(g, x1, x2, axes=None):
+    """Cotangent of ``x2`` in ``np.matvec(x1, x2)``."""
+    _refuse_axes("matvec", axes)
+    return unbroadcast(np.sum(np.expand_dims(g, -1) * x1, axis=-2), x2)
+
+
+def vecmat_lhs_grad(g, x1, x2, axes=None):
+    """Cotangent of ``x1`` in ``np.vecmat(x1, x2) = conj(x1) @ x2``: ``(..., n)
+    (..., n, m) -> (..., m)``."""
     _refuse_axes("vecmat", axes)
-    ge = np.expand_dims(g, -2)
-    return (unbroadcast(np.conj(np.sum(ge * x2, axis=-1)), x1),
-            unbroadcast(np.expand_dims(np.conj(x1), -1) * ge, x2))
+    return unbroadcast(np.conj(np.sum(np.expand_dims(g, -2) * x2, axis=-1)), x1)
+
+
+def vecmat_rhs_grad(g, x1, x2, axes=None):
+    """Cotangent of ``x2`` in ``np.vecmat(x1, x2)``."""
+    _refuse_axes("vecmat", axes)
+    return unbroadcast(np.expand_dims(np.conj(x1), -1) * np.expand_dims(g, -2), x2)
 
 
 # --- np.unique and the set operations: each value from its first occurrence ---
