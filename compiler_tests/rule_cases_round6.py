@@ -1,7 +1,7 @@
 """Cases of ``test_rules``' table (the randomized dot-product check, reverse
 and, through ``test_forward``, forward) for the rules of issue 13, round 6:
 ``np.block``, ``np.choose``, ``np.modf``, ``np.frexp``, ``np.ldexp``,
-``np.logspace``, ``np.histogram``, ``np.unique`` and the set operations,
+``np.logspace``, ``np.histogram``, ``np.histogram_bin_edges``, ``np.unique`` and the set operations,
 ``np.vecdot``, ``np.matvec``, ``np.vecmat``.  ``test_rules`` calls
 ``register`` with its ``case``.
 
@@ -81,6 +81,9 @@ def register(case):
     case(np.histogram, lambda G: [_samples(G), 5, (-0.5, 4.5), True, G.pos((9,))], R)
     case(np.histogram, lambda G: [_samples(G), np.array([-1.0, 1.0, 2.0, 5.0]), None, None,
                                   G.normal((9,))], R)
+    case(np.histogram_bin_edges, lambda G: [_samples(G)], R, bins=4)
+    case(np.histogram_bin_edges, lambda G: [_samples(G).reshape(3, 3), "auto"], R)
+    case(np.histogram_bin_edges, lambda G: [_samples(G), 3, (0.0, 5.0)], R)
     # unique values and set operations (distinct values: see the docstring)
     case(np.unique, lambda G: [_distinct(G, (6,))], R)
     case(np.unique, lambda G: [_distinct(G, (2, 3))], R, return_index=True, return_counts=True)

@@ -123,6 +123,14 @@ def f(a, w):
         namespace={"c": c, "e": e, "density": density})
 
 
+def test_histogram_bin_edges_as_jax():
+    e = np.arange(1.0, 5.0)
+    both_modes('''
+def f(a):
+    return np.sum(np.histogram_bin_edges(a ** 2, bins=3) * e)
+''', lambda a: jnp.sum(jnp.histogram_bin_edges(a ** 2, bins=3) * e), (A,), namespace={"e": e})
+
+
 def test_histogram_in_a_range_gets_no_gradient_for_a():
     f = function_from_source('''
 def f(a, w):
@@ -307,6 +315,8 @@ HESSIANS = [
     ("np.sum(np.union1d(x, x[:2] * 3.0) ** 3) + np.sum(np.setdiff1d(x, x[:1]) ** 3)",
      lambda x: (jnp.sum(jnp.union1d(x, x[:2] * 3.0, size=5) ** 3)
                 + jnp.sum(jnp.setdiff1d(x, x[:1], size=2) ** 3))),
+    ("np.sum(np.histogram_bin_edges(x ** 3, bins=3) ** 2)",
+     lambda x: jnp.sum(jnp.histogram_bin_edges(x ** 3, bins=3) ** 2)),
     ("np.sum(np.matvec(np.outer(x, x), np.sin(x)) ** 2)",
      lambda x: jnp.sum(jnp.matvec(jnp.outer(x, x), jnp.sin(x)) ** 2)),
     ("np.sum(np.vecmat(np.sin(x), np.outer(x, x)) ** 2)",

@@ -25,7 +25,7 @@ from pullback.runtime import assorted_support as s
 
 __all__ = []
 
-for _helper in (s.result_part, s.block_grads, s.choose_grads, s.selection_grads,
+for _helper in (s.result_part, s.block_grads, s.choose_grads, s.selection_grads, s.bin_edges_grad,
                 s.unique_grad, s.setdiff1d_grad):
     _declare(_helper, (0,))
 _declare(s.logspace_start_grad, (0, 1), "multilinear")

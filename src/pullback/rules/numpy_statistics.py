@@ -1,7 +1,8 @@
 """Rules for quantiles, integration, grids and polynomial series:
 ``np.quantile``, ``np.percentile``, ``np.median``, ``np.trapezoid``,
 ``np.meshgrid``, ``np.polyval`` and ``np.polynomial``'s ``polyval``,
-``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; ``np.histogram``.
+``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; ``np.histogram``
+and ``np.histogram_bin_edges``.
 
 A quantile interpolates two sorted elements (NumPy's default
 ``method='linear'``; ``np.median`` is ``q = 0.5``), so its cotangent goes to
@@ -37,7 +38,8 @@ array([0., 2., 0.])
 import numpy as np
 
 from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
-from pullback.runtime import (delete_grad, ediff1d_grad, histogram_grads, histogram_tangent,
+from pullback.runtime import (bin_edges_grad, bin_edges_tangent, delete_grad, ediff1d_grad,
+                              histogram_grads, histogram_tangent,
                               meshgrid_grads, prod_grad, quantile_grad, series_grad, trapezoid_grad, unreduce, vander_grad)
 from pullback.runtime.forward_support import prod_jvp as prod_jvp_helper
 from pullback.runtime.reduction_forward import (ediff1d_jvp as ediff1d_jvp_helper,
@@ -176,6 +178,11 @@ def histogram(g, ans, a, bins=10, range=None, density=None, weights=None):
     return grads[0], grads[1]
 
 
+@vjp(np.histogram_bin_edges)
+def histogram_bin_edges(g, ans, a, bins=10, range=None, weights=None):
+    return bin_edges_grad(g, ans, a, bins, range)
+
+
 @vjp(np.delete, nondiff=("obj",))
 def delete(g, ans, arr, obj, axis=None):
     return delete_grad(g, arr, obj, axis)
@@ -227,6 +234,11 @@ def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
 def histogram_jvp(t, ans, a, bins=10, range=None, density=None, weights=None):
     return (histogram_tangent(ans, a, bins, range, density, weights, t, None),
             histogram_tangent(ans, a, bins, range, density, weights, None, t))
+
+
+@jvp(np.histogram_bin_edges)
+def histogram_bin_edges_jvp(t, ans, a, bins=10, range=None, weights=None):
+    return bin_edges_tangent(t, ans, a, bins, range)
 
 
 @jvp(np.vander)
@@ -292,4 +304,4 @@ def lagval_jvp(t, ans, x, c, tensor=True):
 nondifferentiable(np.linalg.matrix_rank)
 
 # -- facts (rules/registry.py: facts) ------------------------------------------------
-facts(np.histogram, fresh=True)
+facts(np.histogram, np.histogram_bin_edges, fresh=True)

@@ -1,9 +1,11 @@
 """Helpers of the rules for ``np.block``, ``np.choose``, ``np.logspace``,
 ``np.histogram``, the NumPy 2 gufuncs ``np.vecdot``, ``np.matvec`` and
-``np.vecmat``, and the results of a tuple-valued call (``np.modf``,
-``np.frexp``): ``rules.numpy_assorted``, ``rules.numpy_selections``,
-``rules.numpy_statistics``, ``rules.numpy_contractions``,
-``rules.numpy_elementwise``.
+``np.vecmat``, ``np.unique`` and the set operations (a value's cotangent to
+its first occurrence), and the parts of a tuple result's cotangent
+(``np.modf``, ``np.frexp``): ``rules.numpy_assorted``,
+``rules.numpy_selections``, ``rules.numpy_statistics``,
+``rules.numpy_contractions``, ``rules.numpy_elementwise``.  Their forward
+rules (second derivatives) are in ``rules.assorted_helpers``.
 
 >>> block_grads(np.arange(1.0, 6.0), [np.zeros(2), np.zeros(3)])
 [array([1., 2.]), array([3., 4., 5.])]
@@ -17,10 +19,11 @@ import numpy as np
 from .core import unbroadcast, zeros_like
 from .layout_support import linspace_grads
 
-__all__ = ["result_part", "block_grads", "choose_grads", "logspace_start_grad", "logspace_stop_grad",
-           "logspace_tangent",
-           "histogram_grads", "histogram_tangent", "vecdot_lhs_grad", "vecdot_rhs_grad",
-           "matvec_lhs_grad", "matvec_rhs_grad", "vecmat_lhs_grad", "vecmat_rhs_grad", "selection_grads", "selection_tangent",
+__all__ = ["result_part", "block_grads", "choose_grads", "logspace_start_grad",
+           "logspace_stop_grad", "logspace_tangent", "histogram_grads", "histogram_tangent",
+           "bin_edges_grad", "bin_edges_tangent",
+           "vecdot_lhs_grad", "vecdot_rhs_grad", "matvec_lhs_grad", "matvec_rhs_grad",
+           "vecmat_lhs_grad", "vecmat_rhs_grad", "selection_grads", "selection_tangent",
            "unique_grad", "unique_tangent", "setdiff1d_grad", "setdiff1d_tangent"]
 
 
@@ -132,14 +135,45 @@ class _Histogram:
         self.density = bool(density)
         self.widths = np.diff(self.edges)
         self.total = np.sum(np.where(self.keep, 1.0 if self.w is None else self.w, 0))
-        # edges spread from the data's extremes (not given: bins an array, or range=)
-        self.from_data = np.ndim(bins) == 0 and range is None
+        self.from_data = _from_data(self.a, bins, range)
         self.t = np.arange(n + 1) / n
 
     def extremes(self):
-        """Where ``a`` is smallest and largest, ties sharing equally."""
-        lo, hi = self.a == np.min(self.a), self.a == np.max(self.a)
-        return lo / np.sum(lo), hi / np.sum(hi)
+        return _extremes(self.a)
+
+
+def _from_data(a, bins, range):
+    """Whether the edges spread from the data's extremes (not given: ``bins``
+    an array, or ``range=``)."""
+    return np.ndim(bins) == 0 and range is None and np.size(a) > 0
+
+
+def _extremes(a):
+    """Where ``a`` is smallest and largest, ties sharing equally."""
+    lo, hi = a == np.min(a), a == np.max(a)
+    return lo / np.sum(lo), hi / np.sum(hi)
+
+
+def bin_edges_grad(g, ans, a, bins=10, range=None):
+    """Cotangent of ``a`` in ``np.histogram_bin_edges``: the edges ``lo + (hi -
+    lo) k / n`` move with ``lo = min(a)``, ``hi = max(a)`` unless given."""
+    flat = np.ravel(a)
+    if not _from_data(flat, bins, range):
+        return np.zeros(np.shape(a), np.result_type(a, 1.0))
+    t = np.arange(len(ans)) / (len(ans) - 1)
+    lo, hi = _extremes(flat)
+    out = lo * np.sum(g * (1 - t)) + hi * np.sum(g * t)
+    return np.reshape(out, np.shape(a)).astype(np.result_type(a, 1.0), copy=False)
+
+
+def bin_edges_tangent(t, ans, a, bins=10, range=None):
+    """Tangent of ``np.histogram_bin_edges`` for the tangent ``t`` of ``a``."""
+    flat = np.ravel(a)
+    if not _from_data(flat, bins, range):
+        return np.zeros(np.shape(ans), ans.dtype)
+    k = np.arange(len(ans)) / (len(ans) - 1)
+    lo, hi = _extremes(flat)
+    return (np.sum(lo * np.ravel(t)) * (1 - k) + np.sum(hi * np.ravel(t)) * k).astype(ans.dtype)
 
 
 def histogram_grads(g, ans, a, bins=10, range=None, density=None, weights=None):
@@ -160,7 +194,7 @@ def histogram_grads(g, ans, a, bins=10, range=None, density=None, weights=None):
         np.where(h.keep, gw[h.idx], 0).astype(np.result_type(weights, 1.0), copy=False),
         np.shape(weights))
     a_bar = np.zeros(h.a.shape)
-    if h.from_data and h.a.size:
+    if h.from_data:
         lo, hi = h.extremes()
         a_bar = lo * np.sum(ge * (1 - h.t)) + hi * np.sum(ge * h.t)
     return np.reshape(a_bar, np.shape(a)).astype(np.result_type(a, 1.0), copy=False), w_bar
@@ -172,7 +206,7 @@ def histogram_tangent(ans, a, bins, range, density, weights, da, dw):
     h = _Histogram(ans, a, bins, range, density, weights)
     dtype = np.result_type(h.edges, 1.0)
     dedges = np.zeros(h.edges.shape, dtype)
-    if da is not None and h.from_data and h.a.size:
+    if da is not None and h.from_data:
         lo, hi = h.extremes()
         da = np.ravel(da)
         dedges = np.sum(lo * da) * (1 - h.t) + np.sum(hi * da) * h.t
