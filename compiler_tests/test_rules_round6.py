@@ -363,3 +363,18 @@ def f(w):
 def test_indexed_result_with_integer_parts(body):
     f = function_from_source("def f(x):\n    " + body + "\n")
     pb.grad(f)(X)
+
+
+def test_lists_of_numbers_as_arguments():
+    # (a list is an array to NumPy, and its cotangent a part per number)
+    f = function_from_source('''
+def f(x):
+    u = np.union1d([x[0], x[1]], x) * np.arange(3.0)
+    hist, edges = np.histogram([x[0], x[1]], bins=2, weights=[x[2], x[0]])
+    return np.sum(u) + np.sum(hist * np.array([1.0, 3.0])) + np.sum(edges ** 2)
+''')
+    x, t = np.array([3.0, 1.0, 2.0]), np.array([1.0, 10.0, 100.0])
+    # union1d [1, 2, 3] from x1, x2 (in b only), x0; the weights of bins [1, 2) and [2, 3]
+    # are x0 and x2; the edges 1, 2, 3 move with min = x1 and max = x0
+    np.testing.assert_array_equal(pb.grad(f)(x), [2.0 + 1.0 + 8.0, 0.0 + 4.0, 1.0 + 3.0])
+    assert pb.jvp(f, (x,), (t,))[1] == pytest.approx(11.0 + 40.0 + 400.0)

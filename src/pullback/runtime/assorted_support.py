@@ -27,6 +27,13 @@ __all__ = ["result_part", "block_grads", "choose_grads", "logspace_start_grad",
            "unique_grad", "unique_tangent", "setdiff1d_grad", "setdiff1d_tangent"]
 
 
+def _dtype(*values):
+    """The dtype NumPy gives arrays of ``values`` together (a list of numbers
+    is an array here, not a dtype's fields)."""
+    return np.result_type(*(np.asarray(v) if isinstance(v, (list, tuple)) else v
+                            for v in values))
+
+
 def result_part(g, ans, i):
     """Part ``i`` of the cotangent ``g`` of a tuple result ``ans`` (a tuple, a
     namedtuple, or a dict by field name after ``result.field``); zeros where
@@ -64,7 +71,7 @@ def block_grads(g, arrays):
     # each block's elements numbered from 1, joined as the blocks were
     labels, total = _blocks(arrays, lambda x, k: np.arange(k + 1, k + np.size(x) + 1)
                             .reshape(np.shape(x)))
-    flat = np.zeros(total, np.result_type(g))
+    flat = np.zeros(total, _dtype(g))
     flat[np.ravel(np.block(labels)) - 1] = np.ravel(g)
     return _blocks(arrays, lambda x, k: flat[k:k + np.size(x)].reshape(np.shape(x)))[0]
 
@@ -159,11 +166,11 @@ def bin_edges_grad(g, ans, a, bins=10, range=None):
     lo) k / n`` move with ``lo = min(a)``, ``hi = max(a)`` unless given."""
     flat = np.ravel(a)
     if not _from_data(flat, bins, range):
-        return np.zeros(np.shape(a), np.result_type(a, 1.0))
+        return np.zeros(np.shape(a), _dtype(a, 1.0))
     t = np.arange(len(ans)) / (len(ans) - 1)
     lo, hi = _extremes(flat)
     out = lo * np.sum(g * (1 - t)) + hi * np.sum(g * t)
-    return np.reshape(out, np.shape(a)).astype(np.result_type(a, 1.0), copy=False)
+    return np.reshape(out, np.shape(a)).astype(_dtype(a, 1.0), copy=False)
 
 
 def bin_edges_tangent(t, ans, a, bins=10, range=None):
@@ -191,13 +198,13 @@ def histogram_grads(g, ans, a, bins=10, range=None, density=None, weights=None):
         ge[1:] += gd
         ge[:-1] -= gd
     w_bar = None if h.w is None else np.reshape(
-        np.where(h.keep, gw[h.idx], 0).astype(np.result_type(weights, 1.0), copy=False),
+        np.where(h.keep, gw[h.idx], 0).astype(_dtype(weights, 1.0), copy=False),
         np.shape(weights))
     a_bar = np.zeros(h.a.shape)
     if h.from_data:
         lo, hi = h.extremes()
         a_bar = lo * np.sum(ge * (1 - h.t)) + hi * np.sum(ge * h.t)
-    return np.reshape(a_bar, np.shape(a)).astype(np.result_type(a, 1.0), copy=False), w_bar
+    return np.reshape(a_bar, np.shape(a)).astype(_dtype(a, 1.0), copy=False), w_bar
 
 
 def histogram_tangent(ans, a, bins, range, density, weights, da, dw):
@@ -310,7 +317,7 @@ def selection_grads(g, ans, arrays, equal_nan=True):
     ``g`` added at each value's first occurrence, ``arrays[0]`` first."""
     g, values = _values(g, ans)
     pool = _pool(arrays)
-    flat = np.zeros(pool.shape, np.result_type(g))
+    flat = np.zeros(pool.shape, _dtype(g))
     flat[_first_places(np.ravel(values), pool, equal_nan)] = np.ravel(g)
     out, start = [], 0
     for x in arrays:
@@ -333,7 +340,7 @@ def selection_tangent(ans, arrays, which, t, equal_nan=True):
     ``t`` of ``arrays[which]`` (the others held)."""
     values = _values(None, ans)[1]
     pool = _pool(arrays)
-    dpool = np.zeros(pool.shape, np.result_type(t, np.real(values)))
+    dpool = np.zeros(pool.shape, _dtype(t, np.real(values)))
     start = sum(np.size(x) for x in arrays[:which])
     dpool[start:start + np.size(arrays[which])] = np.ravel(t)
     return with_values(ans, dpool[_first_places(np.ravel(values), pool, equal_nan)])
@@ -346,7 +353,7 @@ def unique_grad(g, ans, ar, axis=None, equal_nan=True, sorted=True):
         return selection_grads(g, ans, (ar,), equal_nan)[0]
     g = _values(g, ans)[0]
     first = _first_slices(ar, axis, equal_nan, sorted)
-    out = np.zeros(np.shape(ar), np.result_type(g))
+    out = np.zeros(np.shape(ar), _dtype(g))
     np.moveaxis(out, axis, 0)[first] = np.moveaxis(g, axis, 0)
     return out
 
@@ -368,7 +375,7 @@ def setdiff1d_grad(g, ans, ar1, ar2, assume_unique=False):
     elements in order, repeats too; else each value's first occurrence)."""
     if not assume_unique:
         return selection_grads(g, ans, (ar1,))[0]
-    flat = np.zeros(np.size(ar1), np.result_type(g))
+    flat = np.zeros(np.size(ar1), _dtype(g))
     flat[~np.isin(np.ravel(ar1), ar2)] = g
     return np.reshape(flat, np.shape(ar1))
 
