@@ -165,8 +165,8 @@ def refusal_hint(primitive):
     >>> print(refusal_hint(np.divide.outer).split('; ')[1])
     write np.divide.outer(...) as a[..., None] / b (for a 1-d a), which has rules.
     """
-    if isinstance(primitive, np.ufunc) and "O" in "".join(primitive.types):
-        return frompyfunc_hint(primitive)          # (rules.numpy_assorted)
+    if isinstance(primitive, np.ufunc) and all(set(t) <= set("O->") for t in primitive.types):
+        return frompyfunc_hint(primitive)          # object loops only: np.frompyfunc's
     ufunc = getattr(primitive, "__self__", None)
     method = getattr(primitive, "__name__", None)
     if not isinstance(ufunc, np.ufunc) or method not in ("reduce", "accumulate", "reduceat",
