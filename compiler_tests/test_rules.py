@@ -955,6 +955,8 @@ case(np.vectorize.__call__, lambda G: [_Vectorized(_kinked), G.normal((3, 2)),
                                        G.normal((2,))], R)
 case(np.vectorize.__call__, lambda G: [_Vectorized(_norm2, excluded={0}), G.normal((3,)),
                                        G.normal(())], R)
+import rule_cases_round6  # noqa: E402  (issue 13, round 6: block, choose, sets, vecdot...)
+rule_cases_round6.register(case)
 
 # (rules.numpy_array_api: the array API's names, the matrix axes last)
 _LA = np.linalg

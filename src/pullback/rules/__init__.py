@@ -20,6 +20,7 @@ from pullback.rules import math_special, numpy_assorted, numpy_series_classes  #
 from pullback.rules import numpy_array_api, numpy_callbacks, numpy_selections  # noqa: F401
 from pullback.rules import numpy_poly_arithmetic  # noqa: F401
 from pullback.rules import numpy_vectorize  # noqa: F401
+from pullback.rules import assorted_helpers  # noqa: F401  (round 6: their helpers' forward rules)
 from pullback.rules.registry import (NONDIFF, RULES, Rule, is_nondifferentiable,
                                      lookup, nondifferentiable, register_lazily, vjp)
 

@@ -1,9 +1,11 @@
 """Rules for NumPy functions programs call that fit no other family:
 ``np.insert``, the NaN-skipping quantiles (``np.nanmedian``,
 ``np.nanquantile``, ``np.nanpercentile``) and ``np.nancumprod``, ``np.unwrap``, ``np.i0`` and
-``np.linalg.cond``; and functions whose results carry no gradient (integer
-and boolean results: ``np.digitize``, ``np.argpartition``, ``np.isin``...).
-Helpers: ``runtime.select_support``, ``runtime.special_support``.
+``np.linalg.cond``, ``np.block``, ``np.logspace``; and functions whose results
+carry no gradient (integer and boolean results: ``np.digitize``,
+``np.argpartition``, ``np.isin``...).  ``np.frompyfunc``'s ufuncs are refused
+(``frompyfunc_hint``: write ``np.vectorize``).  Helpers:
+``runtime.select_support``, ``runtime.special_support``, ``runtime.assorted_support``.
 Conventions:
 
 - ``np.insert``: ``obj`` (where) carries no gradient; ``values`` gets ``g``
@@ -17,6 +19,8 @@ Conventions:
 - ``np.linalg.cond``: for ``p`` None, 2, -2 the ratio of the extreme singular
   values (distinct ones assumed, as the derivative of ``svd``); otherwise
   ``norm(x, p) * norm(inv(x), p)`` with ``np.linalg.norm``'s conventions.
+- ``np.block``: each block gets the part of ``g`` it filled (a nested list).
+- ``np.logspace``: ``base ** linspace(start, stop)``; ``base`` carries no gradient.
 
 Before, a condition number; after, its rule in the adjoint:
 
@@ -37,8 +41,10 @@ array([[ 0.5,  0. ],
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, facts, jvp, nondifferentiable, vjp
-from pullback.runtime import bessel_i1, cond_grad, cumprod_grad, insert_grads, nanquantile_grad
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime import (bessel_i1, block_grads, cond_grad, cumprod_grad, insert_grads,
+                              logspace_start_grad, logspace_stop_grad, logspace_tangent,
+                              nanquantile_grad)
 from pullback.runtime.reduction_forward import cumprod_jvp as cumprod_jvp_helper
 from pullback.runtime.special_support import cond_jvp as cond_jvp_helper
 from pullback.runtime.select_support import nanquantile_jvp as nanquantile_jvp_helper
@@ -89,9 +95,28 @@ def cond(g, ans, x, p=None):
     return cond_grad(g, x, p)
 
 
+@vjp(np.block)
+def block(g, ans, arrays):
+    # each element of the result came from one block: a nested list of parts
+    return block_grads(g, arrays)
+
+
+@vjp(np.logspace)
+def logspace(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    return (logspace_start_grad(g, ans, start, stop, num, endpoint, base, axis),
+            logspace_stop_grad(g, ans, start, stop, num, endpoint, base, axis))
+
+
 # --- forward rules ---
 
 elementwise(np.unwrap, np.i0)
+linear(np.block)
+
+
+@jvp(np.logspace)
+def logspace_jvp(t, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    return (logspace_tangent(t, 0, ans, start, stop, num, endpoint, base, axis),
+            logspace_tangent(0, t, ans, start, stop, num, endpoint, base, axis))
 
 
 @jvp(np.insert)
@@ -131,6 +156,22 @@ def cond_jvp(t, ans, x, p=None):
     return cond_jvp_helper(t, ans, x, p)
 
 
+# --- np.frompyfunc: refused (a ufunc of Python objects) ---
+
+
+def frompyfunc_hint(ufunc):
+    """What to write instead of calling a ufunc that ``np.frompyfunc`` made
+    (``rules.numpy_ufunc_methods.refusal_hint`` reads it).
+
+    >>> print(frompyfunc_hint(np.frompyfunc(abs, 1, 1)).split(": ")[-1][:29])
+    write np.vectorize(f) instead
+    """
+    return (f"{ufunc.__name__} was made by np.frompyfunc: it maps Python objects to "
+            "objects (an array of dtype object), whose derivative pullback cannot "
+            "follow: write np.vectorize(f) instead (pullback differentiates f at each element),"
+            " or compute it with NumPy functions on the whole array.")
+
+
 # --- results that carry no gradient: integers, booleans, shapes, windows of an integer
 # length, and np.spacing (piecewise constant) ---
 
@@ -149,6 +190,6 @@ if hasattr(np, "bitwise_count"):            # NumPy 2.0+
 
 # -- facts (rules/registry.py: facts) ------------------------------------------------
 facts(np.insert, np.nanmedian, np.nanquantile, np.nanpercentile, np.unwrap, np.i0,
-      np.nancumprod, fresh=True)
+      np.nancumprod, np.block, np.logspace, fresh=True)
 facts(np.linalg.cond, np.nanmedian, np.nanquantile, np.nanpercentile, real_output=True)
 facts(np.unwrap, np.i0, shape="same")

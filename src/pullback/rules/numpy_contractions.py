@@ -1,9 +1,11 @@
 """Rules for contractions and matrix parts: einsum, tensordot, kron, cross,
-trace, diag, diagonal, tril, triu.
+NumPy 2's gufuncs vecdot, matvec and vecmat, trace, diag, diagonal, tril, triu.
 
 Contractions are multilinear, so each operand's cotangent is ``g``
 contracted with the others, unconjugated (JAX's convention); ``tensordot``
-is differentiated as the ``einsum`` it spells.  Taking a part of a matrix
+is differentiated as the ``einsum`` it spells.  ``vecdot`` (``sum(conj(x1) *
+x2)``) and ``vecmat`` conjugate ``x1``, so its cotangent is conjugated (JAX's
+``vjp`` of ``conj``); their ``axes=`` is refused (move the axes last).  Taking a part of a matrix
 (a diagonal, a triangle) puts ``g`` back on that part, zeros elsewhere.
 The helpers are in ``runtime.layout_support``.
 
@@ -30,7 +32,9 @@ import numpy as np
 
 from pullback.rules.registry import facts, vjp, linear, multilinear
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
-                              kron_grads, tensordot_subscripts, trace_grad)
+                              kron_grads, matvec_lhs_grad, matvec_rhs_grad,
+                              tensordot_subscripts, trace_grad, vecdot_lhs_grad,
+                              vecdot_rhs_grad, vecmat_lhs_grad, vecmat_rhs_grad)
 
 
 @vjp(np.einsum)
@@ -83,6 +87,29 @@ def tril(g, ans, m, k=0):
 @vjp(np.triu)
 def triu(g, ans, m, k=0):
     return np.triu(g, k)
+
+# --- NumPy 2's gufuncs: vecdot and vecmat conjugate their first operand ---
+
+if hasattr(np, "vecdot"):
+    @vjp(np.vecdot)
+    def vecdot(g, ans, x1, x2, axis=-1, axes=None):
+        return (vecdot_lhs_grad(g, x1, x2, axis, axes),
+                vecdot_rhs_grad(g, x1, x2, axis, axes))
+
+    multilinear(np.vecdot)
+    facts(np.vecdot, fresh=True)
+
+if hasattr(np, "matvec"):      # NumPy 2.2+
+    @vjp(np.matvec)
+    def matvec(g, ans, x1, x2, axes=None):
+        return matvec_lhs_grad(g, x1, x2, axes), matvec_rhs_grad(g, x1, x2, axes)
+
+    @vjp(np.vecmat)
+    def vecmat(g, ans, x1, x2, axes=None):
+        return vecmat_lhs_grad(g, x1, x2, axes), vecmat_rhs_grad(g, x1, x2, axes)
+
+    multilinear(np.matvec, np.vecmat)
+    facts(np.matvec, np.vecmat, fresh=True)
 
 # --- forward rules: contractions are multilinear, taking parts is linear ---
 

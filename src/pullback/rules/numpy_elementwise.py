@@ -7,7 +7,9 @@ Constants are Python floats (``math.log(2.0)``, not ``np.log(2.0)``) so that
 float32 stays float32 under NumPy's promotion rules.
 
 ``np.add``, ``np.multiply``, ``np.power`` and the other arithmetic ufuncs share
-the rules of the Python operators in ``operators``.
+the rules of the Python operators in ``operators``.  ``np.modf``'s integral
+part and ``np.frexp``'s exponent are piecewise constant; ``np.ldexp``'s
+exponent is an integer.
 
 Before, an elementwise function; after, its rule inlined in the adjoint:
 
@@ -31,9 +33,9 @@ import math
 
 import numpy as np
 
-from pullback.rules.registry import facts, jvp, linear, nondifferentiable, vjp
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime.reduction_forward import angle_jvp as angle_jvp_helper
-from pullback.runtime import abs_grad, clip_grad, tie_share
+from pullback.runtime import abs_grad, clip_grad, result_part, tie_share
 
 # --- exponentials and logarithms ---
 
@@ -261,6 +263,26 @@ def where(g, ans, condition, x, y):
     return np.where(condition, g, 0), np.where(condition, 0, g)
 
 
+# --- a number's parts: x = frac + int (modf), x = mantissa * 2**exponent (frexp) ---
+
+
+@vjp(np.modf)
+def modf(g, ans, x):
+    # the integral part is piecewise constant
+    return result_part(g, ans, 0)
+
+
+@vjp(np.frexp)
+def frexp(g, ans, x):
+    # the exponent is an integer, piecewise constant: mantissa = x * 2**-exponent
+    return np.ldexp(result_part(g, ans, 0), -ans[1])
+
+
+@vjp(np.ldexp, nondiff=("x2",), broadcasts=True, discrete=("x2",))
+def ldexp(g, ans, x1, x2):
+    return np.ldexp(g, x2)
+
+
 # --- constant fills: the fill value gets the sum of g ---
 
 
@@ -298,6 +320,20 @@ nondifferentiable(
 
 linear(np.real, "ndarray.real", np.imag, "ndarray.imag", np.conjugate, "ndarray.conj",
        "ndarray.conjugate", np.full_like, np.full)
+elementwise(np.ldexp)
+
+
+@jvp(np.modf)
+def modf_jvp(t, ans, x):
+    # (a name: a tuple returned would read as one term per differentiable parameter)
+    parts = (t + np.zeros_like(ans[0]), np.zeros_like(ans[1]))
+    return parts
+
+
+@jvp(np.frexp)
+def frexp_jvp(t, ans, x):
+    parts = (np.ldexp(t, -ans[1]), np.zeros_like(ans[1]))
+    return parts
 
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------
@@ -328,6 +364,7 @@ facts(np.real, np.imag, view=True)
 facts(np.real, np.imag, np.absolute, np.angle, "ndarray.real", "ndarray.imag",
       real_output=True)
 facts(np.clip, "ndarray.clip", shape="same")
+facts(np.modf, np.frexp, np.ldexp, fresh=True)
 facts(np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
       np.full_like, shape="new")
 # functions that write into an argument (refused)

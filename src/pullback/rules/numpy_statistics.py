@@ -1,7 +1,8 @@
 """Rules for quantiles, integration, grids and polynomial series:
 ``np.quantile``, ``np.percentile``, ``np.median``, ``np.trapezoid``,
 ``np.meshgrid``, ``np.polyval`` and ``np.polynomial``'s ``polyval``,
-``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``.
+``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; ``np.histogram``
+and ``np.histogram_bin_edges``.
 
 A quantile interpolates two sorted elements (NumPy's default
 ``method='linear'``; ``np.median`` is ``q = 0.5``), so its cotangent goes to
@@ -10,6 +11,11 @@ when the gradient runs, and ``q`` carries no gradient (a ``q`` computed from
 the inputs is refused).  ``np.trapezoid`` is linear in ``y`` (``x`` and
 ``dx`` are held fixed).  A series' derivative in ``x`` is its derivative
 series, in its coefficients the basis at ``x`` (1-d coefficients).
+``np.histogram``: a weight gets its bin's ``g`` (of the normalised heights
+with ``density=True``: they move with the total and the widths); the counts
+are piecewise constant in ``a``, which moves only the edges, and only where
+NumPy spreads them from ``min(a)`` to ``max(a)`` (``bins`` a number, no
+``range``; tied extremes share), as JAX differentiates ``jnp.histogram``.
 
 Before, a median and a polynomial; after, the rules inlined:
 
@@ -31,9 +37,10 @@ array([0., 2., 0.])
 """
 import numpy as np
 
-from pullback.rules.registry import elementwise, jvp, linear, nondifferentiable, vjp
-from pullback.runtime import (delete_grad, ediff1d_grad, meshgrid_grads, prod_grad,
-                              quantile_grad, series_grad, trapezoid_grad, unreduce, vander_grad)
+from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.runtime import (bin_edges_grad, bin_edges_tangent, delete_grad, ediff1d_grad,
+                              histogram_grads, histogram_tangent,
+                              meshgrid_grads, prod_grad, quantile_grad, series_grad, trapezoid_grad, unreduce, vander_grad)
 from pullback.runtime.forward_support import prod_jvp as prod_jvp_helper
 from pullback.runtime.reduction_forward import (ediff1d_jvp as ediff1d_jvp_helper,
                                                 quantile_jvp as quantile_jvp_helper,
@@ -163,6 +170,19 @@ def vander(g, ans, x, N=None, increasing=False):
     return vander_grad(g, x, N, increasing)
 
 
+@vjp(np.histogram, optional=("weights",))
+def histogram(g, ans, a, bins=10, range=None, density=None, weights=None):
+    # the counts are piecewise constant in a: a moves only the edges, and only
+    # where they span min(a)..max(a) (bins a number, no range)
+    grads = histogram_grads(g, ans, a, bins, range, density, weights)
+    return grads[0], grads[1]
+
+
+@vjp(np.histogram_bin_edges)
+def histogram_bin_edges(g, ans, a, bins=10, range=None, weights=None):
+    return bin_edges_grad(g, ans, a, bins, range)
+
+
 @vjp(np.delete, nondiff=("obj",))
 def delete(g, ans, arr, obj, axis=None):
     return delete_grad(g, arr, obj, axis)
@@ -208,6 +228,17 @@ def nancumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
 @jvp(np.ediff1d)
 def ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
     return ediff1d_jvp_helper(t, ary, to_end, to_begin)
+
+
+@jvp(np.histogram)
+def histogram_jvp(t, ans, a, bins=10, range=None, density=None, weights=None):
+    return (histogram_tangent(ans, a, bins, range, density, weights, t, None),
+            histogram_tangent(ans, a, bins, range, density, weights, None, t))
+
+
+@jvp(np.histogram_bin_edges)
+def histogram_bin_edges_jvp(t, ans, a, bins=10, range=None, weights=None):
+    return bin_edges_tangent(t, ans, a, bins, range)
 
 
 @jvp(np.vander)
@@ -271,3 +302,6 @@ def lagval_jvp(t, ans, x, c, tensor=True):
 
 # an integer: no gradient
 nondifferentiable(np.linalg.matrix_rank)
+
+# -- facts (rules/registry.py: facts) ------------------------------------------------
+facts(np.histogram, np.histogram_bin_edges, fresh=True)

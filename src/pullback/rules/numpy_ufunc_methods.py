@@ -31,6 +31,7 @@ array([[0.5, 0.5, 0.5],
 """
 import numpy as np
 
+from pullback.rules.numpy_assorted import frompyfunc_hint
 from pullback.rules.registry import jvp, linear, multilinear, vjp
 from pullback.runtime import cumprod_grad, cummax_grad, prod_grad, unouter, unreduce
 from pullback.runtime.forward_support import (max_jvp as max_jvp_helper,
@@ -164,6 +165,8 @@ def refusal_hint(primitive):
     >>> print(refusal_hint(np.divide.outer).split('; ')[1])
     write np.divide.outer(...) as a[..., None] / b (for a 1-d a), which has rules.
     """
+    if isinstance(primitive, np.ufunc) and all(set(t) <= set("O->") for t in primitive.types):
+        return frompyfunc_hint(primitive)          # object loops only: np.frompyfunc's
     ufunc = getattr(primitive, "__self__", None)
     method = getattr(primitive, "__name__", None)
     if not isinstance(ufunc, np.ufunc) or method not in ("reduce", "accumulate", "reduceat",

@@ -75,3 +75,5 @@ __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulati
            + _objects + _dict_rules + ["items_cotangent"]
            + _series_support + _select_support + _special_support + _callback_support
            + _array_api_support + _vectorize_support)
+from .assorted_support import *  # noqa: F401,F403,E402  (block, choose, histogram, sets...)
+__all__ += assorted_support.__all__  # noqa: F405
