@@ -87,6 +87,7 @@ import weakref
 import gast
 
 from ..errors import NonDifferentiableError, PullbackError
+from ..runtime.objects import plain_metaclass
 from .followed import Followed
 
 __all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
@@ -113,8 +114,9 @@ class ObjectMaker:
 def plain_class(cls):
     """Why objects of the user's class ``cls`` cannot be followed (a
     sentence), or None when its ``__init__`` is one to rewrite."""
-    if type(cls) is not type:
-        return "it has a metaclass"
+    if not plain_metaclass(cls):
+        return (f"its metaclass {type(cls).__name__} may change how its objects are made "
+                f"(pullback knows type and abc.ABCMeta)")
     if cls.__new__ is not object.__new__:
         return "it defines __new__"
     if cls.__setattr__ is not object.__setattr__:

@@ -52,7 +52,7 @@ import gast
 import numpy as np
 
 from ..ir.build import closure_name as _helper
-from ..runtime.objects import property_getter
+from ..runtime.objects import plain_metaclass, property_getter
 from ..runtime.opaque import is_library_code
 from ..runtime.origin import module_name
 
@@ -99,6 +99,9 @@ def follow_properties(tree, namer, parsed):
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
                 return node
+            if name == me and name not in known and _overridden(cls, node.attr, prop):
+                # (an abstract property, or one a subclass overrides: `self`'s class picks)
+                return _read_when_run(namer, parsed, node)
             getter = _helper(namer, parsed, f"{cls.__name__}_{node.attr}", prop.fget)
             if name == me and name not in known:
                 checks[node.attr] = (cls, prop)
@@ -199,6 +202,24 @@ def same_property(obj, attr, prop):
              f"of {type(obj).__name__} itself.")
 
 
+def _overridden(cls, attr, prop):
+    """Whether ``prop``, ``cls``'s property ``attr``, is abstract or a subclass of
+    ``cls`` defines ``attr`` again: a method of ``cls`` reading ``self.attr``
+    reads the one of ``self``'s class."""
+    if getattr(prop.fget, "__isabstractmethod__", False):
+        return True
+    todo, seen = list(type.__subclasses__(cls)), set()
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if attr in vars(c):
+            return True
+        todo.extend(type.__subclasses__(c))
+    return False
+
+
 def owner_class(fn):
     """The class whose body defines the function ``fn`` (by its qualified
     name, in its module), or None."""
@@ -256,7 +277,7 @@ def _built_here(tree, parsed):
                     value = cell.cell_contents
                 except ValueError:
                     value = None
-            if isinstance(value, type) and type(value) is type \
+            if isinstance(value, type) and plain_metaclass(value) \
                     and value.__new__ is object.__new__:
                 out[name] = value
     return out

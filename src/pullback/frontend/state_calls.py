@@ -65,6 +65,7 @@ import gast
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from ..rules.registry import nondifferentiable
+from ..runtime.objects import plain_metaclass
 from ..runtime.origin import module_name
 from . import method_state
 from .dict_attributes import attribute_dict_store, item_attribute, whole_read, why_not_owned
@@ -79,10 +80,11 @@ __all__ = ["follow_state_calls", "known_objects", "fresh_objects", "state_of"]
 
 def _plain(cls):
     """A user class whose objects ``with_attribute`` copies exactly: no
-    metaclass, ``__new__``, ``__setattr__`` or ``__slots__``."""
-    return isinstance(cls, type) and type(cls) is type and cls.__new__ is object.__new__ \
-        and cls.__setattr__ is object.__setattr__ \
-        and not any("__slots__" in vars(c) for c in cls.__mro__) \
+    metaclass other than ``abc.ABCMeta``, ``__new__``, ``__setattr__`` or ``__slots__``
+    (``abc.ABC``'s empty ones aside)."""
+    return isinstance(cls, type) and plain_metaclass(cls) and cls.__new__ is object.__new__ \
+        and cls.__setattr__ is object.__setattr__ and cls.__dictoffset__ \
+        and not any(vars(c).get("__slots__", ()) != () for c in cls.__mro__) \
         and not issubclass(cls, BaseException) \
         and module_name(cls).split(".")[0] not in (
             "builtins", "numpy", "pullback", "jax", "scipy")

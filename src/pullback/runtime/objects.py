@@ -41,6 +41,7 @@ True
 """
 from __future__ import annotations
 
+import abc
 import linecache
 import types
 
@@ -48,7 +49,29 @@ import numpy as np
 
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
-__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter"]
+__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
+           "plain_metaclass"]
+
+# Metaclasses whose classes make, and look attributes up on, their objects as
+# ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
+# ``object.__new__`` (which ``new_object`` and ``with_attribute`` run too) and
+# ``register`` for ``isinstance``.
+_PLAIN_METACLASSES = (type, abc.ABCMeta)
+
+
+def plain_metaclass(cls):
+    """Whether ``cls`` is made by ``type`` or ``abc.ABCMeta`` (``class
+    Model(abc.ABC)``), not by a metaclass that may change how its objects are
+    made or read.
+
+    >>> class M(abc.ABC):
+    ...     pass
+    >>> class Meta(type):
+    ...     pass
+    >>> plain_metaclass(M), plain_metaclass(int), plain_metaclass(Meta("C", (), {}))
+    (True, True, False)
+    """
+    return type(cls) in _PLAIN_METACLASSES
 
 
 def with_attribute(obj, name, value, like=None):
