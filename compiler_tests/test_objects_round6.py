@@ -157,3 +157,63 @@ def test_other_metaclasses_are_refused_naming_it():
     with pytest.raises(pb.NonDifferentiableError, match="metaclass Meta") as err:
         pb.grad(f)(W, X)
     assert "m = Lin(w)" in str(err.value)
+
+
+# -- 2. properties named like an array's attributes --------------------------------------
+
+class Box:
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def T(self):
+        return self.w[::-1] * 2.0
+
+    @property
+    def size(self):
+        return np.sum(self.w ** 2)
+
+    @property
+    def shape(self):
+        return self.w.shape
+
+
+def make_box(w):
+    return Box(w * 3.0)
+
+
+def twice(w):
+    return w * 2.0
+
+
+def factory_box(w):
+    b = make_box(w)
+    return np.sum(b.T * w) + b.size + b.shape[0]
+
+
+def jax_factory_box(w):
+    v = 3.0 * w
+    return jnp.sum(v[::-1] * 2.0 * w) + jnp.sum(v ** 2) + 3
+
+
+def factory_array(w):
+    a = twice(w)                  # an array: its own .T, .size and .shape
+    return np.sum(a.T * w) + a.size + a.shape[0]
+
+
+@pytest.mark.parametrize("inplace", ["1", "0"])
+def test_array_named_property_of_a_factory_made_object(monkeypatch, inplace):
+    monkeypatch.setenv("PULLBACK_INPLACE", inplace)
+    g = pb.grad(factory_box)(W)
+    np.testing.assert_allclose(g, jax.grad(jax_factory_box)(W), rtol=1e-12)
+    np.testing.assert_allclose(g, central(factory_box, W), rtol=1e-7)
+    t = np.array([1.0, -2.0, 0.5])
+    value, tan = pb.jvp(factory_box, (W,), (t,))
+    assert value == pytest.approx(factory_box(W), rel=1e-15)
+    np.testing.assert_allclose(tan, jax.jvp(jax_factory_box, (W,), (t,))[1], rtol=1e-12)
+
+
+def test_array_attributes_of_a_factory_made_array_stay_the_arrays():
+    np.testing.assert_allclose(pb.grad(factory_array)(W), 4.0 * W, rtol=1e-15)
+    _, tan = pb.jvp(factory_array, (W,), (np.ones(3),))
+    assert tan == pytest.approx(4.0 * W.sum(), rel=1e-15)

@@ -26,8 +26,9 @@ handed, or a reader of a stored attribute of that name::
     q = Normal.from_natural(a, b)      ->      q = Normal.from_natural(a, b)
     return q.mean                              return getter(q, 'mean')(q)
 
-Names of an array's own attributes (``shape``, ``T``, ``size``) stay field
-reads, decided when they run.  Other reads of a property where the object
+Names of an array's own attributes (``shape``, ``T``, ``size``) are
+dispatched so only on objects that a call of a user's function made
+(``b = make(w)``); elsewhere they stay field reads, decided when they run.  Other reads of a property where the object
 carries a gradient are refused when the adjoint runs
 (``runtime.core.FieldGrads``).
 
@@ -73,6 +74,10 @@ def follow_properties(tree, namer, parsed):
         me = None                   # `self` rebound: its class is not known
     later = _run_time_names(parsed) \
         if getattr(parsed.fn, "__pullback_attribute_read__", None) is None else set()
+    # an array's own attribute names (`b.T`, `b.shape`) only on objects a user function
+    # made (`b = make(w)`); elsewhere they stay field reads (analyses.settle_attributes)
+    made = _factory_made(tree, parsed) if later & _ARRAY_FIELDS else set()
+    later = (later - _ARRAY_FIELDS) | {(n, b) for n in later & _ARRAY_FIELDS for b in made}
     if not known and me is None and not later:
         return
     local = set(_stored_once(tree)) | {a.id for a in tree.args.args + tree.args.kwonlyargs}
@@ -94,7 +99,8 @@ def follow_properties(tree, namer, parsed):
                 return node
             name = node.value.id
             cls = known.get(name) or (owner if name == me else None)
-            if cls is None and name in local and node.attr in later:
+            if cls is None and name in local and (node.attr in later
+                                                  or (node.attr, name) in later):
                 return _read_when_run(namer, parsed, node)
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
@@ -177,13 +183,49 @@ def _run_time_names(parsed):
         names.update(k for c in cls.__mro__ for k, v in vars(c).items()
                      if type(v) is property and isinstance(v.fget, types.FunctionType))
         todo.extend(type.__subclasses__(cls))
-    # (an array's own attributes, `x.shape`, `x.T`, stay field reads: decided when they
-    # run, analyses.ops.settle_attributes, where a property of that name is refused)
-    return names - _ARRAY_FIELDS
+    return names
 
 
 _NOT_USERS = ("builtins", "numpy", "scipy", "jax", "math")
 _ARRAY_FIELDS = frozenset(a for a in dir(np.ndarray) if not callable(getattr(np.ndarray, a)))
+
+
+def _factory_made(tree, parsed):
+    """The local names bound only by calls of the user's own functions
+    (``b = make(w)``, ``q = Normal.from_natural(a, b)``): objects whose class
+    is known when the call runs."""
+    counts = _stored_once(tree)
+    calls = {}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name):
+            calls.setdefault(n.targets[0].id, []).append(n.value)
+    return {name for name, values in calls.items()
+            if len(values) == counts.get(name) and all(
+                isinstance(v, gast.Call) and _user_function(_value_of(v.func, parsed))
+                for v in values)}
+
+
+def _value_of(node, parsed):
+    """What the expression ``node`` (a name, or attributes of one) names
+    in the function's globals and captured values, or None."""
+    if isinstance(node, gast.Attribute):
+        return getattr(_value_of(node.value, parsed), node.attr, None)
+    if not isinstance(node, gast.Name):
+        return None
+    cell = parsed.closure.get(node.id)
+    if cell is not None:
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return None
+    return parsed.globals.get(node.id)
+
+
+def _user_function(fn):
+    fn = getattr(fn, "__func__", fn)
+    return isinstance(fn, types.FunctionType) and not is_library_code(fn) \
+        and module_name(fn).split(".")[0] not in _NOT_USERS + ("pullback",)
 
 
 def same_property(obj, attr, prop):
