@@ -9,7 +9,9 @@ the real reason."""
 import abc
 
 import numpy as np
+import numpy.polynomial as npp
 import pytest
+from numpy.polynomial import Chebyshev, Polynomial
 
 import pullback as pb
 
@@ -219,6 +221,92 @@ def test_array_attributes_of_a_factory_made_array_stay_the_arrays():
     assert tan == pytest.approx(4.0 * W.sum(), rel=1e-15)
 
 
+# -- 3. series objects built from values being differentiated ---------------------------
+
+C = np.array([1.0, 2.0, 0.5, -0.25])
+XS = np.array([0.3, -1.2, 2.0])
+
+
+def series_inline(c, x):
+    return np.sum(Polynomial(c)(x) ** 2)
+
+
+def jax_series_inline(c, x):
+    return jnp.sum(jnp.polyval(c[::-1], x) ** 2)
+
+
+def chebyshev(c, x, lo, hi):
+    u = (2.0 * x - (lo + hi)) / (hi - lo)      # the domain [lo, hi] onto [-1, 1]
+    t0, t1, total = jnp.ones_like(u), u, c[0] * jnp.ones_like(u) + c[1] * u
+    for k in range(2, c.shape[0]):
+        t0, t1 = t1, 2.0 * u * t1 - t0
+        total = total + c[k] * t1
+    return total
+
+
+def series_named(c, x):
+    p = npp.Chebyshev(c * 2.0, domain=[-2.0, 3.0])
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(np.sin(p(x * i)))
+    return s + np.sum(p(x))
+
+
+def jax_series_named(c, x):
+    s = 0.0
+    for i in range(3):
+        s = s + jnp.sum(jnp.sin(chebyshev(c * 2.0, x * i, -2.0, 3.0)))
+    return s + jnp.sum(chebyshev(c * 2.0, x, -2.0, 3.0))
+
+
+def series_positional_domain(c, x):
+    lo = -3.0
+    return np.sum(Chebyshev(c, [lo, 1.0])(x) * x)
+
+
+def jax_series_positional_domain(c, x):
+    return jnp.sum(chebyshev(c, x, -3.0, 1.0) * x)
+
+
+@pytest.mark.parametrize("inplace", ["1", "0"])
+@pytest.mark.parametrize("fn, oracle", [
+    (series_inline, jax_series_inline), (series_named, jax_series_named),
+    (series_positional_domain, jax_series_positional_domain)])
+def test_series_of_differentiated_coefficients(monkeypatch, inplace, fn, oracle):
+    monkeypatch.setenv("PULLBACK_INPLACE", inplace)
+    gc, gx = pb.grad(fn, argnums=(0, 1))(C, XS)
+    wc, wx = jax.grad(oracle, argnums=(0, 1))(C, XS)
+    np.testing.assert_allclose(gc, wc, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(gx, wx, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(gc, central(lambda c: fn(c, XS), C), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gx, central(lambda x: fn(C, x), XS), rtol=1e-6, atol=1e-7)
+    tc, tx = np.linspace(-1.0, 1.0, 4), np.array([0.5, 1.0, -2.0])
+    value, tan = pb.jvp(fn, (C, XS), (tc, tx))
+    assert value == pytest.approx(fn(C, XS), rel=1e-13)
+    assert tan == pytest.approx(float(jax.jvp(oracle, (C, XS), (tc, tx))[1]), rel=1e-11)
+
+
+def series_used_otherwise(c, x):
+    p = Polynomial(c)
+    return np.sum(p.deriv()(x))
+
+
+def series_domain_from_x(c, x):
+    return np.sum(Chebyshev(c, [float(np.min(x)) - 1.0, 3.0])(x))
+
+
+@pytest.mark.parametrize("fn, line, words", [
+    (series_used_otherwise, "p = Polynomial(c)", ["Polynomial"]),
+    (series_domain_from_x, "Chebyshev(c, [float(np.min(x)) - 1.0, 3.0])(x)", ["`domain`"])])
+def test_series_refusals_name_the_users_code(fn, line, words):
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(fn, argnums=(0, 1))(C, XS)
+    message = str(info.value)
+    assert line in message and __file__ in message
+    for w in words:
+        assert w in message
+
+
 # -- 5. attributes of a lifted nested function -------------------------------------------
 
 def code_of_nested(x):
@@ -254,3 +342,143 @@ def test_nested_function_code_is_the_users():
     # the generated code reads the user's code object, not a copy
     assert code_of_nested.__code__.co_consts[1] is next(
         c for c in code_of_nested.__code__.co_consts if getattr(c, "co_name", "") == "inner")
+
+
+# -- 4. out= into an array the function made -----------------------------------------------
+
+A = np.array([1.0, 2.0, 3.0])
+B = np.array([0.5, -1.0, 2.0])
+M = np.arange(6.0).reshape(2, 3) / 7.0
+
+
+def out_dot(a, m):
+    buf = np.empty((2,))
+    y = np.dot(m, a, out=buf)
+    return np.sum(y ** 2)
+
+
+def jax_out_dot(a, m):
+    return jnp.sum(jnp.dot(m, a) ** 2)
+
+
+def out_loop(a, b):
+    acc = np.zeros_like(a)
+    for i in range(3):
+        np.add(acc, a * i, out=acc)
+        np.multiply(acc, b, out=acc)
+    return np.sum(np.sin(acc))
+
+
+def jax_out_loop(a, b):
+    acc = jnp.zeros_like(a)
+    for i in range(3):
+        acc = (acc + a * i) * b
+    return jnp.sum(jnp.sin(acc))
+
+
+def out_broadcast(a, b):
+    buf = np.zeros((2, 3))
+    np.add(a, b, out=buf)                     # broadcast into both rows
+    return np.sum(np.exp(buf) * np.arange(6.0).reshape(2, 3))
+
+
+def jax_out_broadcast(a, b):
+    return jnp.sum(jnp.exp(jnp.broadcast_to(a + b, (2, 3))) * jnp.arange(6.0).reshape(2, 3))
+
+
+def out_reductions(m):
+    buf = np.zeros(3)
+    np.sum(m, axis=0, out=buf)
+    np.add.reduce(m * buf, axis=0, out=(buf,))
+    return np.sum(buf ** 3)
+
+
+def jax_out_reductions(m):
+    buf = jnp.sum(m, axis=0)
+    return jnp.sum(jnp.sum(m * buf, axis=0) ** 3)
+
+
+def out_alias_and_return(a, b):
+    buf = a.copy()
+    c = buf                                   # another name for the same array
+    np.multiply(buf, b, out=buf)
+    first = np.sum(c * a)
+    y = np.maximum(a, b, out=buf)
+    return first + np.sum(y) + np.sum(c)
+
+
+def jax_out_alias_and_return(a, b):
+    return jnp.sum(a * b * a) + 2.0 * jnp.sum(jnp.maximum(a, b))
+
+
+@pytest.mark.parametrize("inplace", ["1", "0"])
+@pytest.mark.parametrize("fn, oracle, args", [
+    (out_dot, jax_out_dot, (A, M)), (out_loop, jax_out_loop, (A, B)),
+    (out_broadcast, jax_out_broadcast, (A, B)), (out_reductions, jax_out_reductions, (M,)),
+    (out_alias_and_return, jax_out_alias_and_return, (A, B))])
+def test_out_into_a_local_array(monkeypatch, inplace, fn, oracle, args):
+    monkeypatch.setenv("PULLBACK_INPLACE", inplace)
+    kept = [a.copy() for a in args]
+    argnums = tuple(range(len(args)))
+    grads = pb.grad(fn, argnums=argnums)(*args)
+    want = jax.grad(oracle, argnums=argnums)(*args)
+    for i, (g, w) in enumerate(zip(grads, want)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g, central(lambda v: fn(*args[:i], v, *args[i + 1:]), args[i]),
+                                   rtol=1e-6, atol=1e-6)
+    tangents = tuple(np.linspace(-1.0, 1.0, a.size).reshape(a.shape) for a in args)
+    value, tan = pb.jvp(fn, args, tangents)
+    assert value == pytest.approx(fn(*[a.copy() for a in args]), rel=1e-14)
+    assert tan == pytest.approx(float(jax.jvp(oracle, args, tangents)[1]), rel=1e-12)
+    for a, k in zip(args, kept):
+        np.testing.assert_array_equal(a, k)   # the caller's arrays are not written into
+
+
+def out_argument(a, b):
+    np.add(a, b, out=a)
+    return np.sum(a)
+
+
+def out_view(a, b):
+    buf = np.zeros((2, 3))
+    row = buf[0]
+    np.add(a, b, out=row)
+    return np.sum(buf)
+
+
+def out_in_expression(a, b):
+    buf = np.zeros(3)
+    return np.sum(np.add(a, b, out=buf) * 2)
+
+
+def out_where(a, b):
+    buf = np.zeros(3)
+    np.add(a, b, out=buf, where=a > 1)
+    return np.sum(buf)
+
+
+@pytest.mark.parametrize("fn, text, words", [
+    (out_argument, "np.add(a, b, out=a)", ["argument", "y = np.add(...)"]),
+    (out_view, "np.add(a, b, out=row)", ["`row`", "a view"]),
+    (out_in_expression, "np.add(a, b, out=buf)", ["larger expression", "statement of its own"]),
+    (out_where, "np.add(a, b, out=buf, where=a > 1)", ["where=", "np.where"])])
+def test_out_refused_where_it_cannot_be_followed(fn, text, words):
+    for transform in (pb.grad(fn), lambda a, b: pb.jvp(fn, (a, b), (a, b))):
+        with pytest.raises(pb.UnsupportedSyntaxError) as info:
+            transform(A.copy(), B.copy())
+        message = str(info.value)
+        assert text in message and "`out=`" in message and __file__ in message
+        for w in words:
+            assert w in message
+
+
+def user_out(a, out=None):
+    return a * 2.0 if out is None else out
+
+
+def out_of_a_users_function(a):
+    return np.sum(user_out(a, out=a * 3.0))     # (a parameter like any other)
+
+
+def test_out_of_a_users_function_is_a_parameter():
+    np.testing.assert_array_equal(pb.grad(out_of_a_users_function)(A), np.full(3, 3.0))

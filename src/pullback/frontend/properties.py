@@ -57,7 +57,7 @@ from ..runtime.objects import plain_metaclass, property_getter
 from ..runtime.opaque import is_library_code
 from ..runtime.origin import module_name
 
-__all__ = ["follow_properties", "owner_class", "same_property"]
+__all__ = ["follow_properties", "owner_class", "same_property", "static_value"]
 
 
 def follow_properties(tree, namer, parsed):
@@ -202,15 +202,15 @@ def _factory_made(tree, parsed):
             calls.setdefault(n.targets[0].id, []).append(n.value)
     return {name for name, values in calls.items()
             if len(values) == counts.get(name) and all(
-                isinstance(v, gast.Call) and _user_function(_value_of(v.func, parsed))
+                isinstance(v, gast.Call) and _user_function(static_value(v.func, parsed))
                 for v in values)}
 
 
-def _value_of(node, parsed):
+def static_value(node, parsed):
     """What the expression ``node`` (a name, or attributes of one) names
     in the function's globals and captured values, or None."""
     if isinstance(node, gast.Attribute):
-        return getattr(_value_of(node.value, parsed), node.attr, None)
+        return getattr(static_value(node.value, parsed), node.attr, None)
     if not isinstance(node, gast.Name):
         return None
     cell = parsed.closure.get(node.id)

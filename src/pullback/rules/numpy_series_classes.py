@@ -3,13 +3,14 @@
 ``Laguerre`` all evaluate through ``ABCPolyBase.__call__``, which maps the
 argument from the series' domain to its window and sums the basis.
 
-The coefficients are the object's and carry no gradient here: a series
-built from values being differentiated (``Polynomial(c)(x)`` with ``c``
-differentiated) is refused where it is called; write
-``np.polynomial.polynomial.polyval(x, c)`` (or ``chebval``, ``hermeval``...)
-for those, which differentiates in ``c`` too.  In the argument, the
-derivative is the derivative series (``p.deriv()``, with the domain's
-scale) evaluated there.
+The coefficients are the object's and carry no gradient here.  A series
+built in the function and called there (``Polynomial(c)(x)``, or ``p =
+Chebyshev(c, domain=d)`` then ``p(x)``) is written as ``series_value(
+Polynomial, c, x)`` (``frontend.series_calls``), whose rule differentiates
+in ``c`` too: the series is linear in its coefficients, so ``c``'s
+cotangent is each basis polynomial at ``x`` against the output's cotangent.
+In the argument, the derivative is the derivative series (``p.deriv()``,
+with the domain's scale) evaluated there.
 
 Before, a basis polynomial called on the samples; after, the adjoint, which
 reaches the rule through the dispatcher (the series is a value when it runs):
@@ -33,8 +34,9 @@ array([2., 4.])
 """
 from numpy.polynomial._polybase import ABCPolyBase
 
-from pullback.rules.registry import elementwise, facts, vjp
-from pullback.runtime import series_slope
+from pullback.rules.registry import elementwise, facts, jvp, vjp
+from pullback.runtime import (series_basis_cotangent, series_basis_tangent, series_slope,
+                              series_value)
 
 
 @vjp(ABCPolyBase.__call__, nondiff=("self",))
@@ -47,3 +49,18 @@ elementwise(ABCPolyBase.__call__)
 
 # -- facts (rules/registry.py: facts): a new array of the argument's shape -----------
 facts(ABCPolyBase.__call__, fresh=True)
+
+
+@vjp(series_value, nondiff=("cls",))
+def series_value_rule(g, ans, cls, coef, x, domain=None, window=None, symbol="x"):
+    slope = series_slope(cls(coef, domain, window), x)
+    return series_basis_cotangent(g, cls, coef, x, domain, window), g * slope
+
+
+@jvp(series_value)
+def series_value_jvp(t, ans, cls, coef, x, domain=None, window=None, symbol="x"):
+    slope = series_slope(cls(coef, domain, window), x)
+    return series_basis_tangent(t, cls, coef, x, domain, window), t * slope
+
+
+facts(series_value, fresh=True)
