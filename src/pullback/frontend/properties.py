@@ -210,7 +210,10 @@ def static_value(node, parsed):
     """What the expression ``node`` (a name, or attributes of one) names
     in the function's globals and captured values, or None."""
     if isinstance(node, gast.Attribute):
-        return getattr(static_value(node.value, parsed), node.attr, None)
+        base = static_value(node.value, parsed)
+        if not isinstance(base, (types.ModuleType, type, np.ufunc)):
+            return None     # (reading another object's attribute may run its code)
+        return getattr(base, node.attr, None)
     if not isinstance(node, gast.Name):
         return None
     cell = parsed.closure.get(node.id)
