@@ -135,6 +135,26 @@ def test_abc_subclass_as_state():
     np.testing.assert_allclose(tan, jax.jvp(jax_state, (X,), (np.ones(3),))[1], rtol=1e-12)
 
 
+class Filler(abc.ABC):
+    def __init__(self, w):
+        self.w = w
+
+    def fill(self, buf):                  # writes into its argument
+        buf[0] = self.w * 2.0
+
+
+def abc_writing_method(w):
+    m = Filler(w)
+    buf = np.zeros(3)
+    m.fill(buf)
+    return np.sum(buf * np.array([3.0, 1.0, 1.0]))
+
+
+def test_abc_method_writing_into_an_argument():
+    assert pb.grad(abc_writing_method)(1.5) == 6.0
+    assert pb.jvp(abc_writing_method, (1.5,), (2.0,)) == (9.0, 12.0)
+
+
 def test_abstract_class_itself_is_not_made():
     def f(x):
         return Model().loss(x)
