@@ -431,9 +431,20 @@ def jax_out_alias_and_return(a, b):
     return jnp.sum(a * b * a) + 2.0 * jnp.sum(jnp.maximum(a, b))
 
 
+def out_positional(a, b):
+    buf = np.zeros(3)
+    np.add(a, b, buf)                         # a ufunc's output by position
+    np.sin(buf, buf)
+    return np.sum(buf * a)
+
+
+def jax_out_positional(a, b):
+    return jnp.sum(jnp.sin(a + b) * a)
+
+
 @pytest.mark.parametrize("inplace", ["1", "0"])
 @pytest.mark.parametrize("fn, oracle, args", [
-    (out_dot, jax_out_dot, (A, M)), (out_loop, jax_out_loop, (A, B)),
+    (out_positional, jax_out_positional, (A, B)), (out_dot, jax_out_dot, (A, M)), (out_loop, jax_out_loop, (A, B)),
     (out_broadcast, jax_out_broadcast, (A, B)), (out_reductions, jax_out_reductions, (M,)),
     (out_alias_and_return, jax_out_alias_and_return, (A, B))])
 def test_out_into_a_local_array(monkeypatch, inplace, fn, oracle, args):

@@ -4,7 +4,8 @@
 ``buf`` (broadcast to its shape, cast to its dtype), then returns ``buf``.
 Where ``buf`` is a local array the function created (every binding of the
 name is ``buf = np.zeros(...)``, ``np.empty_like(x)``, ``np.array(x)``,
-``x.copy()``...), the call is written as that write, which the mutation
+``x.copy()``...), the call is written as that write (a ufunc's output given
+by position, ``np.add(a, b, buf)``, too), which the mutation
 machinery follows (``analyses.mutation``: the adjoint reads the written
 value's gradient out of ``buf``'s and zeroes it there)::
 
@@ -59,7 +60,8 @@ _FRESH = frozenset({
 def write_out_arguments(fn: gast.FunctionDef, namer, parsed) -> None:
     """Rewrite, in the FunctionDef ``fn`` (in place), NumPy calls with ``out=``
     into writes into the array (module docstring)."""
-    if not any(isinstance(n, gast.keyword) and n.arg == "out" for n in scope_nodes(fn)):
+    if not [n for n in scope_nodes(fn) if isinstance(n, gast.Call) and (
+            any(k.arg == "out" for k in n.keywords) or _positional_out(n, parsed))]:
         return
     fresh = _fresh_arrays(fn, parsed)
 
@@ -125,6 +127,17 @@ def _statement(stmt, fresh, parsed):
                     gast.copy_location(n, call)
         return [write] + after
     return [stmt]
+
+
+def _positional_out(call, parsed):
+    """``np.add(a, b, buf)``: a ufunc's output given by position, moved to
+    ``out=`` (the call changed); whether it was."""
+    ufunc = static_value(call.func, parsed)
+    if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or len(call.args) != ufunc.nin + 1 \
+            or any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    call.keywords.append(gast.keyword(arg="out", value=call.args.pop()))
+    return True
 
 
 def _own_expressions(stmt):
