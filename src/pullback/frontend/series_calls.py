@@ -2,7 +2,7 @@
 
 ``Polynomial(c)(x)`` makes an object from ``c`` and calls it: the object is a
 function value built from ``c``, which pullback does not send gradients
-through.  Written as one call, ``series_value(Polynomial, c, x)``
+through.  Written as one call, ``series_value(Polynomial, c, x=x)``
 (``runtime.series_value``), it is a function of ``c`` and ``x`` with a rule in
 both (``rules.numpy_series_classes``).  A series bound to a name that is only
 called (``p = Chebyshev(c, domain=d)``, then ``p(x)``, ``p(y)``) keeps its
@@ -11,8 +11,8 @@ order, and each call reads them::
 
     p = Chebyshev(c, domain=d)        ->      p_coef = c
     y = p(x) + p(2 * x)                       p_domain = d
-                                              y = series_value(Chebyshev, p_coef, x,
-                                                               domain=p_domain) + ...
+                                              y = series_value(Chebyshev, p_coef,
+                                                               domain=p_domain, x=x) + ...
 
 Applies to the series classes (``Polynomial``, ``Chebyshev``, ``Legendre``,
 ``Hermite``, ``HermiteE``, ``Laguerre``, subclasses of ``ABCPolyBase``) named
@@ -37,7 +37,7 @@ refused where it is made, naming the line).
 >>> print(unparse(parsed.tree).strip())
 def f(c, x):
     p_coef = c * 2.0
-    return series_value(Polynomial, p_coef, x) + series_value(Polynomial, c, x, domain=[0.0, 2.0])
+    return series_value(Polynomial, p_coef, x=x) + series_value(Polynomial, c, domain=[0.0, 2.0], x=x)
 >>> import numpy as np, pullback as pb
 >>> pb.grad(f)(np.array([1.0, 1.0]), 3.0)   # 2 (1, x) + (1, u): u = x - 1 maps [0, 2] to [-1, 1]
 array([3., 8.])
@@ -64,14 +64,15 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
         return
     helper = None
 
-    def value(cls, coef, x, rest):
+    def value(cls, coef, x, rest, where):
         nonlocal helper
         helper = helper or _helper(namer, parsed, "series_value", series_value)
-        call = gast.Call(func=_name(helper), args=[cls, coef, x],
-                         keywords=[gast.keyword(arg=k, value=v) for k, v in rest])
+        # (x last, by keyword: evaluated after the series' arguments, as Python does)
+        call = gast.Call(func=_name(helper), args=[cls, coef],
+                         keywords=[gast.keyword(arg=k, value=v) for k, v in rest + [("x", x)]])
         for n in gast.walk(call):
             if getattr(n, "lineno", None) is None:
-                gast.copy_location(n, x)
+                gast.copy_location(n, where)
         return call
 
     named = _named_series(fn, parsed)
@@ -88,11 +89,10 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
             f = node.func
             if isinstance(f, gast.Name) and f.id in made:
                 cls, coef, rest = made[f.id]
-                return value(cls, _name(coef), node.args[0], [(k, _name(v)) for k, v in rest])
+                return value(cls, _name(coef), node.args[0], [(k, _name(v)) for k, v in rest],
+                             node)
             inner = _arguments(f, parsed) if isinstance(f, gast.Call) else None
-            if inner is None or not (_plain(node.args[0]) or all(_plain(v) for _, v in inner[2])):
-                return node         # (a side effect could run after x's: left as it is)
-            return value(*inner[:2], node.args[0], inner[2])
+            return node if inner is None else value(*inner[:2], node.args[0], inner[2], node)
 
     def block(stmts):
         out = []
@@ -171,18 +171,6 @@ def _named_series(fn, parsed):
             called.setdefault(n.id, []).append(id(n) in calls)
     return {id(stmt): (name, args) for name, (stmt, args) in binds.items()
             if uses[name]["stores"] == 1 and called.get(name) and all(called[name])}
-
-
-def _plain(node):
-    """A value whose evaluation runs no code: a name, a constant, an attribute
-    of one, a list or tuple of those."""
-    if isinstance(node, (gast.List, gast.Tuple)):
-        return all(_plain(e) for e in node.elts)
-    if isinstance(node, gast.UnaryOp):
-        return _plain(node.operand)
-    if isinstance(node, gast.Attribute):
-        return _plain(node.value)
-    return isinstance(node, (gast.Name, gast.Constant))
 
 
 def _name(id_, ctx=None):
