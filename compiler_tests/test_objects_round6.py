@@ -155,6 +155,54 @@ def test_abc_method_writing_into_an_argument():
     assert pb.jvp(abc_writing_method, (1.5,), (2.0,)) == (9.0, 12.0)
 
 
+class Layer(abc.ABC):
+    @abc.abstractmethod
+    def __call__(self, x):
+        ...
+
+
+class Affine(Layer):
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+    def __call__(self, x):
+        return x * self.w + self.b
+
+
+class Tanh2(Layer):
+    def __call__(self, x):
+        return np.tanh(x)
+
+
+def build_layers(p):
+    return [Affine(p[0], p[1]), Tanh2(), Affine(p[2], p[3])]
+
+
+def abc_layers(p, x):
+    h = x
+    for layer in build_layers(p):
+        h = layer(h)
+    return np.sum(h ** 2)
+
+
+def jax_layers(p, x):
+    return jnp.sum((jnp.tanh(x * p[0] + p[1]) * p[2] + p[3]) ** 2)
+
+
+def test_abc_objects_as_values():
+    p, x = np.array([0.5, 0.1, -1.2, 0.3]), np.array([1.0, 2.0])
+    np.testing.assert_allclose(pb.grad(abc_layers)(p, x), jax.grad(jax_layers)(p, x),
+                               rtol=1e-12)
+    out, back = pb.vjp(make_affine, 0.5, 0.1)            # an ABC object as the output
+    assert type(out) is Affine and (out.w, out.b) == (1.0, 0.1)
+    assert back(Affine(1.0, 2.0)) == (2.0, 2.0)
+
+
+def make_affine(w, b):
+    return Affine(w * 2.0, b)
+
+
 def test_abstract_class_itself_is_not_made():
     def f(x):
         return Model().loss(x)
