@@ -92,10 +92,12 @@ def _statement(stmt, fresh, parsed):
             call.keywords.remove(k)     # `out=None`, the default
             continue
         buf = _target(k.value)
-        if buf is None or buf not in fresh:
+        if buf is None or buf in fresh.held:
+            continue    # (`out=self.x`, `out=(a, b)`, `h = self.hist` then `out=h`: refused
+            #              by later passes, naming the attribute: analyses.attributes)
+        if buf not in fresh:
             params = {a.id for a in parsed.tree.args.args + parsed.tree.args.kwonlyargs}
-            what = "several arrays, or an expression" if buf is None else \
-                f"`{buf}`, an argument of the function (the caller's array)" \
+            what = f"`{buf}`, an argument of the function (the caller's array)" \
                 if buf in params else f"`{buf}`, a name not bound only to new arrays (a view " \
                                       "or an alias of another array, a loop variable...)"
             raise parsed.unsupported(
@@ -194,7 +196,15 @@ def _fresh_arrays(fn, parsed):
             bad.add(n.name)
         if isinstance(n, gast.ExceptHandler) and isinstance(n.name, gast.Name):
             bad.add(n.name.id)
-    return ok - bad
+    fresh = _Fresh(ok - bad)
+    fresh.held = {n.targets[0].id for n in scope_nodes(fn) if isinstance(n, gast.Assign)
+                  and isinstance(n.targets[0], gast.Name)
+                  and isinstance(n.value, (gast.Attribute, gast.Subscript))}
+    return fresh
+
+
+class _Fresh(set):
+    """The names of new arrays; ``held``: names bound to an attribute or an item."""
 
 
 def _makes_array(value, parsed):
