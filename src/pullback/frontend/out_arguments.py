@@ -198,9 +198,15 @@ def _fresh_arrays(fn, parsed):
             bad.add(n.name.id)
     fresh = _Fresh(ok - bad)
     fresh.held = {n.targets[0].id for n in scope_nodes(fn) if isinstance(n, gast.Assign)
-                  and isinstance(n.targets[0], gast.Name)
-                  and isinstance(n.value, (gast.Attribute, gast.Subscript))}
+                  and isinstance(n.targets[0], gast.Name) and _of_attribute(n.value)}
     return fresh
+
+
+def _of_attribute(node):
+    """``self.hist``, ``self.hist[0]``: what an attribute holds."""
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    return isinstance(node, gast.Attribute)
 
 
 class _Fresh(set):
