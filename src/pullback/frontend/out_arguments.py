@@ -178,9 +178,10 @@ def _fresh_arrays(fn, parsed):
     ``buf op= v`` (which keeps the array)."""
     ok, bad = set(), {a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
     bad |= {v.id for v in (fn.args.vararg, fn.args.kwarg) if v is not None}
+    # (a nested function may rebind a name by `nonlocal`)
+    bad |= {v for n in gast.walk(fn) if isinstance(n, (gast.Global, gast.Nonlocal))
+            for v in n.names}
     for n in scope_nodes(fn):
-        if isinstance(n, (gast.Global, gast.Nonlocal)):
-            bad.update(n.names)
         if isinstance(n, gast.AugAssign):
             continue
         if isinstance(n, gast.Assign) and len(n.targets) == 1 \
