@@ -354,6 +354,18 @@ def test_series_of_differentiated_coefficients(monkeypatch, inplace, fn, oracle)
     assert tan == pytest.approx(float(jax.jvp(oracle, (C, XS), (tc, tx))[1]), rel=1e-11)
 
 
+def test_series_second_derivatives():
+    # (the helpers' rules are the helpers again: forward over reverse works)
+    def f(c):
+        return series_named(c, XS)
+
+    def j(c):
+        return jax_series_named(c, XS)
+    np.testing.assert_allclose(pb.hessian(f)(C), jax.hessian(j)(C), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(pb.hessian(series_inline, argnums=1)(C, XS),
+                               jax.hessian(jax_series_inline, argnums=1)(C, XS), rtol=1e-10)
+
+
 def series_used_otherwise(c, x):
     p = Polynomial(c)
     return np.sum(p.deriv()(x))

@@ -6,8 +6,9 @@ through.  Written as one call, ``series_value(Polynomial, c, x=x)``
 (``runtime.series_value``), it is a function of ``c`` and ``x`` with a rule in
 both (``rules.numpy_series_classes``).  A series bound to a name that is only
 called (``p = Chebyshev(c, domain=d)``, then ``p(x)``, ``p(y)``) keeps its
-arguments in names of their own, evaluated where ``p`` was made, in Python's
-order, and each call reads them::
+arguments in names of their own (a literal, ``domain=[0.0, 2.0]``, is
+written at each call), evaluated where ``p`` was made, in Python's order,
+and each call reads them::
 
     p = Chebyshev(c, domain=d)        ->      p_coef = c
     y = p(x) + p(2 * x)                       p_domain = d
@@ -44,6 +45,8 @@ array([3., 8.])
 """
 from __future__ import annotations
 
+import copy
+
 import gast
 from numpy.polynomial._polybase import ABCPolyBase
 
@@ -76,10 +79,11 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
         return call
 
     named = _named_series(fn, parsed)
-    made = {}       # series name -> (class node, coef name, [(param, name)])
+    made = {}       # series name -> (class node, coef name, [(param, name or literal)])
     for name, (cls, coef, rest) in named.values():
-        fresh = [namer.fresh(f"{name}_{k}") for k in ["coef"] + [k for k, _ in rest]]
-        made[name] = (cls, fresh[0], [(k, n) for (k, _), n in zip(rest, fresh[1:])])
+        # (a literal, `domain=[-2.0, 3.0]`, is written at each call: a constant there)
+        made[name] = (cls, namer.fresh(f"{name}_coef"),
+                      [(k, v if _literal(v) else namer.fresh(f"{name}_{k}")) for k, v in rest])
 
     class Calls(gast.NodeTransformer):
         def visit_Call(self, node):
@@ -89,8 +93,9 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
             f = node.func
             if isinstance(f, gast.Name) and f.id in made:
                 cls, coef, rest = made[f.id]
-                return value(cls, _name(coef), node.args[0], [(k, _name(v)) for k, v in rest],
-                             node)
+                return value(cls, _name(coef), node.args[0], [
+                    (k, _name(v) if isinstance(v, str) else copy.deepcopy(v)) for k, v in rest],
+                    node)
             inner = _arguments(f, parsed) if isinstance(f, gast.Call) else None
             return node if inner is None else value(*inner[:2], node.args[0], inner[2], node)
 
@@ -101,6 +106,8 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
                 name, (_, coef, rest) = named[id(stmt)]
                 _, held, kept = made[name]
                 for new, v in zip([held] + [n for _, n in kept], [coef] + [v for _, v in rest]):
+                    if not isinstance(new, str):
+                        continue
                     out.append(gast.copy_location(gast.Assign(
                         targets=[_name(new, gast.Store())], value=Calls().visit(v),
                         type_comment=None), stmt))
@@ -171,6 +178,15 @@ def _named_series(fn, parsed):
             called.setdefault(n.id, []).append(id(n) in calls)
     return {id(stmt): (name, args) for name, (stmt, args) in binds.items()
             if uses[name]["stores"] == 1 and called.get(name) and all(called[name])}
+
+
+def _literal(node):
+    """A constant written out: a number, a string, a list or tuple of them."""
+    if isinstance(node, (gast.List, gast.Tuple)):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return _literal(node.operand)
+    return isinstance(node, gast.Constant)
 
 
 def _name(id_, ctx=None):

@@ -8,19 +8,27 @@
 4.0
 
 ``series_value(S, c, x, ...)`` is ``S(c, ...)(x)`` (``frontend.series_calls``
-writes a series made from values being differentiated so): linear in ``c``,
-whose cotangent is each basis polynomial at ``x`` against ``x``'s cotangent:
+writes a series made from values being differentiated so), linear in ``c``;
+``series_derivative`` its ``m``-th derivative in ``x``, and
+``series_basis_cotangent`` the cotangent of ``c``: each basis polynomial
+(differentiated ``m`` times) at ``x`` against ``x``'s cotangent.  Each is
+linear in the coefficients, and the derivatives of each are the others, so
+that their rules serve any order:
 
->>> float(series_value(Polynomial, [1.0, 2.0, 3.0], 2.0))
+>>> float(series_value(Polynomial, [1.0, 2.0, 3.0], 2.0))          # 1 + 2 x + 3 x**2
 17.0
->>> series_basis_cotangent(1.0, Polynomial, [1.0, 2.0, 3.0], 2.0)   # 1, x, x**2
+>>> float(series_derivative(Polynomial, [1.0, 2.0, 3.0], 2.0, m=2))
+6.0
+>>> series_basis_cotangent(1.0, Polynomial, 3, 2.0)                # 1, x, x**2
 array([1., 2., 4.])
+>>> series_basis_cotangent(1.0, Polynomial, 3, 2.0, m=1)           # 0, 1, 2 x
+array([0., 1., 4.])
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["series_slope", "series_value", "series_basis_cotangent", "series_basis_tangent"]
+__all__ = ["series_slope", "series_value", "series_derivative", "series_basis_cotangent"]
 
 
 def series_slope(series, x):
@@ -35,25 +43,20 @@ def series_value(cls, coef, x, domain=None, window=None, symbol="x"):
     return cls(coef, domain, window, symbol)(x)
 
 
-def _basis(cls, coef, x, domain, window):
-    """Each basis polynomial of ``cls(coef, domain, window)`` at ``x`` (first
-    axis: the coefficient's index), and the coefficients' length."""
-    s = cls(coef, domain, window)
-    off, scl = s.mapparms()
-    n = len(s.coef)
-    return s._val(off + scl * np.asarray(x), np.eye(n)), n
+def series_derivative(cls, coef, x, domain=None, window=None, m=1):
+    """The ``m``-th derivative in ``x`` of ``cls(coef, domain, window)(x)``."""
+    series = cls(coef, domain, window)
+    return (series.deriv(m) if m else series)(x)
 
 
-def series_basis_cotangent(g, cls, coef, x, domain=None, window=None):
-    """The cotangent of ``coef`` in ``series_value``: the basis at ``x``
-    against the output's cotangent ``g`` (summed over ``x``'s points)."""
-    basis, n = _basis(cls, coef, x, domain, window)
-    g = np.broadcast_to(g, basis.shape[1:])
-    return np.tensordot(basis, g, axes=g.ndim)
-
-
-def series_basis_tangent(t, cls, coef, x, domain=None, window=None):
-    """The tangent of ``series_value`` along the coefficients' tangent ``t``:
-    the series with coefficients ``t`` at ``x``."""
-    basis, n = _basis(cls, coef, x, domain, window)
-    return np.tensordot(np.broadcast_to(t, (n,)), basis, axes=1)
+def series_basis_cotangent(ct, cls, n, x, domain=None, window=None, m=0):
+    """``sum(ct * d^m/dx^m B_k(x))`` for each of the ``n`` basis polynomials
+    ``B_k`` of ``cls`` (on ``domain``, ``window``): the coefficients'
+    cotangent in ``series_derivative`` (``m`` > 0) and ``series_value``,
+    ``ct`` the output's."""
+    series = cls(np.zeros(n), domain, window)
+    off, scl = series.mapparms()
+    coefs = cls._der(np.eye(n), m, scl) if m else np.eye(n)      # (row j: the k-th's c_j)
+    basis = series._val(off + scl * np.asarray(x), coefs)        # (n,) + x.shape
+    ct = np.broadcast_to(ct, basis.shape[1:])
+    return np.tensordot(basis, ct, axes=ct.ndim)
