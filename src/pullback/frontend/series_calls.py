@@ -15,8 +15,8 @@ and each call reads them::
                                               y = series_value(Chebyshev, p_coef,
                                                                domain=p_domain, x=x) + ...
 
-Applies to the series classes (``Polynomial``, ``Chebyshev``, ``Legendre``,
-``Hermite``, ``HermiteE``, ``Laguerre``, subclasses of ``ABCPolyBase``) named
+Applies to NumPy's series classes (``Polynomial``, ``Chebyshev``, ``Legendre``,
+``Hermite``, ``HermiteE``, ``Laguerre``; not a user's subclass) named
 by the function (a global, a captured value, ``np.polynomial.Polynomial``),
 called with the coefficients and at most ``domain``, ``window`` and
 ``symbol``.  A series used otherwise (``p.deriv()``, ``p.coef``, passed on)
@@ -51,6 +51,7 @@ import gast
 from numpy.polynomial._polybase import ABCPolyBase
 
 from ..ir.build import closure_name as _helper
+from ..runtime.origin import module_name
 from ..runtime.series_support import series_value
 from .properties import static_value
 
@@ -135,8 +136,11 @@ def write_series_calls(fn: gast.FunctionDef, namer, parsed) -> None:
 
 
 def _series_class(func, parsed):
+    """Whether ``func`` names one of NumPy's series classes (a subclass of the
+    user's could evaluate otherwise than the rules say)."""
     cls = static_value(func, parsed)
-    return isinstance(cls, type) and issubclass(cls, ABCPolyBase)
+    return isinstance(cls, type) and issubclass(cls, ABCPolyBase) \
+        and module_name(cls).startswith("numpy.")
 
 
 def _arguments(call, parsed):
