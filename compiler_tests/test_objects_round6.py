@@ -7,6 +7,7 @@ Gradients are checked against exact values, central differences and jax
 (x64); what stays refused is checked for a message naming the user's line and
 the real reason."""
 import abc
+import collections
 
 import numpy as np
 import numpy.polynomial as npp
@@ -281,6 +282,27 @@ def test_array_named_property_of_a_factory_made_object(monkeypatch, inplace):
     value, tan = pb.jvp(factory_box, (W,), (t,))
     assert value == pytest.approx(factory_box(W), rel=1e-15)
     np.testing.assert_allclose(tan, jax.jvp(jax_factory_box, (W,), (t,))[1], rtol=1e-12)
+
+
+def box_argument(b, w):
+    return np.sum(b.T * w) + b.size
+
+
+Pair = collections.namedtuple("Pair", "T size")
+
+
+@pytest.mark.parametrize("inplace", ["1", "0"])
+def test_array_named_property_of_an_argument(monkeypatch, inplace):
+    monkeypatch.setenv("PULLBACK_INPLACE", inplace)
+    g = pb.grad(box_argument)(Box(W), W)
+    np.testing.assert_allclose(g.w, 2.0 * W[::-1] + 2.0 * W, rtol=1e-15)   # (its getters')
+    t = np.array([1.0, -2.0, 0.5])
+    _, tan = pb.jvp(box_argument, (Box(W), W), (Box(t), np.zeros(3)))
+    assert tan == pytest.approx(np.sum(2.0 * t[::-1] * W) + np.sum(2.0 * W * t), rel=1e-14)
+    # a namedtuple's fields of those names stay fields
+    gp = pb.grad(box_argument)(Pair(W, 2.0), W)
+    np.testing.assert_array_equal(gp.T, W)
+    assert gp.size == 1.0
 
 
 def test_array_attributes_of_a_factory_made_array_stay_the_arrays():

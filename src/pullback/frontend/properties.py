@@ -28,7 +28,9 @@ handed, or a reader of a stored attribute of that name::
 
 Names of an array's own attributes (``shape``, ``T``, ``size``) are
 dispatched so only on objects that a call of a user's function made
-(``b = make(w)``); elsewhere they stay field reads, decided when they run.  Other reads of a property where the object
+(``b = make(w)``) and on parameters given an object (neither a number, an
+array nor a container); elsewhere they stay field reads, decided when they
+run.  Other reads of a property where the object
 carries a gradient are refused when the adjoint runs
 (``runtime.core.FieldGrads``).
 
@@ -60,9 +62,11 @@ from ..runtime.origin import module_name
 __all__ = ["follow_properties", "owner_class", "same_property", "static_value"]
 
 
-def follow_properties(tree, namer, parsed):
+def follow_properties(tree, namer, parsed, param_kinds=None):
     """Rewrite, in the FunctionDef ``tree``, reads of properties of objects
-    whose class is known into calls of the getters (module docstring)."""
+    whose class is known into calls of the getters (module docstring).
+    ``param_kinds`` (name -> ``analyses.kinds.Kind``): the parameters given
+    neither numbers, arrays nor containers are objects too."""
     known = _built_here(tree, parsed)
     # objects followed through the methods that change them (method_state):
     # rebound to the changed object, of the same class
@@ -76,7 +80,9 @@ def follow_properties(tree, namer, parsed):
         if getattr(parsed.fn, "__pullback_attribute_read__", None) is None else set()
     # an array's own attribute names (`b.T`, `b.shape`) only on objects a user function
     # made (`b = make(w)`); elsewhere they stay field reads (analyses.settle_attributes)
-    made = _factory_made(tree, parsed) if later & _ARRAY_FIELDS else set()
+    made = _factory_made(tree, parsed) | {p for p, k in (param_kinds or {}).items()
+                                          if getattr(k, "shape", None) == "unknown"} \
+        if later & _ARRAY_FIELDS else set()
     later = (later - _ARRAY_FIELDS) | {(n, b) for n in later & _ARRAY_FIELDS for b in made}
     if not known and me is None and not later:
         return
