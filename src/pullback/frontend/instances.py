@@ -45,9 +45,10 @@ rewritten ``__init__`` (``analyses.callable_facts.called_class``, from ``callees
 
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
-bases), or a class with its own ``__new__``, ``__setattr__``, a metaclass or a
-property among the stored names, is refused naming the class (``__slots__``
-are stored as attributes are).
+bases), or a class with its own ``__new__``, ``__setattr__``, a metaclass (but
+``abc.ABCMeta``: ``class Model(abc.ABC)`` is followed) or a property among the
+stored names, is refused naming the class (``__slots__`` are stored as
+attributes are).
 A property read is a call of its getter where the class is known
 (``frontend.properties``), else refused when the adjoint runs.
 
