@@ -108,8 +108,9 @@ def resolve_ops(t: Transform) -> None:
     t.ops = op_resolver.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures,
-         structure, follow_state, follow_writes, normalize, resolve_ops]
+FRONT = [parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks,
+         pin_list_indices, desugar, lift_closures, structure, follow_state, follow_writes,
+         normalize, resolve_ops]
 
 
 def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:

@@ -64,8 +64,8 @@ import gast
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import closure_name as _helper
 from . import method_state
-from .fresh_loops import (_plain, _resolve, _statement_of, follow_fresh_loops as _follow_fresh_loops,
-                          fresh_objects, state_of)
+from .fresh_loops import (_plain, _resolve, _statement_of, fresh_objects, state_of,
+                          follow_fresh_loops as _follow_fresh_loops)
 from .dict_attributes import attribute_dict_store, item_attribute, whole_read, why_not_owned
 from .method_state import (_load, _located, _state_call_of,
                            _store, _stores_to_values, changes_self, returns_self,
