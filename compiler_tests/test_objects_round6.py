@@ -434,6 +434,40 @@ def code_two_levels(x):
     return middle(x) * x
 
 
+class Doubler:
+    def __init__(self, x):
+        self.x = x
+
+    def step(self, k):                    # a state method with a nested function
+        def inner(y):
+            return np.sin(y) * 2.0
+        same = inner.__code__.co_filename == __file__
+        self.x = inner(self.x) * k * (3.0 if same else 1.0)
+
+
+def state_with_nested(x):
+    s = Doubler(x)
+    s.step(2.0)
+    s.step(0.5)
+    return np.sum(s.x)
+
+
+def jax_state_with_nested(x):
+    for k in (2.0, 0.5):
+        x = jnp.sin(x) * 2.0 * k * 3.0
+    return jnp.sum(x)
+
+
+def test_nested_function_in_a_state_method():
+    # (its returns were rewritten as the method's, `return (self, y)`: a TypeError)
+    x = np.array([0.3, -1.1])
+    np.testing.assert_allclose(pb.grad(state_with_nested)(x),
+                               jax.grad(jax_state_with_nested)(x), rtol=1e-12)
+    _, tan = pb.jvp(state_with_nested, (x,), (np.ones(2),))
+    assert tan == pytest.approx(float(jax.jvp(jax_state_with_nested, (x,), (np.ones(2),))[1]),
+                                rel=1e-12)
+
+
 def test_nested_function_code_is_the_users():
     x = np.array([1.0, 2.0])
     np.testing.assert_allclose(pb.grad(code_of_nested)(x), 2.0 * np.cos(x), rtol=1e-15)
