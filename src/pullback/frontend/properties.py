@@ -219,7 +219,10 @@ def static_value(node, parsed):
         base = static_value(node.value, parsed)
         if not isinstance(base, (types.ModuleType, type, np.ufunc)):
             return None     # (reading another object's attribute may run its code)
-        return getattr(base, node.attr, None)
+        try:
+            return getattr(base, node.attr, None)
+        except Exception:   # (a module's lazy __getattr__ failing to import)
+            return None
     if not isinstance(node, gast.Name):
         return None
     cell = parsed.closure.get(node.id)
