@@ -619,6 +619,28 @@ def test_out_refused_where_it_cannot_be_followed(fn, text, words):
             assert w in message
 
 
+def out_into_integers(a, b):
+    buf = np.zeros(3, dtype=int)
+    np.add(a, b, out=buf)
+    return np.sum(buf * a)
+
+
+def out_complex_into_reals(a, b):
+    buf = np.zeros(3)
+    np.multiply(a, b * 1j, out=buf)
+    return np.sum(buf)
+
+
+@pytest.mark.parametrize("fn", [out_into_integers, out_complex_into_reals])
+def test_out_casts_as_numpy_does(fn):
+    with pytest.raises(TypeError):            # what NumPy raises (not a truncated value)
+        fn(A.copy(), B.copy())
+    with pytest.raises(TypeError, match="cannot cast"):
+        pb.grad(fn)(A, B)
+    with pytest.raises(TypeError, match="cannot cast"):
+        pb.jvp(fn, (A, B), (A, B))
+
+
 def user_out(a, out=None):
     return a * 2.0 if out is None else out
 

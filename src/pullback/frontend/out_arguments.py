@@ -14,6 +14,10 @@ value's gradient out of ``buf``'s and zeroes it there)::
     y = np.multiply(buf, a, out=buf)          buf[...] = np.multiply(buf, a)
                                               y = buf
 
+(each value first checked as NumPy checks what ``out=`` takes:
+``check_out``, so that a complex value into a real array, or a float one
+into an integer array, raises NumPy's error rather than being cast).
+
 The call must be a statement of its own, the value of an assignment or of a
 ``return``; ``out=`` into an argument, into a name bound otherwise (a view,
 an alias, a loop variable), with ``where=``, or into several arrays, is
@@ -35,7 +39,9 @@ NumPy's (a user function's ``out`` parameter is left alone).
 >>> print(unparse(parsed.tree).strip())
 def f(a, b):
     buf = np.empty_like(a)
-    buf[...] = np.add(a, b)
+    np_add_value = np.add(a, b)
+    check_out(np_add_value, buf, 'np.add', False)
+    buf[...] = np_add_value
     y = buf
     return np.dot(y, b)
 """
@@ -45,7 +51,10 @@ import gast
 import numpy as np
 
 from ..analyses.callable_facts import dotted
+from ..ir.build import closure_name as _helper
 from ..ir.walk import scope_nodes
+from ..rules.registry import nondifferentiable
+from ..runtime.objects import check_out
 from ..runtime.origin import module_name
 from .properties import static_value
 
@@ -73,12 +82,12 @@ def write_out_arguments(fn: gast.FunctionDef, namer, parsed) -> None:
                     setattr(stmt, field, block(getattr(stmt, field)))
             for h in getattr(stmt, "handlers", None) or []:
                 h.body = block(h.body)
-            out.extend(_statement(stmt, fresh, parsed))
+            out.extend(_statement(stmt, fresh, namer, parsed))
         return out
     fn.body = block(fn.body)
 
 
-def _statement(stmt, fresh, parsed):
+def _statement(stmt, fresh, namer, parsed):
     """``stmt`` with its ``out=`` calls written as writes (a list)."""
     calls = [n for n in _own_expressions(stmt) if isinstance(n, gast.Call)
              and any(k.arg == "out" for k in n.keywords)]
@@ -117,17 +126,27 @@ def _statement(stmt, fresh, parsed):
                 f"Make the call a statement of its own (`{dotted(call.func)}(..., out={buf})`), "
                 f"then use `{buf}`.")
         call.keywords.remove(k)
-        write = gast.Assign(targets=[gast.Subscript(
-            value=_name(buf, gast.Load()), slice=gast.Constant(Ellipsis, None),
-            ctx=gast.Store())], value=call, type_comment=None)
-        after = [] if isinstance(stmt, gast.Expr) else [stmt]
-        if after:
+        # the value, NumPy's casting check (a complex value into a real array, a float
+        # one into an integer array: the error NumPy raises), then the write
+        value = namer.fresh(f"{dotted(call.func, '_')}_value")
+        check = _helper(namer, parsed, "check_out", check_out)
+        exact = static_value(call.func, parsed) is np.dot
+        new = [gast.Assign(targets=[_name(value, gast.Store())], value=call, type_comment=None),
+               gast.Expr(value=gast.Call(func=_name(check, gast.Load()), args=[
+                   _name(value, gast.Load()), _name(buf, gast.Load()),
+                   gast.Constant(dotted(call.func), None), gast.Constant(exact, None)],
+                   keywords=[])),
+               gast.Assign(targets=[gast.Subscript(
+                   value=_name(buf, gast.Load()), slice=gast.Constant(Ellipsis, None),
+                   ctx=gast.Store())], value=_name(value, gast.Load()), type_comment=None)]
+        if not isinstance(stmt, gast.Expr):
             stmt.value = _name(buf, gast.Load())
-        for s in [write] + after:
+            new.append(stmt)
+        for s in new:
             for n in gast.walk(s):
                 if getattr(n, "lineno", None) is None:
                     gast.copy_location(n, call)
-        return [write] + after
+        return new
     return [stmt]
 
 
@@ -230,3 +249,6 @@ def _makes_array(value, parsed):
 
 def _name(id_, ctx):
     return gast.Name(id=id_, ctx=ctx, annotation=None, type_comment=None)
+
+
+nondifferentiable(check_out)
