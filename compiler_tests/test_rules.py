@@ -870,6 +870,16 @@ for series in (_P.Polynomial([0.5, -1.0, 2.0, 0.25]), _P.Chebyshev([1.0, 2.0, -3
     case(_P._polybase.ABCPolyBase.__call__, lambda G, p=series: [p, G.unit()], RC,
          f32_exact=False)
 
+for cls, kw in ((_P.Polynomial, {}), (_P.Chebyshev, {"domain": [-2.0, 3.0]}),
+                (_P.Laguerre, {"window": [0.0, 2.0]}), (_P.HermiteE, {})):   # (coefficients too)
+    case(runtime.series_value, lambda G, cls=cls: [cls, G.unit((4,)), G.unit((3, 2))], RC,
+         f32_exact=False, **kw)
+    for m in (1, 2):
+        case(runtime.series_derivative, lambda G, cls=cls: [cls, G.unit((4,)), G.unit((3,))],
+             RC, f32_exact=False, m=m, **kw)
+    case(runtime.series_basis_cotangent,
+         lambda G, cls=cls: [G.unit((3, 2)), cls, 4, G.unit((3, 2))], RC, f32_exact=False, **kw)
+
 # (rules.math_special, rules.numpy_assorted)
 for key in (math.lgamma, math.gamma):
     case(key, lambda G: [G.uniform(0.2, 6.0)], F)

@@ -35,7 +35,7 @@ import types
 from .analyses import op_resolver
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
-from .frontend import grown_lists, state_calls, super_calls, writes
+from .frontend import grown_lists, out_arguments, series_calls, state_calls, super_calls, writes
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -57,6 +57,14 @@ def parse(t: Transform) -> None:
     # a variant (frontend.writes) is its function's own source, rewritten
     t.parsed = frontend.parse(getattr(t.fn, "__pullback_variant__", (t.fn,))[0], t.layout)
     t.namer = Namer.for_tree(t.parsed.tree, t.parsed.globals.keys())
+
+
+def write_out_arguments(t: Transform) -> None:
+    out_arguments.write_out_arguments(t.parsed.tree, t.namer, t.parsed)
+
+
+def write_series_calls(t: Transform) -> None:
+    series_calls.write_series_calls(t.parsed.tree, t.namer, t.parsed)
 
 
 def write_super_calls(t: Transform) -> None:
@@ -100,8 +108,9 @@ def resolve_ops(t: Transform) -> None:
     t.ops = op_resolver.resolve(t.normal, t.parsed)
 
 
-FRONT = [parse, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures,
-         structure, follow_state, follow_writes, normalize, resolve_ops]
+FRONT = [parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks,
+         pin_list_indices, desugar, lift_closures, structure, follow_state, follow_writes,
+         normalize, resolve_ops]
 
 
 def front(fn: types.FunctionType) -> tuple[frontend.Parsed, normalize_.Normal, dict]:

@@ -12,7 +12,8 @@ the same front end, analyses and lowering, then the tangents pass
 (``forward/tangents``) in place of the reverse pass.
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
-['parse', 'write_super_calls', 'lower_blocks', 'pin_list_indices', 'desugar',
+['parse', 'write_out_arguments', 'write_series_calls', 'write_super_calls', 'lower_blocks',
+ 'pin_list_indices', 'desugar',
  'lift_closures', 'structure', 'follow_state', 'follow_writes', 'normalize', 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
@@ -35,7 +36,8 @@ from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, follow_state, follow_writes,  # noqa: F401
                     lift_closures,
                     lower_blocks, pin_list_indices,
-                    normalize, parse, resolve_ops, structure, write_super_calls)
+                    normalize, parse, resolve_ops, structure, write_out_arguments, write_series_calls,
+                    write_super_calls)
 from .forward import tangents as tangents_
 from .lowering import lower_broadcasts
 from .reverse import fold_negations as fold_negations_, propagate_copies as propagate_copies_, reverse
@@ -171,7 +173,7 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
     follow_writes,
     normalize, resolve_ops,
     # analyses
@@ -216,7 +218,7 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
     follow_writes,
     normalize,
     resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,

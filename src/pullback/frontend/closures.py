@@ -40,7 +40,9 @@ from ..ir.build import name as _name
 from ..ir.naming import Namer
 from ..rules.registry import nondifferentiable
 from ..runtime import control
+from .nested_attributes import nested_attribute, original_code
 from .parse import Parsed
+from .statement_order import statement_order as _statement_order
 
 __all__ = ["lift_closures"]
 
@@ -158,7 +160,7 @@ class _Lifter:
             at_def.append(gast.copy_location(gast.Assign(
                 targets=[_name(value, gast.Store())], value=d, type_comment=None), d))
             defaults.append((p, value))
-        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults)
+        self.nested[name] = _Nested(lifted_name, captured, nonlocals, params, defaults, node)
         cell = self.parsed.closure[lifted_name] = types.CellType()
         if any(isinstance(n, gast.Name) and n.id == name for s in body for n in gast.walk(s)):
             # a recursive nested function: its calls of itself pass on what it captures
@@ -176,6 +178,8 @@ class _Lifter:
         cell.cell_contents = self.compile(new)
         # (for messages: which of its parameters hold what it captures)
         cell.cell_contents.__pullback_captured__ = (name, tuple(captured))
+        # (the user's code for it: its own nested functions' code objects are in it)
+        cell.cell_contents.__pullback_code__ = original_code(self.parsed, node)
         return at_def
 
     def as_value(self, name, node):
@@ -294,12 +298,13 @@ class _Lifter:
 
 class _Nested:
     """A lifted nested function: its new name, the outer names it captures
-    (passed by keyword), its ``nonlocal`` state, its own parameters, and for
-    each defaulted one the constant or the name holding its default."""
+    (passed by keyword), its ``nonlocal`` state, its own parameters, for
+    each defaulted one the constant or the name holding its default, and
+    the user's ``def`` (``origin``)."""
 
-    def __init__(self, lifted, captured, nonlocals, params, defaults):
+    def __init__(self, lifted, captured, nonlocals, params, defaults, origin=None):
         self.lifted, self.captured, self.nonlocals = lifted, captured, nonlocals
-        self.params, self.defaults = params, defaults
+        self.params, self.defaults, self.origin = params, defaults, origin
 
 
 class _Calls(gast.NodeTransformer):
@@ -351,15 +356,9 @@ class _Calls(gast.NodeTransformer):
         return _name(result)
 
     def visit_Attribute(self, node):
-        """``inner.__code__``: the lifted function's (other name, file, parameters)."""
+        """``inner.__code__``: Python's (``frontend.nested_attributes``)."""
         if isinstance(node.value, gast.Name) and node.value.id in self.lifter.nested:
-            what = f"`{node.value.id}.{node.attr}`"
-            raise self.lifter.parsed.unsupported(
-                node, f"the attribute {what} of the nested function `{node.value.id}`: pullback "
-                      "lifts nested functions, whose attributes (`__code__`, `__name__`...) "
-                      "are then not Python's",
-                f"Read {what} outside the function being differentiated, or define "
-                f"`{node.value.id}` at module level.")
+            return nested_attribute(self.lifter, node, self.lifter.nested[node.value.id])
         return self.generic_visit(node)
 
     def visit_Name(self, node):
@@ -379,59 +378,6 @@ class _InnerCalls:
         for stmt in stmts:
             out.extend(_rewrite_calls(self.lifter, stmt, self.block))
         return out
-
-
-def _statement_order(fn):
-    """For the statements of ``fn`` outside its nested functions: id ->
-    (position in source order, the loops around it); for each name the
-    (position, loops, line) of the statements that assign it (a loop's
-    target is assigned by the loop), and the (block, line) of each binding,
-    ``def`` included."""
-    order, stores, binds = {}, {}, {}
-
-    def visit(stmts, loops):
-        for stmt in stmts:
-            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
-                binds.setdefault(stmt.name, []).append((id(stmts), stmt.lineno, True))
-                continue
-            here = (len(order), stmt.lineno)
-            order[id(stmt)] = (here[0], loops)
-            inner = loops + (id(stmt),) if isinstance(stmt, (gast.For, gast.While)) else loops
-            heads = [stmt.target] if isinstance(stmt, gast.For) else \
-                [] if isinstance(stmt, (gast.If, gast.While, gast.Try)) else [stmt]
-            for head in heads:
-                for n in _walk_outer(head):
-                    if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
-                        stores.setdefault(n.id, []).append(
-                            (here[0], inner if isinstance(stmt, gast.For) else loops, here[1]))
-                        binds.setdefault(n.id, []).append((id(stmts), here[1], isinstance(
-                            stmt, gast.Assign) and isinstance(stmt.value, gast.Lambda)))
-            for field in ("body", "orelse", "finalbody"):
-                visit(getattr(stmt, field, None) or [], inner)
-            for h in getattr(stmt, "handlers", None) or []:
-                if h.name is not None and isinstance(h.name, gast.Name):
-                    stores.setdefault(h.name.id, []).append((here[0], loops, h.lineno))
-                    binds.setdefault(h.name.id, []).append((id(h.body), h.lineno, False))
-                visit(h.body, inner)
-            if isinstance(stmt, (gast.If, gast.While)):
-                for n in _walk_outer(stmt.test):     # a := in a test
-                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                        stores.setdefault(n.id, []).append((here[0], inner, here[1]))
-                        binds.setdefault(n.id, []).append((id(stmts), here[1], False))
-    visit(fn.body, ())
-    return order, stores, binds
-
-
-def _walk_outer(node):
-    """``gast.walk`` that does not enter nested functions, lambdas or comprehensions."""
-    work = [node]
-    while work:
-        n = work.pop()
-        yield n
-        if n is not node and isinstance(n, (gast.FunctionDef, gast.Lambda, gast.ListComp,
-                                            gast.SetComp, gast.DictComp, gast.GeneratorExp)):
-            continue
-        work.extend(gast.iter_child_nodes(n))
 
 
 def _rewrite_calls(lifter, stmt, block):
@@ -476,6 +422,7 @@ def _as_def(name, lam):
     ret = gast.copy_location(gast.Return(value=lam.body), lam.body)
     fn = gast.FunctionDef(name=name, args=lam.args, body=[ret], decorator_list=[],
                           returns=None, type_comment=None, type_params=[])
+    fn.pullback_lambda = True           # (its code object is named `<lambda>`)
     return gast.copy_location(fn, lam)
 
 

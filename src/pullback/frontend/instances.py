@@ -45,9 +45,10 @@ rewritten ``__init__`` (``analyses.callable_facts.called_class``, from ``callees
 
 An ``__init__`` that uses ``self`` otherwise (calls a method, passes ``self``
 on, runs the base's ``__init__`` inside a block, ``super()`` with several
-bases), or a class with its own ``__new__``, ``__setattr__``, a metaclass or a
-property among the stored names, is refused naming the class (``__slots__``
-are stored as attributes are).
+bases), or a class with its own ``__new__``, ``__setattr__``, a metaclass (but
+``abc.ABCMeta``: ``class Model(abc.ABC)`` is followed) or a property among the
+stored names, is refused naming the class (``__slots__`` are stored as
+attributes are).
 A property read is a call of its getter where the class is known
 (``frontend.properties``), else refused when the adjoint runs.
 
@@ -87,7 +88,9 @@ import weakref
 import gast
 
 from ..errors import NonDifferentiableError, PullbackError
+from ..runtime.objects import plain_metaclass
 from .followed import Followed
+from .init_bases import base_class as _base_class, check_descriptor as _check_descriptor
 
 __all__ = ["followed", "why_not_followed", "fields_function", "rewrite_init", "ObjectMaker",
            "NOT_STORED"]
@@ -113,8 +116,9 @@ class ObjectMaker:
 def plain_class(cls):
     """Why objects of the user's class ``cls`` cannot be followed (a
     sentence), or None when its ``__init__`` is one to rewrite."""
-    if type(cls) is not type:
-        return "it has a metaclass"
+    if not plain_metaclass(cls):
+        return (f"its metaclass {type(cls).__name__} may change how its objects are made "
+                f"(pullback knows type and abc.ABCMeta)")
     if cls.__new__ is not object.__new__:
         return "it defines __new__"
     if cls.__setattr__ is not object.__setattr__:
@@ -419,50 +423,3 @@ class _NotStored:
 
 
 NOT_STORED = _NotStored()
-
-
-def _base_class(cls, tree, call, me, parsed):
-    """The class whose __init__ ``call`` runs: ``super().__init__(...)`` or
-    ``Base.__init__(self, ...)``; None for another call; a sentence where it
-    cannot be told."""
-    func = call.func
-    if isinstance(func.value, gast.Call) and isinstance(func.value.func, gast.Name) \
-            and func.value.func.id == "super":
-        if func.value.args:
-            return "__init__ calls `super(...)` with arguments"
-        init = cls.__init__
-        cells = dict(zip(init.__code__.co_freevars, init.__closure__ or ()))
-        home = cells.get("__class__")
-        home = home.cell_contents if home is not None else None
-        mro = cls.__mro__
-        if home not in mro:
-            return "__init__ calls `super()` where its class is not known"
-        if any(len(c.__bases__) > 1 for c in mro):
-            return "__init__ calls `super()` in a class with several bases"
-        for c in mro[mro.index(home) + 1:]:
-            if "__init__" in vars(c):
-                return c
-        return object
-    if isinstance(func.value, gast.Name) and call.args and isinstance(call.args[0], gast.Name) \
-            and call.args[0].id == me:
-        value = parsed.globals.get(func.value.id)
-        cell = parsed.closure.get(func.value.id)
-        if cell is not None:
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                value = None
-        if isinstance(value, type) and value in cls.__mro__ and value is not cls:
-            return value if "__init__" in vars(value) or value is object else next(
-                (c for c in value.__mro__ if "__init__" in vars(c)), object)
-        return f"`{func.value.id}.__init__(self, ...)` runs the __init__ of a class that " \
-               f"is not a base of {cls.__name__}"
-    return None
-
-
-def _check_descriptor(cls, attr, node, refuse):
-    for c in cls.__mro__:
-        d = vars(c).get(attr)
-        if d is not None and hasattr(type(d), "__set__") \
-                and not isinstance(d, types.MemberDescriptorType):   # (a slot: stored as one)
-            refuse(node, f"`{attr}` is a property (or another descriptor) of the class")

@@ -26,8 +26,11 @@ handed, or a reader of a stored attribute of that name::
     q = Normal.from_natural(a, b)      ->      q = Normal.from_natural(a, b)
     return q.mean                              return getter(q, 'mean')(q)
 
-Names of an array's own attributes (``shape``, ``T``, ``size``) stay field
-reads, decided when they run.  Other reads of a property where the object
+Names of an array's own attributes (``shape``, ``T``, ``size``) are
+dispatched so only on objects that a call of a user's function made
+(``b = make(w)``) and on parameters given an object (neither a number, an
+array nor a container); elsewhere they stay field reads, decided when they
+run.  Other reads of a property where the object
 carries a gradient are refused when the adjoint runs
 (``runtime.core.FieldGrads``).
 
@@ -52,16 +55,18 @@ import gast
 import numpy as np
 
 from ..ir.build import closure_name as _helper
-from ..runtime.objects import property_getter
+from ..runtime.objects import plain_metaclass, property_getter
 from ..runtime.opaque import is_library_code
 from ..runtime.origin import module_name
 
-__all__ = ["follow_properties", "owner_class", "same_property"]
+__all__ = ["follow_properties", "owner_class", "same_property", "static_value"]
 
 
-def follow_properties(tree, namer, parsed):
+def follow_properties(tree, namer, parsed, param_kinds=None):
     """Rewrite, in the FunctionDef ``tree``, reads of properties of objects
-    whose class is known into calls of the getters (module docstring)."""
+    whose class is known into calls of the getters (module docstring).
+    ``param_kinds`` (name -> ``analyses.kinds.Kind``): the parameters given
+    neither numbers, arrays nor containers are objects too."""
     known = _built_here(tree, parsed)
     # objects followed through the methods that change them (method_state):
     # rebound to the changed object, of the same class
@@ -73,6 +78,12 @@ def follow_properties(tree, namer, parsed):
         me = None                   # `self` rebound: its class is not known
     later = _run_time_names(parsed) \
         if getattr(parsed.fn, "__pullback_attribute_read__", None) is None else set()
+    # an array's own attribute names (`b.T`, `b.shape`) only on objects a user function
+    # made (`b = make(w)`); elsewhere they stay field reads (analyses.settle_attributes)
+    made = _factory_made(tree, parsed) | {p for p, k in (param_kinds or {}).items()
+                                          if getattr(k, "shape", None) == "unknown"} \
+        if later & _ARRAY_FIELDS else set()
+    later = (later - _ARRAY_FIELDS) | {(n, b) for n in later & _ARRAY_FIELDS for b in made}
     if not known and me is None and not later:
         return
     local = set(_stored_once(tree)) | {a.id for a in tree.args.args + tree.args.kwonlyargs}
@@ -94,11 +105,15 @@ def follow_properties(tree, namer, parsed):
                 return node
             name = node.value.id
             cls = known.get(name) or (owner if name == me else None)
-            if cls is None and name in local and node.attr in later:
+            if cls is None and name in local and (node.attr in later
+                                                  or (node.attr, name) in later):
                 return _read_when_run(namer, parsed, node)
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
                 return node
+            if name == me and name not in known and _overridden(cls, node.attr, prop):
+                # (an abstract property, or one a subclass overrides: `self`'s class picks)
+                return _read_when_run(namer, parsed, node)
             getter = _helper(namer, parsed, f"{cls.__name__}_{node.attr}", prop.fget)
             if name == me and name not in known:
                 checks[node.attr] = (cls, prop)
@@ -174,13 +189,55 @@ def _run_time_names(parsed):
         names.update(k for c in cls.__mro__ for k, v in vars(c).items()
                      if type(v) is property and isinstance(v.fget, types.FunctionType))
         todo.extend(type.__subclasses__(cls))
-    # (an array's own attributes, `x.shape`, `x.T`, stay field reads: decided when they
-    # run, analyses.ops.settle_attributes, where a property of that name is refused)
-    return names - _ARRAY_FIELDS
+    return names
 
 
 _NOT_USERS = ("builtins", "numpy", "scipy", "jax", "math")
 _ARRAY_FIELDS = frozenset(a for a in dir(np.ndarray) if not callable(getattr(np.ndarray, a)))
+
+
+def _factory_made(tree, parsed):
+    """The local names bound only by calls of the user's own functions
+    (``b = make(w)``, ``q = Normal.from_natural(a, b)``): objects whose class
+    is known when the call runs."""
+    counts = _stored_once(tree)
+    calls = {}
+    for n in gast.walk(tree):
+        if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                and isinstance(n.targets[0], gast.Name):
+            calls.setdefault(n.targets[0].id, []).append(n.value)
+    return {name for name, values in calls.items()
+            if len(values) == counts.get(name) and all(
+                isinstance(v, gast.Call) and _user_function(static_value(v.func, parsed))
+                for v in values)}
+
+
+def static_value(node, parsed):
+    """What the expression ``node`` (a name, or attributes of one) names
+    in the function's globals and captured values, or None."""
+    if isinstance(node, gast.Attribute):
+        base = static_value(node.value, parsed)
+        if not isinstance(base, (types.ModuleType, type, np.ufunc)):
+            return None     # (reading another object's attribute may run its code)
+        try:
+            return getattr(base, node.attr, None)
+        except Exception:   # (a module's lazy __getattr__ failing to import)
+            return None
+    if not isinstance(node, gast.Name):
+        return None
+    cell = parsed.closure.get(node.id)
+    if cell is not None:
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return None
+    return parsed.globals.get(node.id)
+
+
+def _user_function(fn):
+    fn = getattr(fn, "__func__", fn)
+    return isinstance(fn, types.FunctionType) and not is_library_code(fn) \
+        and module_name(fn).split(".")[0] not in _NOT_USERS + ("pullback",)
 
 
 def same_property(obj, attr, prop):
@@ -197,6 +254,24 @@ def same_property(obj, attr, prop):
         "as the base's property; pullback differentiated the method with the base's.",
         hint=f"Call the method on an object of the base class, or read `.{attr}` in a method "
              f"of {type(obj).__name__} itself.")
+
+
+def _overridden(cls, attr, prop):
+    """Whether ``prop``, ``cls``'s property ``attr``, is abstract or a subclass of
+    ``cls`` defines ``attr`` again: a method of ``cls`` reading ``self.attr``
+    reads the one of ``self``'s class."""
+    if getattr(prop.fget, "__isabstractmethod__", False):
+        return True
+    todo, seen = list(type.__subclasses__(cls)), set()
+    while todo:
+        c = todo.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if attr in vars(c):
+            return True
+        todo.extend(type.__subclasses__(c))
+    return False
 
 
 def owner_class(fn):
@@ -256,7 +331,7 @@ def _built_here(tree, parsed):
                     value = cell.cell_contents
                 except ValueError:
                     value = None
-            if isinstance(value, type) and type(value) is type \
+            if isinstance(value, type) and plain_metaclass(value) \
                     and value.__new__ is object.__new__:
                 out[name] = value
     return out

@@ -69,7 +69,7 @@ def follow_writes(tree, namer, parsed, param_kinds, marker=None):
     containers hold are checked before they run (``held_writes``)."""
     attribute_reads(tree, namer, parsed)
     split_lists(tree, namer, parsed)
-    follow_properties(tree, namer, parsed)
+    follow_properties(tree, namer, parsed, param_kinds)
     write_views(tree, namer, parsed)
     guard_held_writes(tree, namer, parsed)
     locals_ = {a.id for a in tree.args.args} | {

@@ -39,6 +39,7 @@ import gast
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import assign_located, closure_name as _helper, located, name as _name
+from ..runtime.objects import plain_metaclass
 from .call_guards import no_attribute_store as _no_attribute_store, no_writer as _no_writer
 from .attribute_stores import attribute_stores
 from .function_scans import (_known_method, bound_arguments as _bound,
@@ -387,7 +388,7 @@ def _method_function(cls, attr):
     holds that name (checked when the call runs): ``C`` made by ``type``,
     with neither ``__new__`` nor ``__getattr__``/``__getattribute__`` of its
     own; else None."""
-    if type(cls) is not type or cls.__new__ is not object.__new__:
+    if not plain_metaclass(cls) or cls.__new__ is not object.__new__:
         return None
     if any(k in c.__dict__ for c in cls.__mro__[:-1]
            for k in ("__getattr__", "__getattribute__")):

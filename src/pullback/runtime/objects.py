@@ -41,6 +41,7 @@ True
 """
 from __future__ import annotations
 
+import abc
 import linecache
 import types
 
@@ -48,7 +49,29 @@ import numpy as np
 
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
-__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter"]
+__all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
+           "plain_metaclass", "check_out"]
+
+# Metaclasses whose classes make, and look attributes up on, their objects as
+# ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
+# ``object.__new__`` (which ``new_object`` and ``with_attribute`` run too) and
+# ``register`` for ``isinstance``.
+_PLAIN_METACLASSES = (type, abc.ABCMeta)
+
+
+def plain_metaclass(cls):
+    """Whether ``cls`` is made by ``type`` or ``abc.ABCMeta`` (``class
+    Model(abc.ABC)``), not by a metaclass that may change how its objects are
+    made or read.
+
+    >>> class M(abc.ABC):
+    ...     pass
+    >>> class Meta(type):
+    ...     pass
+    >>> plain_metaclass(M), plain_metaclass(int), plain_metaclass(Meta("C", (), {}))
+    (True, True, False)
+    """
+    return type(cls) in _PLAIN_METACLASSES
 
 
 def with_attribute(obj, name, value, like=None):
@@ -146,3 +169,25 @@ def _reader(name):
         fn.__pullback_rule_wrapper__ = True     # made by pullback, differentiated as a user's
         fn.__pullback_attribute_read__ = name   # (never rewritten again: frontend.properties)
     return fn
+
+
+def check_out(value, buf, where, exact=False):
+    """Raise NumPy's error where ``where(..., out=buf)`` would not take
+    ``value`` (``frontend.out_arguments`` writes it as ``buf[...] = value``,
+    which casts anything): a ufunc casts only within a kind (``same_kind``:
+    no complex into a real array, no float into an integer one), ``np.dot``
+    not at all.
+
+    >>> check_out(np.ones(2), np.zeros(2, np.float32), "np.add")
+    >>> check_out(np.ones(2) * 1j, np.zeros(2), "np.multiply")
+    Traceback (most recent call last):
+    ...
+    TypeError: np.multiply(..., out=...) cannot cast its complex128 result into the float64 array given as out= (NumPy casts within a kind only)
+    """
+    have, want = np.result_type(value), np.result_type(buf)
+    if have == want or (not exact and np.can_cast(have, want, "same_kind")):
+        return
+    raise TypeError(f"{where}(..., out=...) cannot cast its {have} result into the {want} "
+                    "array given as out= (NumPy " + (
+                        "takes an array of the result's dtype only)" if exact else
+                        "casts within a kind only)"))
