@@ -114,3 +114,4 @@ def test_rows_of_a_matrix_given_to_a_library_call_leave_the_input_writable():
     assert isinstance(err.value, NonDifferentiableError) and "zip" in str(err.value)
     assert x.flags.writeable
     x[0] = 1.0
+
