@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/quickstart.py
 
+# one worker per core (pytest-xdist): the suite is about 11 CPU-minutes
 test: $(STAMP)
-	$(PY) -m pytest compiler_tests
+	$(PY) -m pytest -n auto compiler_tests
 
 # pyflakes and pycodestyle's errors (pyproject.toml [tool.ruff]); ruff is in the dev extra
 lint: $(STAMP)

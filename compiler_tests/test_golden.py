@@ -85,6 +85,8 @@ def f_adjoint(residuals, out_bar):
     assert generated(src, *(np.ones((3, 4)), np.ones(4))) == expected
 
 def test_user_helper():
+    # a and b, items of what split returns, are of kinds the transform does not
+    # know: `a * b` is checked not to be an object's own `__mul__` (operator_guards)
     src = """
 def f(x):
     a, b = split(x)
@@ -96,6 +98,7 @@ def f_primal(x):
     split_x, split_x_res = split_primal(x)
     a, b = split_x
     # line 3: return np.sum(a * b)
+    plain_operands('*', a, b)
     a_b = a * b
     out = np.sum(a_b)
     return (out, (meta(a_b), b, a, split_x, split_x_res, x))

@@ -50,10 +50,17 @@ def fresh(monkeypatch, tmp_path):
 
 
 def import_from(directory, name, monkeypatch):
+    """``name`` imported from ``directory``; it and the modules it imported from
+    there are dropped from ``sys.modules`` after the test.  (Only those: a
+    library first imported meanwhile stays, as the rules registered when it
+    imported are keyed by its functions.)"""
     monkeypatch.syspath_prepend(str(directory))
     sys.modules.pop(name, None)
+    before = set(sys.modules)
     module = importlib.import_module(name)
-    monkeypatch.setattr(sys, "modules", dict(sys.modules))      # (dropped afterwards)
+    for key in set(sys.modules) - before:
+        if (getattr(sys.modules[key], "__file__", None) or "").startswith(str(directory)):
+            monkeypatch.setitem(sys.modules, key, sys.modules.pop(key))   # undone: dropped
     return module
 
 

@@ -29,6 +29,7 @@ import gast
 from .analyses import (activity as activity_, aliases, attributes, defuse, item_stores, kinds,
                        mutation, updates)
 from .analyses import op_resolver
+from .analyses.operator_guards import guard_operators as guard_operators_
 from .analyses.settle_attributes import settle_attributes
 from .backend import loader
 from .again import transforming_again
@@ -89,6 +90,10 @@ def check_updates(t: Transform) -> None:
 
 def check_mutation(t: Transform) -> None:
     t.written = frozenset(mutation.check(t.normal, t.ops, t.parsed, t.kinds))
+
+
+def guard_operators(t: Transform) -> None:
+    guard_operators_(t.normal, t.ops, t.kinds, t.act.varied, t.parsed)
 
 
 # -- lowering for large arrays (lower_broadcasts' four steps) ---------------------
@@ -178,7 +183,7 @@ STEPS = [
     normalize, resolve_ops,
     # analyses
     infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes, check_updates,
-    check_mutation,
+    check_mutation, guard_operators,
     # lowering for large arrays (lowering/lower_broadcasts)
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # reverse pass (reverse/reverse)
@@ -222,7 +227,7 @@ FORWARD_STEPS = [
     follow_writes,
     normalize,
     resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,
-    check_updates, check_mutation,
+    check_updates, check_mutation, guard_operators,
     inline_closures, vectorize_calls, refresh_activity, lower_regions,
     # the tangents pass (forward/tangents), then the back end
     find_written, tangents, load_forward,

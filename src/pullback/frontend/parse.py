@@ -231,12 +231,26 @@ def _parse_file(filename, fn):
             hint="Write the function with def on lines of its own.") from None
 
 
+def _lambda_of_code(lambdas, code):
+    """Of several lambdas on one line, the one whose span holds every
+    position (line, column) of ``code``'s instructions; the innermost, where
+    one lambda holds another (``lambda x: g(lambda y: y * x)``)."""
+    where = {(line, col) for line, _, col, end in code.co_positions()
+             if line is not None and col is not None and (col, end) != (0, 0)}
+    found = [n for n in lambdas if where and all(
+        (n.lineno, n.col_offset) <= p < (n.end_lineno, n.end_col_offset) for p in where)]
+    return sorted(found, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset)
+                  )[:1]
+
+
 def _find_function(module, fn, filename):
     code = fn.__code__
     if code.co_name == "<lambda>":
         lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
                    and n.lineno == code.co_firstlineno
                    and [a.id for a in n.args.args] == list(code.co_varnames[:code.co_argcount])]
+        if len(lambdas) > 1:
+            lambdas = _lambda_of_code(lambdas, code)
         if len(lambdas) != 1:
             raise SourceUnavailableError(
                 f"Cannot tell which lambda on line {code.co_firstlineno} of {filename} "

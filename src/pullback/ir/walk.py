@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import gast
 
-__all__ = ["all_statements", "own_nodes", "scope_nodes"]
+__all__ = ["all_statements", "own_nodes", "scope_nodes", "statement_lists"]
 
 
 def all_statements(stmts: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
@@ -27,6 +27,17 @@ def all_statements(stmts: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
         yield s
         for field in ("body", "orelse"):
             yield from all_statements(getattr(s, field, None) or [])
+
+
+def statement_lists(stmts):
+    """``stmts`` and every statement list nested in it (loops' and branches'
+    bodies and ``else`` parts), outermost first."""
+    yield stmts
+    for s in stmts:
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                yield from statement_lists(inner)
 
 
 def own_nodes(stmt: gast.stmt) -> list[gast.AST]:

@@ -47,7 +47,7 @@ from ..analyses import purity
 from ..analyses.callable_facts import dotted, static_value
 from ..analyses.ops import OpKind
 from ..errors import UnsupportedSyntaxError
-from ..ir.walk import own_nodes
+from ..ir.walk import own_nodes, statement_lists
 from .kernel_programs import Program, Step
 from .kernel_text import BINARY, UNARY, Cast
 
@@ -57,13 +57,7 @@ __all__ = ["blocks", "name_counts", "readers_of", "operands_of", "find_regions",
 
 # -- def-use over blocks ----------------------------------------------------------------
 
-def blocks(body):
-    yield body
-    for stmt in body:
-        for field in ("body", "orelse"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
-                yield from blocks(inner)
+blocks = statement_lists      # every statement list of a body, outermost first
 
 
 def name_counts(body, ctx):

@@ -30,6 +30,7 @@ def f_adjoint(residuals, out_bar):
 >>> math.isclose(pb.grad(f)(x), math.exp(x) * (math.log(x) + 1 / x))
 True
 """
+import copy
 import math
 import operator
 
@@ -253,6 +254,16 @@ def sequence(g, ans, iterable):
     # tuple(x), list(x): one element per element of x (a tuple, list or array);
     # an iterator, consumed by now, by the identity of what it gave (runtime.opaque)
     return items_cotangent(iterable, ans, g)
+
+
+@vjp(copy.copy, copy.deepcopy, nondiff=("memo",))
+def copied(g, ans, x, memo=None):
+    # a copy of a structure (dicts, lists, objects, arrays) is the same values:
+    # the cotangent of each leaf goes to the leaf it was copied from
+    return (g,)
+
+
+linear(copy.copy, copy.deepcopy)
 
 
 @vjp(max, min)

@@ -176,8 +176,18 @@ class _Protect:
                 a = a.base
 
     def restore(self):
-        for a in reversed(self.changed):
+        # an array's base first: NumPy refuses a view write access while its base has none
+        # (rows of one matrix, each protected with the matrix above it)
+        for a in sorted(self.changed, key=_depth):
             a.flags.writeable = True
+
+
+def _depth(a):
+    """How many arrays lie under ``a`` (its base, its base's base, ...)."""
+    n = 0
+    while isinstance(a.base, np.ndarray):
+        a, n = a.base, n + 1
+    return n
 
 
 def callee_name(fn):

@@ -21,7 +21,8 @@ import numpy as np
 
 from .structures import is_structure
 
-__all__ = ["indexable", "mapping_keys", "number_to_update", "same_method", "store_attribute",
+__all__ = ["indexable", "mapping_keys", "number_to_update", "plain_operands", "same_method",
+           "store_attribute",
            "update_attribute"]
 
 
@@ -77,6 +78,54 @@ def number_to_update(y, name):
         f"share: here `{name}` holds a value of type {type(y).__name__}, not a number.",
         hint=f"Write `{name} = {name} + ...` (or -, *) to make a new array, if that is what "
              "you mean.")
+
+
+_PLAIN = frozenset({float, int, bool, complex, np.ndarray, np.float64, np.float32,
+                    np.complex128, np.int64, np.bool_, list, tuple, str, range, type(None)})
+_ARRAY_LIBRARIES = ("jax", "jaxlib", "dask", "cupy", "torch")
+
+
+def plain_operands(symbol, *values):
+    """Check, where ``a + b`` (or ``-a``, ``a @ b``, ...) of values the
+    transform could not prove numbers runs, that each is a number, an array
+    (NumPy's or another library's), or a list, tuple or string: the rule the
+    transform applied is arithmetic's (or joining's, for lists).  An object of
+    a class of its own computes ``+`` with its ``__add__``, which may be
+    anything, so it is refused here (the loader adds the user's line).
+
+    >>> plain_operands("+", 1.0, np.ones(2))
+    >>> class V:
+    ...     def __add__(self, o): return self
+    >>> plain_operands("+", V(), 1.0)
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: pullback cannot differentiate `+` of a V: its class defines what `+` computes (`__add__`, `__radd__`), and pullback follows arithmetic on numbers and arrays only.
+    Call the method as a method, which pullback follows into (`a.__add__(b)`), or a method of your own (`a.plus(b)`).
+    """
+    for v in values:
+        t = type(v)
+        if t in _PLAIN or isinstance(v, (numbers.Number, np.ndarray, np.generic, list, tuple)) \
+                or t.__module__.partition(".")[0] in _ARRAY_LIBRARIES:
+            continue
+        from ..errors import UnsupportedSyntaxError
+        dunder, shown = _DUNDERS.get(symbol, ""), symbol.replace("unary ", "")
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{shown}` of a {t.__name__}: its class defines "
+            f"what `{shown}` computes ({dunder}), and pullback follows arithmetic on numbers "
+            "and arrays only.",
+            hint="Call the method as a method, which pullback follows into "
+                 f"({_CALLED.get(symbol, '`a.__add__(b)`')}), or a method of your own "
+                 f"(`{'a.negated()' if shown != symbol else 'a.plus(b)'}`).")
+
+
+_DUNDERS = {s: f"`__{n}__`, `__r{n}__`" for s, n in (
+    ("+", "add"), ("-", "sub"), ("*", "mul"), ("/", "truediv"), ("//", "floordiv"),
+    ("%", "mod"), ("**", "pow"), ("@", "matmul"))}
+_DUNDERS.update({"unary -": "`__neg__`", "unary +": "`__pos__`"})
+_CALLED = {s: f"`a.__{n}__(b)`" for s, n in (
+    ("+", "add"), ("-", "sub"), ("*", "mul"), ("/", "truediv"), ("//", "floordiv"),
+    ("%", "mod"), ("**", "pow"), ("@", "matmul"))}
+_CALLED.update({"unary -": "`a.__neg__()`", "unary +": "`a.__pos__()`"})
 
 
 def store_attribute(obj, name, value):
