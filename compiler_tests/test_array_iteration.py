@@ -300,7 +300,7 @@ def test_pairwise_of_a_list_argument():
     assert dot == pytest.approx(sum(np.sum(a * t) for a, t in zip(g, ts)), rel=1e-12)
 
 
-@pytest.mark.parametrize("f", [pairwise_loop, "zip_shifted"], ids=str)
+@pytest.mark.parametrize("f", [pairwise_loop, "zip_shifted"], ids=["pairwise_loop", "zip_shifted"])
 def test_squared_steps_exact(f):
     check_both_modes(globals()[f] if isinstance(f, str) else f, X, exact=_squared_steps_grad(X))
 
