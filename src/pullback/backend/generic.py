@@ -326,6 +326,7 @@ def _rebind(module, xp, made):
 
 
 from ..runtime import layout_support as _layout_support            # noqa: E402
+from ..runtime import contraction_support as _contraction_support  # noqa: E402
 from ..runtime import linalg_support as _linalg_support            # noqa: E402
 from ..runtime import fft_support as _fft_support                  # noqa: E402
 from ..runtime import scipy_support as _scipy_support              # noqa: E402
@@ -340,8 +341,8 @@ _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
                     "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
                     "unconcatenate", "unstack", "untranspose", "ravel_grad"),
-    _layout_support: ("einsum_grads", "atleast_grads",
-                      "tile_grad", "diff_grad", "kron_grads", "cross_grads", "linspace_grads"),
+    _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads"),
+    _contraction_support: ("einsum_grads", "kron_grads", "cross_grads"),
     _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
                       "norm_grad", "pinv_grad", "hermitian_grad", "det_grad", "cholesky_grad",
                       "eigh_grad", "svd_grad", "qr_grad", "matrix_power_grad",

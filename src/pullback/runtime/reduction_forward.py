@@ -197,7 +197,7 @@ def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fals
 def cummax_jvp(t, ans, a, axis=0):
     """Tangent of ``np.maximum.accumulate(a, axis)`` (and ``minimum``): the
     mean of the tangents of the tied winners ``j <= i`` (as ``cummax_grad``)."""
-    from .layout_support import running_winners
+    from .quantile_support import running_winners
     axis = 0 if axis is None else axis
     hit, first, end, count = running_winners(a, ans, axis)
     ht = np.where(hit, np.moveaxis(np.broadcast_to(t, np.shape(a)), axis, -1), 0)
@@ -219,7 +219,7 @@ def logaddexp_reduce_jvp(t, ans, a, axis=0, keepdims=False, base=None):
 def quantile_jvp(t, ans, a, q, axis=None, keepdims=False, method="linear", weights=None):
     """Tangent of ``np.quantile(a, q, axis)``: the tangents of the two sorted
     elements each output interpolates, weighted as ``quantile_grad``."""
-    from .layout_support import quantile_parts
+    from .quantile_support import quantile_parts
     flat, order, lo, hi, f, perm, shape = quantile_parts(a, q, axis, method, weights)
     tm = np.transpose(np.broadcast_to(t, np.shape(a)), perm)
     ts = np.take_along_axis(np.reshape(tm, flat.shape), order, -1)
@@ -231,7 +231,7 @@ def quantile_jvp(t, ans, a, q, axis=None, keepdims=False, method="linear", weigh
 def series_jvp(t, x, c, kind, which):
     """Tangent of a series' value (``layout_support.series_grad``): ``t`` times
     the derivative series at ``x``, or the series of the coefficients' tangent."""
-    from .layout_support import _series
+    from .quantile_support import _series
     val, der, _, cs = _series(kind, c)
     if which == "x":
         return t * val(x, der(cs))
@@ -250,7 +250,7 @@ def ediff1d_jvp(t, ary, to_end=None, to_begin=None):
 
 def vander_jvp(t, x, N=None, increasing=False):
     """Tangent of ``np.vander(x, N, increasing)``: ``t_i k_j x_i ** (k_j - 1)``."""
-    from .layout_support import vander_powers
+    from .quantile_support import vander_powers
     k = vander_powers(x, N, increasing)
     x = np.asarray(x)
     t = np.asarray(t)
