@@ -327,7 +327,9 @@ def _rebind(module, xp, made):
 
 from ..runtime import layout_support as _layout_support            # noqa: E402
 from ..runtime import contraction_support as _contraction_support  # noqa: E402
+from ..runtime import quantile_support as _quantile_support        # noqa: E402
 from ..runtime import linalg_support as _linalg_support            # noqa: E402
+from ..runtime import linalg_forward as _linalg_forward            # noqa: E402
 from ..runtime import fft_support as _fft_support                  # noqa: E402
 from ..runtime import scipy_support as _scipy_support              # noqa: E402
 
@@ -341,13 +343,19 @@ _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
                     "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
                     "unconcatenate", "unstack", "untranspose", "ravel_grad"),
-    _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads"),
-    _contraction_support: ("einsum_grads", "kron_grads", "cross_grads"),
+    _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads",
+                      "cumprod_grad", "cumprod_jvp", "cov_grad", "cov_jvp"),
+    _contraction_support: ("einsum_grads", "kron_grads", "cross_grads", "diagonal_grad",
+                           "trace_grad", "diag_grad"),
+    _quantile_support: ("quantile_grad", "quantile_jvp"),
+    _forward_support: ("sort_jvp", "prod_jvp", "norm_jvp", "reshape_tangent", "ravel_tangent",
+                       "add_tangents"),
     _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
                       "norm_grad", "pinv_grad", "hermitian_grad", "det_grad", "cholesky_grad",
                       "eigh_grad", "svd_grad", "qr_grad", "matrix_power_grad",
-                      "multi_dot_grad"),
-    _fft_support: ("fft_grad",),
+                      "multi_dot_grad", "lstsq_grad"),
+    _linalg_forward: ("lstsq_jvp", "eig_jvp", "eigvals_jvp"),
+    _fft_support: ("fft_grad", "eig_grad"),
     _scipy_support: ("sp_digamma", "sp_polygamma", "logsumexp_grad", "xlogy_grad",
                      "multigammaln_grad"),
 }

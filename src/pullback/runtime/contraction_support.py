@@ -16,6 +16,7 @@ from __future__ import annotations
 import string
 
 import numpy as np
+import numpy as _numpy      # the diagonal's mask: never rebound to another namespace
 
 from .core import unbroadcast
 
@@ -150,20 +151,27 @@ def cross_grads(g, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def diagonal_grad(g, a, offset=0, axis1=0, axis2=1):
-    """Cotangent of ``np.diagonal(a, offset, axis1, axis2)``: ``g`` on that diagonal."""
-    out = np.zeros(np.shape(a), _dtype(g))
-    view = np.moveaxis(out, (axis1, axis2), (-2, -1))
-    k = np.arange(np.shape(g)[-1])
-    view[..., k + max(-offset, 0), k + max(offset, 0)] = g
-    return out
+    """Cotangent of ``np.diagonal(a, offset, axis1, axis2)``: ``g`` on that
+    diagonal, zeros elsewhere.  Built, not written (``g`` padded to a column
+    of the matrix and put where the diagonal is), so that it runs on traced
+    and lazy arrays."""
+    shape = tuple(np.shape(a))
+    nd = len(shape)
+    axis1, axis2 = axis1 % nd, axis2 % nd
+    n1, n2 = shape[axis1], shape[axis2]
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    k = max(0, min(n1 - r0, n2 - c0))
+    lead = tuple(n for d, n in enumerate(shape) if d not in (axis1, axis2))
+    g = np.broadcast_to(g, lead + (k,))
+    rows = np.pad(g, [(0, 0)] * len(lead) + [(r0, n1 - k - r0)])        # (..., n1)
+    on = _numpy.arange(n2)[None, :] - _numpy.arange(n1)[:, None] == offset
+    out = np.where(on, rows[..., :, None], np.zeros((), rows.dtype))     # (..., n1, n2)
+    return np.moveaxis(out, (-2, -1), (axis1, axis2))
 
 
 def trace_grad(g, a, offset=0, axis1=0, axis2=1):
     """Cotangent of ``np.trace(a, offset, axis1, axis2)``: ``g`` along the diagonal."""
-    n1, n2 = np.shape(a)[axis1], np.shape(a)[axis2]
-    n = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-    g = np.asarray(g)
-    return diagonal_grad(np.broadcast_to(g[..., None], g.shape + (n,)), a, offset, axis1, axis2)
+    return diagonal_grad(np.asarray(g)[..., None], a, offset, axis1, axis2)
 
 
 def diag_grad(g, v, k=0):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import unbroadcast, unreduce
+from .linalg_support import _concrete
 from .contraction_support import *  # noqa: F401,F403
 from .contraction_support import __all__ as _contractions
 from .quantile_support import *  # noqa: F401,F403
@@ -23,8 +24,8 @@ from .quantile_support import __all__ as _quantiles
 
 __all__ = ["tile_grad", "repeat_grad", "pad_grad", "rollaxis_grad", "unjoin", "atleast_grads",
            "sort_grad", "partition_grad", "linspace_grads", "take_along_axis_grad", "diff_grad",
-           "diff_end_grad", "cumprod_grad", "select_grads", "average_grad", "ptp_grad",
-           "cov_grad", "corrcoef_grad", "nan_to_num_grad"] + _contractions + _quantiles
+           "diff_end_grad", "cumprod_grad", "cumprod_jvp", "select_grads", "average_grad", "ptp_grad",
+           "cov_grad", "cov_jvp", "corrcoef_grad", "nan_to_num_grad"] + _contractions + _quantiles
 
 
 def _same_kind(seq, parts):
@@ -200,21 +201,52 @@ def diff_end_grad(g, a, n, axis, prepend, append, end):
     return np.sum(part) if np.ndim(x) == 0 else part
 
 
+def _rcumsum(x, axis):
+    """Sums from each place to the end of ``axis``."""
+    return np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis)
+
+
+def _first_zero(a, axis):
+    """Where no zero of ``a`` comes at or before a place along ``axis``, and
+    where the first zero of each slice is."""
+    zero = a == 0
+    seen = np.cumsum(zero, axis=axis)
+    return seen == 0, zero & (seen == 1)
+
+
 def cumprod_grad(g, ans, a, axis=None):
-    """Cotangent of ``np.cumprod(a, axis)``; correct with zeros in ``a``."""
+    """Cotangent of ``np.cumprod(a, axis)``, exact with zeros in ``a`` and
+    with no branch on values (a traced or lazy ``a``): before the first zero
+    of its slice ``a_j`` gets ``sum_(i >= j) g_i ans_i / a_j``; the first zero
+    ``sum_(i >= j) g_i`` times the products with it left out; a later place 0.
+    (A NumPy ``a`` without zeros takes the first sum alone.)"""
     shape = np.shape(a)
     a, ans, g = np.asarray(a), np.asarray(ans), np.asarray(g)
     if axis is None:
         a, ans, g, axis = np.ravel(a), np.ravel(ans), np.ravel(g), 0
-    if not np.any(a == 0):        # sum_{i >= j} g_i ans_i / a_j
-        tail = np.flip(np.cumsum(np.flip(g * ans, axis), axis), axis)
-        return np.reshape(tail / a, shape)
-    x, gm = np.moveaxis(a, axis, 0), np.moveaxis(g, axis, 0)
-    before = np.concatenate([np.ones_like(x[:1]), np.cumprod(x, axis=0)[:-1]])
-    tail = np.array(gm, dtype=np.result_type(gm, x))   # tail_j = g_j + a_(j+1) tail_(j+1)
-    for j in range(len(x) - 2, -1, -1):
-        tail[j] += x[j + 1] * tail[j + 1]
-    return np.reshape(np.moveaxis(before * tail, 0, axis), shape)
+    if _concrete(a) and not np.any(a == 0):
+        return np.reshape(_rcumsum(g * ans, axis) / a, shape)
+    clear, first = _first_zero(a, axis)
+    before = _rcumsum(g * ans, axis) / np.where(clear, a, 1)
+    at = _rcumsum(g * np.cumprod(np.where(first, 1, a), axis=axis), axis)
+    return np.reshape(np.where(clear, before, np.where(first, at, 0)), shape)
+
+
+def cumprod_jvp(t, ans, a, axis=None, dtype=None):
+    """Tangent of ``np.cumprod``: ``ans * cumsum(t / a)`` up to the first zero
+    of each slice; from it on, only that zero's tangent, times the products
+    with it left out (no branch on values, as ``cumprod_grad``)."""
+    a, ans = np.asarray(a), np.asarray(ans)
+    t = np.broadcast_to(t, np.shape(a))
+    if axis is None:
+        a, t, axis = np.ravel(a), np.ravel(t), 0
+    if _concrete(a) and not np.any(a == 0):
+        return (ans * np.cumsum(t / a, axis=axis)).astype(ans.dtype, copy=False)
+    clear, first = _first_zero(a, axis)
+    plain = ans * np.cumsum(t / np.where(clear, a, 1), axis=axis)
+    rest = np.cumprod(np.where(first, 1, a), axis=axis) * np.cumsum(
+        np.where(first, t, 0), axis=axis)
+    return np.where(clear, plain, rest).astype(ans.dtype, copy=False)
 
 
 # --- selection and statistics ---
@@ -255,16 +287,14 @@ def ptp_grad(g, a, axis=None, keepdims=False):
 
 
 def _cov_rows(x, rowvar):
-    x = np.array(x, ndmin=2)
+    x = np.atleast_2d(np.asarray(x))
     return x.T if not rowvar and x.shape[0] != 1 else x
 
 
-def cov_grad(g, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
-             aweights=None):
-    """Cotangent of ``m`` in ``np.cov`` (``y`` and the weights constant):
-    ``c = Xc W Xc^H / f``, so ``Xc`` gets ``(G + G^H) conj(Xc) W / f``, centered."""
+def _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights):
+    """``np.cov``'s variables as rows (``m``'s, then ``y``'s), the weight of
+    each observation, their total and the divisor."""
     x = _cov_rows(m, rowvar)
-    rows = x.shape[0]
     if y is not None:
         x = np.concatenate([x, _cov_rows(y, rowvar)], axis=0)
     w = np.ones(x.shape[1])
@@ -273,18 +303,40 @@ def cov_grad(g, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
             w = w * np.asarray(extra, dtype=float)
     total = np.sum(w)
     ddof = (0 if bias else 1) if ddof is None else ddof
-    if aweights is None:
-        fact = total - ddof
-    else:
-        fact = total - ddof * np.sum(w * np.asarray(aweights)) / total
+    fact = total - ddof if aweights is None else \
+        total - ddof * np.sum(w * np.asarray(aweights)) / total
+    return x, w, total, fact
+
+
+def cov_grad(g, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
+             aweights=None):
+    """Cotangent of ``m`` in ``np.cov`` (``y`` and the weights constant):
+    ``c = Xc W Xc^H / f``, so ``Xc`` gets ``(G + G^H) conj(Xc) W / f``, centered."""
+    x, w, total, fact = _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights)
     xc = x - np.sum(x * w, axis=1, keepdims=True) / total
     gm = np.reshape(g, (x.shape[0], x.shape[0]))
     gx = np.matmul(gm + np.conj(gm.T), np.conj(xc) * w) / fact
     gx = gx - np.sum(gx, axis=1, keepdims=True) * w / total
-    gx = gx[:rows]
-    if not rowvar and np.array(m, ndmin=2).shape[0] != 1:
+    gx = gx[:_cov_rows(m, rowvar).shape[0]]
+    if not rowvar and np.ndim(m) == 2 and np.shape(m)[0] != 1:
         gx = gx.T
     return np.reshape(gx, np.shape(m)).astype(np.result_type(g, m), copy=False)
+
+
+def cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
+            aweights=None, dtype=None):
+    """Tangent of ``np.cov`` in ``m`` (``y`` and the weights constant): with
+    ``Xc`` the centered rows and ``dXc`` the tangent's, ``(dXc W Xc^H + Xc W
+    dXc^H) / f``."""
+    x, w, total, fact = _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights)
+    dx = _cov_rows(np.broadcast_to(t, np.shape(m)), rowvar)
+    if y is not None:
+        dx = np.concatenate([dx, np.zeros((x.shape[0] - dx.shape[0], x.shape[1]))], axis=0)
+    xc = x - np.sum(x * w, axis=1, keepdims=True) / total
+    dxc = dx - np.sum(dx * w, axis=1, keepdims=True) / total
+    half = np.matmul(dxc * w, np.conj(xc.T))
+    out = (half + np.conj(half.T)) / fact
+    return np.reshape(out, np.shape(ans)).astype(np.result_type(ans), copy=False)
 
 
 def corrcoef_grad(g, m, y=None, rowvar=True):

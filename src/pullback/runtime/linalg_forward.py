@@ -91,8 +91,9 @@ def eig_jvp(t, ans, a):
 
 def eigvals_jvp(t, ans, a):
     """The eigenvalues' part of ``eig_jvp`` (the eigenvectors recomputed)."""
-    _, v = np.linalg.eig(a)
-    return np.diagonal(_eig_inner(t, v), 0, -2, -1).astype(ans.dtype, copy=False)
+    _, v = np.linalg.eig(a)         # (complex under jax.jit: real eigenvalues, real dots)
+    dot = np.diagonal(_eig_inner(t, v), 0, -2, -1)
+    return (dot if np.iscomplexobj(ans) else np.real(dot)).astype(ans.dtype, copy=False)
 
 
 # --- singular values, QR, pseudo-inverse, least squares ---

@@ -12,11 +12,13 @@ array([0. , 0.5, 0.5, 0. ])
 from __future__ import annotations
 
 import numpy as np
+import numpy as _numpy      # axes and dtypes: never rebound to another namespace
 
 from .core import unbroadcast
 from .rule_support import unarray
 
 __all__ = ["running_winners", "cummax_grad", "unouter", "quantile_parts", "quantile_grad",
+           "quantile_jvp",
            "trapezoid_grad", "meshgrid_grads", "series_grad", "ediff1d_grad", "vander_powers",
            "vander_grad", "delete_grad"]
 
@@ -90,8 +92,10 @@ def unouter(g, A, B, kind, which):
 def quantile_parts(a, q, axis, method="linear", weights=None):
     """``a`` with the reduced axes moved last and joined (``rest + (n,)``), the
     order that sorts it, and for each element of ``q`` the two sorted
-    positions and the weight of the second (NumPy's default ``linear``
-    method: position ``q (n - 1)``), as ``np.quantile(a, q, axis)`` reads them."""
+    positions (as floats) and the weight of the second (NumPy's default
+    ``linear`` method: position ``q (n - 1)``), as ``np.quantile(a, q,
+    axis)`` reads them.  Computed in ``a``'s namespace: ``q`` may be a
+    traced or lazy constant (``np.array([10.0, 90.0]) / 100`` under jax.jit)."""
     if method != "linear" or weights is not None:
         raise NotImplementedError(
             f"the gradient of np.quantile/np.percentile with method={method!r}"
@@ -99,17 +103,25 @@ def quantile_parts(a, q, axis, method="linear", weights=None):
             "pullback follows method='linear' (the default) without weights")
     a = np.asarray(a)
     axes = tuple(range(a.ndim)) if axis is None else tuple(
-        int(ax) % a.ndim for ax in np.atleast_1d(axis))
+        int(ax) % a.ndim for ax in _numpy.atleast_1d(axis))
     rest = [d for d in range(a.ndim) if d not in axes]
     perm = rest + list(axes)
     moved = np.transpose(a, perm)
-    flat = np.reshape(moved, moved.shape[:len(rest)] + (-1,))
+    flat = np.reshape(moved, tuple(moved.shape[:len(rest)]) + (-1,))
     n = flat.shape[-1]
-    order = np.argsort(flat, axis=-1, kind="stable")
-    pos = np.ravel(np.asarray(q, dtype=np.float64)) * (n - 1)
-    lo = np.floor(pos).astype(np.intp)
+    order = np.argsort(flat, axis=-1, stable=True)
+    pos = np.ravel(np.asarray(q, dtype=_numpy.float64)) * (n - 1)
+    lo = np.floor(pos)
     hi = np.minimum(lo + 1, n - 1)
-    return flat, order, lo, hi, pos - lo, perm, moved.shape
+    return flat, order, lo, hi, pos - lo, perm, tuple(moved.shape)
+
+
+def _picks(flat, lo, hi, f, dtype):
+    """How much each sorted place weighs in each output: ``(Q,) + (1,) * len(rest)
+    + (n,)``, two nonzero weights per output."""
+    at = np.arange(flat.shape[-1])
+    w = (at == lo[:, None]) * (1 - f)[:, None] + (at == hi[:, None]) * f[:, None]
+    return np.reshape(w.astype(dtype), (lo.shape[0],) + (1,) * (len(flat.shape) - 1) + (-1,))
 
 
 def quantile_grad(g, a, q, axis=None, keepdims=False, method="linear", weights=None):
@@ -117,20 +129,28 @@ def quantile_grad(g, a, q, axis=None, keepdims=False, method="linear", weights=N
     0.5``; ``np.percentile``: ``q / 100``): each output's ``g`` goes to the two
     sorted elements it interpolates, weighted as it weighs them (tied values:
     to the one the stable sort puts there, as JAX's sort-based rule does).
+    Built, not written (a weighted sum, then the sort undone by a gather), so
+    that it runs on traced and lazy arrays.
 
     >>> quantile_grad(1.0, np.array([3.0, 1.0, 2.0, 0.0]), 0.5)
     array([0. , 0.5, 0.5, 0. ])
     """
     flat, order, lo, hi, f, perm, shape = quantile_parts(a, q, axis, method, weights)
-    rest = flat.shape[:-1]
-    gq = np.reshape(np.asarray(g), (len(lo),) + rest)
-    w = np.zeros(flat.shape, dtype=np.result_type(gq, flat))
-    for k in range(len(lo)):
-        w[..., lo[k]] += gq[k] * (1 - f[k])
-        w[..., hi[k]] += gq[k] * f[k]
-    out = np.empty_like(w)
-    np.put_along_axis(out, order, w, -1)
-    return np.transpose(np.reshape(out, shape), np.argsort(perm))
+    gq = np.reshape(np.asarray(g), (lo.shape[0],) + tuple(flat.shape[:-1]))
+    picks = _picks(flat, lo, hi, f, _numpy.result_type(gq.dtype, flat.dtype))
+    w = np.sum(gq[..., None] * picks, axis=0)     # rest + (n,), in sorted order
+    out = np.take_along_axis(w, np.argsort(order, axis=-1, stable=True), -1)
+    return np.transpose(np.reshape(out, shape), tuple(_numpy.argsort(perm)))
+
+
+def quantile_jvp(t, ans, a, q, axis=None, keepdims=False, method="linear", weights=None):
+    """Tangent of ``np.quantile(a, q, axis)``: the tangents of the two sorted
+    elements each output interpolates, weighted as ``quantile_grad``."""
+    flat, order, lo, hi, f, perm, shape = quantile_parts(a, q, axis, method, weights)
+    tm = np.transpose(np.broadcast_to(t, np.shape(a)), perm)
+    ts = np.take_along_axis(np.reshape(tm, tuple(flat.shape)), order, -1)
+    out = np.sum(ts[None] * _picks(flat, lo, hi, f, ts.dtype), axis=-1)
+    return np.reshape(out, np.shape(ans))
 
 
 def trapezoid_grad(g, y, x=None, dx=1.0, axis=-1):
