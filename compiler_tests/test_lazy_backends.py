@@ -97,8 +97,12 @@ ids = [f.__name__ for f in CASES]
 
 
 def _on_jax(f):
-    """``f`` with ``np`` bound to jax.numpy: the oracle's function."""
-    return types.FunctionType(f.__code__, {**f.__globals__, "np": jnp}, f.__name__)
+    """``f`` with ``np`` bound to jax.numpy (in the helpers it calls too): the
+    oracle's function."""
+    g = {**f.__globals__, "np": jnp}
+    for name in ("_mat", "_sym"):
+        g[name] = types.FunctionType(g[name].__code__, g, name)
+    return types.FunctionType(f.__code__, g, f.__name__)
 
 
 class Counting:
@@ -319,3 +323,69 @@ def test_a_refused_traced_value_is_nan_where_the_error_is_not_seen():
     np.testing.assert_array_equal(np.isnan(out.compute()), [False, True, False])
     with pytest.raises(ValueError, match="seen"):
         poisoned(np.ones(3), np.array([False, True, False]), ValueError("seen"))
+
+
+# -- np.linalg's tangents under jax.jit (forward mode), and Dask's decompositions' --------
+
+
+def _mat(x):
+    return D4 + 0.1 * np.outer(x[:4], x[4:])
+
+
+def _sym(x):
+    return D4 + 0.1 * np.outer(x[:4], x[:4])
+
+
+def det(x):
+    return np.linalg.det(_mat(x)) + np.linalg.slogdet(_mat(x))[1]
+
+
+def cholesky(x):
+    return np.sum(np.linalg.cholesky(_sym(x)) ** 2)
+
+
+def eigh(x):
+    w, v = np.linalg.eigh(_sym(x))
+    return np.sum(w ** 2) + np.sum(v[:, 0] ** 2 * np.arange(4.0)) + np.sum(
+        np.linalg.eigvalsh(_sym(x)) ** 3)
+
+
+def svd(x):
+    u, s, vh = np.linalg.svd(_mat(x))
+    return np.sum(s) + np.sum((u[:, 0] * vh[0]) ** 2)
+
+
+def qr(x):
+    q, r = np.linalg.qr(_mat(x))
+    return np.sum(r ** 2) + np.sum(q[:, 0] * r[0])
+
+
+def pinv_power_dot(x):
+    m = _mat(x)
+    return (np.sum(np.linalg.pinv(m) ** 2) + np.sum(np.linalg.matrix_power(m, 3))
+            + np.sum(np.linalg.multi_dot([m, m, x[:4]])) + np.sum(np.linalg.solve(m, x[4:])))
+
+
+LINALG_TANGENTS = [det, cholesky, eigh, svd, qr, pinv_power_dot]
+
+
+@pytest.mark.parametrize("f", LINALG_TANGENTS, ids=lambda f: f.__name__)
+def test_linalg_tangents_under_jit_equal_jax_jvp(f):
+    x, t = _point()
+    xj, tj = jnp.asarray(x), jnp.asarray(t)
+    want = pb.jvp(f, (x,), (t,))[1]
+    assert abs(want - _central(f, x, t)) < 1e-6 * max(1.0, abs(want))
+    got = jax.jit(lambda a, b: pb.jvp(f, (a,), (b,))[1])(xj, tj)
+    _close(got, want)
+    _close(got, jax.jvp(_on_jax(f), (xj,), (tj,))[1])
+
+
+@pytest.mark.parametrize("f", [svd, qr], ids=lambda f: f.__name__)
+def test_dask_decomposition_tangents_are_lazy(f):
+    # Dask's svd and qr return plain tuples: the tangent is one too
+    x, t = _point()
+    want = pb.jvp(f, (x,), (t,))[1]
+    _, got = _lazy(lambda: pb.jvp(f, (da.from_array(x, chunks=8),),
+                                  (da.from_array(t, chunks=8),)))
+    assert isinstance(got, da.Array)
+    _close(got.compute(scheduler="sync"), want)

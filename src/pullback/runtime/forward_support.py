@@ -26,7 +26,7 @@ import numpy as _numpy      # memory order: never rebound to another namespace
 from ..errors import NonDifferentiableError
 from .core import project
 from .structures import fields_of, is_structure, rebuild_like
-from .linalg_support import _adjugate
+from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
@@ -242,9 +242,9 @@ def solve_a_jvp(t, x, a, b):
 def det_jvp(t, ans, a):
     """``d det(a) = det(a) tr(solve(a, da))``, or ``<adj(a)^T, da>`` when
     ``a`` is singular."""
-    if np.all(np.asarray(ans) != 0):
+    if _concrete(ans) and np.all(np.asarray(ans) != 0):
         return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
-    return np.sum(np.swapaxes(_adjugate(a), -1, -2) * t, axis=(-2, -1))
+    return np.sum(det_grad(np.ones_like(ans), ans, a) * t, axis=(-2, -1))     # adj(a)^T
 
 
 def slogdet_jvp(t, ans, a):
@@ -256,7 +256,8 @@ def slogdet_jvp(t, ans, a):
         sign_dot = sign * 1j * np.imag(tr)
     else:
         sign_dot = np.zeros_like(sign)
-    return type(ans)(sign_dot, np.real(tr))
+    return type(ans)(sign_dot, np.real(tr)) if hasattr(ans, "_fields") else (
+        sign_dot, np.real(tr))
 
 
 def cholesky_jvp(t, ans, a, upper=False):
