@@ -330,6 +330,7 @@ from ..runtime import contraction_support as _contraction_support  # noqa: E402
 from ..runtime import quantile_support as _quantile_support        # noqa: E402
 from ..runtime import linalg_support as _linalg_support            # noqa: E402
 from ..runtime import linalg_forward as _linalg_forward            # noqa: E402
+from ..runtime import reduction_forward as _reduction_forward      # noqa: E402
 from ..runtime import fft_support as _fft_support                  # noqa: E402
 from ..runtime import scipy_support as _scipy_support              # noqa: E402
 
@@ -345,7 +346,8 @@ _REBOUND_MODULES = {
                     "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
                     "unconcatenate", "unstack", "untranspose", "ravel_grad"),
     _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads",
-                      "cumprod_grad", "cumprod_jvp", "cov_grad", "cov_jvp"),
+                      "cumprod_grad", "cumprod_jvp", "cov_grad", "cov_jvp", "corrcoef_grad",
+                      "ptp_grad"),
     _contraction_support: ("einsum_grads", "kron_grads", "cross_grads", "diagonal_grad",
                            "trace_grad", "diag_grad"),
     _quantile_support: ("quantile_grad", "quantile_jvp"),
@@ -359,7 +361,8 @@ _REBOUND_MODULES = {
                       "svd_jvp", "qr_jvp", "pinv_jvp", "matrix_power_jvp", "multi_dot_jvp"),
     _forward_support: ("sort_jvp", "prod_jvp", "norm_jvp", "reshape_tangent", "ravel_tangent",
                        "add_tangents", "det_jvp", "slogdet_jvp", "cholesky_jvp",
-                       "solve_a_jvp"),
+                       "solve_a_jvp", "max_jvp"),
+    _reduction_forward: ("ptp_jvp", "corrcoef_jvp"),
     _fft_support: ("fft_grad", "eig_grad"),
     _scipy_support: ("sp_digamma", "sp_polygamma", "logsumexp_grad", "xlogy_grad",
                      "multigammaln_grad"),

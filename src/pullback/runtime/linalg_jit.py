@@ -4,10 +4,10 @@ the jit forms of ``np.linalg.eig``/``eigvals`` (issue 18).
 A helper that refuses a cotangent at run time on NumPy arrays (a function
 of complex singular vectors that depends on their phases) cannot raise on a
 traced value (JAX under ``jax.jit``) or a lazy one (Dask): the check's result
-is known only when the computation runs.  ``poisoned`` makes the result NaN
-where the check fails, and for JAX raises the same ``PullbackError`` from the
-host when the compiled function runs one (JAX reports it as a
-``JaxRuntimeError`` quoting it); the NaN stays where that report is not seen.
+is known only when the computation runs.  The helper makes its result NaN
+where the check fails, and ``raise_when`` raises the same ``PullbackError``
+for JAX from the host when the compiled function runs one (JAX reports it as
+a ``JaxRuntimeError`` quoting it); the NaN stays where that is not seen.
 
 Under ``jax.jit``, ``np.linalg.eig`` of a real matrix runs ``eig`` below:
 jax.numpy's is complex whatever the eigenvalues, NumPy's is real when they
@@ -18,7 +18,7 @@ cannot change its dtype with the values.  A complex matrix is refused when
 traced: its eigenvectors' phases are checked on values.
 
 >>> import numpy as np
->>> poisoned(np.array([1.0, 2.0]), np.array([False, True]), ValueError("bad"))
+>>> raise_when(np.array([False, True]), ValueError("bad"))
 Traceback (most recent call last):
 ...
 ValueError: bad
@@ -29,32 +29,28 @@ import numpy as np
 
 from ..errors import NonDifferentiableError, NotTraceableError
 
-__all__ = ["poisoned", "eig", "eigvals"]
+__all__ = ["raise_when", "eig", "eigvals"]
 
 
 def _is_jax(x):
     return (type(x).__module__ or "").startswith(("jax", "jaxlib"))
 
 
-def poisoned(out, bad, error):
-    """``out``, refused where ``bad``: NumPy raises ``error`` now; a traced
-    or lazy ``bad`` gives NaN there (``bad`` broadcast against ``out``), and
-    JAX raises ``error`` from the host when it runs a bad one."""
+def raise_when(bad, error):
+    """Raise ``error`` where ``bad`` (a boolean array) holds a true value:
+    now for a NumPy ``bad``; for a traced one from the host, when JAX runs
+    the compiled function; never for a lazy (Dask) one, whose caller makes
+    its result NaN there."""
     if isinstance(bad, (np.ndarray, np.generic, bool)):
         if np.any(bad):
             raise error
-        return out
-    if _is_jax(bad):
+    elif _is_jax(bad):
         import jax
 
         def check(flag):
             if flag:
                 raise error
         jax.debug.callback(check, bad.any())
-    xp = type(out).__module__.split(".")[0]
-    where = __import__("jax.numpy", fromlist=["where"]).where if _is_jax(out) else \
-        __import__(xp + ".array", fromlist=["where"]).where if xp == "dask" else np.where
-    return where(bad, np.nan, out)
 
 
 _COMPLEX = ("np.linalg.eig of a real matrix with complex eigenvalues under jax.jit: NumPy "
@@ -73,7 +69,8 @@ def _real_eig(a, vectors):
             "values).", hint=_HINT)
     w, v = jnp.linalg.eig(a)
     bad = jnp.any(jnp.imag(w) != 0, axis=-1)
-    w = poisoned(jnp.real(w), bad[..., None], NonDifferentiableError(_COMPLEX, hint=_HINT))
+    raise_when(bad, NonDifferentiableError(_COMPLEX, hint=_HINT))
+    w = jnp.where(bad[..., None], jnp.nan, jnp.real(w))
     if not vectors:
         return w
     v = jnp.where(bad[..., None, None], jnp.nan, jnp.real(v))

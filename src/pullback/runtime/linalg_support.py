@@ -23,7 +23,7 @@ import numpy as _numpy      # (never rebound: see _concrete)
 
 from ..errors import NonDifferentiableError
 from .core import unbroadcast
-from .linalg_jit import poisoned
+from .linalg_jit import raise_when
 
 __all__ = ["solve_rhs_grad", "solve_lhs_grad", "det_grad", "slogdet_grad", "cholesky_grad",
            "eigh_grad", "svd_grad", "qr_grad", "pinv_grad", "matrix_power_grad",
@@ -215,7 +215,7 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     ju = np.matmul(_T(u), gu)
     jv = np.matmul(_cj(vh), _H(gvh))      # conj(V^H conj(gV)), V = vh^H, gV = gvh^H
     pu, pv = f * ju, f * jv
-    cs = _diag_embed(np.real(gs).astype(s.dtype)) + (pu + _H(pu)) * sr + (pv + _H(pv)) * sc
+    cs = _diag_embed(gs.astype(s.dtype)) + (pu + _H(pu)) * sr + (pv + _H(pv)) * sc
     if np.iscomplexobj(a):
         cs = cs + _diag_embed(1j * _safe_div(np.imag(np.diagonal(ju, 0, -2, -1)), s))
     out = np.matmul(np.matmul(_cj(u), cs), _cj(vh))
@@ -225,20 +225,27 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if n > k:
         x = gvh / sc
         out = out + np.matmul(_cj(u), x - np.matmul(np.matmul(x, _T(vh)), _cj(vh)))
-    if phased is not None:
-        out = poisoned(out, phased, NonDifferentiableError(
+    if phased is not None:      # NumPy raises; traced, JAX raises from the host, and NaN
+        raise_when(phased, NonDifferentiableError(
             "This function of np.linalg.svd's singular vectors depends on their phases, "
             "which are not unique for a complex matrix (u[:, j] * e^(it) with "
             "vh[j] * e^(-it) is as good an SVD); it has no derivative.",
             hint="Use phase-free quantities: the singular values, |u|, |vh|, or "
                  "products u[:, j] * vh[j] (for example u @ np.diag(s) @ vh)."))
+        if not _concrete(phased):
+            out = np.where(phased, np.nan, out)
     return out
+
+
+def _peak(x):
+    """The largest ``|x|`` (0 for an empty array; Dask's max takes no ``initial``)."""
+    return np.max(np.abs(x)) if np.size(x) else 0.0
 
 
 def _phase_dependent(u, gu, vh, gvh, k):
     """Whether a cotangent depends on the phases of complex singular vectors
     (a boolean, traced for traced arrays; ``svd_grad`` refuses it: NaN and an
-    error under jax.jit, ``runtime.linalg_jit.poisoned``).
+    error under jax.jit, ``runtime.linalg_jit.raise_when``).
     ``u[:, j] e^{it}`` with ``vh[j] e^{-it}`` is as good an SVD as NumPy's; a
     loss is defined only if it does not change along that direction:
     ``Im diag(u^T gu) == Im diag(vh gvh^T)`` (the derivative in ``t``).
@@ -248,7 +255,7 @@ def _phase_dependent(u, gu, vh, gvh, k):
     gu, gvh = gu[..., :k], gvh[..., :k, :]
     left = np.imag(np.sum(u[..., :k] * gu, axis=-2))
     right = np.imag(np.sum(vh[..., :k, :] * gvh, axis=-1))
-    scale = np.max(np.abs(gu), initial=0.0) + np.max(np.abs(gvh), initial=0.0)
+    scale = _peak(gu) + _peak(gvh)
     size = max(u.shape[-2], vh.shape[-1])
     return np.any(np.abs(left - right) > 1e-8 * np.maximum(scale, 1e-300) * size)
 

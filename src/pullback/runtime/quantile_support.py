@@ -129,8 +129,8 @@ def quantile_grad(g, a, q, axis=None, keepdims=False, method="linear", weights=N
     0.5``; ``np.percentile``: ``q / 100``): each output's ``g`` goes to the two
     sorted elements it interpolates, weighted as it weighs them (tied values:
     to the one the stable sort puts there, as JAX's sort-based rule does).
-    Built, not written (a weighted sum, then the sort undone by a gather), so
-    that it runs on traced and lazy arrays.
+    A weighted sum, then the sort undone (for traced and lazy arrays by a
+    gather, not a write).
 
     >>> quantile_grad(1.0, np.array([3.0, 1.0, 2.0, 0.0]), 0.5)
     array([0. , 0.5, 0.5, 0. ])
@@ -139,7 +139,11 @@ def quantile_grad(g, a, q, axis=None, keepdims=False, method="linear", weights=N
     gq = np.reshape(np.asarray(g), (lo.shape[0],) + tuple(flat.shape[:-1]))
     picks = _picks(flat, lo, hi, f, _numpy.result_type(gq.dtype, flat.dtype))
     w = np.sum(gq[..., None] * picks, axis=0)     # rest + (n,), in sorted order
-    out = np.take_along_axis(w, np.argsort(order, axis=-1, stable=True), -1)
+    if isinstance(w, _numpy.ndarray):              # NumPy: the sort undone by a write
+        out = _numpy.empty_like(w)
+        _numpy.put_along_axis(out, order, w, -1)
+    else:
+        out = np.take_along_axis(w, np.argsort(order, axis=-1, stable=True), -1)
     return np.transpose(np.reshape(out, shape), tuple(_numpy.argsort(perm)))
 
 
