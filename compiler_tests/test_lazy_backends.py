@@ -1,8 +1,9 @@
 """Helpers that used to compute a Dask graph or need concrete values, now
 namespace-generic (issue 18): ``cumprod_grad``, ``diagonal_grad``,
-``trace_grad``, ``diag_grad``, ``cov_grad``, ``quantile_grad`` and the
-tangents ``cumprod_jvp``, ``cov_jvp``, ``quantile_jvp``, ``sort_jvp``,
-``prod_jvp``, ``norm_jvp``, ``reshape_tangent``, ``ravel_tangent``.
+``trace_grad``, ``diag_grad``, ``cov_grad``, ``corrcoef_grad``, ``ptp_grad``,
+``quantile_grad`` and the tangents ``cumprod_jvp``, ``cov_jvp``,
+``corrcoef_jvp``, ``ptp_jvp``, ``quantile_jvp``, ``sort_jvp``, ``prod_jvp``,
+``norm_jvp``, ``reshape_tangent``, ``ravel_tangent``.
 
 For each function, four backends against one oracle:
 
