@@ -50,8 +50,8 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 #: that their source is differentiated where they have no rule of their own
 #: (forward mode over a generated adjoint: ``prod_grad``, ``det_grad``)
 SOURCE_HELPERS = frozenset(f"pullback.runtime.{m}" for m in (
-    "accumulation", "complex_forward", "core", "fft_support", "forward_support", "layout_support",
-    "linalg_forward", "linalg_support", "reduction_forward", "rule_support",
+    "accumulation", "complex_forward", "contraction_support", "core", "fft_support", "forward_support", "layout_support",
+    "linalg_forward", "linalg_support", "quantile_support", "reduction_forward", "rule_support",
     "scipy_solvers", "scipy_support"))
 
 _own_files = {}     # co_filename -> whether it is one of pullback's own files

@@ -128,6 +128,8 @@ def twin_for(args):
         except (ImportError, TypeError):     # (the optional dependency; mixed libraries)
             namespace = None
         twin = _TWINS[name] = Twin(library, namespace, name)
+        if name == "dask":
+            twin.reshape = _reshape
     return twin
 
 
@@ -224,8 +226,7 @@ class _DaskHelpers:
         shape = np.shape(x) if not hasattr(x, "shape") else x.shape
         return int(np.prod(shape)) if axis is None else shape[axis]
 
-    def reshape(self, x, shape):
-        return x.reshape(shape) if hasattr(x, "reshape") else np.reshape(x, shape)
+    reshape = staticmethod(lambda x, shape, order="C": _reshape(x, shape, order))
 
     @staticmethod
     def iscomplexobj(x):
@@ -248,6 +249,15 @@ class _DaskHelpers:
         offsets = xp.reshape(xp.arange(rows) * am.shape[-1], im.shape[:-1] + (1,))
         out = xp.reshape(xp.reshape(am, (-1,))[xp.reshape(im + offsets, (-1,))], im.shape)
         return xp.moveaxis(out, -1, axis)
+
+
+def _reshape(x, shape, order="C"):
+    """``np.reshape`` for Dask arrays, ``order`` too (Dask's reshape takes
+    none: F order is C order of the axes reversed); NumPy's for others."""
+    if not hasattr(x, "__dask_graph__"):
+        return np.reshape(x, shape, order=order)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return x.T.reshape(shape[::-1]).T if order == "F" else x.reshape(shape)
 
 
 def _twin(value, twin):

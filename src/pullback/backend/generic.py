@@ -326,27 +326,44 @@ def _rebind(module, xp, made):
 
 
 from ..runtime import layout_support as _layout_support            # noqa: E402
+from ..runtime import contraction_support as _contraction_support  # noqa: E402
+from ..runtime import quantile_support as _quantile_support        # noqa: E402
 from ..runtime import linalg_support as _linalg_support            # noqa: E402
+from ..runtime import linalg_forward as _linalg_forward            # noqa: E402
+from ..runtime import reduction_forward as _reduction_forward      # noqa: E402
 from ..runtime import fft_support as _fft_support                  # noqa: E402
 from ..runtime import scipy_support as _scipy_support              # noqa: E402
 
 #: helpers whose NumPy code runs on jax.numpy as written once ``np`` is
 #: rebound (``_rebind``): no write into an array, no Python branch on a value.
 #: Each is checked against pullback's NumPy gradient under jax.jit
-#: (test_jit.py::test_helpers_with_a_generic_form); the helpers of these
-#: modules not listed branch on values (``lstsq_grad``: ``if np.any(gs)``)
-#: or write into arrays, and are refused by the traceability check
+#: (test_jit.py::test_helpers_with_a_generic_form, test_lazy_backends.py); the
+#: helpers of these modules not listed branch on values or write into arrays,
+#: and are refused by the traceability check.  A module comes after those whose
+#: functions it imports (rebound first, then bound in its own globals)
 _REBOUND_MODULES = {
     _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
                     "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
                     "unconcatenate", "unstack", "untranspose", "ravel_grad"),
-    _layout_support: ("einsum_grads", "atleast_grads",
-                      "tile_grad", "diff_grad", "kron_grads", "cross_grads", "linspace_grads"),
+    _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads",
+                      "cumprod_grad", "cumprod_jvp", "cov_grad", "cov_jvp", "corrcoef_grad",
+                      "ptp_grad"),
+    _contraction_support: ("einsum_grads", "kron_grads", "cross_grads", "diagonal_grad",
+                           "trace_grad", "diag_grad"),
+    _quantile_support: ("quantile_grad", "quantile_jvp"),
     _linalg_support: ("solve_rhs_grad", "solve_lhs_grad", "slogdet_grad",
                       "norm_grad", "pinv_grad", "hermitian_grad", "det_grad", "cholesky_grad",
                       "eigh_grad", "svd_grad", "qr_grad", "matrix_power_grad",
-                      "multi_dot_grad"),
-    _fft_support: ("fft_grad",),
+                      "multi_dot_grad", "lstsq_grad",
+                      # (what linalg_forward and forward_support import from it)
+                      "_T", "_H", "_cj", "_eye", "_diag_embed", "_hermitian"),
+    _linalg_forward: ("lstsq_jvp", "eig_jvp", "eigvals_jvp", "eigh_jvp", "eigvalsh_jvp",
+                      "svd_jvp", "qr_jvp", "pinv_jvp", "matrix_power_jvp", "multi_dot_jvp"),
+    _forward_support: ("sort_jvp", "prod_jvp", "norm_jvp", "reshape_tangent", "ravel_tangent",
+                       "add_tangents", "det_jvp", "slogdet_jvp", "cholesky_jvp",
+                       "solve_a_jvp", "max_jvp"),
+    _reduction_forward: ("ptp_jvp", "corrcoef_jvp"),
+    _fft_support: ("fft_grad", "eig_grad"),
     _scipy_support: ("sp_digamma", "sp_polygamma", "logsumexp_grad", "xlogy_grad",
                      "multigammaln_grad"),
 }

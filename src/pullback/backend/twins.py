@@ -145,8 +145,10 @@ def _jax_linalg(jnp):
 
         def cholesky(a, /, *, upper=False):
             return jnp.linalg.cholesky(a, upper=upper, symmetrize_input=False)
+        from ..runtime import linalg_jit        # (real eig of a real matrix, as NumPy's)
         made = _CACHE["linalg"] = _Twin("jax.numpy.linalg", jnp.linalg, dict(
-            eigh=eigh, eigvalsh=eigvalsh, cholesky=cholesky))
+            eigh=eigh, eigvalsh=eigvalsh, cholesky=cholesky, eig=linalg_jit.eig,
+            eigvals=linalg_jit.eigvals))
     return made
 
 

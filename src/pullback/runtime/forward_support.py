@@ -21,11 +21,12 @@ kernel's tangent from its partials (one multiply-add per input).
 from __future__ import annotations
 
 import numpy as np
+import numpy as _numpy      # memory order: never rebound to another namespace
 
 from ..errors import NonDifferentiableError
 from .core import project
 from .structures import fields_of, is_structure, rebuild_like
-from .linalg_support import _adjugate
+from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
@@ -191,8 +192,8 @@ def prod_jvp(t, ans, a, axis=None, keepdims=False):
         flat_a, flat_t = a.reshape(-1), np.broadcast_to(t, a.shape).reshape(-1)
         out = _prod_jvp_last(flat_t[None, :], flat_a[None, :])[0]
         return np.reshape(out, (1,) * a.ndim) if keepdims else out
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    axes = tuple(ax % a.ndim for ax in axes)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(int(ax) % a.ndim for ax in axes)
     rest = [d for d in range(a.ndim) if d not in axes]
     moved_a = np.transpose(a, rest + list(axes))
     moved_t = np.transpose(np.broadcast_to(t, a.shape), rest + list(axes))
@@ -241,9 +242,9 @@ def solve_a_jvp(t, x, a, b):
 def det_jvp(t, ans, a):
     """``d det(a) = det(a) tr(solve(a, da))``, or ``<adj(a)^T, da>`` when
     ``a`` is singular."""
-    if np.all(np.asarray(ans) != 0):
+    if _concrete(ans) and np.all(np.asarray(ans) != 0):
         return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
-    return np.sum(np.swapaxes(_adjugate(a), -1, -2) * t, axis=(-2, -1))
+    return np.sum(det_grad(np.ones_like(ans), ans, a) * t, axis=(-2, -1))     # adj(a)^T
 
 
 def slogdet_jvp(t, ans, a):
@@ -255,7 +256,8 @@ def slogdet_jvp(t, ans, a):
         sign_dot = sign * 1j * np.imag(tr)
     else:
         sign_dot = np.zeros_like(sign)
-    return type(ans)(sign_dot, np.real(tr))
+    return type(ans)(sign_dot, np.real(tr)) if hasattr(ans, "_fields") else (
+        sign_dot, np.real(tr))
 
 
 def cholesky_jvp(t, ans, a, upper=False):
@@ -282,11 +284,10 @@ def _solve_lower(low, b):
 
 def sort_jvp(t, ans, a, axis=-1, kind=None, order=None):
     """Tangent of ``np.sort``: the tangent, permuted as the values were."""
+    t = np.broadcast_to(t, np.shape(a))
     if axis is None:
-        idx = np.argsort(np.ravel(a), kind="stable")
-        return np.ravel(t)[idx]
-    idx = np.argsort(a, axis=axis, kind="stable")
-    return np.take_along_axis(np.broadcast_to(t, np.shape(a)), idx, axis=axis)
+        a, t, axis = np.ravel(a), np.ravel(t), -1
+    return np.take_along_axis(t, np.argsort(a, axis=axis, stable=True), axis=axis)
 
 
 _LINEAR_PADS = {"constant", "edge", "reflect", "symmetric", "wrap", "mean", "empty"}
@@ -310,21 +311,29 @@ def pad_jvp(t, pad_width, mode="constant", stat_length=None, reflect_type="even"
 
 
 def _order_of(a, order):
-    """``order='A'`` spelled out for ``a``: 'F' for a Fortran-ordered array."""
-    if order == "A":
-        a = np.asarray(a)
-        return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    """``order='A'`` (``'K'`` too) spelled out for ``a``: 'F' for a
+    Fortran-ordered NumPy array; an array of another library (Dask, JAX)
+    has no memory order of its own: 'C'."""
+    if order in ("A", "K"):
+        if not isinstance(a, (list, tuple, _numpy.ndarray)):
+            return "C"
+        a = _numpy.asarray(a)
+        if order == "A":
+            return "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
     return order
 
 
 def ravel_tangent(t, a, order="C"):
     """``np.ravel(a, order)``'s tangent: the tangent's elements in the order
     the primal's were read ('A' and 'K' follow ``a``'s memory, not ``t``'s)."""
+    order = _order_of(a, order)
+    if order == "C":
+        return np.ravel(t)              # (Dask's ravel takes no order)
     if order != "K":
-        return np.ravel(t, order=_order_of(a, order))
-    position = np.empty_like(np.asarray(a), dtype=np.intp)     # laid out like a
-    position[...] = np.arange(np.size(a)).reshape(np.shape(a))
-    return np.ravel(t)[np.ravel(position, order="K")]
+        return np.ravel(t, order=order)
+    position = _numpy.empty_like(a, dtype=_numpy.intp)     # laid out like a
+    position[...] = _numpy.arange(_numpy.size(a)).reshape(_numpy.shape(a))
+    return np.ravel(t)[_numpy.ravel(position, order="K")]
 
 
 def reshape_tangent(t, a, shape, order="C"):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import NonDifferentiableError
-from .linalg_support import _H, _T, _cj, _diag_embed, _eye, _hermitian
+from .linalg_support import _H, _T, _cj, _concrete, _diag_embed, _eye, _hermitian
 
 __all__ = ["eigh_jvp", "eigvalsh_jvp", "eig_jvp", "eigvals_jvp", "svd_jvp", "qr_jvp",
            "pinv_jvp", "lstsq_jvp", "matrix_power_jvp", "multi_dot_jvp"]
@@ -33,6 +33,12 @@ __all__ = ["eigh_jvp", "eigvalsh_jvp", "eig_jvp", "eigvals_jvp", "svd_jvp", "qr_
 
 def _refuse(what, hint):
     raise NonDifferentiableError(f"forward mode has no rule for {what}.", hint=hint)
+
+
+def _like(ans, *parts):
+    """A decomposition's tangent as its result is: NumPy's and JAX's named
+    tuple, or a plain tuple (Dask's)."""
+    return type(ans)(*parts) if hasattr(ans, "_fields") else tuple(parts)
 
 
 def _gaps(w):
@@ -56,12 +62,12 @@ def eigh_jvp(t, ans, a, UPLO="L"):
     inner = np.matmul(np.matmul(_H(v), _hermitian(t, UPLO == "L")), v)
     w_dot = np.real(np.diagonal(inner, 0, -2, -1)).astype(w.dtype)
     v_dot = np.matmul(v, _gaps(w) * inner).astype(v.dtype)
-    return type(ans)(w_dot, v_dot)
+    return _like(ans, w_dot, v_dot)
 
 
 def eigvalsh_jvp(t, ans, a, UPLO="L"):
     """The eigenvalues' part of ``eigh_jvp`` (the eigenvectors recomputed)."""
-    _, v = np.linalg.eigh(a, UPLO)
+    _, v = np.linalg.eigh(_hermitian(a, UPLO == "L"))     # (the triangle NumPy reads)
     inner = np.matmul(np.matmul(_H(v), _hermitian(t, UPLO == "L")), v)
     return np.real(np.diagonal(inner, 0, -2, -1)).astype(ans.dtype)
 
@@ -86,13 +92,14 @@ def eig_jvp(t, ans, a):
         top = np.take_along_axis(v, k, axis=-2)
         theta = -np.imag(np.take_along_axis(dv, k, axis=-2)) / np.real(top)
         dv = dv + 1j * theta * v
-    return type(ans)(w_dot.astype(w.dtype, copy=False), dv.astype(v.dtype, copy=False))
+    return _like(ans, w_dot.astype(w.dtype, copy=False), dv.astype(v.dtype, copy=False))
 
 
 def eigvals_jvp(t, ans, a):
     """The eigenvalues' part of ``eig_jvp`` (the eigenvectors recomputed)."""
-    _, v = np.linalg.eig(a)
-    return np.diagonal(_eig_inner(t, v), 0, -2, -1).astype(ans.dtype, copy=False)
+    _, v = np.linalg.eig(a)         # (complex under jax.jit: real eigenvalues, real dots)
+    dot = np.diagonal(_eig_inner(t, v), 0, -2, -1)
+    return (dot if np.iscomplexobj(ans) else np.real(dot)).astype(ans.dtype, copy=False)
 
 
 # --- singular values, QR, pseudo-inverse, least squares ---
@@ -138,7 +145,7 @@ def svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
         tu = np.matmul(_T(t), u)
         v_dot = v_dot + (tu - np.matmul(v, np.matmul(vh, tu))) / sr
     dt = u.dtype
-    return type(ans)(u_dot.astype(dt), s_dot.astype(s.dtype), _T(v_dot).astype(dt))
+    return _like(ans, u_dot.astype(dt), s_dot.astype(s.dtype), _T(v_dot).astype(dt))
 
 
 def qr_jvp(t, ans, a, mode="reduced"):
@@ -163,7 +170,7 @@ def qr_jvp(t, ans, a, mode="reduced"):
     if mode == "r":
         return r_dot
     q_dot = np.matmul(q, omega) + t_rinv - np.matmul(q, c)
-    return type(ans)(q_dot.astype(q.dtype, copy=False), r_dot)
+    return _like(ans, q_dot.astype(q.dtype, copy=False), r_dot)
 
 
 def _pinv_dot(t, x, a):
@@ -237,7 +244,7 @@ def multi_dot_jvp(t, ans, arrays):
     factor with a tangent, that factor replaced by it."""
     total = None
     for i, ti in enumerate(t):
-        if ti is None or not np.any(ti):
+        if ti is None or (_concrete(ti) and not np.any(ti)):
             continue
         parts = list(arrays)
         parts[i] = ti

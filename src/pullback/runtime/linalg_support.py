@@ -21,7 +21,9 @@ from __future__ import annotations
 import numpy as np
 import numpy as _numpy      # (never rebound: see _concrete)
 
+from ..errors import NonDifferentiableError
 from .core import unbroadcast
+from .linalg_jit import raise_when
 
 __all__ = ["solve_rhs_grad", "solve_lhs_grad", "det_grad", "slogdet_grad", "cholesky_grad",
            "eigh_grad", "svd_grad", "qr_grad", "pinv_grad", "matrix_power_grad",
@@ -199,8 +201,10 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
         return _cj(np.matmul(u * g[..., None, :], vh))
     u, s, vh = ans[0], ans[1], ans[2]
     gu, gs, gvh = (np.broadcast_to(x, np.shape(y)) for x, y in zip(_parts(g, ans), ans))
-    if np.iscomplexobj(a) and (np.any(gu) or np.any(gvh)):
-        _check_phase_free(u, gu, vh, gvh, min(a.shape[-2:]))
+    phased = None       # (a traced or lazy cotangent: checked with the result)
+    if np.iscomplexobj(a) and not (_concrete(gu) and _concrete(gvh) and not (
+            np.any(gu) or np.any(gvh))):
+        phased = _phase_dependent(u, gu, vh, gvh, min(a.shape[-2:]))
     m, n = a.shape[-2:]
     k = min(m, n)
     if full_matrices and m != n:
@@ -221,29 +225,39 @@ def svd_grad(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if n > k:
         x = gvh / sc
         out = out + np.matmul(_cj(u), x - np.matmul(np.matmul(x, _T(vh)), _cj(vh)))
-    return out
-
-
-def _check_phase_free(u, gu, vh, gvh, k):
-    """Refuse a cotangent that depends on the phases of complex singular
-    vectors.  ``u[:, j] e^{it}`` with ``vh[j] e^{-it}`` is as good an SVD as
-    NumPy's; a loss is defined only if it does not change along that
-    direction: ``Im diag(u^T gu) == Im diag(vh gvh^T)`` (the derivative in
-    ``t``).  NumPy's choice of phase is a function of ``a`` of its own, so a
-    loss that depends on it has no derivative that finite differences and
-    the rule agree on."""
-    gu, gvh = gu[..., :k], gvh[..., :k, :]
-    left = np.imag(np.sum(u[..., :k] * gu, axis=-2))
-    right = np.imag(np.sum(vh[..., :k, :] * gvh, axis=-1))
-    scale = np.max(np.abs(gu), initial=0.0) + np.max(np.abs(gvh), initial=0.0)
-    if np.any(np.abs(left - right) > 1e-8 * max(scale, 1e-300) * max(u.shape[-2], vh.shape[-1])):
-        from ..errors import NonDifferentiableError
-        raise NonDifferentiableError(
+    if phased is not None:      # NumPy raises; traced, JAX raises from the host, and NaN
+        raise_when(phased, NonDifferentiableError(
             "This function of np.linalg.svd's singular vectors depends on their phases, "
             "which are not unique for a complex matrix (u[:, j] * e^(it) with "
             "vh[j] * e^(-it) is as good an SVD); it has no derivative.",
             hint="Use phase-free quantities: the singular values, |u|, |vh|, or "
-                 "products u[:, j] * vh[j] (for example u @ np.diag(s) @ vh).")
+                 "products u[:, j] * vh[j] (for example u @ np.diag(s) @ vh)."))
+        if not _concrete(phased):
+            out = np.where(phased, np.nan, out)
+    return out
+
+
+def _peak(x):
+    """The largest ``|x|`` (0 for an empty array; Dask's max takes no ``initial``)."""
+    return np.max(np.abs(x)) if np.size(x) else 0.0
+
+
+def _phase_dependent(u, gu, vh, gvh, k):
+    """Whether a cotangent depends on the phases of complex singular vectors
+    (a boolean, traced for traced arrays; ``svd_grad`` refuses it: NaN and an
+    error under jax.jit, ``runtime.linalg_jit.raise_when``).
+    ``u[:, j] e^{it}`` with ``vh[j] e^{-it}`` is as good an SVD as NumPy's; a
+    loss is defined only if it does not change along that direction:
+    ``Im diag(u^T gu) == Im diag(vh gvh^T)`` (the derivative in ``t``).
+    NumPy's choice of phase is a function of ``a`` of its own, so a loss
+    that depends on it has no derivative that finite differences and the
+    rule agree on."""
+    gu, gvh = gu[..., :k], gvh[..., :k, :]
+    left = np.imag(np.sum(u[..., :k] * gu, axis=-2))
+    right = np.imag(np.sum(vh[..., :k, :] * gvh, axis=-1))
+    scale = _peak(gu) + _peak(gvh)
+    size = max(u.shape[-2], vh.shape[-1])
+    return np.any(np.abs(left - right) > 1e-8 * np.maximum(scale, 1e-300) * size)
 
 
 def qr_grad(g, ans, a, mode="reduced"):
@@ -344,7 +358,7 @@ def lstsq_grad(g, ans, a, b, wrt):
         out = np.matmul(_T(p), gx2) + gr
         return out[:, 0] if vec else out
     out = pinv_grad(np.matmul(gx2, _T(b2)), p, a) - np.matmul(gr, _T(x2))
-    if np.any(gs):
+    if not _concrete(gs) or np.any(gs):
         out = out + svd_grad(gs, None, a, compute_uv=False)
     return out
 

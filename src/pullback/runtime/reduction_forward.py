@@ -17,31 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from .forward_support import max_jvp
+from .layout_support import cov_jvp, cumprod_jvp
+from .quantile_support import quantile_jvp
 
 __all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
            "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
            "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp", "cummax_jvp",
            "logaddexp_reduce_jvp", "quantile_jvp", "series_jvp",
            "ediff1d_jvp", "vander_jvp"]
-
-
-def cumprod_jvp(t, ans, a, axis=None, dtype=None):
-    """Tangent of ``np.cumprod``: ``ans * cumsum(t / a)`` without zeros in
-    ``a``; with zeros, the recurrence ``d_j = a_j d_(j-1) + ans_(j-1) t_j``."""
-    a, ans = np.asarray(a), np.asarray(ans)
-    t = np.broadcast_to(t, a.shape)
-    if axis is None:
-        a, t, axis = np.ravel(a), np.ravel(t), 0
-    if not np.any(a == 0):
-        return (ans * np.cumsum(t / a, axis=axis)).astype(ans.dtype, copy=False)
-    x, tm = np.moveaxis(a, axis, 0), np.moveaxis(t, axis, 0)
-    prev = np.moveaxis(np.reshape(ans, a.shape), axis, 0)
-    out = np.empty(x.shape, dtype=ans.dtype)
-    if len(x):
-        out[0] = tm[0]
-    for j in range(1, len(x)):
-        out[j] = x[j] * out[j - 1] + prev[j - 1] * tm[j]
-    return np.moveaxis(out, 0, axis)
 
 
 def ptp_jvp(t, ans, a, axis=None, keepdims=False):
@@ -58,39 +41,6 @@ def average_jvp(t, ans, a, axis=None, weights=None, returned=False, keepdims=Fal
     if returned:
         return (avg, np.zeros_like(ans[1]))
     return avg
-
-
-def _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights):
-    from .layout_support import _cov_rows
-    x = _cov_rows(m, rowvar)
-    if y is not None:
-        x = np.concatenate([x, _cov_rows(y, rowvar)], axis=0)
-    w = np.ones(x.shape[1])
-    for extra in (fweights, aweights):
-        if extra is not None:
-            w = w * np.asarray(extra, dtype=float)
-    total = np.sum(w)
-    ddof = (0 if bias else 1) if ddof is None else ddof
-    fact = total - ddof if aweights is None else \
-        total - ddof * np.sum(w * np.asarray(aweights)) / total
-    return x, w, total, fact
-
-
-def cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None,
-            aweights=None, dtype=None):
-    """Tangent of ``np.cov`` in ``m`` (``y`` and the weights constant): with
-    ``Xc`` the centered rows and ``dXc`` the tangent's, ``(dXc W Xc^H + Xc W
-    dXc^H) / f``."""
-    x, w, total, fact = _cov_parts(m, y, rowvar, bias, ddof, fweights, aweights)
-    from .layout_support import _cov_rows
-    dx = _cov_rows(np.broadcast_to(t, np.shape(m)), rowvar)
-    if y is not None:
-        dx = np.concatenate([dx, np.zeros((x.shape[0] - dx.shape[0], x.shape[1]))], axis=0)
-    xc = x - np.sum(x * w, axis=1, keepdims=True) / total
-    dxc = dx - np.sum(dx * w, axis=1, keepdims=True) / total
-    half = np.matmul(dxc * w, np.conj(xc.T))
-    out = (half + np.conj(half.T)) / fact
-    return np.reshape(out, np.shape(ans)).astype(np.result_type(ans), copy=False)
 
 
 def corrcoef_jvp(t, ans, x, y=None, rowvar=True, dtype=None):
@@ -197,7 +147,7 @@ def logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fals
 def cummax_jvp(t, ans, a, axis=0):
     """Tangent of ``np.maximum.accumulate(a, axis)`` (and ``minimum``): the
     mean of the tangents of the tied winners ``j <= i`` (as ``cummax_grad``)."""
-    from .layout_support import running_winners
+    from .quantile_support import running_winners
     axis = 0 if axis is None else axis
     hit, first, end, count = running_winners(a, ans, axis)
     ht = np.where(hit, np.moveaxis(np.broadcast_to(t, np.shape(a)), axis, -1), 0)
@@ -216,22 +166,10 @@ def logaddexp_reduce_jvp(t, ans, a, axis=0, keepdims=False, base=None):
     return np.sum(t * w, axis=axis, keepdims=keepdims)
 
 
-def quantile_jvp(t, ans, a, q, axis=None, keepdims=False, method="linear", weights=None):
-    """Tangent of ``np.quantile(a, q, axis)``: the tangents of the two sorted
-    elements each output interpolates, weighted as ``quantile_grad``."""
-    from .layout_support import quantile_parts
-    flat, order, lo, hi, f, perm, shape = quantile_parts(a, q, axis, method, weights)
-    tm = np.transpose(np.broadcast_to(t, np.shape(a)), perm)
-    ts = np.take_along_axis(np.reshape(tm, flat.shape), order, -1)
-    out = np.stack([ts[..., lo[k]] * (1 - f[k]) + ts[..., hi[k]] * f[k]
-                    for k in range(len(lo))])
-    return np.reshape(out, np.shape(ans)).astype(np.result_type(ts), copy=False)
-
-
 def series_jvp(t, x, c, kind, which):
     """Tangent of a series' value (``layout_support.series_grad``): ``t`` times
     the derivative series at ``x``, or the series of the coefficients' tangent."""
-    from .layout_support import _series
+    from .quantile_support import _series
     val, der, _, cs = _series(kind, c)
     if which == "x":
         return t * val(x, der(cs))
@@ -250,7 +188,7 @@ def ediff1d_jvp(t, ary, to_end=None, to_begin=None):
 
 def vander_jvp(t, x, N=None, increasing=False):
     """Tangent of ``np.vander(x, N, increasing)``: ``t_i k_j x_i ** (k_j - 1)``."""
-    from .layout_support import vander_powers
+    from .quantile_support import vander_powers
     k = vander_powers(x, N, increasing)
     x = np.asarray(x)
     t = np.asarray(t)
