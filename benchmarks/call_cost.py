@@ -7,6 +7,7 @@ a user function from generated code.
     python benchmarks/call_cost.py quadrature,fpu_chain
     python benchmarks/call_cost.py --cpu fpu_chain  # CPU time, not wall time
     python benchmarks/call_cost.py --instructions fpu_chain,quadrature
+    python benchmarks/call_cost.py calls,entry     # one user call; pb.grad(f)(x) at n = 50
 
 Each row times the primal, the hand-written gradient and
 ``pb.value_and_grad`` in turn, three rounds, and prints the median of the
@@ -116,6 +117,17 @@ def calls(a, n):
     return s
 
 
+def through(a, n, fn):
+    s = 0.0
+    for i in range(n):
+        s = s + fn(a)
+    return s
+
+
+def value_calls(a, n):
+    return through(a, n, scaled)
+
+
 def inline(a, n):
     s = 0.0
     for i in range(n):
@@ -125,15 +137,37 @@ def inline(a, n):
 
 def per_call():
     """A user call's cost in a gradient: a loop of n calls to ``scaled``
+    (by name, then as a function value, which ``driver.dispatch`` routes)
     against the same loop with the call written out, less the primal's
     own difference."""
     n = 1000
     times = {}
     for name, f in (("calls", calls), ("inline", inline)):
         times[name] = (timed(f, (2.0, n))[1], timed(pb.value_and_grad(f), (2.0, n))[1])
-    extra = (times["calls"][1] - times["inline"][1]) - (times["calls"][0] - times["inline"][0])
-    print(f"one call to a user function in a gradient (primal and adjoint): "
-          f"{extra / n * 1e6:.2f} us (fastest of repeated loops of {n})")
+    times["value"] = (timed(value_calls, (2.0, n))[1], timed(pb.value_and_grad(value_calls),
+                                                             (2.0, n))[1])
+    for name, what in (("calls", "a user function"),
+                       ("value", "a user function passed as a value (dispatched)")):
+        extra = (times[name][1] - times["inline"][1]) - (times[name][0] - times["inline"][0])
+        print(f"one call to {what} in a gradient (primal and adjoint): "
+              f"{extra / n * 1e6:.2f} us (fastest of repeated loops of {n})")
+
+
+def tiny(x):
+    return (x * x).sum()
+
+
+def entry():
+    """The fixed cost at the ``grad`` entry for a small problem (n = 50): the
+    primal, a gradient function made once and called again, and
+    ``pb.grad(f)(x)`` made and called each time (fastest of repeated calls)."""
+    import numpy as np
+    x = np.linspace(0.0, 1.0, 50)
+    g = pb.grad(tiny)
+    low = {name: timed(f, (x,))[1] for name, f in (
+        ("primal", tiny), ("grad", g), ("made", lambda x: pb.grad(tiny)(x)))}
+    print(f"n=50 entry: primal {low['primal'] * 1e6:.2f} us, g(x) {low['grad'] * 1e6:.2f} us, "
+          f"pb.grad(f)(x) {low['made'] * 1e6:.2f} us (fastest of repeated calls)", flush=True)
 
 
 SYSTEMS = ("primal", "hand", "pullback")
@@ -195,3 +229,5 @@ if __name__ == "__main__":
             row(name, n)
     if only is None or "calls" in only:
         per_call()
+    if only is None or "entry" in only:
+        entry()

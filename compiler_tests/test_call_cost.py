@@ -434,3 +434,24 @@ def test_a_numpy_scalar_argument_still_goes_through_project():
     assert ga == 2.0 + math.cos(0.5) and gb == 0.5
     v, (ga, gb) = vg(0.5, np.float64(2.0))
     assert type(gb) is np.float64 and gb == 0.5
+
+
+def test_the_last_array_call_follows_the_size_threshold():
+    # the memo of the last array call sizes the arrays itself: a lower
+    # threshold makes the same arrays large, which is another transform
+    from pullback.lowering import kernels
+
+    def f(x):
+        return np.sum(np.sin(x) * x)
+    vg = pb.value_and_grad(f)
+    x = np.linspace(0.0, 1.0, 20)
+    exact = np.cos(x) * x + np.sin(x)
+    for _ in range(3):
+        np.testing.assert_allclose(vg(x)[1], exact, rtol=1e-14)
+    handle = derivative_of(f)
+    assert len(handle.cache) == 1
+    with kernels.options(threshold=10):
+        value, grad = vg(x)
+    assert len(handle.cache) == 2 and {k[4] for k in handle.cache} == {False, True}
+    np.testing.assert_allclose(grad, exact, rtol=1e-12)
+    assert value == pytest.approx(np.sum(np.sin(x) * x), rel=1e-14)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import types
 
+import numpy as np
+
 from .callees import CustomVJP, Derivative, derivative_of
 from .checks import (check_argnum_range, check_argnums, check_callable, check_cotangent,
                      check_differentiable_input, check_scalar_output, check_tangents,
@@ -57,41 +59,9 @@ def value_and_grad(fun, argnums=0, has_aux=False, *, inplace=None):
     >>> value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
     (np.float64(5.0), array([2., 4.]))
     """
-    argnums_t = check_argnums(argnums)
-    wrt = tuple(sorted(set(argnums_t)))
-    made = []       # fun's handle, once made: a function's handle never changes
-
-    @functools.wraps(fun)
-    def value_and_grad_f(*args, **kwargs):
-        if made:
-            handle = made[0]
-        else:
-            handle = derivative_of(fun)      # (a weak-keyed lookup: once)
-            if type(fun) is types.FunctionType and type(handle) is Derivative:
-                made.append(handle)
-        bound = handle.bind(args, kwargs)
-        args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
-        check_argnum_range(fun, argnums_t, len(args))
-        if jx is not None and jx.traced:        # JAX tracers: under jax.jit
-            from .backend import namespace
-            return namespace.value_and_grad(fun, handle, args, argnums, wrt, has_aux)
-        for i in argnums_t:
-            check_differentiable_input(fun, handle, i, args[i])
-        out, res = handle.call_primal(args, wrt, has_aux, inplace)
-        value, aux = split_aux(fun, out, has_aux)
-        check_scalar_output(fun, value)
-        grads = handle.call_adjoint(res, one_like(value))
-        g = tuple([fresh_grad(grads[i], args[i]) for i in argnums_t])
-        if any(needs_boundary(args[i]) for i in argnums_t):   # registered and plain objects
-            g = tuple(to_user_grad(gi, args[i]) for gi, i in zip(g, argnums_t))
-        if jx is not None:          # ... and handed back as JAX arrays
-            value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
-        result = g[0] if isinstance(argnums, int) else g
-        return ((value, aux), result) if has_aux else (value, result)
-
-    value_and_grad_f.__pullback_api__ = "pb.value_and_grad"
-    value_and_grad_f.__pullback_made__ = Made("value_and_grad", fun, argnums, has_aux)
-    return value_and_grad_f
+    value_and_grad_f = _differentiated(fun, argnums, has_aux, inplace, True)
+    return _wraps(value_and_grad_f, fun, "pb.value_and_grad",
+                  Made("value_and_grad", fun, argnums, has_aux))
 
 
 def grad(fun, argnums=0, has_aux=False, *, inplace=None):
@@ -102,16 +72,89 @@ def grad(fun, argnums=0, has_aux=False, *, inplace=None):
     >>> grad(lambda x: np.sum(np.sin(x)))(np.zeros(2))
     array([1., 1.])
     """
-    vg = value_and_grad(fun, argnums, has_aux, inplace=inplace)
+    grad_f = _differentiated(fun, argnums, has_aux, inplace, False)
+    return _wraps(grad_f, fun, "pb.grad", Made("grad", fun, argnums, has_aux))
 
-    @functools.wraps(fun)
-    def grad_f(*args, **kwargs):
-        (_, aux), g = vg(*args, **kwargs) if has_aux else (((None, None), vg(*args, **kwargs)[1]))
-        return (g, aux) if has_aux else g
 
-    grad_f.__pullback_api__ = "pb.grad"
-    grad_f.__pullback_made__ = Made("grad", fun, argnums, has_aux)
-    return grad_f
+def _differentiated(fun, argnums, has_aux, inplace, with_value):
+    """The function ``value_and_grad`` (``with_value``) or ``grad`` returns,
+    before ``_wraps``: one closure for both, so that ``pb.grad(f)(x)`` makes
+    and calls one function, not a ``grad`` around a ``value_and_grad``."""
+    argnums_t = check_argnums(argnums)
+    wrt = tuple(sorted(set(argnums_t)))
+    one = isinstance(argnums, int)
+    # every argnum is in range for a call of n arguments where n > top and n >= bottom
+    top, bottom = max(argnums_t), -min(argnums_t)
+    made = []       # fun's handle, once made: a function's handle never changes
+
+    # the checks on each call cost as much as a small function's gradient: the
+    # common case (floats and float arrays, no aux) is tested inline, the
+    # checks' functions called only for what it does not cover
+    def value_and_grad_f(*args, **kwargs):
+        if made:
+            handle = made[0]
+        else:
+            handle = derivative_of(fun)      # (a weak-keyed lookup: once)
+            if type(fun) is types.FunctionType and type(handle) is Derivative:
+                made.append(handle)
+        bound = handle.bind(args, kwargs)
+        args, jx = jax_boundary(bound)          # JAX arrays: read as NumPy
+        n = len(args)
+        if n <= top or n < bottom:
+            check_argnum_range(fun, argnums_t, n)     # (raises)
+        if jx is not None and jx.traced:        # JAX tracers: under jax.jit
+            from .backend import namespace
+            out = namespace.value_and_grad(fun, handle, args, argnums, wrt, has_aux)
+            return out if with_value else _grad_only(out, has_aux)
+        plain = True        # every differentiated argument a float or a NumPy array
+        for i in argnums_t:
+            a = args[i]
+            t = type(a)
+            if t is float or (t is np.ndarray and a.dtype.kind in "fc"):
+                continue
+            plain = False
+            check_differentiable_input(fun, handle, i, a)
+        out, res = handle.call_primal(args, wrt, has_aux, inplace)
+        value, aux = split_aux(fun, out, has_aux) if has_aux else (out, None)
+        check_scalar_output(fun, value)
+        grads = handle.call_adjoint(res, one_like(value))
+        g = tuple([grads[i] if grads[i] is not None else fresh_grad(None, args[i])
+                   for i in argnums_t])
+        if not plain and any(needs_boundary(args[i]) for i in argnums_t):
+            # registered and plain objects
+            g = tuple(to_user_grad(gi, args[i]) for gi, i in zip(g, argnums_t))
+        if jx is not None:          # ... and handed back as JAX arrays
+            value, g = jx.back(value), tuple(jx.back(gi, bound[i]) for gi, i in zip(g, argnums_t))
+        result = g[0] if one else g
+        if with_value:
+            return ((value, aux), result) if has_aux else (value, result)
+        return (result, aux) if has_aux else result
+
+    return value_and_grad_f
+
+
+def _grad_only(out, has_aux):
+    """``grad``'s result from ``value_and_grad``'s."""
+    (_, aux), g = out if has_aux else ((None, None), out[1])
+    return (g, aux) if has_aux else g
+
+
+def _wraps(made, fun, api, how):
+    """``functools.wraps(fun)(made)``, with pullback's marks: which API made
+    it (``api``) and how (``how``, a ``Made``).  A plain function's
+    attributes are copied directly: ``functools.wraps`` costs as much as the
+    rest of ``pb.grad(f)``."""
+    if type(fun) is types.FunctionType:
+        for attr in functools.WRAPPER_ASSIGNMENTS:
+            setattr(made, attr, getattr(fun, attr))
+        if fun.__dict__:
+            made.__dict__.update(fun.__dict__)
+        made.__wrapped__ = fun
+    else:
+        functools.update_wrapper(made, fun)
+    made.__pullback_api__ = api
+    made.__pullback_made__ = how
+    return made
 
 
 def vjp(fun, *primals, has_aux=False, inplace=None):

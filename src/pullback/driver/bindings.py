@@ -97,8 +97,8 @@ class Bindings:
         """``current`` as one expression of identity tests (``g[n] is o and
         ...``), compiled once: it runs on every call of every callee, and a
         loop over the checks costs twice as many instructions."""
-        if not self._same:
-            return self._current
+        if not self._same:      # (no global function or module named: one call less)
+            return self._current_other
         terms, namespace = [], {}
         for k, (where, name, obj) in enumerate(self._same):
             namespace[f"g{k}"], namespace[f"n{k}"], namespace[f"o{k}"] = where, name, obj

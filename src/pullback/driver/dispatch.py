@@ -359,8 +359,9 @@ def dynamic_call(callee, mask, inplace, *args, **kwargs):
         return _star_call(mask, inplace, args[:2], args[2], args[3:], kwargs)
     if callee is nested_value or callee is functools.partial:
         return _make_function(callee, mask, args, kwargs)
-    fn, args, kwargs, mask = _unwrap(callee, args, kwargs, mask)
-    plan = _plan(fn, len(args), tuple(kwargs), mask, inplace)
+    if type(callee) is not types.FunctionType:     # (a plain function is itself)
+        callee, args, kwargs, mask = _unwrap(callee, args, kwargs, mask)
+    plan = _plan(callee, len(args), tuple(kwargs) if kwargs else (), mask, inplace)
     return plan.primal(args, kwargs)
 
 

@@ -43,27 +43,35 @@ def specialize(handle, args, wrt, has_aux=False, inplace=None):
     looked up first by the tuple of their types alone (``handle.scalar_cache``,
     filled below only for such calls): no signature keys, no sizing."""
     global _kernels
-    inplace = _inplace_default() if inplace is None else bool(inplace)
+    if inplace is None:         # (_inplace_default's common case inline: the name unset)
+        inplace = True if _ENV_DATA is not None and _INPLACE_KEY not in _ENV_DATA \
+            else _inplace_default()
+    else:
+        inplace = bool(inplace)
     if handle.scalar_cache:         # (empty for a function only ever given arrays)
         entry = handle.scalar_cache.get((tuple(map(type, args)), wrt, has_aux, inplace))
         if entry is not None and entry[1].current():
             return entry[0]
     if _kernels is None:     # late: importing pullback does not load the compiler
         from ..lowering import kernels as _kernels
-    large = _kernels.size_class(args)    # large arrays: elementwise work is fused
     # a function called again with arrays of the dtypes and ranks of its last
     # call (the common case at the top level): that call's transform, with no
-    # signature keys built and no dict lookup
+    # signature keys built, no dict lookup, and the arrays sized here (plain
+    # arrays: large from the threshold's number of elements, as size_class)
     memo = handle.last_arrays
-    if memo is not None and memo[0] == wrt and memo[1] == (has_aux, inplace, large) \
+    if memo is not None and memo[0] == wrt and memo[1] == (has_aux, inplace) \
             and len(args) == len(memo[2]):
+        threshold, large = _kernels.current_threshold(), False
         for a, (dtype, ndim) in zip(args, memo[2]):
             if type(a) is not np.ndarray or a.dtype is not dtype or a.ndim != ndim:
                 break
+            if a.size >= threshold:
+                large = True
         else:
             entry = memo[3]
-            if entry[1].current():
+            if large is memo[4] and entry[1].current():
                 return entry[0]
+    large = _kernels.size_class(args)    # large arrays: elementwise work is fused
     layout = handle.layout_of(args)      # *args/**kwargs: one transform per call layout
     key = (tuple([signature_key(a) for a in args]), wrt, has_aux, inplace, large, layout)
     entry = handle.cache.get(key)
@@ -119,7 +127,8 @@ def _remember_arrays(handle, args, key, entry):
     """Keep ``entry`` as ``handle``'s transform for arrays of the dtypes and
     ranks of ``args`` (all plain NumPy arrays; see ``specialize``)."""
     if args and all(type(a) is np.ndarray for a in args):
-        handle.last_arrays = (key[1], key[2:5], tuple((a.dtype, a.ndim) for a in args), entry)
+        handle.last_arrays = (key[1], key[2:4], tuple((a.dtype, a.ndim) for a in args), entry,
+                              key[4])
 
 
 def _lock_for(handle, key):
@@ -207,8 +216,14 @@ Derivative.driver = sys.modules[__name__]       # see Derivative.driver
 set_odeint_vjp(_field_vjp)                      # scipy.integrate.odeint's adjoint
 
 
+_late = {}      # the compiler's modules the hooks below call, imported at their first use
+
+
 def _dispatcher():
-    from . import dispatch      # late: importing pullback does not load the compiler
+    dispatch = _late.get("dispatch")
+    if dispatch is None:        # late: importing pullback does not load the compiler
+        from . import dispatch
+        _late["dispatch"] = dispatch
     return dispatch
 
 
@@ -218,8 +233,11 @@ def _writes_variant(fn):
 
 
 def _held_writes(fn):
-    from ..frontend.held_writes import held_writes      # (late, as above)
-    return held_writes(fn)
+    module = _late.get("held_writes")
+    if module is None:      # (late, as above; every call of a function value asks)
+        from ..frontend import held_writes as module
+        _late["held_writes"] = module
+    return module.held_writes(fn)
 
 
 def _self_array_writes(cls, fn, self_name):

@@ -151,14 +151,21 @@ class _Differentiated:
         self.positions = tuple(where[k] for k in mask)
         self.pair = handle.for_callers(tuple(sorted(set(self.positions))), inplace)
         self.mask = mask
+        # a call passing every parameter by position calls the pair's positional
+        # primal (callees.Derivative.for_callers): no *args tuple unpacked into a
+        # **kwargs call, no generic binding (the residuals are the same)
+        self.call = self.pair[0]
+        if not kwnames and getattr(handle, "params", None) is not None \
+                and not getattr(handle, "variadic", True) and nargs == len(handle.params):
+            self.call = getattr(self.pair[0], "positional", self.pair[0])
 
     def primal(self, args, kwargs):
-        out, res = self.pair[0](*args, **kwargs)
+        out, res = self.call(*args, **kwargs) if kwargs else self.call(*args)
         return out, (self, res)
 
     def adjoint(self, res, ct):
         full = self.pair[1](res, ct)
-        return tuple(full[i] for i in self.positions)
+        return tuple([full[i] for i in self.positions])
 
 
 class _Marker:
