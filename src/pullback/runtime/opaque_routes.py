@@ -21,6 +21,7 @@ import types
 
 import numpy as np
 
+from .core import FieldGrads
 from .leaves import ATOMS, Walk, children, is_leaf
 from .opaque import _refuse, call, callee_name
 
@@ -31,6 +32,8 @@ def _at(ct, key):
     if ct is None:
         return None
     if isinstance(ct, dict):
+        if isinstance(ct, FieldGrads) and isinstance(key, int) and -len(ct) <= key < len(ct):
+            key = ct.keys_at(key)[0]    # a namedtuple's gradient, by field name in order
         return ct.get(key)
     if isinstance(ct, (list, tuple)) and isinstance(key, int) and not isinstance(key, bool):
         return ct[key] if -len(ct) <= key < len(ct) else None
