@@ -176,8 +176,16 @@ class _Protect:
                 a = a.base
 
     def restore(self):
-        for a in reversed(self.changed):
+        # a base first: NumPy will not make a view writeable while its base is not
+        for a in sorted(self.changed, key=_depth):
             a.flags.writeable = True
+
+
+def _depth(a):
+    n = 0
+    while isinstance(a.base, np.ndarray):
+        a, n = a.base, n + 1
+    return n
 
 
 def callee_name(fn):
