@@ -1,0 +1,325 @@
+"""What the corpus round of 2026-12-02 (programs in styles nobody designed for
+the compiler, and many tiny probes of the same patterns) found: each fixed
+bug keeps a test here that failed before its fix; each open one is the
+smallest reproduction, marked ``xfail(strict=True)`` so that it fails the
+moment its fix lands (remove the mark then).
+
+Gradients are checked against exact values (worked out by hand in the
+comments) or central differences."""
+import collections
+import typing
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+X = np.array([0.3, -1.2, 2.1, 0.7])
+State = collections.namedtuple("State", ["q", "p", "t"])
+Pt = collections.namedtuple("Pt", "w b")
+
+
+def central(f, args, i, h=1e-6):
+    """d f / d args[i] (a float) by central differences."""
+    up, down = list(args), list(args)
+    up[i], down[i] = args[i] + h, args[i] - h
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+# ---------------------------------------------------------------- fixed: silent zeros
+
+def replaced_then_field(x):
+    p = Pt(x, 1.0)
+    q = p._replace(b=3.0)
+    return np.sum(q.w) * q.b
+
+
+def test_namedtuple_replace_sends_the_field_gradient_back():
+    # q.w is x: d/dx sum(x) * 3 = 3 (was 0: the cotangent of q, a gradient by
+    # field name, was read by position along the library call's route)
+    np.testing.assert_array_equal(pb.grad(replaced_then_field)(X), np.full(4, 3.0))
+
+
+def step(state, a):
+    q, p, t = state
+    return state._replace(q=q * a, p=p + q, t=t + 1.0)
+
+
+def replaced_in_a_loop(a, q0):
+    s = State(q=q0, p=0.0, t=0.0)
+    loss = 0.0
+    for target in [1.0, 2.0]:
+        s = step(s, a)
+        loss = loss + (s.q - target) ** 2
+    return loss
+
+
+def test_namedtuple_replace_in_a_loop_that_reads_the_state():
+    # the gradient of s the loop carries is an owned copy (by field name, with
+    # no record of its class): was (0.0, 0.0)
+    args = (1.5, 0.8)
+    g = pb.grad(replaced_in_a_loop, argnums=(0, 1))(*args)
+    for i in range(2):
+        np.testing.assert_allclose(g[i], central(replaced_in_a_loop, args, i), rtol=1e-7)
+
+
+def values_unpacked(x, b):
+    h = {"a": x, "c": x * b}
+    a, c = h.values()
+    return np.sum(a * c * np.arange(4.0))
+
+
+def test_names_unpacked_from_dict_values():
+    # sum(k * b * x_k^2): d/dx_k = 2 k b x_k, d/db = sum(k x_k^2) (was 0 for x)
+    gx, gb = pb.grad(values_unpacked, argnums=(0, 1))(X, 0.5)
+    k = np.arange(4.0)
+    np.testing.assert_allclose(gx, 2 * k * 0.5 * X, rtol=1e-12)
+    np.testing.assert_allclose(gb, np.sum(k * X ** 2), rtol=1e-12)
+
+
+def items_unpacked(x, b):
+    (_, a), (_, c) = {"a": x, "c": x * b}.items()
+    return np.sum(a * c * np.arange(4.0))
+
+
+def test_names_unpacked_from_dict_items():
+    gx = pb.grad(items_unpacked)(X, 0.5)
+    np.testing.assert_allclose(gx, 2 * np.arange(4.0) * 0.5 * X, rtol=1e-12)
+
+
+def zip_unpacked(x, b):
+    ws, bs = zip((x, b), (x * 2, b * 3))
+    return np.sum(ws[1]) * bs[0] + bs[1]
+
+
+def iter_unpacked(x, b):
+    a, c = iter([x, x * b])
+    return np.sum(a * c)
+
+
+def enumerate_unpacked(x, b):
+    a, c = enumerate([x, x * b])
+    return np.sum(a[1] * c[1])
+
+
+@pytest.mark.parametrize("f, line", [(zip_unpacked, "ws, bs = zip("),
+                                     (iter_unpacked, "a, c = iter("),
+                                     (enumerate_unpacked, "a, c = enumerate(")])
+def test_names_unpacked_from_an_iterator_are_refused_naming_the_line(f, line):
+    # the iterator is used up by the unpacking, so the adjoint cannot tell which
+    # values it gave: the gradient was 0 for x, silently
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(f, argnums=(0, 1))(X, 0.5)
+    assert "test_corpus_findings.py" in str(err.value) and line in str(err.value)
+    assert "list(" in str(err.value)
+
+
+def library_call_on_a_view(x, b):
+    p = Pt(x, b)
+    q = p._replace(w=x[::-1])
+    return np.sum(q.w * np.arange(4.0)) * q.b
+
+
+def test_library_call_given_a_view_and_its_base():
+    # the check made x and its view x[::-1] read-only and restored the view
+    # first, which NumPy refuses while the base is read-only (ValueError)
+    gx, gb = pb.grad(library_call_on_a_view, argnums=(0, 1))(X, 0.5)
+    np.testing.assert_allclose(gx, np.arange(4.0)[::-1] * 0.5, rtol=1e-12)
+    np.testing.assert_allclose(gb, np.sum(X[::-1] * np.arange(4.0)), rtol=1e-12)
+
+
+class Momentum:
+    def __init__(self, lr, beta=0.9):
+        self.lr, self.beta = lr, beta
+        self.velocity = {}
+
+    def step(self, name, p, g):
+        v = self.beta * self.velocity.get(name, 0.0) + g
+        self.velocity[name] = v
+        return p - self.lr * v
+
+
+def momentum_descent(w, lr):
+    opt = Momentum(lr)
+    for _ in range(3):
+        w = opt.step("w", w, 2.0 * w)
+    return np.sum(w ** 2) + np.sum(opt.velocity.get("w") ** 2)
+
+
+def test_dict_attribute_read_with_get():
+    # `self.velocity.get(name, 0.0)` reads an item, as `self.velocity[name]` does
+    # (refused before, naming the line: "uses `.velocity` otherwise than by item")
+    w, lr = np.array([0.3, -1.2, 2.1]), 0.1
+    gw, glr = pb.grad(momentum_descent, argnums=(0, 1))(w, lr)
+    # linear in w: w_3 = c(lr) w and v_3 = d(lr) w, so the gradient is 2 (c^2 + d^2) w
+    c, d, cd, dd = 1.0, 0.0, 0.0, 0.0              # values and derivatives in lr
+    for _ in range(3):
+        d, dd = 0.9 * d + 2.0 * c, 0.9 * dd + 2.0 * cd
+        c, cd = c - lr * d, cd - d - lr * dd
+    np.testing.assert_allclose(gw, 2 * (c * c + d * d) * w, rtol=1e-12)
+    np.testing.assert_allclose(glr, 2 * (c * cd + d * dd) * np.sum(w ** 2), rtol=1e-12)
+
+
+class Combine:
+    """`+` multiplies: differentiated as arithmetic, d/dx of sum((a + b).v) for
+    a = Combine(x), b = Combine(3x) came out 4 (1 + 3), where 6x is right."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        return Combine(self.v * other.v)
+
+    def __neg__(self):
+        return Combine(self.v ** 2)
+
+
+def overloaded_add(x):
+    a = Combine(x)
+    b = Combine(x * 3.0)
+    c = a + b
+    return np.sum(c.v)
+
+
+def overloaded_neg(x):
+    a = Combine(x)
+    return np.sum((-a).v)
+
+
+@pytest.mark.parametrize("f, symbol", [(overloaded_add, "`+`"), (overloaded_neg, "`-`")])
+def test_an_operator_of_the_users_class_is_refused(f, symbol):
+    for run in (lambda: pb.grad(f)(X), lambda: pb.jvp(f, (X,), (np.ones(4),))):
+        with pytest.raises(pb.PullbackError) as err:
+            run()
+        assert symbol in str(err.value) and "__" in str(err.value)
+        assert "test_corpus_findings.py" in str(err.value)
+
+
+# --------------------------------------------------------------------- open
+
+class Plain:
+    def __init__(self, lr):
+        self.lr = lr
+
+    def update(self, p, g):
+        return p - self.lr * g
+
+    def step(self, p, g):
+        return self.update(p, g)
+
+
+def method_named_update(w, lr):
+    opt = Plain(lr)
+    for _ in range(2):
+        w = opt.step(w, 2.0 * w)
+    return np.sum(w ** 2)
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError,
+                   reason="`self.update(p, g)` inside a method, `update` a pure method of the "
+                          "class, is refused as dict's or set's in-place `.update()` "
+                          "(analyses.op_resolver: only locals bound to a new object of a "
+                          "known class count as the user's; `self` is not one); the same "
+                          "method named `apply` is differentiated")
+def test_a_method_named_update_called_on_self():
+    # w_2 = (1 - 2 lr)^2 w: d/dw sum(w_2^2) = 2 (1 - 2 lr)^4 w
+    w = np.array([0.3, -1.2, 2.1])
+    np.testing.assert_allclose(pb.grad(method_named_update)(w, 0.1), 2 * 0.8 ** 4 * w,
+                               rtol=1e-12)
+
+
+def read_between_steps(a, q0):
+    s = State(q=q0, p=0.0, t=0.0)
+    s = step(s, a)
+    loss = s.q ** 2
+    s = step(s, a)
+    return loss + s.q ** 2
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="a callee's gradient of a namedtuple (step's for s) is taken as an "
+                          "owned buffer and added into by field (index_add), but it is an "
+                          "immutable namedtuple: AttributeError 'State' object has no "
+                          "attribute 'dtype' (reverse.accumulate / the call's adjoint)")
+def test_namedtuple_gradient_of_a_callee_added_into():
+    args = (1.5, 0.8)
+    g = pb.grad(read_between_steps, argnums=(0, 1))(*args)
+    np.testing.assert_allclose(g[0], central(read_between_steps, args, 0), rtol=1e-7)
+
+
+class Particle(typing.NamedTuple):
+    w: np.ndarray
+    b: float
+
+    def energy(self):
+        return np.sum(self.w ** 2) * self.b
+
+
+def method_and_replace(x, b):
+    p = Particle(x, b)
+    q = p._replace(w=p.w * 2)
+    return q.energy() + p.energy()
+
+
+@pytest.mark.xfail(strict=True, raises=AttributeError,
+                   reason="add_cotangents of two namedtuple gradients is a namedtuple, "
+                          "then added into by field as if owned: AttributeError")
+def test_namedtuple_method_and_replace():
+    # 5 b sum(x^2): d/dx = 10 b x
+    np.testing.assert_allclose(pb.grad(method_and_replace)(X, 0.5), 10 * 0.5 * X, rtol=1e-12)
+
+
+def transposed_pairs(x, b):
+    pairs = [(x, b), (x * 2, b * 3)]
+    ws, bs = zip(*pairs)
+    return np.sum(ws[1]) * bs[0] + bs[1]
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError,
+                   reason="`ws, bs = zip(*pairs)` (README: zip(*rows) is supported) is "
+                          "refused since this round, where it was a silent zero: the adjoint "
+                          "needs the values the iterator gave, which the primal does not keep "
+                          "(reverse.adjoints.adjoint_unpack packs the parts against the "
+                          "used-up iterator)")
+def test_zip_star_unpacked():
+    # 2 b sum(x) + 3 b: d/dx = 2 b, d/db = 2 sum(x) + 3
+    gx, gb = pb.grad(transposed_pairs, argnums=(0, 1))(X, 0.5)
+    np.testing.assert_allclose(gx, np.full(4, 1.0), rtol=1e-12)
+    np.testing.assert_allclose(gb, 2 * np.sum(X) + 3, rtol=1e-12)
+
+
+def starred_from_zip(x, b):
+    first, *rest = zip([x, x * b], [b, 2.0])
+    return np.sum(first[0]) * rest[0][1] + np.sum(rest[0][0])
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="`first, *rest = zip(...)`: TypeError object of type 'zip' has no "
+                          "len(), in the generated code")
+def test_starred_unpacking_of_an_iterator():
+    # 2 sum(x) + b sum(x): d/dx = 2 + b; a refusal naming the line would do too
+    try:
+        g = pb.grad(starred_from_zip)(X, 0.5)
+    except pb.PullbackError as err:
+        assert "first, *rest = zip(" in str(err)
+        return
+    np.testing.assert_allclose(g, np.full(4, 2.5), rtol=1e-12)
+
+
+def overloaded_add_of_an_argument(a, x):
+    c = a + Combine(x)
+    return np.sum(c.v)
+
+
+@pytest.mark.xfail(strict=True, reason="an operator applied to an object of the user's class "
+                   "that pullback does not know as a local bound to a new object (an "
+                   "argument, a call's result, `p, q = P(a), P(b)`) is still differentiated as "
+                   "arithmetic: x's gradient is 1.0 where a.v = 2.0 is right, silently "
+                   "(analyses.operator_objects knows only op_resolver._user_objects)")
+def test_an_operator_of_an_argument_of_the_users_class():
+    # (a + Combine(x)).v = a.v * x: d/dx sum = a.v
+    try:
+        g = pb.grad(overloaded_add_of_an_argument, argnums=1)(Combine(np.full(4, 2.0)), X)
+    except pb.PullbackError:
+        return
+    np.testing.assert_allclose(g, np.full(4, 2.0), rtol=1e-12)
