@@ -323,3 +323,21 @@ def test_an_operator_of_an_argument_of_the_users_class():
     except pb.PullbackError:
         return
     np.testing.assert_allclose(g, np.full(4, 2.0), rtol=1e-12)
+
+
+def replace_result_unused(a, q0):
+    s = State(q=q0, p=0.0, t=0.0)
+    diagnostics = step(s, a)            # not used by the output: run as plain Python
+    return s.q ** 2 * a + 0.0 * (diagnostics.t > 5)
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError,
+                   reason="a call whose result the output does not use, of a function calling "
+                          "`state._replace(...)` on a parameter holding differentiated values, "
+                          "is refused: `_replace` 'may store into it' (frontend.written."
+                          "attribute_stores counts every method called on a parameter; a "
+                          "namedtuple's _replace, _asdict and a dict's copy store nothing)")
+def test_an_unused_call_of_a_function_calling_replace():
+    # q0^2 a: d/da = q0^2, d/dq0 = 2 q0 a
+    g = pb.grad(replace_result_unused, argnums=(0, 1))(1.5, 0.8)
+    np.testing.assert_allclose(g, (0.64, 2.4), rtol=1e-12)
