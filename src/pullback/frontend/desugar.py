@@ -87,6 +87,21 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.Function
     return fn
 
 
+def _enumerate_start(call):
+    """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
+    ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
+    False for another call."""
+    if any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    if len(call.args) == 1 and not call.keywords:
+        return None
+    if len(call.args) == 2 and not call.keywords:
+        return call.args[1]
+    if len(call.args) == 1 and len(call.keywords) == 1 and call.keywords[0].arg == "start":
+        return call.keywords[0].value
+    return False
+
+
 class _Desugar:
     def __init__(self, namer, parsed):
         self.namer, self.parsed = namer, parsed
@@ -186,13 +201,18 @@ class _Desugar:
             else:
                 head = [_assign(target, item, node)]
             return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
-        if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
-                and len(it.args) == 1 and not it.keywords \
-                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-            index = target.elts[0].id if isinstance(target.elts[0], gast.Name) \
-                else self.namer.fresh("index")
-            head = [] if isinstance(target.elts[0], gast.Name) else \
-                [_assign(target.elts[0], _name(index), node)]
+        start = _enumerate_start(it) if isinstance(it, gast.Call) \
+            and self.is_builtin(it.func, "enumerate") else False
+        if start is not False and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            if start is not None and not isinstance(start, gast.Constant):
+                first = self.namer.fresh("start")          # read once, as enumerate does
+                pre.append(_assign(_name(first, gast.Store()), start, node))
+                start = _name(first)
+            counter = isinstance(target.elts[0], gast.Name) and start is None
+            index = target.elts[0].id if counter else self.namer.fresh("index")
+            value = _name(index) if start is None else \
+                gast.BinOp(left=_name(index), op=gast.Add(), right=start)
+            head = [] if counter else [_assign(target.elts[0], value, node)]
             inner = it.args[0]
             if self.is_zip(inner):          # enumerate(zip(xs, ys))
                 return pre + [self.zip_loop(inner, index, target.elts[1], head, body, orelse,
