@@ -187,7 +187,11 @@ def forward(fn, args, kwargs, mask, tangents):
 
 class _Fields(dict):
     """The tangent of an object a library call made: its attributes' tangents,
-    read as attributes too (``b_dot.arguments``, as the tangent code reads a field)."""
+    read as attributes too (``b_dot.arguments``, as the tangent code reads a field).
+    No ``__dict__``: ``objects.field_tangent`` reads an empty one as "no such
+    attribute", a zero tangent (``types.SimpleNamespace(w=2 * x).w`` had none)."""
+
+    __slots__ = ()
 
     def __getattr__(self, name):
         try:
