@@ -7,6 +7,7 @@ moment its fix lands (remove the mark then).
 Gradients are checked against exact values (worked out by hand in the
 comments) or central differences."""
 import collections
+import types
 import typing
 
 import numpy as np
@@ -193,6 +194,78 @@ def test_an_operator_of_the_users_class_is_refused(f, symbol):
             run()
         assert symbol in str(err.value) and "__" in str(err.value)
         assert "test_corpus_findings.py" in str(err.value)
+
+
+def enumerate_from_one(x):
+    total = 0.0
+    for i, v in enumerate(x, 1):
+        total = total + i * v * v
+    return total + sum(k * v for k, v in enumerate(x, start=1))
+
+
+def enumerate_pairs_from(x, first):
+    total = 0.0
+    for i, (a, b) in enumerate(zip(x, x[1:]), start=first):
+        first = 100                     # enumerate read its start once
+        total = total + i * a * b
+    return total * i
+
+
+def test_enumerate_with_a_start():
+    # sum(i x_i^2) + sum(i x_i) for i from 1: d/dx_i = 2 i x_i + i (was refused:
+    # "this loop runs over a enumerate")
+    k = np.arange(1.0, 5.0)
+    np.testing.assert_allclose(pb.grad(enumerate_from_one)(X), 2 * k * X + k, rtol=1e-12)
+    _, t = pb.jvp(enumerate_from_one, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, np.sum(2 * k * X + k), rtol=1e-12)
+    # (2 x0 x1 + 3 x1 x2 + 4 x2 x3) * 4
+    expected = 4 * np.array([2 * X[1], 2 * X[0] + 3 * X[2], 3 * X[1] + 4 * X[3], 4 * X[2]])
+    np.testing.assert_allclose(pb.grad(enumerate_pairs_from)(X, 2), expected, rtol=1e-12)
+
+
+def namespace_field(x):
+    ns = types.SimpleNamespace(w=x * 2.0, b=x[0])
+    return np.sum(ns.w) * ns.b
+
+
+def test_forward_mode_through_a_namespace_a_library_made():
+    # 2 x0 sum(x): along t = 1, 2 sum(x) + 2 x0 * 4 (was 0.0: the tangent of the
+    # namespace, a dict subclass with an empty __dict__, read as "no such attribute")
+    _, t = pb.jvp(namespace_field, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 2 * np.sum(X) + 8 * X[0], rtol=1e-12)
+
+
+def chain_map(x):
+    cm = collections.ChainMap({"a": x[0]}, {"a": x[1], "b": x[2]})
+    return cm["a"] * cm["b"]
+
+
+def user_dict(x):
+    u = collections.UserDict({"a": x[0], "b": x[1]})
+    return u["a"] * u["b"]
+
+
+@pytest.mark.parametrize("f", [chain_map, user_dict])
+def test_a_mapping_that_is_not_a_dict_is_refused(f):
+    # read by key, its gradient was kept by key, which the library call's routes
+    # (through .maps, .data) did not read: [0, 0, 0, 0], silently
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(f)(X)
+    assert "not a dict" in str(err.value) and "test_corpus_findings.py" in str(err.value)
+
+
+def replaced_cubes(x):
+    p = Pt(x, 2.0)
+    q = p._replace(b=3.0)
+    return np.sum(q.w ** 3) * q.b
+
+
+def test_second_derivative_through_a_library_call_is_refused():
+    # the library call's plan has no primal/adjoint pair to differentiate again:
+    # AttributeError '_Opaque' object has no attribute 'pair'
+    with pytest.raises(pb.PullbackError) as err:
+        pb.hessian(replaced_cubes)(X)
+    assert "_replace" in str(err.value)
 
 
 # --------------------------------------------------------------------- open
