@@ -268,6 +268,32 @@ def test_second_derivative_through_a_library_call_is_refused():
     assert "_replace" in str(err.value)
 
 
+class Batches:
+    def __init__(self, data, size):
+        self.data, self.size = data, size
+
+    def __iter__(self):
+        for i in range(0, len(self.data), self.size):
+            yield self.data[i:i + self.size]
+
+
+def batched_loss(w, data):
+    loss = 0.0
+    for batch in Batches(data, 2):
+        loss = loss + np.sum(np.tanh(batch * w) ** 2)
+    return loss
+
+
+def test_a_loop_over_an_object_with_its_own_iter_is_refused_naming_the_line():
+    # the loop reads by position, len(obj) and obj[i]: TypeError "object of type
+    # 'Batches' has no len()" in both modes
+    for run in (lambda: pb.grad(batched_loss)(0.5, X),
+                lambda: pb.jvp(batched_loss, (0.5, X), (1.0, np.ones(4)))):
+        with pytest.raises(pb.PullbackError) as err:
+            run()
+        assert "Batches" in str(err.value) and "for batch in Batches(data, 2):" in str(err.value)
+
+
 # --------------------------------------------------------------------- open
 
 class Plain:
@@ -433,3 +459,32 @@ def cubes(x):
 def test_hessian_of_a_power_with_the_exponent_passed_in():
     x = np.array([0.3, -1.2, 0.9])
     np.testing.assert_allclose(pb.hessian(cubes)(x), np.diag(6 * x), rtol=1e-12, atol=1e-15)
+
+
+def rows_doubled(data):
+    for row in data:
+        yield row * 2.0
+
+
+def first_then_rest(w, data):
+    rows = rows_doubled(data)
+    first = next(rows)
+    rest = list(rows)
+    return np.sum(first * w) * 3.0 + sum(np.sum(r * w) for r in rest)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="next() on a generator of the user's, which pullback runs as the "
+                          "list of what it yields: TypeError 'list' object is not an iterator "
+                          "(both modes)")
+def test_next_on_a_generator():
+    # 3 * 2 w d_0 + 2 w (d_1 + ... ): d/dw = 6 d_0 + 2 (d_1 + d_2 + d_3), d/dd_0 = 6 w
+    # (with the data not differentiated, the generator runs as Python's, and passes)
+    d = np.array([0.3, -1.2, 2.1, 0.7])
+    try:
+        gw, gd = pb.grad(first_then_rest, argnums=(0, 1))(0.5, d)
+    except pb.PullbackError as err:
+        assert "next(rows)" in str(err)
+        return
+    np.testing.assert_allclose(gw, 6 * d[0] + 2 * np.sum(d[1:]), rtol=1e-12)
+    np.testing.assert_allclose(gd, [3.0, 1.0, 1.0, 1.0], rtol=1e-12)
