@@ -7,6 +7,7 @@ moment its fix lands (remove the mark then).
 Gradients are checked against exact values (worked out by hand in the
 comments) or central differences."""
 import collections
+import dataclasses
 import types
 import typing
 
@@ -294,6 +295,42 @@ def test_a_loop_over_an_object_with_its_own_iter_is_refused_naming_the_line():
         assert "Batches" in str(err.value) and "for batch in Batches(data, 2):" in str(err.value)
 
 
+@dataclasses.dataclass
+class Config:
+    lr: float
+    layers: list = dataclasses.field(default_factory=list)
+
+
+def appended_into_a_field(w):
+    cfg = Config(0.1)
+    cfg.layers.append(w)
+    cfg.layers.append(w * 2.0)
+    return sum(np.sum(layer) for layer in cfg.layers) * cfg.lr
+
+
+class History:
+    def __init__(self):
+        self.items = []
+
+
+def appended_through_an_alias(w):
+    h = History()
+    items = h.items
+    items.append(w * 3.0)
+    return np.sum(h.items[0])
+
+
+@pytest.mark.parametrize("f, line", [(appended_into_a_field, "cfg.layers.append(w)"),
+                                     (appended_through_an_alias, "items.append(w * 3.0)")])
+def test_an_append_to_a_list_an_attribute_holds_is_refused(f, line):
+    # the gradient of w was [0, 0, 0, 0] in both modes, silently (the append went to a
+    # local alias of the list; the object's later reads carried no gradient)
+    for run in (lambda: pb.grad(f)(X), lambda: pb.jvp(f, (X,), (np.ones(4),))):
+        with pytest.raises(pb.PullbackError) as err:
+            run()
+        assert line in str(err.value) and "attribute" in str(err.value)
+
+
 # --------------------------------------------------------------------- open
 
 class Plain:
@@ -488,3 +525,49 @@ def test_next_on_a_generator():
         return
     np.testing.assert_allclose(gw, 6 * d[0] + 2 * np.sum(d[1:]), rtol=1e-12)
     np.testing.assert_allclose(gd, [3.0, 1.0, 1.0, 1.0], rtol=1e-12)
+
+
+@dataclasses.dataclass
+class WithDefault:
+    a: np.ndarray
+    b: float = 2.0
+
+
+def defaulted_field(w):
+    p = WithDefault(w)
+    return np.sum(p.a) * p.b
+
+
+@pytest.mark.xfail(strict=True, reason="forward mode: the tangent of `p = WithDefault(w)` is "
+                   "built as WithDefault(w_dot), so the defaulted field's tangent is its "
+                   "default (2.0), not 0: jvp 11.8 where 8.0 is right, silently (a "
+                   "namedtuple's defaults and default_factory too; forward.tangents."
+                   "tangent_construct)")
+def test_forward_mode_of_a_structure_with_a_defaulted_field():
+    # 2 sum(w): along t = 1, 8
+    _, t = pb.jvp(defaulted_field, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 8.0, rtol=1e-12)
+
+
+class Params:
+    """Attribute access forwarded to a dict by __getattr__ (a common config idiom)."""
+
+    def __init__(self, values):
+        self._values = values
+
+    def __getattr__(self, name):
+        return self._values[name]
+
+
+def forwarded_attributes(w):
+    p = Params({"a": w, "b": w * 2.0})
+    return np.sum(p.a * p.b)
+
+
+@pytest.mark.xfail(strict=True, reason="a class whose attributes come from __getattr__: "
+                   "forward mode gives a zero tangent, silently (jvp 0.0), reverse mode a "
+                   "KeyError '__array__' in the adjoint")
+def test_attributes_forwarded_by_getattr():
+    # 2 sum(w^2): d/dw = 4 w; along t = 1, 4 sum(w)
+    _, t = pb.jvp(forwarded_attributes, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 4 * np.sum(X), rtol=1e-12)
