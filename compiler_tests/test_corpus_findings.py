@@ -331,6 +331,38 @@ def test_an_append_to_a_list_an_attribute_holds_is_refused(f, line):
         assert line in str(err.value) and "attribute" in str(err.value)
 
 
+def best_pair(x):
+    pairs = [(x[0] ** 2, x[0]), (x[1] ** 2, x[1] * 3.0), (x[2] ** 2, x[2])]
+    score, v = min(pairs)
+    return score * v
+
+
+def test_min_of_tuples():
+    # min compares the tuples by their first items: x0^2 wins, score * v = x0^3
+    # (TypeError before: the winners' share divided the tuple's cotangent by their count)
+    np.testing.assert_allclose(pb.grad(best_pair)(X), [3 * X[0] ** 2, 0, 0, 0], rtol=1e-12)
+
+
+def sgd_by_comprehension(params, grads, lr):
+    new = {k: params[k] - lr * grads[k] for k in params}
+    return np.sum(new["w"] ** 2) + new["b"] * sum(params[k] * 0.0 + 1.0 for k in ["b"])
+
+
+def test_comprehension_over_a_dict_reading_its_items():
+    # `{k: p[k] - lr * g[k] for k in p}` (refused when it ran: "this loop runs over a
+    # dict"; a `for` statement was followed): sum((w - lr gw)^2) + (b - lr gb)
+    w, gw = X, np.array([1.0, 2.0, 0.0, -1.0])
+    params, grads = {"w": w, "b": 0.5}, {"w": gw, "b": 2.0}
+    gp, gg, glr = pb.grad(sgd_by_comprehension, argnums=(0, 1, 2))(params, grads, 0.1)
+    r = w - 0.1 * gw
+    np.testing.assert_allclose(gp["w"], 2 * r, rtol=1e-12)
+    np.testing.assert_allclose(gp["b"], 1.0, rtol=1e-12)
+    np.testing.assert_allclose(gg["w"], -0.2 * r, rtol=1e-12)
+    np.testing.assert_allclose(glr, np.sum(-2 * r * gw) - 2.0, rtol=1e-12)
+    _, t = pb.jvp(lambda lr: sgd_by_comprehension(params, grads, lr), (0.1,), (1.0,))
+    np.testing.assert_allclose(t, np.sum(-2 * r * gw) - 2.0, rtol=1e-12)
+
+
 # --------------------------------------------------------------------- open
 
 class Plain:
@@ -571,3 +603,12 @@ def test_attributes_forwarded_by_getattr():
     # 2 sum(w^2): d/dw = 4 w; along t = 1, 4 sum(w)
     _, t = pb.jvp(forwarded_attributes, (X,), (np.ones(4),))
     np.testing.assert_allclose(t, 4 * np.sum(X), rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="forward mode of min/max over tuples: runtime.reduction_forward."
+                          "builtin_max_jvp sums the winners' tuple tangents with 0 (TypeError "
+                          "unsupported operand type(s) for +: 'int' and 'tuple')")
+def test_min_of_tuples_forward():
+    _, t = pb.jvp(best_pair, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 3 * X[0] ** 2, rtol=1e-12)

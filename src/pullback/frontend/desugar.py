@@ -387,7 +387,16 @@ class _Desugar:
                                               "Use an ordinary loop.")
             for cond in reversed(gen.ifs):
                 inner = [gast.copy_location(gast.If(test=cond, body=inner, orelse=[]), node)]
-            loop = gast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
+            it = gen.iter
+            if isinstance(it, gast.Name) and isinstance(gen.target, gast.Name) and any(
+                    isinstance(m, gast.Subscript) and isinstance(m.value, gast.Name)
+                    and m.value.id == it.id and isinstance(m.slice, gast.Name)
+                    and m.slice.id == gen.target.id for m in gast.walk(node)):
+                # `{k: p[k] - lr * g[k] for k in p}`: over a dict's keys, as a `for`
+                # statement reading `p[k]` runs (frontend.dict_stores.rewrite_loops)
+                it = gast.copy_location(gast.Call(func=_name(self.helper(
+                    "loop_keys", control.loop_keys)), args=[it], keywords=[]), it)
+            loop = gast.For(target=gen.target, iter=it, body=inner, orelse=[],
                             type_comment=None)
             inner = [gast.copy_location(loop, node)]
         pre.extend(self.block(inner))
