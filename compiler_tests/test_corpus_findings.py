@@ -383,17 +383,36 @@ def method_named_update(w, lr):
     return np.sum(w ** 2)
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError,
-                   reason="`self.update(p, g)` inside a method, `update` a pure method of the "
-                          "class, is refused as dict's or set's in-place `.update()` "
-                          "(analyses.op_resolver: only locals bound to a new object of a "
-                          "known class count as the user's; `self` is not one); the same "
-                          "method named `apply` is differentiated")
 def test_a_method_named_update_called_on_self():
+    # `self.update(p, g)` inside a method, `update` a pure method of the class, was
+    # refused as dict's or set's in-place `.update()` (op_resolver knew only locals
+    # bound to a new object as the user's; now `self` of a method of a module-level
+    # class too: analyses.operator_objects.method_self)
     # w_2 = (1 - 2 lr)^2 w: d/dw sum(w_2^2) = 2 (1 - 2 lr)^4 w
     w = np.array([0.3, -1.2, 2.1])
     np.testing.assert_allclose(pb.grad(method_named_update)(w, 0.1), 2 * 0.8 ** 4 * w,
                                rtol=1e-12)
+
+
+class Scaled:
+    def __init__(self, v):
+        self.v = v
+
+    def __mul__(self, c):
+        return Scaled(self.v * c)
+
+    def doubled(self):
+        return self * 2.0
+
+
+def doubled_by_operator(x):
+    return np.sum(Scaled(x).doubled().v)
+
+
+def test_an_operator_on_self_of_the_users_class_is_refused():
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(doubled_by_operator)(X)
+    assert "`*`" in str(err.value) and "return self * 2.0" in str(err.value)
 
 
 def read_between_steps(a, q0):

@@ -42,7 +42,7 @@ import gast
 
 from ..errors import UnsupportedSyntaxError
 
-__all__ = ["refuse_overloaded"]
+__all__ = ["refuse_overloaded", "method_self"]
 
 _BINARY = {gast.Add: ("+", "__add__", "__radd__"), gast.Sub: ("-", "__sub__", "__rsub__"),
            gast.Mult: ("*", "__mul__", "__rmul__"), gast.Div: ("/", "__truediv__", "__rtruediv__"),
@@ -81,3 +81,18 @@ def refuse_overloaded(node, objects, parsed):
 
 def _text(node):
     return node.id if isinstance(node, gast.Name) else "..."
+
+
+def method_self(fn, tree):
+    """``{self: cls}`` where ``fn`` is a method defined in the body of ``cls``,
+    a module-level class (``self.update(p, g)`` is then ``cls``'s method, and
+    ``self * c`` its operator), else ``{}``."""
+    parts = getattr(fn, "__qualname__", "").split(".")
+    args = tree.args.args
+    if len(parts) != 2 or not args or not isinstance(args[0], gast.Name):
+        return {}
+    cls = getattr(fn, "__globals__", {}).get(parts[0])
+    member = vars(cls).get(parts[1]) if isinstance(cls, type) else None
+    if getattr(member, "__func__", member) is not fn:
+        return {}
+    return {args[0].id: cls}
