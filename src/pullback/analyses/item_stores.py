@@ -110,8 +110,9 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                 # never reach (it was a zero gradient)
                 raise UnsupportedSyntaxError(
                     "pullback does not follow an append of a differentiated value to a "
-                    "list held inside another container or by an object's attribute: the "
-                    "container's or the object's reads would not see the gradient.",
+                    "list held inside another container or by an object's attribute (a "
+                    "write into what it holds): the container's or the object's reads "
+                    "would not see the gradient.",
                     parsed.location(s),
                     "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
                     "into the container after the loop, or build the container with it.")
