@@ -35,7 +35,10 @@ found: a class hierarchy whose base's ``__call__`` dispatches to an overridden
 ``forward`` calling ``super().forward(p)`` (two levels, ``super().__init__``
 too; the gradient of the object's attributes through ``super()`` was lost),
 loops over ``enumerate(zip(v, w))`` unpacked into ``i, (a, b)``, and over index
-pairs from ``itertools.pairwise``, ``combinations`` and ``product`` of ranges.  Some programs are also differentiated
+pairs from ``itertools.pairwise``, ``combinations`` and ``product`` of ranges.
+What the sixth round found: a namedtuple state stepped by a helper returning
+``state._replace(...)``, in a loop that reads it (its gradient was lost), and
+``a, u = d.values()`` (the same).  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -549,6 +552,8 @@ class Gen:
                 kinds += ["hierarchy"]
             if self.chance(0.3):
                 kinds += ["state"]
+            if indent == 1 and not self.loop_depth and self.chance(0.3):
+                kinds += ["phase"]
         if self.risky_allowed:
             kinds += ["risky"]
         getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
@@ -1084,6 +1089,55 @@ class Gen:
                           f"{name}.{two} * ({self.shared(env, t, 1)})")
         env[out] = Var(t, "shared", known=False)
 
+    def need_phase(self):
+        """A namedtuple state advanced by a module-level step returning
+        ``state._replace(...)`` (an integrator's state, as the corpus' sixth
+        round found real code writing it)."""
+        if "Phase" not in self.prelude:
+            self.prelude["Phase"] = [
+                "import collections",
+                "",
+                'Phase = collections.namedtuple("Phase", ["u", "w"])',
+                "",
+                "",
+                "def advance(ph, c):",
+                "    u, w = ph",
+                f"    return ph._replace(u={self.pick(['u * c + 0.1 * np.sum(w)', 'np.sin(u) + c'])},"
+                f" w={self.pick(['w * np.tanh(u) + c', 'w + c * np.cos(w)'])})"]
+
+    def stmt_phase(self, env, depth, indent):
+        """``ph = Phase(a, v)`` stepped by ``advance`` (in a loop that reads
+        the state, or once), then its fields read, in ``f``'s body (not in a
+        branch or a loop: the result is returned); or the values of a dict
+        display unpacked by ``a, u = d.values()``."""
+        if self.chance(0.3):
+            d, a, u = self.fresh_name("dq"), self.fresh_name("a"), self.fresh_name("u")
+            self.emit(indent, f'{d} = {{"a": {self.shared(env, "s", 1)}, '
+                              f'"b": {self.shared(env, "v", 1)}}}')
+            self.emit(indent, f"{a}, {u} = {d}.values()")
+            env[a], env[u] = Var("s", "shared", known=False), Var("v", "shared", known=False)
+            return
+        self.need_phase()
+        ph, out = self.fresh_name("ph"), self.fresh_name("u")
+        self.emit(indent, f"{ph} = Phase({self.shared(env, 's', 1)}, {self.shared(env, 'v', 1)})")
+        c = self.shared(env, "s", 1)
+        if self.chance(0.5):
+            acc, k = self.fresh_name("a"), self.fresh_name("k")
+            self.emit(indent, f"{acc} = 0.0")
+            self.emit(indent, f"for {k} in range({self.pick('23')}):")
+            self.emit(indent + 1, f"{ph} = advance({ph}, 0.5 * ({c}))")
+            self.emit(indent + 1, f"{acc} = {acc} + {ph}.u")
+            self.emit(indent, f"{out} = {ph}.w * {acc} + {ph}.u")
+        else:
+            self.emit(indent, f"{ph} = advance({ph}, 0.5 * ({c}))")
+            self.emit(indent, f"{out} = {ph}.w * {ph}.u")
+        env[out] = Var("v", "shared", known=False)
+        # returned: a call of `advance` whose result the output does not use runs
+        # as plain Python, and is refused (`_replace` may store into `ph`: test_corpus_findings)
+        used = self.fresh_name("a")
+        self.emit(indent, f"{used} = np.sum({out}) * 0.25")
+        self.must_use.append(used)
+
     def stmt_layers(self, env, depth, indent):
         """The layer loop of an MLP: the carried value changes shape every
         iteration (widths drawn at random); the loss reads the last
@@ -1470,7 +1524,7 @@ def programs(draw, risky=None):
             new = draw(st.sampled_from(_UFUNCS + others))
         rebind = {name: new}
     order = ["itertools", "logging", "table", "doubled", "scaled", "around", "Model", "Sim",
-             "State", "Layers"] + list(gen.act_globals)
+             "State", "Phase", "Layers"] + list(gen.act_globals)
     prelude = [line for key in order if key in gen.prelude
                for line in gen.prelude[key] + [""]]
     body = [header] + ["    " * i + text for i, text, _ in gen.lines]

@@ -66,6 +66,7 @@ FEATURES = {
     "class hierarchy with super()": lambda p: re.search(r"layer\d+ = (Squashed|Gated)\(",
                                                          p.source),
     "itertools index loop": lambda p: "in itertools." in p.source,
+    "namedtuple state with _replace": lambda p: "._replace(" in p.source,
 }
 
 

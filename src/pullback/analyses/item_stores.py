@@ -104,14 +104,17 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     and any(v in varied for v in values):
                 raise _append_to_callers(parsed, s, container)
             held = bound.get(container)
-            if op.kind is OpKind.APPEND and isinstance(held, gast.Subscript) \
+            if op.kind is OpKind.APPEND and isinstance(held, (gast.Subscript, gast.Attribute)) \
                     and any(v in varied for v in values):
-                # `d["xs"].append(v)`: the list is an item of another container,
-                # which its gradient would never reach (it was a zero gradient)
+                # `d["xs"].append(v)`, `cfg.layers.append(v)`: the list is an item of
+                # another container or an object's attribute, which its gradient would
+                # never reach (it was a zero gradient)
                 raise UnsupportedSyntaxError(
                     "pullback does not follow an append of a differentiated value to a "
-                    "list held inside another container: the container's reads would not "
-                    "see the gradient.", parsed.location(s),
+                    "list held inside another container or by an object's attribute (a "
+                    "write into what it holds): the container's or the object's reads "
+                    "would not see the gradient.",
+                    parsed.location(s),
                     "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
                     "into the container after the loop, or build the container with it.")
             if op.kind is OpKind.SETITEM:

@@ -39,6 +39,7 @@ from ..rules.registry import is_nondifferentiable, lookup
 from ..runtime.opaque import is_library_code
 from .callable_facts import (dispatches, dotted, is_library, is_mutating_function, is_star_call,
                              is_variadic, is_wrapper, static_value, structure_fields)
+from .operator_objects import method_self, refuse_overloaded
 from .ops import Op, OpKind, all_statements
 from .r_ranges import r_ranges
 
@@ -69,7 +70,7 @@ def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
         n.id for n in gast.walk(normal.tree)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
     r = OpResolver(parsed, locals_)
-    r.objects = _user_objects(normal, r)
+    r.objects = {**method_self(parsed.fn, parsed.tree), **_user_objects(normal, r)}
     return {id(s): r.stmt(s) for s in all_statements(normal.tree.body)}
 
 
@@ -160,6 +161,7 @@ class OpResolver:
             op = self.names_op(OpKind.PACK, node.values, node)
             op.operands = tuple((node.keys[i], n) for i, n in op.operands)
             return op
+        refuse_overloaded(node, self.objects, self.parsed)     # `a * b` of the user's class
         if isinstance(node, gast.BinOp):
             return self.primitive_op(_BINOPS.get(type(node.op)), [node.left, node.right], {},
                                      node, _op_symbol(node))

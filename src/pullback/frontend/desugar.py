@@ -89,6 +89,21 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.Function
     return fn
 
 
+def _enumerate_start(call):
+    """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
+    ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
+    False for another call."""
+    if any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    if len(call.args) == 1 and not call.keywords:
+        return None
+    if len(call.args) == 2 and not call.keywords:
+        return call.args[1]
+    if len(call.args) == 1 and len(call.keywords) == 1 and call.keywords[0].arg == "start":
+        return call.keywords[0].value
+    return False
+
+
 class _Desugar:
     def __init__(self, namer, parsed):
         self.namer, self.parsed = namer, parsed
@@ -190,13 +205,18 @@ class _Desugar:
             else:
                 head = [_assign(target, item, node)]
             return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
-        if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
-                and len(it.args) == 1 and not it.keywords \
-                and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-            index = target.elts[0].id if isinstance(target.elts[0], gast.Name) \
-                else self.namer.fresh("index")
-            head = [] if isinstance(target.elts[0], gast.Name) else \
-                [_assign(target.elts[0], _name(index), node)]
+        start = _enumerate_start(it) if isinstance(it, gast.Call) \
+            and self.is_builtin(it.func, "enumerate") else False
+        if start is not False and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            if start is not None and not isinstance(start, gast.Constant):
+                first = self.namer.fresh("start")          # read once, as enumerate does
+                pre.append(_assign(_name(first, gast.Store()), start, node))
+                start = _name(first)
+            counter = isinstance(target.elts[0], gast.Name) and start is None
+            index = target.elts[0].id if counter else self.namer.fresh("index")
+            value = _name(index) if start is None else \
+                gast.BinOp(left=_name(index), op=gast.Add(), right=start)
+            head = [] if counter else [_assign(target.elts[0], value, node)]
             inner = it.args[0]
             if self.is_zip(inner):          # enumerate(zip(xs, ys))
                 return pre + [self.zip_loop(inner, index, target.elts[1], head, body, orelse,
@@ -371,7 +391,16 @@ class _Desugar:
                                               "Use an ordinary loop.")
             for cond in reversed(gen.ifs):
                 inner = [gast.copy_location(gast.If(test=cond, body=inner, orelse=[]), node)]
-            loop = gast.For(target=gen.target, iter=gen.iter, body=inner, orelse=[],
+            it = gen.iter
+            if isinstance(it, gast.Name) and isinstance(gen.target, gast.Name) and any(
+                    isinstance(m, gast.Subscript) and isinstance(m.value, gast.Name)
+                    and m.value.id == it.id and isinstance(m.slice, gast.Name)
+                    and m.slice.id == gen.target.id for m in gast.walk(node)):
+                # `{k: p[k] - lr * g[k] for k in p}`: over a dict's keys, as a `for`
+                # statement reading `p[k]` runs (frontend.dict_stores.rewrite_loops)
+                it = gast.copy_location(gast.Call(func=_name(self.helper(
+                    "loop_keys", control.loop_keys)), args=[it], keywords=[]), it)
+            loop = gast.For(target=gen.target, iter=it, body=inner, orelse=[],
                             type_comment=None)
             inner = [gast.copy_location(loop, node)]
         pre.extend(self.block(inner))

@@ -14,7 +14,8 @@ as a new dict in a new object (``dict_set``, whose rule is
 That is Python's meaning when nothing else holds the dict, which is checked
 over the whole class (``why_not_owned``): every store of the attribute, in
 every method, binds a new dict (a display, a dict comprehension, ``dict(...)``)
-or None, and every read of it takes an item (``self.m[k]``), tests a key
+or None, and every read of it takes an item (``self.m[k]``, ``self.m.get(k,
+default)``), tests a key
 (``k in self.m``) or its length; a method returning it, passing it on or
 giving it another name could let another name see the change, and is
 refused, naming its line.  The caller, where the object is built, reads it
@@ -128,6 +129,8 @@ def _uses(fn, attr):
         if isinstance(up, ast.Compare) and node in up.comparators and all(
                 isinstance(o, (ast.In, ast.NotIn)) for o in up.ops):
             continue
+        if _get_call(node, up, parents):
+            continue
         if isinstance(up, ast.Call) and isinstance(up.func, ast.Name) \
                 and up.func.id == "len" and up.args == [node]:
             continue
@@ -146,6 +149,7 @@ def whole_read(cls, node, parents):
             or (isinstance(up, gast.Subscript) and up.value is node
                 and not isinstance(up.ctx, gast.Del)) \
             or (isinstance(up, gast.Compare) and node in up.comparators) \
+            or _get_call(node, up, parents) \
             or (isinstance(up, gast.Call) and isinstance(up.func, gast.Name)
                 and up.func.id == "len" and up.args == [node]):
         return None
@@ -156,6 +160,15 @@ def whole_read(cls, node, parents):
     return (f"`{_text(node)}` is read whole, and a method of {cls.__name__} stores into its "
             f"items (a new dict each time, which this name would not see); read it by item "
             f"(`{_text(node)}[k]`) or copy it (`dict({_text(node)})`) after the last change")
+
+
+def _get_call(node, up, parents):
+    """Whether ``node`` (``self.m``) is read by ``self.m.get(k[, default])``:
+    an item read, as ``self.m[k]``."""
+    call = parents.get(up)
+    return isinstance(up, (ast.Attribute, gast.Attribute)) and up.value is node \
+        and up.attr == "get" and isinstance(call, (ast.Call, gast.Call)) and call.func is up \
+        and 1 <= len(call.args) <= 2 and not call.keywords
 
 
 def _text(node):

@@ -182,8 +182,9 @@ class DynamicCallForward:
         if isinstance(plan, plans._Constant):
             out, res = plan.primal(rest2, kwargs2)
             return (out, res), (zeros_tangent(out), None)
-        tag = getattr(plan.pair[0], "__pullback_callee__", None)
-        if not isinstance(plan, plans._Differentiated) or tag is None:
+        tag = getattr(plan.pair[0], "__pullback_callee__", None) \
+            if isinstance(plan, plans._Differentiated) else None    # (a library call: none)
+        if tag is None:
             raise NonDifferentiableError(
                 f"pullback cannot differentiate the gradient of {name_of(fn)} again.",
                 hint="Call a plain function defined with def.")

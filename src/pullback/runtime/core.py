@@ -326,7 +326,22 @@ def _normalize_axes(axis, ndim):
 
 
 def pack_like(t, parts):
-    """Build the cotangent of the unpacked value ``t`` from its parts."""
+    """Build the cotangent of the unpacked value ``t`` from its parts.  ``t``
+    a view a library call made (``a, b = d.values()``): keyed by the identity
+    of the values it holds, as the call's routes read it (``opaque_routes``);
+    an iterator (``a, b = zip(*rows)``) is used up by now, so which values it
+    gave is not known: refused (its cotangent was dropped: a zero gradient)."""
+    if not isinstance(t, (tuple, list, np.ndarray)):
+        from .opaque_routes import bag_cotangent, is_bag, is_iterator
+        if is_bag(t):
+            if is_iterator(t):
+                from ..errors import NonDifferentiableError
+                raise NonDifferentiableError(
+                    f"pullback cannot send the gradient of the names unpacked here back "
+                    f"through the iterator they were read from (a {type(t).__name__}, "
+                    "used up by the unpacking).", None,
+                    "Make a list of it first: `a, b = list(zip(*rows))`.")
+            return bag_cotangent(list(t), parts)
     parts = [zeros_like(v) if p is None else p for p, v in zip(parts, t)]
     if isinstance(t, np.ndarray):
         return np.stack(parts)

@@ -88,6 +88,7 @@ import numbers
 import sys
 import types
 import weakref
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -285,6 +286,13 @@ def call(fn, args, kwargs, mask):
         j, inpath = places[0]
         routes.append((path, mask.index(keys[j]), inpath))
         out_diff.add(id(leaf))
+    if routes and isinstance(out, Mapping) and not isinstance(out, (dict, types.MappingProxyType)):
+        # a ChainMap, a UserDict: read by key, its gradient would be kept by key, which
+        # the routes (through `maps`, `data`) do not read: dropped, a zero gradient
+        _refuse(fn, f"it returned a {type(out).__name__}, a mapping that is not a dict, whose "
+                    "items pullback cannot send gradients back from.",
+                "Build a dict in your own function (`{**defaults, **overrides}` for a "
+                "ChainMap(overrides, defaults)).")
     _remember(out, out_diff)
     held = tuple(values[keys.index(k)] if k in keys else None for k in mask)
     keep = tuple(leaf for _, leaf in result)

@@ -21,6 +21,7 @@ import types
 
 import numpy as np
 
+from .core import FieldGrads
 from .leaves import ATOMS, Walk, at_path, children, is_leaf
 from .opaque import _refuse, call, callee_name
 
@@ -31,6 +32,8 @@ def _at(ct, key):
     if ct is None:
         return None
     if isinstance(ct, dict):
+        if isinstance(ct, FieldGrads) and isinstance(key, int) and -len(ct) <= key < len(ct):
+            key = ct.keys_at(key)[0]    # a namedtuple's gradient, by field name in order
         return ct.get(key)
     if isinstance(ct, (list, tuple)) and isinstance(key, int) and not isinstance(key, bool):
         return ct[key] if -len(ct) <= key < len(ct) else None
@@ -176,7 +179,11 @@ def forward(fn, args, kwargs, mask, tangents):
 
 class _Fields(dict):
     """The tangent of an object a library call made: its attributes' tangents,
-    read as attributes too (``b_dot.arguments``, as the tangent code reads a field)."""
+    read as attributes too (``b_dot.arguments``, as the tangent code reads a field).
+    No ``__dict__``: ``objects.field_tangent`` reads an empty one as "no such
+    attribute", a zero tangent (``types.SimpleNamespace(w=2 * x).w`` had none)."""
+
+    __slots__ = ()
 
     def __getattr__(self, name):
         try:

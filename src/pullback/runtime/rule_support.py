@@ -457,6 +457,11 @@ def select_grad(g, ans, args):
 
 
 def _winners_share(g, ans, items):
+    if isinstance(ans, (tuple, list)):
+        # `score, v = min(pairs)`: Python returns the first winning item itself
+        # (tuples compare item by item); all of g is that item's
+        first = next(i for i, x in enumerate(items) if x is ans)
+        return [g if i == first else zeros_like(x) for i, x in enumerate(items)]
     hits = [bool(x == ans) for x in items]
     n = sum(hits)
     return [g / n if h else zeros_like(x) for h, x in zip(hits, items)]

@@ -29,9 +29,15 @@ __all__ = ["indexable", "mapping_keys", "number_to_update", "plain_operands", "s
 def indexable(seq):
     """``seq`` itself, checked to be what a loop over it reads by position: a
     dict, a set or an iterator would be read wrongly (``for k in d`` yields
-    keys, not ``d[0], d[1]``), so it is refused with the fix."""
+    keys, not ``d[0], d[1]``), and an object iterated by its own ``__iter__``
+    without ``__len__`` and ``__getitem__`` cannot be read by position, so
+    each is refused with the fix."""
     if isinstance(seq, (dict, set, frozenset)) or (
-            not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")):
+            not hasattr(seq, "__getitem__") and hasattr(seq, "__next__")) or (
+            # an object iterated by its own __iter__, with no positions to read
+            # (`for b in Batches(X, 2)`): a TypeError from len() in the loop was all
+            hasattr(seq, "__iter__") and not (hasattr(seq, "__getitem__")
+                                              and hasattr(seq, "__len__"))):
         from ..errors import UnsupportedSyntaxError     # (the loader adds the loop's line)
         what = type(seq).__name__
         raise UnsupportedSyntaxError(

@@ -50,6 +50,17 @@ def _computed_attribute(cls, name):
                      f"make it a method and call it: `obj.{name}()`.")
 
 
+    if isinstance(cls, type) and inspect.getattr_static(cls, name, _computed_attribute) \
+            is _computed_attribute and any("__getattr__" in vars(c) for c in cls.__mro__[:-1]):
+        from ..errors import NonDifferentiableError
+        raise NonDifferentiableError(
+            f"pullback does not send a gradient through `.{name}`, which "
+            f"{cls.__name__}.__getattr__ computes where the object carries a gradient (no "
+            "attribute of that name is stored).",
+            hint=f"Read what `__getattr__` reads (`obj._values['{name}']`), or store the "
+                 f"attribute in `__init__`: `self.{name} = ...`.")
+
+
 def refuse_computed_read(cls, name):
     """``_computed_attribute`` for a name that is no ``__slots__`` member (a slot
     holds a stored value): the forward pass's check of a field read through an
@@ -123,9 +134,10 @@ def is_instance(x):
             or is_structure(x) or not (isinstance(getattr(x, "__dict__", None), dict)
                                        or slot_names(type(x))):
         return False
-    if is_foreign(x) or any(hasattr(x, a) for a in (
+    if is_foreign(x) or any(hasattr(type(x), a) for a in (
             "__array__", "__array_namespace__", "__array_function__", "__array_interface__")):
-        return False         # a Dask or CuPy array, an array-like
+        return False         # a Dask or CuPy array, an array-like (its class: an instance's
+        #                      __getattr__ may answer anything, or raise KeyError)
     if type(x) in REGISTERED:
         return True          # registered as a pytree node (pullback.pytrees): the user's
     module = module_name(type(x))        # "" for a class exec made without __name__
