@@ -50,3 +50,27 @@ def test_hessian_through_a_starred_call():
     x = np.array([0.3, -0.4])
     want = jax.hessian(lambda x: jnp.sum(jnp.tanh(x) * 3.0) ** 2)(x)
     np.testing.assert_allclose(pb.hessian(star_call)(x), want, rtol=1e-10)
+
+
+def logsumexp_rows(a, axis=None):
+    m = np.max(a, axis=axis, keepdims=True)
+    return np.squeeze(np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m, axis=axis)
+
+
+def lse_loss(x):
+    return np.sum(logsumexp_rows(x, 1) ** 2)
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
+    "a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
+    "varied when forward mode transforms that adjoint (every residual has a tangent), "
+    "so the static-argument check (reverse/adjoints.check_static_arguments, the rule "
+    "of np.max's adjoint line `np.sum(max_winners, axis=axis)`) refuses: 'The `axis` "
+    "argument of np.sum carries no gradient, but `axis` depends on the inputs'. "
+    "gaussian_mixture, mlp_classifier, equilibrium_early_return are refused in hvp"))
+def test_hessian_of_a_helper_taking_axis():
+    x = np.arange(6.0).reshape(2, 3) / 5
+
+    def jf(x):
+        return jnp.sum(jax.scipy.special.logsumexp(x, axis=1) ** 2)
+    np.testing.assert_allclose(pb.hessian(lse_loss)(x), jax.hessian(jf)(x), rtol=1e-10)
