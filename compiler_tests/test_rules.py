@@ -1092,6 +1092,9 @@ if scipy is not None:
     case(sps.polygamma, lambda G: [1, G.pos((3, 4))], R, f32_exact=False)
     case(sps.polygamma, lambda G: [np.array([0, 1, 2]), G.pos((2, 1))], R, f32_exact=False)
     case(sps.polygamma, lambda G: [2, G.pos(None)], F)
+    from pullback.runtime.scipy_support import sp_digamma, sp_polygamma  # (for pb.hessian)
+    unary([sp_digamma], "pos", R)
+    case(sp_polygamma, lambda G: [1, G.pos((3, 4))], R, f32_exact=False)
     case(sps.multigammaln, lambda G: [G.uniform(2.5, 4.0, (3,)), 3], R, f32_exact=False)
     case(sps.multigammaln, lambda G: [G.uniform(2.5, 4.0), 2], F)
     for key in (sps.jv, sps.yv):

@@ -69,6 +69,8 @@ def at(tree, path):
 def stack_columns(out, cols, in_shape):
     """Tangents of the output leaf ``out``, one per input element, as the
     Jacobian of shape ``out.shape + in_shape``."""
+    if not cols:            # an empty input
+        return np.zeros(shape_of(out) + tuple(in_shape), np.result_type(dtype_of(out), float))
     lazy = any(is_foreign(c) for c in cols)     # Dask columns stay lazy (stacked by Dask)
     stacked = np.stack([c if is_foreign(c) else np.asarray(c) for c in cols], axis=-1)
     jac = stacked.reshape(shape_of(out) + tuple(in_shape))
@@ -109,7 +111,7 @@ def jacfwd_eval(fun, argnums, has_aux, args, column):
     for i, path, leaf in in_leaves:
         cols = []
         shape = shape_of(leaf)
-        for k in range(max(int(np.prod(shape)), 1) if shape else 1):
+        for k in range(int(np.prod(shape)) if shape else 1):     # none for an empty leaf
             unit = np.zeros(shape, dtype=dtype_of(leaf))
             unit.reshape(-1)[k] = 1
             tangent = {j: with_leaf(
@@ -122,6 +124,9 @@ def jacfwd_eval(fun, argnums, has_aux, args, column):
             out = o
             cols.append(d)
         columns.append((i, path, leaf, cols))
+    if out is None:         # every input leaf empty: the output from one run
+        out = column(args, wrt, tuple(zeros[j] for j in wrt), has_aux)[0]
+        out, aux = out if has_aux else (out, None)
     # JAX's layout: the output's structure outside, the inputs' inside
     out_leaves = list(leaves(out))
 

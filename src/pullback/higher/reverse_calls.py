@@ -66,7 +66,8 @@ class CalleePrimalForward(ForwardCallers):
         from ..callees import Derivative
         from ..custom_rules import CustomVJP
         h = _underlying(self.handle)
-        args = h.bind(tuple(args), {})
+        # a Flat keeps its layout (the call of a function with *args / **kwargs)
+        args = h.bind(args if isinstance(args, tuple) else tuple(args), {})
         if isinstance(h, Derivative):
             loaded = inner_transform(h, args, self.mask, False)
             (out, r), (out_dot, r_dot) = annotated(
@@ -189,7 +190,8 @@ class DynamicCallForward:
                 f"pullback cannot differentiate the gradient of {name_of(fn)} again.",
                 hint="Call a plain function defined with def.")
         handle, pmask, _ = tag
-        full, by_param = params_of(handle, fn, rest2, kwargs2, given)
+        under = _underlying(handle)     # pb.checkpoint(f): bound by f's parameters
+        full, by_param = params_of(under, getattr(under, "fun", fn), rest2, kwargs2, given)
         wrt = tuple(sorted(by_param))
         (out, r), (out_dot, r_dot) = CalleePrimalForward(handle, tuple(pmask)).call(
             full, wrt, tuple(by_param[i] for i in wrt))

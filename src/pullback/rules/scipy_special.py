@@ -61,6 +61,21 @@ def polygamma(g, ans, n, x):
     return g * sp_polygamma(n + 1, x)
 
 
+# the run-time helpers the rules above call, differentiated again by
+# pb.hessian (forward over the adjoint of gammaln, digamma, gamma)
+@vjp(sp_digamma)
+def sp_digamma_vjp(g, ans, x):
+    return g * sp_polygamma(1, x)
+
+
+@vjp(sp_polygamma, nondiff=("n",), broadcasts=True)
+def sp_polygamma_vjp(g, ans, n, x):
+    return g * sp_polygamma(n + 1, x)
+
+
+elementwise(sp_digamma, sp_polygamma)
+
+
 @vjp(special.gamma)
 def gamma(g, ans, x):
     return g * ans * sp_digamma(x)

@@ -111,14 +111,20 @@ def _expand(v, axis, ndim, keepdims):
     return np.expand_dims(v, axes)
 
 
+def _refuse_return_sign():
+    # (apart from logsumexp_grad, which pb.hessian transforms from its source,
+    # where an import is refused)
+    from ..errors import NonDifferentiableError
+    raise NonDifferentiableError(
+        "pullback differentiates scipy.special.logsumexp with return_sign=False only.",
+        hint="Keep b >= 0 and drop return_sign, or compute the sign separately.")
+
+
 def logsumexp_grad(g, ans, a, axis, b, keepdims, return_sign, wrt):
     """Cotangent of ``a`` or ``b`` in ``logsumexp(a, axis, b, keepdims)``:
     ``g * b * exp(a - ans)`` and ``g * exp(a - ans)``, broadcast back."""
     if return_sign:
-        from ..errors import NonDifferentiableError
-        raise NonDifferentiableError(
-            "pullback differentiates scipy.special.logsumexp with return_sign=False only.",
-            hint="Keep b >= 0 and drop return_sign, or compute the sign separately.")
+        _refuse_return_sign()
     if wrt == "b" and b is None:
         return None
     nd = max(np.ndim(a), np.ndim(b) if b is not None else 0)

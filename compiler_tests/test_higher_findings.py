@@ -1,0 +1,76 @@
+"""Findings of the forward-mode and higher-order probe (probe2, 2026-12-02)
+whose fix lies in another engineer's files: each the smallest reproduction,
+marked xfail(strict=True) so that it turns into a failure the moment the fix
+lands (remove the mark then).  No silently wrong number was found (96 corpus
+programs: jvp, vjp, jacfwd, jacrev, jvp(grad), vjp(grad) against JAX)."""
+import numpy as np
+import pytest
+
+import pullback as pb
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+
+def with_default(x, scale=2.0):
+    return np.sum(np.sin(x) * scale)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
+    "api.vjp (perf) calls handle.call_primal without handle.bind, so a parameter "
+    "left to its default is missing: 'with_default_primal() missing 1 required "
+    "positional argument: scale' (pb.grad binds first). 12 corpus programs "
+    "(adam_unrolled, asian_option_mc, fem_bar_assembly, ...) crash in pb.vjp"))
+def test_vjp_fills_defaults():
+    x = np.array([0.1, 0.7])
+    out, back = pb.vjp(with_default, x)
+    (g,) = back(1.5)
+    np.testing.assert_allclose(g, 1.5 * 2.0 * np.cos(x), rtol=1e-12)
+
+
+def spread_inner(x, s):
+    return np.sum(np.tanh(x) * s)
+
+
+def star_call(x):
+    args = (x, 3.0)
+    return spread_inner(*args) ** 2
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
+    "forward over reverse refuses star_call ('cannot differentiate the gradient of a "
+    "call with starred arguments again', higher.reverse_calls.DynamicCallForward): "
+    "the mapping of the call's mask to the spread callee's lives inline in "
+    "driver.dispatch._star_call (perf); split out, the forward version could reuse it. "
+    "8 corpus programs (config_dict_regressor, coupling_flow, crf_tagger, "
+    "decorated_loss, gauss_hermite_elbo, gauss_legendre_cached, hmm_forward...) are "
+    "refused in hvp/vjp(grad)"))
+def test_hessian_through_a_starred_call():
+    x = np.array([0.3, -0.4])
+    want = jax.hessian(lambda x: jnp.sum(jnp.tanh(x) * 3.0) ** 2)(x)
+    np.testing.assert_allclose(pb.hessian(star_call)(x), want, rtol=1e-10)
+
+
+def logsumexp_rows(a, axis=None):
+    m = np.max(a, axis=axis, keepdims=True)
+    return np.squeeze(np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m, axis=axis)
+
+
+def lse_loss(x):
+    return np.sum(logsumexp_rows(x, 1) ** 2)
+
+
+@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
+    "a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
+    "varied when forward mode transforms that adjoint (every residual has a tangent), "
+    "so the static-argument check (reverse/adjoints.check_static_arguments, the rule "
+    "of np.max's adjoint line `np.sum(max_winners, axis=axis)`) refuses: 'The `axis` "
+    "argument of np.sum carries no gradient, but `axis` depends on the inputs'. "
+    "gaussian_mixture, mlp_classifier, equilibrium_early_return are refused in hvp"))
+def test_hessian_of_a_helper_taking_axis():
+    x = np.arange(6.0).reshape(2, 3) / 5
+
+    def jf(x):
+        return jnp.sum(jax.scipy.special.logsumexp(x, axis=1) ** 2)
+    np.testing.assert_allclose(pb.hessian(lse_loss)(x), jax.hessian(jf)(x), rtol=1e-10)

@@ -1,0 +1,381 @@
+"""Forward mode and derivatives of derivatives on corpus programs and on
+everyday patterns, against JAX (float64) as the oracle.
+
+For each program of ``compiler_tests/programs/`` named in ``PROGRAMS``:
+``pb.jvp`` along a random tangent of the differentiated arguments,
+``pb.jacrev`` (one row: the gradient) and ``pb.jvp(pb.grad(f))`` (the
+Hessian-vector product) against ``jax.jvp``, ``jax.grad`` and
+``jax.jvp(jax.grad(...))`` of the module's ``jax_fun``; inputs unchanged.
+Then patterns: a checkpointed step inside ``pb.hessian``, a method with
+``**kwargs`` under forward over reverse, SciPy's ``gammaln``, ``np.diagonal``
+and an attribute read differentiated twice, ``pb.jacfwd`` with an empty
+input, MAML-style inner SGD steps, ``value_and_grad`` inside, a loop with
+in-place writes under ``jacfwd(jacfwd)``, dict and dataclass Hessians,
+methods of user classes, ``custom_vjp`` inside ``hessian``."""
+import copy
+import dataclasses
+import importlib
+import os
+import sys
+import zlib
+
+import numpy as np
+import pytest
+import scipy.special
+
+import pullback as pb
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+from jax import tree_util  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+RTOL = 1e-8
+
+#: small programs (each check a few seconds): jvp and jacrev of all
+PROGRAMS = ("activation_registry", "backtracking_line_search", "batchnorm_running_stats",
+            "checkpointed_rnn", "conjugate_gradient_solve", "conv_loops",
+            "decorated_batch_mean", "deq_fixed_point", "experiment_config",
+            "ar_forecaster", "logistic_regression", "dense_layer_objects",
+            "cure_model_survival", "asian_option_mc")
+#: ... and the Hessian-vector product of these
+HVP = ("activation_registry", "conjugate_gradient_solve", "conv_loops",
+       "deq_fixed_point", "experiment_config", "checkpointed_rnn", "adam_unrolled")
+
+
+def _is_float(v):
+    return isinstance(v, float) or (isinstance(v, np.ndarray) and v.dtype.kind == "f")
+
+
+def _random_like(rng, tree):
+    return tree_util.tree_map(
+        lambda v: (rng.standard_normal(np.shape(v)) if isinstance(v, np.ndarray)
+                   else float(rng.standard_normal())) if _is_float(v) else v, tree)
+
+
+def _zeros_like(tree):
+    return tree_util.tree_map(
+        lambda v: (np.zeros_like(v) if isinstance(v, np.ndarray) else 0.0) if _is_float(v) else v,
+        tree)
+
+
+def _to_jax(tree):
+    return tree_util.tree_map(lambda a: jnp.asarray(a) if isinstance(a, np.ndarray) else a, tree)
+
+
+def assert_close(got, want, what):
+    g = tree_util.tree_leaves(got)
+    w = tree_util.tree_leaves(want)
+    assert len(g) == len(w), (what, len(g), len(w))
+    for a, b in zip(g, w):
+        b = np.asarray(b, dtype=float)
+        a = np.asarray(a, dtype=float)
+        assert a.shape == b.shape, (what, a.shape, b.shape)
+        scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=RTOL * scale, err_msg=what)
+
+
+class Program:
+    def __init__(self, name):
+        self.name = name
+        self.m = importlib.import_module(f"programs.{name}")
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.args = tuple(self.m.make_inputs(rng))
+        an = self.m.argnums
+        self.an = an if isinstance(an, tuple) else (an,)
+        trng = np.random.default_rng(1)
+        self.tangents = tuple(_random_like(trng, a) if i in self.an else _zeros_like(a)
+                              for i, a in enumerate(self.args))
+        self.jargs = list(_to_jax(list(self.args)))
+        self.dprimals = tuple(_to_jax(self.args[i]) for i in self.an)
+        self.dtangents = tuple(_to_jax(self.tangents[i]) for i in self.an)
+
+    def jax_f(self, *diff):
+        full = list(self.jargs)
+        for i, v in zip(self.an, diff):
+            full[i] = v
+        return self.m.jax_fun(*full)
+
+    def jax_grad(self):
+        return jax.grad(self.jax_f, argnums=tuple(range(len(self.an))))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_jvp_and_jacrev_of_corpus_programs_match_jax(name):
+    p = Program(name)
+    before = copy.deepcopy(p.args)
+    out, out_dot = pb.jvp(p.m.fun, p.args, p.tangents)
+    want_out, want_dot = jax.jvp(p.jax_f, p.dprimals, p.dtangents)
+    assert_close(out, want_out, f"{name}: jvp's value")
+    assert_close(out_dot, want_dot, f"{name}: jvp's tangent")
+    assert_close(pb.jacrev(p.m.fun, argnums=p.an)(*p.args), p.jax_grad()(*p.dprimals),
+                 f"{name}: jacrev")
+    assert_close(p.args, before, f"{name}: inputs changed")
+
+
+@pytest.mark.parametrize("name", HVP)
+def test_hessian_vector_products_of_corpus_programs_match_jax(name):
+    p = Program(name)
+    before = copy.deepcopy(p.args)
+    got = pb.jvp(pb.grad(p.m.fun, argnums=p.an), p.args, p.tangents)[1]
+    want = jax.jvp(p.jax_grad(), p.dprimals, p.dtangents)[1]
+    assert_close(got, want, f"{name}: jvp(grad)")
+    assert_close(p.args, before, f"{name}: inputs changed")
+
+
+# ------------------------------------------------------------------ patterns
+
+RNG = np.random.default_rng(7)
+W = RNG.standard_normal(3)
+X = RNG.standard_normal((5, 3))
+Y = RNG.standard_normal(5)
+
+
+def step(h, w):
+    return np.tanh(h * w + 0.1)
+
+
+def checkpointed(w, h0):
+    h = h0
+    for _ in range(3):
+        h = pb.checkpoint(step)(h, w)
+    return np.sum(h ** 2)
+
+
+def jax_checkpointed(w, h0):
+    h = h0
+    for _ in range(3):
+        h = jnp.tanh(h * w + 0.1)
+    return jnp.sum(h ** 2)
+
+
+def test_checkpoint_inside_hessian_and_vjp_of_grad():
+    h0 = RNG.standard_normal(3)
+    for a in (0, 1):
+        assert_close(pb.hessian(checkpointed, argnums=a)(W, h0),
+                     jax.hessian(jax_checkpointed, argnums=a)(W, h0), f"hessian {a}")
+    c = RNG.standard_normal(3)
+    assert_close(pb.vjp(pb.grad(checkpointed), W, h0)[1](c)[0],
+                 jax.vjp(jax.grad(jax_checkpointed), W, h0)[1](c)[0], "vjp(grad)")
+
+
+class Scorer:
+    def __init__(self, W):
+        self.W = W
+
+    def score(self, x, **options):
+        return np.sum(np.tanh(x @ self.W) * options["scale"])
+
+
+def keyword_method(W, x):
+    return Scorer(W).score(x, scale=0.5) ** 2
+
+
+def test_method_with_kwargs_under_forward_over_reverse():
+    # CalleePrimalForward bound the flattened call of `score` (**options) as a
+    # plain tuple: TypeError 'too many positional arguments'
+    Wm = RNG.standard_normal((3, 2))
+    t = RNG.standard_normal((3, 2))
+
+    def jf(Wm):
+        return (jnp.sum(jnp.tanh(X @ Wm) * 0.5)) ** 2
+    assert_close(pb.jvp(pb.grad(keyword_method), (Wm, X), (t, np.zeros_like(X)))[1],
+                 jax.jvp(jax.grad(jf), (Wm,), (t,))[1], "jvp(grad)")
+    assert_close(pb.hessian(keyword_method)(Wm, X), jax.hessian(jf)(Wm), "hessian")
+
+
+def log_gamma_terms(a):
+    return np.sum(scipy.special.gammaln(a) * a) + np.sum(scipy.special.digamma(a))
+
+
+def diagonal_and_attribute(A):
+    M = A @ A.T
+    return np.sum(np.diagonal(M) ** 2) + np.sum(np.tanh(M.T) * A[0])
+
+
+def test_helpers_of_gammaln_diagonal_and_attributes_differentiate_twice():
+    a = np.array([0.7, 1.3, 2.5])
+    want = jax.hessian(lambda a: jnp.sum(jax.scipy.special.gammaln(a) * a)
+                       + jnp.sum(jax.scipy.special.digamma(a)))(a)
+    assert_close(pb.hessian(log_gamma_terms)(a), want, "gammaln")
+    A = RNG.standard_normal((3, 3))
+
+    def jf(A):
+        M = A @ A.T
+        return jnp.sum(jnp.diagonal(M) ** 2) + jnp.sum(jnp.tanh(M.T) * A[0])
+    assert_close(pb.hessian(diagonal_and_attribute)(A), jax.hessian(jf)(A), "diagonal")
+
+
+def with_empty(x, e):
+    return np.sin(x) * 2.0 + np.sum(e)
+
+
+def test_jacfwd_of_an_empty_input():
+    x, e = np.array([0.3, 0.5]), np.zeros(0)
+    want = jax.jacfwd(lambda x, e: jnp.sin(x) * 2.0 + jnp.sum(e), argnums=(0, 1))(x, e)
+    got = pb.jacfwd(with_empty, argnums=(0, 1))(x, e)
+    assert_close(got, want, "jacfwd")
+    assert got[1].shape == (2, 0)
+
+
+def inner_loss(w, x, y):
+    return np.mean((np.tanh(x @ w) - y) ** 2)
+
+
+def maml(w, x, y, xv, yv):
+    for _ in range(2):
+        w = w - 0.5 * pb.grad(inner_loss)(w, x, y)
+    return inner_loss(w, xv, yv)
+
+
+def jax_inner(w, x, y):
+    return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+
+def jax_maml(w, x, y, xv, yv):
+    for _ in range(2):
+        w = w - 0.5 * jax.grad(jax_inner)(w, x, y)
+    return jax_inner(w, xv, yv)
+
+
+def value_grad_inside(w, x, y):
+    v, g = pb.value_and_grad(inner_loss)(w, x, y)
+    return v * np.sum(g ** 2) + np.sum(np.sin(g))
+
+
+def jax_value_grad_inside(w, x, y):
+    v, g = jax.value_and_grad(jax_inner)(w, x, y)
+    return v * jnp.sum(g ** 2) + jnp.sum(jnp.sin(g))
+
+
+def test_grad_and_value_and_grad_inside_the_differentiated_function():
+    xv, yv = X[:4] * 0.5, Y[:4]
+    args = (W, X, Y, xv, yv)
+    assert_close(pb.grad(maml, argnums=(0, 1))(*args),
+                 jax.grad(jax_maml, argnums=(0, 1))(*args), "maml grad")
+    t = tuple(RNG.standard_normal(np.shape(a)) for a in args)
+    assert_close(pb.jvp(maml, args, t)[1], jax.jvp(jax_maml, args, t)[1], "maml jvp")
+    assert_close(pb.grad(value_grad_inside, argnums=(0, 1))(W, X, Y),
+                 jax.grad(jax_value_grad_inside, argnums=(0, 1))(W, X, Y), "vg grad")
+    assert_close(pb.jvp(value_grad_inside, (W, X, Y), t[:3])[1],
+                 jax.jvp(jax_value_grad_inside, (W, X, Y), t[:3])[1], "vg jvp")
+
+
+def loop_in_place(x):
+    out = np.zeros(4)
+    acc = 1.0
+    for i in range(4):
+        acc = acc * x[i % 3] + np.sin(x[(i + 1) % 3])
+        out[i] = acc
+        out[: i] += 0.1 * out[i]
+    out[1:3] *= x[:2]
+    return out
+
+
+def jax_loop(x):
+    out = jnp.zeros(4)
+    acc = 1.0
+    for i in range(4):
+        acc = acc * x[i % 3] + jnp.sin(x[(i + 1) % 3])
+        out = out.at[i].set(acc)
+        out = out.at[:i].add(0.1 * out[i])
+    return out.at[1:3].multiply(x[:2])
+
+
+def test_jacobians_of_a_loop_with_in_place_writes():
+    x = RNG.standard_normal(3)
+    want = jax.jacfwd(jax_loop)(x)
+    assert_close(pb.jacfwd(loop_in_place)(x), want, "jacfwd")
+    assert_close(pb.jacrev(loop_in_place)(x), want, "jacrev")
+    assert_close(pb.jacfwd(pb.jacfwd(loop_in_place))(x), jax.jacfwd(jax.jacfwd(jax_loop))(x),
+                 "jacfwd(jacfwd)")
+
+
+def dict_loss(p, x):
+    h = np.tanh(x @ p["w"] + p["b"])
+    return np.sum(h ** 2) + p["s"] * np.sum(p["w"] ** 3)
+
+
+def jax_dict_loss(p, x):
+    h = jnp.tanh(x @ p["w"] + p["b"])
+    return jnp.sum(h ** 2) + p["s"] * jnp.sum(p["w"] ** 3)
+
+
+@dataclasses.dataclass
+class Params:
+    w: np.ndarray
+    b: float
+
+
+def dataclass_loss(p, x):
+    return np.sum(np.sin(x @ p.w) * p.b) + p.b ** 3
+
+
+def test_hessians_of_dict_and_dataclass_parameters():
+    p = {"w": W.copy(), "b": 0.3, "s": 0.7}
+    assert_close(pb.hessian(dict_loss)(p, X), jax.hessian(jax_dict_loss)(p, X), "dict")
+    q = Params(W.copy(), 0.4)
+    H = pb.hessian(dataclass_loss)(q, X)
+    want = jax.hessian(lambda w, b: jnp.sum(jnp.sin(X @ w) * b) + b ** 3, argnums=(0, 1))(q.w, q.b)
+    assert_close((H.w.w, H.w.b, H.b.w, H.b.b),
+                 (want[0][0], want[0][1], want[1][0], want[1][1]), "dataclass")
+
+
+class Model:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def forward(self, w, x):
+        return self.scale * np.tanh(x @ w)
+
+    def loss(self, w, x, y):
+        return np.sum((self.forward(w, x) - y) ** 2)
+
+
+MODEL = Model(1.3)
+
+
+def uses_model(w, x, y):
+    return MODEL.loss(w, x, y) * 2.0
+
+
+def test_methods_of_user_classes_in_forward_mode_and_hessians():
+    def jf(w, x, y):
+        return jnp.sum((1.3 * jnp.tanh(x @ w) - y) ** 2)
+    t = (RNG.standard_normal(3), RNG.standard_normal((5, 3)), RNG.standard_normal(5))
+    assert_close(pb.jvp(MODEL.loss, (W, X, Y), t)[1], jax.jvp(jf, (W, X, Y), t)[1], "jvp")
+    assert_close(pb.hessian(MODEL.loss)(W, X, Y), jax.hessian(jf)(W, X, Y), "hessian")
+    assert_close(pb.jacfwd(pb.grad(uses_model))(W, X, Y), 2 * jax.hessian(jf)(W, X, Y),
+                 "jacfwd(grad) through a method call")
+
+
+@pb.custom_vjp
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _softplus_fwd(x):
+    return np.log1p(np.exp(x)), x
+
+
+def _softplus_bwd(x, g):
+    return (g / (1 + np.exp(-x)),)
+
+
+softplus.defvjp(_softplus_fwd, _softplus_bwd)
+
+
+def uses_softplus(w, x):
+    return np.sum(softplus(x @ w) ** 2)
+
+
+def test_custom_vjp_inside_hessian():
+    # forward over reverse differentiates the user's backward rule
+    def jf(w, x):
+        return jnp.sum(jnp.logaddexp(0.0, x @ w) ** 2)
+    assert_close(pb.hessian(uses_softplus)(W, X), jax.hessian(jf)(W, X), "hessian")
+    c = RNG.standard_normal(3)
+    assert_close(pb.vjp(pb.grad(uses_softplus), W, X)[1](c)[0],
+                 jax.vjp(jax.grad(jf), W, X)[1](c)[0], "vjp(grad)")
