@@ -43,6 +43,7 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import copy
 import inspect
 import types
 
@@ -54,8 +55,10 @@ from ..ir.grammar import assigned_names
 from ..rules.registry import nondifferentiable
 from ..runtime import control
 from ..runtime.loop_items import index_items
+from ..runtime.statement_checks import loops_over_keys
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
+from .dict_loops import Keyed
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .parse import Parsed
@@ -67,6 +70,7 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.Function
     """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
     follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
+    d.keyed = Keyed(fn, parsed, d.is_builtin)
     follow_iterator_names(fn, d.is_itertools_call, lambda call: gast.Call(
         func=_name(d.helper("index_items", index_items)), args=[call], keywords=[]))
     d.locals = {a.id for a in fn.args.args} | {
@@ -165,27 +169,12 @@ class _Desugar:
         # Python reads the sequence once: a name the loop rebinds is read before it
         self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
         view = self.mapping_view(it)
+        if view is None and self.keyed.is_dict(it):
+            view = it, "keys"              # `for k in d` over a dict: its keys
         if view is not None:               # d.items(), d.keys(), d.values()
             mapping, method = view
             mapping = self.sequence(mapping, pre, node, check=False)
-            keys = self.namer.fresh("keys")
-            pre.append(_assign(_name(keys, gast.Store()), gast.Call(
-                func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
-                keywords=[]), node))
-            index = self.namer.fresh("key_index")
-            key = _item(keys, index)
-            value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
-                                   ctx=gast.Load())
-            item = {"keys": key, "values": value,
-                    "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
-            if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-                head = [_assign(target.elts[0], key, node),
-                        _assign(target.elts[1], gast.Subscript(
-                            value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
-                            node)]
-            else:
-                head = [_assign(target, item, node)]
-            return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
+            return pre + self.keys_loop(mapping, method, target, body, orelse, node)
         if isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate") \
                 and len(it.args) == 1 and not it.keywords \
                 and isinstance(target, gast.Tuple) and len(target.elts) == 2:
@@ -229,11 +218,47 @@ class _Desugar:
             rng = _range(last, gast.Constant(-1, None), gast.Constant(-1, None))
             head = [_assign(target, _item(seq, index), node)]
             return pre + [self.for_range(index, rng, head + body, orelse, node)]
+        if self.keyed.may_be_dict(it, body + orelse):
+            # a dict or a sequence, known when it runs: a loop over its keys, or by position
+            seq = self.sequence(it, pre, node, check=False)
+            keyed = self.keys_loop(seq, "keys", copy.deepcopy(target), copy.deepcopy(body),
+                                   copy.deepcopy(orelse), node)
+            test = gast.Call(func=_name(self.runtime_name("loops_over_keys")),
+                             args=[_name(seq)], keywords=[])     # (checks a sequence too)
+            return pre + [gast.copy_location(gast.If(
+                test=test, body=keyed, orelse=[self.item_loop(seq, target, body, orelse, node)]),
+                node)]
         seq = self.sequence(it, pre, node)
+        return pre + [self.item_loop(seq, target, body, orelse, node)]
+
+    def item_loop(self, seq, target, body, orelse, node):
+        """``for target in seq`` by position."""
         base = target.id if isinstance(target, gast.Name) else "item"
         index = self.namer.fresh(f"{base}_index")
         head = [_assign(target, _item(seq, index), node)]
-        return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+        return self.for_range(index, _range(_len(seq)), head + body, orelse, node)
+
+    def keys_loop(self, mapping, method, target, body, orelse, node):
+        """``for target in mapping.<method>()`` (keys, values or items) over
+        the list of its keys."""
+        keys = self.namer.fresh("keys")
+        pre = [_assign(_name(keys, gast.Store()), gast.Call(
+            func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
+            keywords=[]), node)]
+        index = self.namer.fresh("key_index")
+        key = _item(keys, index)
+        value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
+                               ctx=gast.Load())
+        item = {"keys": key, "values": value,
+                "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
+        if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            head = [_assign(target.elts[0], key, node),
+                    _assign(target.elts[1], gast.Subscript(
+                        value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
+                        node)]
+        else:
+            head = [_assign(target, item, node)]
+        return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
 
     def is_zip(self, it):
         return isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") and it.args \
@@ -374,7 +399,7 @@ class _Desugar:
         return acc
 
 
-nondifferentiable(control.zip_length, index_items)
+nondifferentiable(control.zip_length, index_items, loops_over_keys)
 
 
 class _Rename(gast.NodeTransformer):

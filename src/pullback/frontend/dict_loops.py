@@ -1,0 +1,129 @@
+"""Which loops run over a dict: ``for k in d`` is ``for k in d.keys()``.
+
+``desugar`` turns a loop into an index loop; over a dict it must read the
+keys, over a sequence its items by position.  This module tells, from the
+function's own source, whether the iterated value is
+
+- certainly a dict (a display, a comprehension, ``dict(...)``, or a name
+  bound only to those): the loop runs over ``d.keys()``;
+- certainly not one (a list, tuple, string, range, NumPy call, slice,
+  arithmetic, or a name bound only to those): the loop reads by position
+  (``indexable`` still refuses a set or an iterator when it runs);
+- either (an argument, a call's result, an element of a container): the
+  loop is written twice, chosen when it runs by ``loops_over_keys`` (which
+  checks a sequence as ``indexable`` does).  The branch is taken once per
+  loop, so a loop over a list keeps its index loop and its in-place gradient
+  accumulation as they were; the body is transformed twice (one copy never
+  runs).
+
+A body that defines a function, a lambda or a class, or yields, is not
+written twice: a dict there is refused when the loop runs, with the fix
+(``for k in d.keys()``).
+
+>>> from pullback.testing import function_from_source, desugared
+>>> print(desugared(function_from_source('''
+... def f(p, w):
+...     t = 0.0
+...     for k in p:
+...         t = t + w[k]
+...     return t
+... ''')))
+def f(p, w):
+    t = 0.0
+    if loops_over_keys(p):
+        keys = mapping_keys(p)
+        for key_index in range(len(keys)):
+            k = keys[key_index]
+            t = t + w[k]
+    else:
+        for k_index in range(len(p)):
+            k = p[k_index]
+            t = t + w[k]
+    return t
+"""
+from __future__ import annotations
+
+import gast
+
+from ..analyses.callable_facts import static_value
+from ..ir.walk import scope_nodes
+from ..runtime.control import loop_keys
+
+__all__ = ["Keyed"]
+
+_SEQUENCE_NODES = (gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp, gast.JoinedStr)
+_SEQUENCE_BUILTINS = ("list", "tuple", "sorted", "range", "reversed", "zip", "enumerate",
+                      "map", "filter", "str", "iter")
+_UNDUPLICABLE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
+                 gast.Yield, gast.YieldFrom)
+
+
+class Keyed:
+    """What the loops of one function iterate: ``is_dict``, ``may_be_dict``."""
+
+    def __init__(self, fn, parsed, is_builtin):
+        self.parsed, self.is_builtin = parsed, is_builtin
+        # name -> the values assigned to it (None: bound some other way)
+        self.bindings = {a.id: [None] for a in fn.args.args + fn.args.kwonlyargs}
+        for n in scope_nodes(fn):
+            if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                    and isinstance(n.targets[0], gast.Name):
+                self.bindings.setdefault(n.targets[0].id, []).append(n.value)
+            elif isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                self.bindings.setdefault(n.id, []).append(None)
+        for n in scope_nodes(fn):       # an Assign's own target counted once, as its value
+            if isinstance(n, gast.Assign) and len(n.targets) == 1 \
+                    and isinstance(n.targets[0], gast.Name):
+                self.bindings[n.targets[0].id].remove(None)
+        self.seen = set()
+
+    def is_dict(self, expr):
+        """``expr`` is certainly a dict."""
+        return self._all(expr, self._is_dict)
+
+    def may_be_dict(self, expr, body):
+        """``expr`` may be a dict or a sequence, and a loop with ``body``
+        over it can be written twice."""
+        if self._all(expr, self._is_sequence):
+            return False
+        return not any(isinstance(n, _UNDUPLICABLE) for s in body for n in gast.walk(s))
+
+    def _all(self, expr, test):
+        if not isinstance(expr, gast.Name):
+            return test(expr)
+        values = self.bindings.get(expr.id)
+        if not values or None in values or expr.id in self.seen:
+            return False
+        self.seen.add(expr.id)
+        try:
+            return all(self._all(v, test) for v in values)
+        finally:
+            self.seen.discard(expr.id)
+
+    def _is_dict(self, expr):
+        return isinstance(expr, (gast.Dict, gast.DictComp)) or (
+            isinstance(expr, gast.Call) and self.is_builtin(expr.func, "dict"))
+
+    def _is_sequence(self, expr):
+        if isinstance(expr, _SEQUENCE_NODES):
+            return True
+        if isinstance(expr, gast.Constant):
+            return isinstance(expr.value, (str, bytes))
+        if isinstance(expr, gast.Subscript):
+            return isinstance(expr.slice, gast.Slice)        # xs[1:]
+        if isinstance(expr, gast.BinOp):
+            return not isinstance(expr.op, gast.BitOr)       # d | e is a dict
+        if not isinstance(expr, gast.Call):
+            return False
+        if any(self.is_builtin(expr.func, b) for b in _SEQUENCE_BUILTINS):
+            return True
+        root = expr.func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if not isinstance(root, gast.Name) or root.id in self.bindings:
+            return False
+        fn = static_value(expr.func, self.parsed)
+        if fn is loop_keys:             # frontend.dict_stores: `for k in xs` reading `xs[k]`
+            return True
+        module = getattr(fn, "__module__", None) or ""
+        return module == "numpy" or module.startswith("numpy.")
