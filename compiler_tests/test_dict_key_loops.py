@@ -262,3 +262,43 @@ def test_a_write_into_a_maybe_shared_dict_names_the_users_dict():
     assert "`memo` may be a dict that another name holds" in message, message
     assert "memo_1" not in message and "array" not in message
     assert "memo = {} if memo is None else memo" in message
+
+
+# -- keyword-only defaults of a nested function that read a module constant ---------------
+
+def layered(x, w1, w2):
+    def layer(h, w, *, scale=1.0, act=np.tanh):
+        return act(h @ w) * scale
+    h = layer(x, w1)
+    h = layer(h, w2, act=np.sin)
+    return np.sum(layer(h, w2, scale=2.0) ** 2)
+
+
+def jax_layered(x, w1, w2):
+    h = jnp.sin(jnp.tanh(x @ w1) @ w2)
+    return jnp.sum((2.0 * jnp.tanh(h @ w2)) ** 2)
+
+
+def computed_default(x, c):
+    def scaled(h, *, s=c):
+        return h * s
+    return scaled(x) ** 2
+
+
+def test_keyword_only_default_reading_a_module_function():
+    x, w1, w2 = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3))
+    g = pb.grad(layered, argnums=(1, 2))(x, w1, w2)
+    j = jax.grad(jax_layered, argnums=(1, 2))(x, w1, w2)
+    for a, b in zip(g, j):
+        np.testing.assert_allclose(a, b, rtol=1e-11)
+    t = (RNG.normal(size=(2, 3)), RNG.normal(size=(3, 3)), RNG.normal(size=(3, 3)))
+    out, tangent = pb.jvp(layered, (x, w1, w2), t)
+    jout, jtangent = jax.jvp(jax_layered, (x, w1, w2), t)
+    assert out == pytest.approx(float(jout), rel=1e-13)
+    assert tangent == pytest.approx(float(jtangent), rel=1e-11)
+
+
+def test_keyword_only_default_computed_from_an_argument_stays_refused():
+    with pytest.raises(pb.PullbackError, match="keyword-only default computed") as info:
+        pb.grad(computed_default)(1.5, 2.0)
+    assert "def scaled(h, *, s=c):" in str(info.value)

@@ -6,10 +6,10 @@ function's own source, whether the iterated value is
 
 - certainly a dict (a display, a comprehension, ``dict(...)``, or a name
   bound only to those): the loop runs over ``d.keys()``;
-- certainly not one (a list, tuple, string, range, NumPy call, slice,
-  arithmetic, or a name bound only to those): the loop reads by position
-  (``indexable`` still refuses a set or an iterator when it runs);
-- either (an argument, a call's result, an element of a container): the
+- taken not to be one (a list, tuple, string, slice, arithmetic, a call's
+  result, or a name bound only to those): the loop reads by position
+  (``indexable`` refuses a dict, a set or an iterator when it runs);
+- either (an argument, an element of a container, an attribute): the
   loop is written twice, chosen when it runs by ``loops_over_keys`` (which
   checks a sequence as ``indexable`` does).  The branch is taken once per
   loop, so a loop over a list keeps its index loop and its in-place gradient
@@ -45,15 +45,11 @@ from __future__ import annotations
 
 import gast
 
-from ..analyses.callable_facts import static_value
 from ..ir.walk import scope_nodes
-from ..runtime.control import loop_keys
 
 __all__ = ["Keyed"]
 
 _SEQUENCE_NODES = (gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp, gast.JoinedStr)
-_SEQUENCE_BUILTINS = ("list", "tuple", "sorted", "range", "reversed", "zip", "enumerate",
-                      "map", "filter", "str", "iter")
 _UNDUPLICABLE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
                  gast.Yield, gast.YieldFrom)
 
@@ -113,17 +109,6 @@ class Keyed:
             return isinstance(expr.slice, gast.Slice)        # xs[1:]
         if isinstance(expr, gast.BinOp):
             return not isinstance(expr.op, gast.BitOr)       # d | e is a dict
-        if not isinstance(expr, gast.Call):
-            return False
-        if any(self.is_builtin(expr.func, b) for b in _SEQUENCE_BUILTINS):
-            return True
-        root = expr.func
-        while isinstance(root, gast.Attribute):
-            root = root.value
-        if not isinstance(root, gast.Name) or root.id in self.bindings:
-            return False
-        fn = static_value(expr.func, self.parsed)
-        if fn is loop_keys:             # frontend.dict_stores: `for k in xs` reading `xs[k]`
-            return True
-        module = getattr(fn, "__module__", None) or ""
-        return module == "numpy" or module.startswith("numpy.")
+        # a call's result (but dict(...)): read by position, as before (a function
+        # building a list of layers is followed by frontend.state_calls in that form)
+        return isinstance(expr, gast.Call) and not self._is_dict(expr)
