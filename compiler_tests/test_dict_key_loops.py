@@ -207,6 +207,7 @@ def test_a_list_loop_keeps_its_in_place_accumulation():
     assert xs == [1.0, -2.0, 0.5]
     rows = RNG.normal(size=(4, 3))
     np.testing.assert_allclose(pb.grad(row_norms)(rows), 2 * rows, rtol=1e-14)
+    assert "loops_over_keys" not in pb.source(row_norms, rows)   # an array: no dict
     _, t = pb.jvp(squares, (xs,), ([1.0, 1.0, 1.0],))
     assert t == pytest.approx(-1.0)
     src = pb.source(squares, xs)

@@ -66,11 +66,13 @@ from .parse import Parsed
 __all__ = ["desugar"]
 
 
-def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
-    """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
+def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
+            param_kinds=None) -> gast.FunctionDef:
+    """Rewrite ``fn`` (a gast FunctionDef) in place and return it (``param_kinds``:
+    the specialisation's, which tell an array argument from a dict)."""
     follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
-    d.keyed = Keyed(fn, parsed, d.is_builtin)
+    d.keyed = Keyed(fn, parsed, d.is_builtin, param_kinds)
     follow_iterator_names(fn, d.is_itertools_call, lambda call: gast.Call(
         func=_name(d.helper("index_items", index_items)), args=[call], keywords=[]))
     d.locals = {a.id for a in fn.args.args} | {
@@ -155,6 +157,7 @@ class _Desugar:
 
     def loop(self, node):
         """``for target in iterable`` as a loop over ``range``."""
+        own = self.keyed.loop_names(node)
         body = self.block(node.body)
         orelse = self.block(node.orelse)
         it, target = node.iter, node.target
@@ -218,11 +221,13 @@ class _Desugar:
             rng = _range(last, gast.Constant(-1, None), gast.Constant(-1, None))
             head = [_assign(target, _item(seq, index), node)]
             return pre + [self.for_range(index, rng, head + body, orelse, node)]
-        if self.keyed.may_be_dict(it, body + orelse):
+        if own is not None and self.keyed.may_be_dict(it, body + orelse):
             # a dict or a sequence, known when it runs: a loop over its keys, or by position
             seq = self.sequence(it, pre, node, check=False)
-            keyed = self.keys_loop(seq, "keys", copy.deepcopy(target), copy.deepcopy(body),
-                                   copy.deepcopy(orelse), node)
+            key = _Rename({n: self.namer.fresh(n) for n in own})
+            keyed = self.keys_loop(seq, "keys", key.visit(copy.deepcopy(target)),
+                                   *([key.visit(s) for s in copy.deepcopy(part)]
+                                     for part in (body, orelse)), node)
             test = gast.Call(func=_name(self.runtime_name("loops_over_keys")),
                              args=[_name(seq)], keywords=[])     # (checks a sequence too)
             return pre + [gast.copy_location(gast.If(

@@ -14,7 +14,10 @@ function's own source, whether the iterated value is
   checks a sequence as ``indexable`` does).  The branch is taken once per
   loop, so a loop over a list keeps its index loop and its in-place gradient
   accumulation as they were; the body is transformed twice (one copy never
-  runs).
+  runs), the keys' copy with the loop's names renamed (a key's kind is not an
+  item's: the item copy keeps its kinds), so a loop whose variable is read
+  after it is not written twice.  An argument the specialisation gives a
+  number or an array is no dict.
 
 A body that defines a function, a lambda or a class, or yields, is not
 written twice: a dict there is refused when the loop runs, with the fix
@@ -33,8 +36,8 @@ def f(p, w):
     if loops_over_keys(p):
         keys = mapping_keys(p)
         for key_index in range(len(keys)):
-            k = keys[key_index]
-            t = t + w[k]
+            k_1 = keys[key_index]
+            t = t + w[k_1]
     else:
         for k_index in range(len(p)):
             k = p[k_index]
@@ -42,6 +45,8 @@ def f(p, w):
     return t
 """
 from __future__ import annotations
+
+import collections
 
 import gast
 
@@ -57,8 +62,12 @@ _UNDUPLICABLE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.Clas
 class Keyed:
     """What the loops of one function iterate: ``is_dict``, ``may_be_dict``."""
 
-    def __init__(self, fn, parsed, is_builtin):
+    def __init__(self, fn, parsed, is_builtin, param_kinds=None):
         self.parsed, self.is_builtin = parsed, is_builtin
+        # arguments given numbers or arrays (the specialisation's kinds) are no dicts
+        self.numbers = {p for p, k in (param_kinds or {}).items()
+                        if str(getattr(k, "shape", "")) in ("scalar", "array", "number", "range")}
+        self.uses = collections.Counter(n.id for n in scope_nodes(fn) if isinstance(n, gast.Name))
         # name -> the values assigned to it (None: bound some other way)
         self.bindings = {a.id: [None] for a in fn.args.args + fn.args.kwonlyargs}
         for n in scope_nodes(fn):
@@ -84,9 +93,24 @@ class Keyed:
             return False
         return not any(isinstance(n, _UNDUPLICABLE) for s in body for n in gast.walk(s))
 
+    def loop_names(self, loop):
+        """The names of ``loop``'s target, where nothing outside the loop reads
+        them (the copy over a dict's keys may rename them: a key's kind is
+        not an item's), else None; called before the loop is desugared."""
+        names = {n.id for n in gast.walk(loop.target) if isinstance(n, gast.Name)}
+        inside = collections.Counter(n.id for s in [loop.target] + loop.body + loop.orelse
+                                     for n in gast.walk(s) if isinstance(n, gast.Name))
+        if all(isinstance(n, (gast.Name, gast.Tuple, gast.List, gast.Store, gast.Load))
+               for n in gast.walk(loop.target)) and all(
+                inside[n] >= self.uses[n] for n in names):
+            return names
+        return None
+
     def _all(self, expr, test):
         if not isinstance(expr, gast.Name):
             return test(expr)
+        if expr.id in self.numbers and test == self._is_sequence:
+            return True
         values = self.bindings.get(expr.id)
         if not values or None in values or expr.id in self.seen:
             return False
