@@ -303,3 +303,17 @@ def test_keyword_only_default_computed_from_an_argument_stays_refused():
     with pytest.raises(pb.PullbackError, match="keyword-only default computed") as info:
         pb.grad(computed_default)(1.5, 2.0)
     assert "def scaled(h, *, s=c):" in str(info.value)
+
+
+def cubes(p):
+    return sum(np.sum(p[k] ** 3) for k in p)
+
+
+def test_forward_over_reverse_through_both_copies():
+    p = {"a": np.array([1.0, 2.0]), "b": 3.0}
+    t = {"a": np.array([1.0, 0.5]), "b": 1.0}
+    g, hvp = pb.jvp(pb.grad(cubes), (p,), (t,))
+    _same(g, {"a": 3 * p["a"] ** 2, "b": 27.0})
+    _same(hvp, {"a": 6 * p["a"] * t["a"], "b": 18.0})
+    g, hvp = pb.jvp(pb.grad(squares), ([1.0, 2.0],), ([1.0, 1.0],))
+    assert g == [2.0, 4.0] and hvp == [2.0, 2.0]
