@@ -5,9 +5,10 @@ Every ``for`` loop afterwards runs over a ``range``, and an element is read
 by indexing, so its gradient flows back into the sequence through the
 indexing rule (in place, O(1) per element).  ``enumerate``, ``zip`` and
 ``reversed`` are unfolded, and so are ``d.items()``, ``d.keys()`` and
-``d.values()`` of a dict; ``indexable`` checks at run time that a sequence
-read by position is not a dict, a set or an iterator (``for k in d`` would
-read ``d[0]``); a comprehension builds its list with ``append``;
+``d.values()`` of a dict, and ``for k in d`` over a dict (``frontend.dict_loops``
+tells a dict from a sequence, or writes the loop both ways where only the
+run can); ``indexable`` checks at run time that a sequence read by position
+is not a dict, a set or an iterator; a comprehension builds its list with ``append``;
 ``sum`` over a generator accumulates in a loop (linear time, however the
 terms capture the inputs); ``map(f, xs)`` is the comprehension
 ``[f(v) for v in xs]``, evaluated in order (``desugar_calls`` rewrites
