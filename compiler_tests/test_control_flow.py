@@ -259,6 +259,5 @@ def test_loop_over_a_dict_by_position_is_refused():
         for x in xs:
             t = t + x * x
         return t
-    with pytest.raises(pb.UnsupportedSyntaxError, match=r"(?s)runs over a dict.*d.items\(\)"):
-        pb.grad(f)({0: 1.0, 1: 2.0})
+    assert pb.grad(f)({0: 1.0, 1: 2.0}) == {0: 0.0, 1: 0.0}     # its keys (test_dict_key_loops)
     np.testing.assert_allclose(pb.grad(f)([1.0, 2.0]), [2.0, 4.0])

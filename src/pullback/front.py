@@ -80,7 +80,7 @@ def pin_list_indices(t: Transform) -> None:
 
 
 def desugar(t: Transform) -> None:
-    desugar_.desugar(t.parsed.tree, t.namer, t.parsed)
+    desugar_.desugar(t.parsed.tree, t.namer, t.parsed, t.param_kinds)
 
 
 def lift_closures(t: Transform) -> None:

@@ -29,6 +29,7 @@ import gast
 import numpy as np
 
 from ..errors import UnsupportedSyntaxError
+from .written_values import user_words
 from ..frontend.parse import Parsed
 from ..frontend.written import argument_written
 from ..normalize.normalize import Normal
@@ -99,15 +100,19 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
                 f"(`{targets[0]} = [{targets[0]}[0], {targets[0]}[1] - ...]`).")
         if any(t in group for t in targets) and not _allocates(op, s):
             shown, held = _user_expression(targets[0], s, parsed)
+            shown, what = user_words(normal, shown, parsed.location(s).line)
             raise UnsupportedSyntaxError(
-                f"pullback can follow writes only into arrays the function creates itself, "
-                f"and `{shown}` may share memory with another array"
+                f"pullback can follow writes only into {what}s the function creates itself, "
+                + (f"and `{shown}` may share memory with another array" if what == "array" else
+                   f"and `{shown}` may be a {what} that another name holds too (the caller's)")
                 + (" (it is what an object's attribute holds: the caller's array, for "
                    "an argument)." if held else "."),
                 parsed.location(s), (f"Write into a copy: `w = {shown}.copy()`, then into "
                                      "`w`, and use `w` after." if held else
                                      "Make a new array to write into (np.zeros(n), "
-                                     "np.empty_like(x), or x.copy())."))
+                                     "np.empty_like(x), or x.copy())." if what == "array" else
+                                     f"Make a new {what} to write into: `{shown} = "
+                                     f"{what}({shown})` first (a copy of the caller's)."))
         if op.kind in (OpKind.SETITEM, OpKind.NONDIFF):
             continue
         shared = [n for _, n in op.operands if n in group]

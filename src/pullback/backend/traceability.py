@@ -47,7 +47,7 @@ __all__ = ["traceability", "header", "with_header", "Reason"]
 #: attributes whose value is fixed when JAX traces (shapes, not values)
 _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size"})
 #: helpers whose result is fixed when JAX traces, whatever their arguments
-_STATIC_HELPERS = frozenset({"meta", "per_output"})
+_STATIC_HELPERS = frozenset({"meta", "per_output", "loops_over_keys"})
 #: builtins that read shapes or build containers: traceable on any value
 _SAFE_BUILTINS = frozenset({"len", "reversed", "enumerate", "zip", "tuple", "list",
                             "dict", "isinstance", "abs", "sum", "slice", "print", "type"})

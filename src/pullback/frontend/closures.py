@@ -41,6 +41,8 @@ from ..ir.naming import Namer
 from ..rules.registry import nondifferentiable
 from ..runtime import control
 from .nested_attributes import nested_attribute, original_code
+from ..analyses.callable_facts import static_value
+from .constant_reads import constant_read
 from .parse import Parsed
 from .statement_order import statement_order as _statement_order
 
@@ -135,11 +137,15 @@ class _Lifter:
             isinstance(d, gast.Constant) for d in a.defaults) else []
         if a.vararg or a.kwarg or a.kwonlyargs or own:
             # *args / **kwargs: what it captures follows as keyword-only parameters
+            local = self.outer_locals | {n.id for n in gast.walk(self.fn.args)
+                                         if isinstance(n, gast.Name)}
             for d in a.kw_defaults:
-                if d is not None and not isinstance(d, gast.Constant):
+                if d is not None and not isinstance(d, gast.Constant) \
+                        and constant_read(d, self.parsed, local) is None:
                     raise self.parsed.unsupported(
                         d, "a keyword-only default computed in a nested function",
-                        "Use a constant default, or compute the value inside the function.")
+                        "Use a constant default (a number, or a module's function such as "
+                        "np.tanh), or compute the value inside the function.")
             args = gast.arguments(
                 args=[_name(p, gast.Param()) for p in params], posonlyargs=[],
                 vararg=a.vararg, kwarg=a.kwarg,
@@ -289,8 +295,9 @@ class _Lifter:
         cells = tuple(self.parsed.closure[v] for v in inner.co_freevars)
         defaults = tuple(d.value for d in tree.args.defaults) or None     # (constants)
         fn = types.FunctionType(inner, self.parsed.globals, tree.name, defaults, cells)
-        kwdefaults = {a.id: d.value for a, d in zip(tree.args.kwonlyargs,
-                                                    tree.args.kw_defaults) if d is not None}
+        kwdefaults = {a.id: d.value if isinstance(d, gast.Constant) else static_value(
+            d, self.parsed) for a, d in zip(tree.args.kwonlyargs, tree.args.kw_defaults)
+            if d is not None}         # a constant, or a module constant (act=np.tanh)
         fn.__kwdefaults__ = kwdefaults or None
         fn.__pullback_lifted_source__ = source
         return fn

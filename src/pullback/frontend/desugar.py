@@ -5,9 +5,10 @@ Every ``for`` loop afterwards runs over a ``range``, and an element is read
 by indexing, so its gradient flows back into the sequence through the
 indexing rule (in place, O(1) per element).  ``enumerate``, ``zip`` and
 ``reversed`` are unfolded, and so are ``d.items()``, ``d.keys()`` and
-``d.values()`` of a dict; ``indexable`` checks at run time that a sequence
-read by position is not a dict, a set or an iterator (``for k in d`` would
-read ``d[0]``); a comprehension builds its list with ``append``;
+``d.values()`` of a dict, and ``for k in d`` over a dict (``frontend.dict_loops``
+tells a dict from a sequence, or writes the loop both ways where only the
+run can); ``indexable`` checks at run time that a sequence read by position
+is not a dict, a set or an iterator; a comprehension builds its list with ``append``;
 ``sum`` over a generator accumulates in a loop (linear time, however the
 terms capture the inputs); ``map(f, xs)`` is the comprehension
 ``[f(v) for v in xs]``, evaluated in order (``desugar_calls`` rewrites
@@ -43,6 +44,7 @@ def f(xs, ys):
 from __future__ import annotations
 
 import builtins
+import copy
 import inspect
 import types
 
@@ -54,8 +56,10 @@ from ..ir.grammar import assigned_names
 from ..rules.registry import nondifferentiable
 from ..runtime import control
 from ..runtime.loop_items import index_items
+from ..runtime.statement_checks import loops_over_keys
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
+from .dict_loops import Keyed
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
@@ -64,11 +68,14 @@ from .parse import Parsed
 __all__ = ["desugar"]
 
 
-def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed) -> gast.FunctionDef:
-    """Rewrite ``fn`` (a gast FunctionDef) in place and return it."""
+def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
+            param_kinds=None) -> gast.FunctionDef:
+    """Rewrite ``fn`` (a gast FunctionDef) in place and return it (``param_kinds``:
+    the specialisation's, which tell an array argument from a dict)."""
     follow_dict_stores(fn, namer, parsed)
     d = _Desugar(namer, parsed)
     list_value_iterators(fn, d)
+    d.keyed = Keyed(fn, parsed, d.is_builtin, param_kinds)
     follow_iterator_names(fn, d.is_itertools_call, lambda call: gast.Call(
         func=_name(d.helper("index_items", index_items)), args=[call], keywords=[]))
     d.locals = {a.id for a in fn.args.args} | {
@@ -168,6 +175,7 @@ class _Desugar:
 
     def loop(self, node):
         """``for target in iterable`` as a loop over ``range``."""
+        own = self.keyed.loop_names(node)
         body = self.block(node.body)
         orelse = self.block(node.orelse)
         it, target = node.iter, node.target
@@ -184,27 +192,12 @@ class _Desugar:
         if (rows := rows_loop(self, node, body, orelse)) is not None:   # itertools of values
             return rows
         view = self.mapping_view(it)
+        if view is None and self.keyed.is_dict(it):
+            view = it, "keys"              # `for k in d` over a dict: its keys
         if view is not None:               # d.items(), d.keys(), d.values()
             mapping, method = view
             mapping = self.sequence(mapping, pre, node, check=False)
-            keys = self.namer.fresh("keys")
-            pre.append(_assign(_name(keys, gast.Store()), gast.Call(
-                func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
-                keywords=[]), node))
-            index = self.namer.fresh("key_index")
-            key = _item(keys, index)
-            value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
-                                   ctx=gast.Load())
-            item = {"keys": key, "values": value,
-                    "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
-            if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
-                head = [_assign(target.elts[0], key, node),
-                        _assign(target.elts[1], gast.Subscript(
-                            value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
-                            node)]
-            else:
-                head = [_assign(target, item, node)]
-            return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
+            return pre + self.keys_loop(mapping, method, target, body, orelse, node)
         start = _enumerate_start(it) if isinstance(it, gast.Call) \
             and self.is_builtin(it.func, "enumerate") else False
         if start is not False and isinstance(target, gast.Tuple) and len(target.elts) == 2:
@@ -253,11 +246,49 @@ class _Desugar:
             rng = _range(last, gast.Constant(-1, None), gast.Constant(-1, None))
             head = [_assign(target, _item(seq, index), node)]
             return pre + [self.for_range(index, rng, head + body, orelse, node)]
+        if own is not None and self.keyed.may_be_dict(it, body + orelse):
+            # a dict or a sequence, known when it runs: a loop over its keys, or by position
+            seq = self.sequence(it, pre, node, check=False)
+            key = _Rename({n: self.namer.fresh(n) for n in own})
+            keyed = self.keys_loop(seq, "keys", key.visit(copy.deepcopy(target)),
+                                   *([key.visit(s) for s in copy.deepcopy(part)]
+                                     for part in (body, orelse)), node)
+            test = gast.Call(func=_name(self.runtime_name("loops_over_keys")),
+                             args=[_name(seq)], keywords=[])     # (checks a sequence too)
+            return pre + [gast.copy_location(gast.If(
+                test=test, body=keyed, orelse=[self.item_loop(seq, target, body, orelse, node)]),
+                node)]
         seq = self.sequence(it, pre, node)
+        return pre + [self.item_loop(seq, target, body, orelse, node)]
+
+    def item_loop(self, seq, target, body, orelse, node):
+        """``for target in seq`` by position."""
         base = target.id if isinstance(target, gast.Name) else "item"
         index = self.namer.fresh(f"{base}_index")
         head = [_assign(target, _item(seq, index), node)]
-        return pre + [self.for_range(index, _range(_len(seq)), head + body, orelse, node)]
+        return self.for_range(index, _range(_len(seq)), head + body, orelse, node)
+
+    def keys_loop(self, mapping, method, target, body, orelse, node):
+        """``for target in mapping.<method>()`` (keys, values or items) over
+        the list of its keys."""
+        keys = self.namer.fresh("keys")
+        pre = [_assign(_name(keys, gast.Store()), gast.Call(
+            func=_name(self.runtime_name("mapping_keys")), args=[_name(mapping)],
+            keywords=[]), node)]
+        index = self.namer.fresh("key_index")
+        key = _item(keys, index)
+        value = gast.Subscript(value=_name(mapping), slice=_item(keys, index),
+                               ctx=gast.Load())
+        item = {"keys": key, "values": value,
+                "items": gast.Tuple(elts=[key, value], ctx=gast.Load())}[method]
+        if method == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2:
+            head = [_assign(target.elts[0], key, node),
+                    _assign(target.elts[1], gast.Subscript(
+                        value=_name(mapping), slice=_item(keys, index), ctx=gast.Load()),
+                        node)]
+        else:
+            head = [_assign(target, item, node)]
+        return pre + [self.for_range(index, _range(_len(keys)), head + body, orelse, node)]
 
     def is_zip(self, it):
         return isinstance(it, gast.Call) and self.is_builtin(it.func, "zip") and it.args \
@@ -407,7 +438,7 @@ class _Desugar:
         return acc
 
 
-nondifferentiable(control.zip_length, index_items)
+nondifferentiable(control.zip_length, index_items, loops_over_keys)
 
 
 class _Rename(gast.NodeTransformer):

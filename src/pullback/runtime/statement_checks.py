@@ -21,8 +21,8 @@ import numpy as np
 
 from .structures import is_structure
 
-__all__ = ["indexable", "mapping_keys", "number_to_update", "plain_operands", "same_method",
-           "store_attribute",
+__all__ = ["indexable", "loops_over_keys", "mapping_keys", "number_to_update", "plain_operands",
+           "same_method", "store_attribute",
            "update_attribute"]
 
 
@@ -49,6 +49,16 @@ def indexable(seq):
             "that, or loop over the itertools call itself (`for i, j in "
             "itertools.combinations(range(n), 2):`).")
     return seq
+
+
+def loops_over_keys(seq):
+    """Whether ``for k in seq`` runs over keys: ``seq`` is a mapping (a dict);
+    else ``seq`` is checked to be read by position (``indexable``: desugar
+    writes such a loop both ways, ``frontend.dict_loops``)."""
+    if isinstance(seq, collections.abc.Mapping):
+        return True
+    indexable(seq)
+    return False
 
 
 def same_method(obj, attr, fn):
