@@ -24,7 +24,7 @@ def user_words(normal, name, line):
     """``(shown, what)``: ``name`` as the user's ``line`` spells it, and
     ``"dict"``, ``"list"`` or ``"array"`` for what the function binds to it
     (or to a version of it)."""
-    from .mutation import versions
+    from .copies import versions
     shown = name
     base = re.sub(r"(_\d+)+$", "", name)
     if not re.search(rf"\b{re.escape(name)}\b", line or "") and base != name \
