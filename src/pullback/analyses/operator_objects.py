@@ -69,18 +69,26 @@ def refuse_overloaded(node, objects, parsed):
         if cls is None or not isinstance(inspect.getattr_static(cls, method, None),
                                          (types.FunctionType, staticmethod, classmethod)):
             continue
-        name = operand.id
-        args = _text(other) if other is not None else ""
+        written = _written(parsed)
+        what = f"`{operand.id}`" if operand.id in written else "an operand"
+        name = _text(operand, written, "a")
+        args = _text(other, written, "b") if other is not None else ""
         raise UnsupportedSyntaxError(
             f"pullback differentiates `{symbol}` as arithmetic on numbers and arrays, but "
-            f"`{name}` is a {cls.__name__}, whose `{method}` computes what its class says.",
+            f"{what} is a {cls.__name__}, whose `{method}` computes what its class says.",
             parsed.location(node),
             f"Call the method, which pullback follows: `{name}.{method}({args})`, or give "
             f"it a name (`{name}.combine({args})`).")
 
 
-def _text(node):
-    return node.id if isinstance(node, gast.Name) else "..."
+def _written(parsed):
+    """The names the user's own code reads or binds (not the normal form's)."""
+    return {n.id for n in gast.walk(parsed.tree) if isinstance(n, gast.Name)}
+
+
+def _text(node, written, stand_in):
+    """``node``'s name where the user wrote it, else ``stand_in``."""
+    return node.id if isinstance(node, gast.Name) and node.id in written else stand_in
 
 
 def method_self(fn, tree):

@@ -325,6 +325,11 @@ def _normalize_axes(axis, ndim):
     return tuple(sorted(a % ndim for a in axes))
 
 
+#: ``(is_bag, is_iterator, bag_cotangent)`` of ``opaque_routes``, which sets them when it
+#: loads (it reads this module's helpers: importing it from here would make a ring)
+BAG_ROUTES = []
+
+
 def pack_like(t, parts):
     """Build the cotangent of the unpacked value ``t`` from its parts.  ``t``
     a view a library call made (``a, b = d.values()``): keyed by the identity
@@ -332,7 +337,7 @@ def pack_like(t, parts):
     an iterator (``a, b = zip(*rows)``) is used up by now, so which values it
     gave is not known: refused (its cotangent was dropped: a zero gradient)."""
     if not isinstance(t, (tuple, list, np.ndarray)):
-        from .opaque_routes import bag_cotangent, is_bag, is_iterator
+        is_bag, is_iterator, bag_cotangent = BAG_ROUTES     # (opaque_routes, loaded with runtime)
         if is_bag(t):
             if is_iterator(t):
                 from ..errors import NonDifferentiableError

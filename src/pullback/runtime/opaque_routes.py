@@ -21,7 +21,7 @@ import types
 
 import numpy as np
 
-from .core import FieldGrads
+from . import core as _core
 from .leaves import ATOMS, Walk, at_path, children, is_leaf
 from .opaque import _refuse, call, callee_name
 
@@ -32,6 +32,7 @@ def _at(ct, key):
     if ct is None:
         return None
     if isinstance(ct, dict):
+        from .core import FieldGrads      # (core imports this module)
         if isinstance(ct, FieldGrads) and isinstance(key, int) and -len(ct) <= key < len(ct):
             key = ct.keys_at(key)[0]    # a namedtuple's gradient, by field name in order
         return ct.get(key)
@@ -227,3 +228,6 @@ def _tangent(value, placed, path):
         if len(p) == len(path) + 1 and p[:len(path)] == path and isinstance(p[-1], tuple):
             out[p[-1]] = t
     return out
+
+
+_core.BAG_ROUTES[:] = [is_bag, is_iterator, bag_cotangent]   # (core.pack_like)
