@@ -73,7 +73,7 @@ FEATURES = {
 def test_grammar_reaches_what_real_code_does():
     seen = set()
 
-    @settings(max_examples=160, **SETTINGS)  # draws enough to reach every feature
+    @settings(max_examples=400, **SETTINGS)  # draws enough to reach every feature
     @given(fuzzing.programs())
     def collect(program):
         seen.update(k for k, has in FEATURES.items() if has(program))
