@@ -627,3 +627,37 @@ def test_attributes_forwarded_by_getattr_are_refused():
 def test_min_of_tuples_forward():
     _, t = pb.jvp(best_pair, (X,), (np.ones(4),))
     np.testing.assert_allclose(t, 3 * X[0] ** 2, rtol=1e-12)
+
+
+# -- a record appended to a list an object's attribute holds: checked when it runs --------
+
+class Log:
+    def __init__(self):
+        self.calls = []
+
+
+def describe(v):
+    return {"shape": str(np.shape(v)), "n": int(np.size(v))}
+
+
+def logged(x, log):
+    record = describe(x)          # a helper's record: its kind is not known
+    log.calls.append(record)      # strings and counts: no gradient, appended as Python does
+    return np.sum(x ** 2)
+
+
+def logged_float(x, log):
+    record = {"loss": np.sum(x)}  # a float that depends on x
+    log.calls.append(dict(record))
+    return np.sum(x ** 2)
+
+
+def test_a_record_without_floats_is_appended_to_an_attributes_list():
+    log = Log()
+    np.testing.assert_allclose(pb.grad(logged)(X, log), 2 * X, rtol=1e-12)
+    assert log.calls == [{"shape": "(4,)", "n": 4}]
+
+
+def test_a_record_holding_a_float_is_refused_when_it_runs():
+    with pytest.raises(pb.PullbackError, match="holding floats|differentiated value"):
+        pb.grad(logged_float)(X, Log())

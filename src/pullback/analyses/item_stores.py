@@ -50,7 +50,7 @@ import gast
 from ..errors import UnsupportedSyntaxError
 from .copies import _closure as _joined
 from .kinds import Shape
-from .ops import OpKind, all_statements
+from .ops import Op, OpKind, all_statements
 from .order import only_after
 from .views import _derived
 
@@ -108,15 +108,23 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                     and any(v in varied for v in values):
                 # `d["xs"].append(v)`, `cfg.layers.append(v)`: the list is an item of
                 # another container or an object's attribute, which its gradient would
-                # never reach (it was a zero gradient)
-                raise UnsupportedSyntaxError(
-                    "pullback does not follow an append of a differentiated value to a "
-                    "list held inside another container or by an object's attribute (a "
-                    "write into what it holds): the container's or the object's reads "
-                    "would not see the gradient.",
-                    parsed.location(s),
-                    "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
-                    "into the container after the loop, or build the container with it.")
+                # never reach (it was a zero gradient).  A value of a kind not known
+                # (a record a helper made) is checked when it runs: one holding no
+                # float (strings, counts) carries no gradient and is appended as Python
+                # does
+                if isinstance(held, gast.Attribute) and kinds is not None and not any(
+                        (kinds.get(v) is not None and kinds.get(v).is_number)
+                        for v in values if v in varied):
+                    _check_when_run(normal, ops, parsed, s, [v for v in values if v in varied])
+                else:
+                    raise UnsupportedSyntaxError(
+                        "pullback does not follow an append of a differentiated value to a "
+                        "list held inside another container or by an object's attribute (a "
+                        "write into what it holds): the container's or the object's reads "
+                        "would not see the gradient.",
+                        parsed.location(s),
+                        "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
+                        "into the container after the loop, or build the container with it.")
             if op.kind is OpKind.SETITEM:
                 _refuse_item_of_item(s, container, bound, parsed)
             kind = _container_kind(container, bound, parsed)
@@ -315,3 +323,27 @@ def _dict_refusal(parsed, name):
         base, _, tail = name.rpartition("_")
         name = base if tail.isdigit() else ""
     return reasons.get(name)
+
+
+def _check_when_run(normal, ops, parsed, stmt, names):
+    """Put ``no_float_in(v, ...)`` (``runtime.statement_checks``) before the
+    append ``stmt`` for each of ``names``: it refuses a value holding a float
+    (which may carry a gradient the container's reads would not see)."""
+    import types
+    from .. import runtime
+    from ..ir.walk import statement_lists
+    fn = normal.namer.fresh("no_float_in")
+    parsed.closure[fn] = types.CellType(runtime.no_float_in)
+    block = next(b for b in statement_lists(normal.tree.body) if any(t is stmt for t in b))
+    at = next(i for i, t in enumerate(block) if t is stmt)
+    for name in names:
+        call = gast.Call(func=gast.Name(id=fn, ctx=gast.Load(), annotation=None,
+                                        type_comment=None),
+                         args=[gast.Name(id=name, ctx=gast.Load(), annotation=None,
+                                         type_comment=None)], keywords=[])
+        check = gast.Expr(value=call)
+        for node in gast.walk(check):
+            gast.copy_location(node, stmt)
+        block.insert(at, check)
+        ops[id(check)] = Op(OpKind.NONDIFF, label="no_float_in", primitive=runtime.no_float_in,
+                            node=call)

@@ -173,7 +173,7 @@ _NOT_FOR_DASK = frozenset({"meta", "unbroadcast", "unreduce", "realify", "projec
                            "zeros_like", "owned_zeros", "unindex", "per_output", "pack_like",
                            "join_grads", "take_grad", "unarray", "zeros_tangent",
                            "broadcast_tangent", "output_tangent", "add_cotangents", "indexable",
-                           "field_cotangent", "mapping_keys", "plain_operands", "loops_over_keys",
+                           "field_cotangent", "mapping_keys", "plain_operands", "loops_over_keys", "no_float_in",
                            "sp_digamma", "sp_polygamma",
                            "logsumexp_grad", "xlogy_grad", "multigammaln_grad"})
 

@@ -136,7 +136,7 @@ _declare(forward_support.output_tangent, (0,))
 # (np.result_type: the dtype a rule body asks for, e.g. ``np.sum(w, dtype=np.result_type(x))``)
 nondifferentiable(np.result_type, core.meta, core.zeros_like, statement_checks.indexable,
                   statement_checks.mapping_keys, statement_checks.same_method,
-                  statement_checks.plain_operands,
+                  statement_checks.plain_operands, statement_checks.no_float_in,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
                   forward_support.check_real, forward_support.takes_tangent,
                   control.caught_exception)

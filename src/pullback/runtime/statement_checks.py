@@ -21,7 +21,8 @@ import numpy as np
 
 from .structures import is_structure
 
-__all__ = ["indexable", "loops_over_keys", "mapping_keys", "number_to_update", "plain_operands",
+__all__ = ["indexable", "loops_over_keys", "mapping_keys", "no_float_in", "number_to_update",
+           "plain_operands",
            "same_method", "store_attribute",
            "update_attribute"]
 
@@ -142,6 +143,42 @@ _CALLED = {s: f"`a.__{n}__(b)`" for s, n in (
     ("+", "add"), ("-", "sub"), ("*", "mul"), ("/", "truediv"), ("//", "floordiv"),
     ("%", "mod"), ("**", "pow"), ("@", "matmul"))}
 _CALLED.update({"unary -": "`a.__neg__()`", "unary +": "`a.__pos__()`"})
+
+
+def no_float_in(value):
+    """Check, where a value the transform could not tell is appended to a list
+    another container or an object's attribute holds, that it holds no float
+    or complex number (nor such an array): it then carries no gradient (a
+    record of strings and counts).  Otherwise refused: the container's reads
+    would not see its gradient (the loader adds the user's line).
+
+    >>> no_float_in({"kind": "grad", "args": ("f64[3]",), "int": True})
+    >>> no_float_in({"loss": 0.5})
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: pullback does not follow an append of a value holding floats to a list held inside another container or by an object's attribute: the container's or the object's reads would not see their gradient.
+    Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it into the container after the loop, or build the container with it.
+    """
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (str, bytes, bool, int, type(None))) or (
+                isinstance(v, np.ndarray) and v.dtype.kind not in "fc"):
+            continue
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+        elif isinstance(v, np.generic) and v.dtype.kind not in "fc":
+            continue
+        else:
+            from ..errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError(
+                "pullback does not follow an append of a value holding floats to a list "
+                "held inside another container or by an object's attribute: the "
+                "container's or the object's reads would not see their gradient.",
+                hint="Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
+                     "into the container after the loop, or build the container with it.")
 
 
 def store_attribute(obj, name, value):
