@@ -583,15 +583,41 @@ def defaulted_field(w):
     return np.sum(p.a) * p.b
 
 
-@pytest.mark.xfail(strict=True, reason="forward mode: the tangent of `p = WithDefault(w)` is "
-                   "built as WithDefault(w_dot), so the defaulted field's tangent is its "
-                   "default (2.0), not 0: jvp 11.8 where 8.0 is right, silently (a "
-                   "namedtuple's defaults and default_factory too; forward.tangents."
-                   "tangent_construct)")
 def test_forward_mode_of_a_structure_with_a_defaulted_field():
-    # 2 sum(w): along t = 1, 8
+    # 2 sum(w): along t = 1, 8 (the tangent of `WithDefault(w)` was built as
+    # WithDefault(w_dot), its defaulted field's tangent the default 2.0: jvp 11.8)
     _, t = pb.jvp(defaulted_field, (X,), (np.ones(4),))
     np.testing.assert_allclose(t, 8.0, rtol=1e-12)
+    _, t = pb.jvp(defaulted_namedtuple, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 12.0, rtol=1e-12)
+    _, t = pb.jvp(defaulted_factory, (X,), (np.ones(4),))
+    np.testing.assert_allclose(t, 8.0, rtol=1e-12)
+    _, t = pb.jvp(passed_by_keyword, (X, 3.0), (np.ones(4), 1.0))
+    np.testing.assert_allclose(t, 12.0 + np.sum(X), rtol=1e-12)
+
+
+WithDefaults = collections.namedtuple("WithDefaults", ["a", "b"], defaults=[3.0])
+
+
+@dataclasses.dataclass
+class WithFactory:
+    a: np.ndarray
+    c: list = dataclasses.field(default_factory=lambda: [1.0, 2.0])
+
+
+def defaulted_namedtuple(w):
+    p = WithDefaults(w)
+    return np.sum(p.a) * p.b
+
+
+def defaulted_factory(w):
+    p = WithFactory(w)
+    return np.sum(p.a) * p.c[1]
+
+
+def passed_by_keyword(w, s):
+    p = WithDefault(w, b=s)
+    return np.sum(p.a) * p.b
 
 
 class Params:

@@ -253,10 +253,15 @@ class _Forward(HelperNames):
         if not any(n in self.active for _, n in op.operands):
             return None
         call = stmt.value
+        keywords = [gast.keyword(arg=k.arg, value=self.tangent_or_zero(k.value))
+                    for k in call.keywords]
+        # a field the call leaves to its default (`b: float = 2.0`) has a zero tangent, not
+        # the default: passed as a zero of the value's field (`b=zeros_tangent(p.b)`)
+        keywords += [gast.keyword(arg=f, value=self.zero_of(gast.Attribute(
+                         value=_name(t), attr=f, ctx=gast.Load())))
+                     for f in _defaulted(op.primitive, call)]
         return gast.Call(func=clone(call.func),
-                         args=[self.tangent_or_zero(a) for a in call.args],
-                         keywords=[gast.keyword(arg=k.arg, value=self.tangent_or_zero(k.value))
-                                   for k in call.keywords])
+                         args=[self.tangent_or_zero(a) for a in call.args], keywords=keywords)
 
     def tangent_field(self, stmt, op, t):
         attr, name = op.operands[0]
@@ -456,3 +461,16 @@ def _assigned(stmts):
     from ..ir.grammar import assigned_names
     return assigned_names(stmts)
 
+
+def _defaulted(cls, call):
+    """The parameters of ``cls``'s constructor (a namedtuple or a dataclass) that
+    ``call`` leaves to their defaults."""
+    import inspect
+    try:
+        params = inspect.signature(cls).parameters
+        given = inspect.signature(cls).bind(*call.args, **{k.arg: k.value
+                                                           for k in call.keywords if k.arg})
+    except (TypeError, ValueError):
+        return []
+    return [p for p, v in params.items() if p not in given.arguments
+            and v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
