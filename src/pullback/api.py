@@ -167,11 +167,13 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     (array([3., 3.]), 3.0)
     """
     handle = derivative_of(fun)
-    args, jx = jax_boundary(tuple(primals))     # JAX arrays: read as NumPy
+    n = len(primals)
+    args, jx = jax_boundary(_with_defaults(handle, tuple(primals)))   # JAX arrays: as NumPy
     if jx is not None and jx.traced:            # JAX tracers: under jax.jit
         from .backend import namespace
         return namespace.vjp(fun, handle, args, has_aux)
-    wrt = tuple(i for i, a in enumerate(args) if is_inexact(a))
+    # one cotangent per primal given (JAX's): parameters left to their defaults get none
+    wrt = tuple(i for i, a in enumerate(args[:n]) if is_inexact(a))
     out, res = handle.call_primal(args, wrt, has_aux, inplace)
     value, aux = split_aux(fun, out, has_aux)
 
@@ -181,7 +183,7 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
         check_cotangent(fun, value, ct)
         if needs_boundary(value):       # an object's cotangent: by attribute
             ct = pytree_boundary.to_internal_cotangent(ct, value)
-        grads = handle.call_adjoint(res, ct)
+        grads = handle.call_adjoint(res, ct)[:n]
         grads = tuple(fresh_grad(g, a) if g is not None else None for g, a in zip(grads, args))
         grads = tuple(to_user_grad(g, a) if g is not None and needs_boundary(a) else g
                       for g, a in zip(grads, args))
@@ -192,6 +194,18 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     if jx is not None:              # ... and handed back as JAX arrays
         value = jx.back(value)
     return (value, pullback, aux) if has_aux else (value, pullback)
+
+
+def _with_defaults(handle, args):
+    """``args`` and the defaults of the parameters after them (``f(x, scale=2.0)``
+    called as ``vjp(f, x)``), for a function of fixed parameters; else ``args``."""
+    params = getattr(handle, "params", None)
+    if getattr(handle, "variadic", True) or params is None or len(args) >= len(params):
+        return args
+    try:
+        return tuple(handle.bind(args, {}))
+    except TypeError:
+        return args          # (a missing argument: the call itself says so)
 
 
 def jvp(fun, primals, tangents, has_aux=False):
