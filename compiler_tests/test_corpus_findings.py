@@ -424,7 +424,7 @@ def read_between_steps(a, q0):
 
 
 @pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="a callee's gradient of a namedtuple (step's for s) is taken as an "
+                   reason="issue 13: a callee's gradient of a namedtuple (step's for s) is taken as an "
                           "owned buffer and added into by field (index_add), but it is an "
                           "immutable namedtuple: AttributeError 'State' object has no "
                           "attribute 'dtype' (reverse.accumulate / the call's adjoint)")
@@ -449,7 +449,7 @@ def method_and_replace(x, b):
 
 
 @pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="add_cotangents of two namedtuple gradients is a namedtuple, "
+                   reason="issue 13: add_cotangents of two namedtuple gradients is a namedtuple, "
                           "then added into by field as if owned: AttributeError")
 def test_namedtuple_method_and_replace():
     # 5 b sum(x^2): d/dx = 10 b x
@@ -463,7 +463,7 @@ def transposed_pairs(x, b):
 
 
 @pytest.mark.xfail(strict=True, raises=pb.PullbackError,
-                   reason="`ws, bs = zip(*pairs)` (README: zip(*rows) is supported) is "
+                   reason="issue 13: `ws, bs = zip(*pairs)` (README: zip(*rows) is supported) is "
                           "refused since this round, where it was a silent zero: the adjoint "
                           "needs the values the iterator gave, which the primal does not keep "
                           "(reverse.adjoints.adjoint_unpack packs the parts against the "
@@ -481,7 +481,7 @@ def starred_from_zip(x, b):
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="`first, *rest = zip(...)`: TypeError object of type 'zip' has no "
+                   reason="issue 13: `first, *rest = zip(...)`: TypeError object of type 'zip' has no "
                           "len(), in the generated code")
 def test_starred_unpacking_of_an_iterator():
     # 2 sum(x) + b sum(x): d/dx = 2 + b; a refusal naming the line would do too
@@ -513,7 +513,7 @@ def replace_result_unused(a, q0):
 
 
 @pytest.mark.xfail(strict=True, raises=pb.PullbackError,
-                   reason="a call whose result the output does not use, of a function calling "
+                   reason="issue 13: a call whose result the output does not use, of a function calling "
                           "`state._replace(...)` on a parameter holding differentiated values, "
                           "is refused: `_replace` 'may store into it' (frontend.written."
                           "attribute_stores counts every method called on a parameter; a "
@@ -532,7 +532,7 @@ def cubes(x):
     return np.sum(power_of(x, 3.0))
 
 
-@pytest.mark.xfail(strict=True, reason="NaN, silently: the Hessian of sum(power_of(x, 3.0)), "
+@pytest.mark.xfail(strict=True, reason="issue 13: NaN, silently: the Hessian of sum(power_of(x, 3.0)), "
                    "`a ** k` in a helper given the constant 3.0, has NaN where x < 0 (JAX: "
                    "6x). Forward over reverse gives the helper's exponent a zero tangent, and "
                    "the derived tangent of `a ** k` adds k_dot * a**k * log(a) = 0 * nan "
@@ -556,7 +556,7 @@ def first_then_rest(w, data):
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="next() on a generator of the user's, which pullback runs as the "
+                   reason="issue 13: next() on a generator of the user's, which pullback runs as the "
                           "list of what it yields: TypeError 'list' object is not an iterator "
                           "(both modes)")
 def test_next_on_a_generator():
@@ -647,7 +647,7 @@ def test_attributes_forwarded_by_getattr_are_refused():
 
 
 @pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="forward mode of min/max over tuples: runtime.reduction_forward."
+                   reason="issue 13: forward mode of min/max over tuples: runtime.reduction_forward."
                           "builtin_max_jvp sums the winners' tuple tangents with 0 (TypeError "
                           "unsupported operand type(s) for +: 'int' and 'tuple')")
 def test_min_of_tuples_forward():

@@ -36,7 +36,7 @@ def star_call(x):
 
 
 @pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "forward over reverse refuses star_call ('cannot differentiate the gradient of a "
+    "issue 13: forward over reverse refuses star_call ('cannot differentiate the gradient of a "
     "call with starred arguments again', higher.reverse_calls.DynamicCallForward): "
     "the mapping of the call's mask to the spread callee's lives inline in "
     "driver.dispatch._star_call (perf); split out, the forward version could reuse it. "
@@ -59,7 +59,7 @@ def lse_loss(x):
 
 
 @pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
+    "issue 13: a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
     "varied when forward mode transforms that adjoint (every residual has a tangent), "
     "so the static-argument check (reverse/adjoints.check_static_arguments, the rule "
     "of np.max's adjoint line `np.sum(max_winners, axis=axis)`) refuses: 'The `axis` "

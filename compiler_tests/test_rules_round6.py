@@ -279,7 +279,7 @@ def f(x):
     uf = np.frompyfunc(_square, 1, 1)
     return np.sum(uf(x).astype(float))
 ''', marks=pytest.mark.xfail(strict=True, reason=(
-    "a ufunc known only at run time is refused by driver/plans.py with the generic "
+    "issue 13: a ufunc known only at run time is refused by driver/plans.py with the generic "
     "hint; it should read rules.numpy_ufunc_methods.refusal_hint as the static path does")))])
 def test_frompyfunc_refused_suggesting_vectorize(text):
     f = function_from_source(text, {"UF": np.frompyfunc(_square, 1, 1), "_square": _square})
@@ -358,7 +358,7 @@ def f(w):
     pytest.param("r = np.unique_counts(x)\n    return np.sum(r[0] * r[1])", marks=numpy2),
     pytest.param("return np.sum(np.unique_counts(x)[0])", marks=numpy2)])
 @pytest.mark.xfail(strict=True, raises=(KeyError, TypeError),
-                   reason="adjoint accumulation into the integer or named parts of an indexed "
+                   reason="issue 13: adjoint accumulation into the integer or named parts of an indexed "
                           "tuple result (owned_zeros, FieldGrads by position)")
 def test_indexed_result_with_integer_parts(body):
     f = function_from_source("def f(x):\n    " + body + "\n")
