@@ -36,6 +36,8 @@ from ..errors import NotTraceableError
 from .. import runtime as _runtime
 from ..runtime import core as _core
 from ..runtime import rule_support as _rule_support
+from ..runtime import dot_support as _dot_support
+from ..runtime import index_support as _index_support
 from ..runtime import accumulation as _accumulation
 from ..runtime import forward_support as _forward_support
 from ..runtime.core import Meta
@@ -342,9 +344,10 @@ from ..runtime import scipy_support as _scipy_support              # noqa: E402
 #: and are refused by the traceability check.  A module comes after those whose
 #: functions it imports (rebound first, then bound in its own globals)
 _REBOUND_MODULES = {
-    _rule_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
-                    "abs_grad", "clip_grad", "tie_share", "dot_lhs_grad", "dot_rhs_grad",
-                    "unconcatenate", "unstack", "untranspose", "ravel_grad"),
+    _dot_support: ("matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad", "inner_rhs_grad",
+                   "dot_lhs_grad", "dot_rhs_grad"),
+    _rule_support: ("abs_grad", "clip_grad", "tie_share", "unconcatenate", "unstack",
+                    "untranspose", "ravel_grad"),
     _layout_support: ("atleast_grads", "tile_grad", "diff_grad", "linspace_grads",
                       "cumprod_grad", "cumprod_jvp", "cov_grad", "cov_jvp", "corrcoef_grad",
                       "ptp_grad"),
@@ -372,7 +375,7 @@ _REBOUND = tuple(getattr(m, n) for m, names in _REBOUND_MODULES.items() for n in
 #: the NumPy helpers that have a namespace-generic form, by identity
 GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce: "unreduce",
            _core.realify: "realify", _core.project: "project", _core.zeros_like: "zeros_like",
-           _accumulation.owned_zeros: "owned_zeros", _rule_support.unindex: "unindex",
+           _accumulation.owned_zeros: "owned_zeros", _index_support.unindex: "unindex",
            _core.per_output: "per_output"}
 #: helpers that only take structures apart, check them or add leaves (`a + b`):
 #: the NumPy helper itself is namespace-generic
@@ -380,7 +383,7 @@ _STRUCTURAL = ("add_cotangents", "indexable", "field_cotangent", "mapping_keys",
                "plain_operands", "loops_over_keys", "no_float_in")
 GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
 GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads",
-                _rule_support.prod_grad: "prod_grad", _rule_support.take_grad: "take_grad",
+                _rule_support.prod_grad: "prod_grad", _index_support.take_grad: "take_grad",
                 _rule_support.unarray: "unarray",
                 _layout_support.sort_grad: "sort_grad"})
 GENERIC.update({getattr(_runtime, n): n for n in _STRUCTURAL})

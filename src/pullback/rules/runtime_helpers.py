@@ -34,6 +34,7 @@ import numpy as np
 
 from ..runtime import core, accumulation, control, rule_support, forward_support, opaque_routes
 from ..runtime import layout_support, statement_checks, structures
+from ..runtime import dot_support, index_support
 from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
 from .registry import facts, jvp, linear, multilinear, nondifferentiable, vjp
@@ -102,21 +103,21 @@ _declare(rule_support.ravel_grad, (0,))
 _declare(rule_support.unconcatenate, (0,))
 _declare(rule_support.unstack, (0,))
 _declare(rule_support.unarray, (0,))
-_declare(rule_support.unindex, (0,), fresh=True)
-_declare(rule_support.take_grad, (0,), fresh=True)
-_declare(rule_support.unitem, (0,), fresh=True)
+_declare(index_support.unindex, (0,), fresh=True)
+_declare(index_support.take_grad, (0,), fresh=True)
+_declare(index_support.unitem, (0,), fresh=True)
 _declare(rule_support.unsum, (0,))
 _declare(rule_support.select_grad, (0,))
 _declare(rule_support.c_grad, (0,))
 _declare(rule_support.attribute_cotangent, (0,))     # an array's .T / .real, or a field
 _declare(layout_support.diagonal_grad, (0,))         # (writes through a view of its own zeros)
 # products: bilinear in the cotangent and the other factor
-_declare(rule_support.dot_lhs_grad, (0, 2), "multilinear")
-_declare(rule_support.dot_rhs_grad, (0, 1), "multilinear")
-_declare(rule_support.matmul_lhs_grad, (0, 2), "multilinear")
-_declare(rule_support.matmul_rhs_grad, (0, 1), "multilinear")
-_declare(rule_support.inner_lhs_grad, (0, 2), "multilinear")
-_declare(rule_support.inner_rhs_grad, (0, 1), "multilinear")
+_declare(dot_support.dot_lhs_grad, (0, 2), "multilinear")
+_declare(dot_support.dot_rhs_grad, (0, 1), "multilinear")
+_declare(dot_support.matmul_lhs_grad, (0, 2), "multilinear")
+_declare(dot_support.matmul_rhs_grad, (0, 1), "multilinear")
+_declare(dot_support.inner_lhs_grad, (0, 2), "multilinear")
+_declare(dot_support.inner_rhs_grad, (0, 1), "multilinear")
 
 # abs: linear in the cotangent where the argument is real (its sign is piecewise constant)
 _register_linear(rule_support.abs_grad, (0,))

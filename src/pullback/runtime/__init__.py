@@ -7,7 +7,8 @@ adjoints call them on hot paths.
 
 - ``core``: projection onto the primal (shape, realness, dtype, type), zeros,
   structures (tuples, dicts, namedtuples, dataclasses);
-- ``rule_support``: the helpers rule bodies call (ties, products, splits);
+- ``rule_support``: the helpers rule bodies call (ties, splits; products in
+  ``dot_support``, reads by index in ``index_support``);
 - ``accumulation``: owned buffers, indexed adds, writes into arrays;
 - ``scipy_support``, ``scipy_solvers``: the SciPy rules' helpers (special
   functions and distributions; linalg, signal, odeint), SciPy imported when one runs;
@@ -77,3 +78,6 @@ __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulati
            + _array_api_support + _vectorize_support)
 from .assorted_support import *  # noqa: F401,F403,E402  (block, choose, histogram, sets...)
 __all__ += assorted_support.__all__  # noqa: F405
+from .dot_support import *  # noqa: F401,F403,E402  (split from rule_support)
+from .index_support import *  # noqa: F401,F403,E402
+__all__ += dot_support.__all__ + index_support.__all__  # noqa: F405

@@ -8,7 +8,7 @@ from .structures import attributes_of, fields_of, is_instance, is_structure
 from .backends import add_repeated, is_foreign, zeros_for
 from .dict_support import ChainGrads
 from .opaque import is_library_object
-from .rule_support import _is_basic_index
+from .index_support import _is_basic_index
 
 __all__ = ["owned_copy", "add_into", "index_add", "owned_zeros", "snapshot", "written_grad",
            "zeroed", "distinct_indices", "index_sub", "shape_of", "unbroadcast_to", "zeros_shaped",

@@ -1,22 +1,31 @@
 """Helpers called by rules.
 
 Rule bodies are inlined into generated code, so they hold no control flow;
-the few rules that need some (ties, zeros, splitting a cotangent, indexing)
-call these.  Each takes the rule's own values and returns a contribution.
+the few rules that need some (ties, zeros, splitting a cotangent) call
+these.  Each takes the rule's own values and returns a contribution.  The
+dot products' cotangents are in ``dot_support``, those of reads by index
+(``a[i]``, ``np.take``) in ``index_support``.
+
+For ``y = np.concatenate([a, b])`` with ``a`` of 2 elements and ``b`` of 3,
+the cotangent split back, one view per input:
+
+>>> unconcatenate(np.arange(5.), [np.zeros(2), np.zeros(3)])
+[array([0., 1.]), array([2., 3., 4.])]
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .backends import add_repeated, is_foreign, set_basic, zeros_for
+from .backends import is_foreign
 from .opaque_routes import bag_cotangent, is_bag
-from .core import FieldGrads, Meta, realify, unbroadcast, unreduce, zeros_like
-from .structures import attributes_of, is_instance, is_structure
+from .core import unbroadcast, unreduce, zeros_like
+from .dot_support import (dot_lhs_grad, dot_rhs_grad, inner_lhs_grad, inner_rhs_grad,
+                          matmul_lhs_grad, matmul_rhs_grad)
+from .index_support import _same_kind, unindex, unitem
+from .structures import is_instance, is_structure
 
-__all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "dot_lhs_grad",
-           "dot_rhs_grad", "matmul_lhs_grad", "matmul_rhs_grad", "inner_lhs_grad",
-           "inner_rhs_grad", "untranspose", "ravel_grad", "unconcatenate", "unstack",
-           "unarray", "unindex", "unitem", "unsum", "select_grad", "take_grad", "FRESH",
+__all__ = ["tie_share", "abs_grad", "clip_grad", "prod_grad", "untranspose", "ravel_grad",
+           "unconcatenate", "unstack", "unarray", "unsum", "select_grad", "FRESH",
            "r_items", "c_items", "c_grad", "refuse_reverse_over_generated",
            "attribute_cotangent", "is_array_value"]
 
@@ -73,6 +82,7 @@ def c_grad(g, items):
         parts.append(np.reshape(g[..., start:start + n], shape))
         start += n
     return tuple(parts)
+
 
 def tie_share(g, ans, x, y):
     """``x``'s share of ``g`` in an elementwise max or min whose value is ``ans``.
@@ -142,86 +152,6 @@ def prod_grad(g, ans, a, axis=None, keepdims=False):
                         np.where(zeros == 0, others / nonzero, 0))
 
 
-def dot_lhs_grad(g, a, b):
-    """Cotangent of ``a`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if na == 0:
-        return np.sum(g * b)
-    if nb == 0:
-        return g * b
-    if nb == 1:
-        return np.multiply.outer(g, b)
-    if na == 2 and nb == 2:
-        return np.dot(g, np.transpose(b))
-    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
-                                    list(range(nb - 2)) + [nb - 1]))
-
-
-def dot_rhs_grad(g, a, b):
-    """Cotangent of ``b`` in ``np.dot(a, b)`` (any ranks; no conjugation)."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if nb == 0:
-        return np.sum(g * a)
-    if na == 0:
-        return g * a
-    lead = list(range(na - 1))
-    if nb == 1:
-        return np.tensordot(g, a, axes=(lead, lead))
-    if na == 2 and nb == 2:
-        return np.dot(np.transpose(a), g)
-    return np.moveaxis(np.tensordot(a, g, axes=(lead, lead)), 0, -2)
-
-
-def matmul_lhs_grad(g, a, b):
-    """Cotangent of ``a`` in ``a @ b``, summed over broadcast batch axes."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if na == 1 and nb == 1:
-        return g * b
-    if nb == 1:
-        c = np.expand_dims(g, -1) * b
-    elif na == 1:
-        c = np.matmul(b, np.expand_dims(g, -1))[..., 0]
-    else:
-        c = np.matmul(g, np.swapaxes(b, -1, -2))
-    return unbroadcast(c, a)
-
-
-def matmul_rhs_grad(g, a, b):
-    """Cotangent of ``b`` in ``a @ b``, summed over broadcast batch axes."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if na == 1 and nb == 1:
-        return g * a
-    if na == 1:
-        c = np.expand_dims(a, -1) * np.expand_dims(g, -2)
-    elif nb == 1:
-        c = np.matmul(np.swapaxes(a, -1, -2), np.expand_dims(g, -1))[..., 0]
-    else:
-        c = np.matmul(np.swapaxes(a, -1, -2), g)
-    return unbroadcast(c, b)
-
-
-def inner_lhs_grad(g, a, b):
-    """Cotangent of ``a`` in ``np.inner(a, b)`` (sum over the last axes)."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if na == 0:
-        return np.sum(g * b)
-    if nb == 0:
-        return g * b
-    return np.tensordot(g, b, axes=(list(range(na - 1, np.ndim(g))),
-                                    list(range(nb - 1))))
-
-
-def inner_rhs_grad(g, a, b):
-    """Cotangent of ``b`` in ``np.inner(a, b)`` (sum over the last axes)."""
-    na, nb = np.ndim(a), np.ndim(b)
-    if nb == 0:
-        return np.sum(g * a)
-    if na == 0:
-        return g * a
-    lead = list(range(na - 1))
-    return np.tensordot(g, a, axes=(lead, lead))
-
-
 def untranspose(g, axes):
     """Undo ``np.transpose(a, axes)`` on ``g``; ``axes`` may also be a method's ``*axes``."""
     if isinstance(axes, tuple) and len(axes) == 1 and (
@@ -248,10 +178,6 @@ def ravel_grad(g, a, order="C"):
     out = np.empty(a.size, dtype=np.result_type(g))
     out[np.ravel(where, order="K")] = g
     return out.reshape(shape)
-
-
-def _same_kind(seq, parts):
-    return list(parts) if isinstance(seq, list) else tuple(parts)
 
 
 def unconcatenate(g, arrays, axis=0, ndmin=1):
@@ -310,109 +236,6 @@ def unarray(g, a):
     if np.shape(g) != np.shape(a):
         g = np.reshape(g, np.shape(a))
     return g
-
-
-def _is_basic_index(index):
-    items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis
-               or (isinstance(i, (int, np.integer, slice))
-                   and not isinstance(i, (bool, np.bool_)))
-               for i in items)
-
-
-def unindex(g, a, index):
-    """Cotangent of ``a[index]``: ``g`` scattered into zeros shaped like ``a``.
-
-    Repeated integer indices accumulate (``np.add.at``).  Lists, tuples and
-    dicts get the same structure with zeros elsewhere.
-    """
-    out = None
-    if is_structure(a) and not isinstance(a, (list, dict)) \
-            and not (isinstance(a, tuple) and not hasattr(a, "_fields")):
-        out = FieldGrads.zeros(a)          # a namedtuple or a dataclass
-    elif is_instance(a):                   # an object of the user's class: by attribute
-        out = FieldGrads((k, zeros_like(v)) for k, v in attributes_of(a).items())
-        out.of = type(a)
-    if out is not None:
-        keys = out.keys_at(index)
-        for k, gk in zip(keys, g if isinstance(index, slice) else [g]):
-            out[k] = gk
-        return out
-    if isinstance(a, (list, tuple)):
-        out = [zeros_like(x) for x in a]
-        if isinstance(index, slice):
-            for i, gi in zip(range(*index.indices(len(a))), g):
-                out[i] = gi
-        else:
-            out[index] = g
-        return _same_kind(a, out)
-    if isinstance(a, dict):
-        out = {k: zeros_like(x) for k, x in a.items()}
-        out[index] = g
-        return out
-    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
-    foreign = type(a) is not np.ndarray and is_foreign(a)
-    out = zeros_for(a, dtype) if foreign else np.zeros(np.shape(a), dtype=dtype)
-    g = realify(g, out)           # projected as an in-place add would project it
-    if foreign:                         # Dask, CuPy: no np.add.at, no None in Dask's index
-        if _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
-            set_basic(out, index, g)
-        else:
-            add_repeated(out, index, g)
-    elif _is_basic_index(index) or (isinstance(index, np.ndarray) and index.dtype == bool):
-        out[index] = g
-    else:
-        np.add.at(out, index, g)
-    return out
-
-
-def take_grad(g, a, indices, axis=None):
-    """Cotangent of ``np.take(a, indices, axis)``: ``g`` added back at the
-    taken positions (repeats accumulate)."""
-    dtype = a.dtype if isinstance(a, Meta) else np.result_type(a, 0.0)
-    if type(a) is not np.ndarray and is_foreign(a):
-        return _take_grad_foreign(g, a, indices, axis, dtype)
-    out = np.zeros(np.shape(a), dtype=dtype)
-    g = realify(g, out)
-    if axis is None:
-        np.add.at(out.reshape(-1), indices, g)
-        return out
-    axis = axis % out.ndim
-    k = np.ndim(indices)
-    np.add.at(np.moveaxis(out, axis, 0), indices,
-              np.moveaxis(g, list(range(axis, axis + k)), list(range(k))))
-    return out
-
-
-def _take_grad_foreign(g, a, indices, axis, dtype):
-    """``take_grad`` for a Dask or CuPy ``a``: the taken axis moved first,
-    the cotangent added there (``backends.add_repeated``), and moved back."""
-    indices = np.asarray(indices) if isinstance(indices, (list, int)) else indices
-    if axis is None:
-        out = zeros_for(a, dtype, (int(np.prod(np.shape(a))),))
-        add_repeated(out, indices, realify(g, out))
-        return np.reshape(out, np.shape(a))
-    axis = axis % np.ndim(a)
-    k = np.ndim(indices)
-    shape = np.shape(a)
-    out = zeros_for(a, dtype, (shape[axis],) + shape[:axis] + shape[axis + 1:])
-    add_repeated(out, indices, realify(np.moveaxis(g, list(range(axis, axis + k)),
-                                                   list(range(k))), out))
-    return np.moveaxis(out, 0, axis)
-
-
-def unitem(g, a, args):
-    """Cotangent of ``a.item(*args)``: ``g`` at that element, zeros elsewhere."""
-    out = np.zeros(np.shape(a), dtype=np.result_type(a, g))
-    if len(args) == 1 and isinstance(args[0], tuple):
-        args = args[0]
-    if len(args) == 0:
-        out[(0,) * out.ndim] = g
-    elif len(args) == 1:
-        out[np.unravel_index(args[0], out.shape)] = g
-    else:
-        out[args] = g
-    return out
 
 
 def unsum(g, iterable):
