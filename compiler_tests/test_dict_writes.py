@@ -14,21 +14,13 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central
+
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
 
 P = {"a": 1.5, "b": 2.0}
-
-
-def central(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        out.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 # -- stores into the function's own dict -------------------------------------------------

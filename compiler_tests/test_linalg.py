@@ -12,6 +12,8 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central_differences
+
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 jax.config.update("jax_enable_x64", True)
@@ -177,21 +179,6 @@ def jax_version(f):
     namespace = {"np": jnp}
     exec(compile(textwrap.dedent(inspect.getsource(f)), "<jax>", "exec"), namespace)
     return namespace[f.__name__]
-
-
-def central_differences(f, args, k, eps=1e-6):
-    """d f / d args[k], as ``dL/dRe - i dL/dIm`` for a complex argument (JAX's convention)."""
-    x = np.asarray(args[k])
-    out = np.zeros(x.shape, dtype=x.dtype)
-    parts = (1.0, 1j) if np.iscomplexobj(x) else (1.0,)
-    for i in np.ndindex(x.shape):
-        for unit in parts:
-            d = np.zeros(x.shape, dtype=x.dtype)
-            d[i] = eps * unit
-            up = f(*args[:k], x + d, *args[k + 1:])
-            down = f(*args[:k], x - d, *args[k + 1:])
-            out[i] += np.conj(unit) * (up - down) / (2 * eps)
-    return out
 
 
 def close(got, want, rtol=RTOL):

@@ -14,6 +14,8 @@ import pullback as pb
 from pullback.runtime import distinct_indices
 from pullback.testing import function_from_source
 
+from fd_helpers import central as _central
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import problems as P  # noqa: E402
 
@@ -29,16 +31,6 @@ def _both_paths(f, args, argnums):
     got = [pb.value_and_grad(f, argnums=argnums, inplace=ip)(*args) for ip in (True, False)]
     assert _bytes(*got[0]) == _bytes(*got[1])
     return got[0]
-
-
-def _central(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        out[i] = (f(up) - f(down)) / (2 * h)
-    return out
 
 
 # -- a fresh buffer written once per index: a store, not an add --------------------

@@ -7,22 +7,14 @@ import pytest
 import pullback as pb
 from pullback.testing import function_from_source
 
+from fd_helpers import central as _central
+
 rng = np.random.default_rng(3)
 
 
 def _split(f, *args):
     primal, adjoint = pb.source(f, *args).split("def f_adjoint")
     return primal, adjoint
-
-
-def _central(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        out[i] = (f(up) - f(down)) / (2 * h)
-    return out
 
 
 def test_scalar_index_loop_tapes_nothing():

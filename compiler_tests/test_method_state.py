@@ -15,6 +15,8 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central
+
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
@@ -23,16 +25,6 @@ jnp = pytest.importorskip("jax.numpy")
 def x64():
     with jax.enable_x64(True):
         yield
-
-
-def central(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 # -- a float state beside a counter ------------------------------------------------------

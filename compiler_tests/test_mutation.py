@@ -16,20 +16,11 @@ import pytest
 import pullback as pb
 from pullback.testing import function_from_source
 
+from fd_helpers import central
+
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
 jnp = jax.numpy
-
-
-def central(f, x, h=1e-6):
-    """Central differences of the scalar ``f`` at ``x`` (``f`` gets copies)."""
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 def forward_agrees(f, *args):

@@ -16,6 +16,8 @@ from numpy.polynomial import Chebyshev, Polynomial
 
 import pullback as pb
 
+from fd_helpers import central
+
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
@@ -24,16 +26,6 @@ jnp = pytest.importorskip("jax.numpy")
 def x64():
     with jax.enable_x64(True):
         yield
-
-
-def central(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 W = np.array([0.3, -0.7, 1.1])

@@ -26,6 +26,8 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central
+
 from error_checks import check_error
 
 jax = pytest.importorskip("jax")
@@ -43,16 +45,6 @@ def close(got, want, rtol=1e-12):
     assert len(got_leaves) == len(want_leaves)
     for g, w in zip(got_leaves, want_leaves):
         np.testing.assert_allclose(g, np.asarray(w), rtol=rtol, atol=1e-12)
-
-
-def central(f, x, h=1e-6):
-    x = np.asarray(x, dtype=float)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central_differences
+
 scipy = pytest.importorskip("scipy")
 import scipy.linalg as linalg  # noqa: E402
 import scipy.signal as signal  # noqa: E402
@@ -152,18 +154,6 @@ def jax_version(f):
         namespace[name] = importlib.import_module(module)
     exec(compile(textwrap.dedent(inspect.getsource(f)), "<jax>", "exec"), namespace)
     return namespace[f.__name__]
-
-
-def central_differences(f, args, k, eps=1e-6):
-    x = np.asarray(args[k], dtype=float)
-    out = np.zeros(x.shape)
-    for i in np.ndindex(x.shape):
-        d = np.zeros(x.shape)
-        d[i] = eps
-        up = f(*args[:k], (x + d)[()] if x.ndim else float(x + d), *args[k + 1:])
-        down = f(*args[:k], (x - d)[()] if x.ndim else float(x - d), *args[k + 1:])
-        out[i] = (up - down) / (2 * eps)
-    return out[()] if x.ndim else float(out)
 
 
 def close(got, want, rtol=RTOL):

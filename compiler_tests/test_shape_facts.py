@@ -14,20 +14,12 @@ import pytest
 import pullback as pb
 from pullback.testing import function_from_source
 
+from fd_helpers import central as _central
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import problems as P  # noqa: E402
 
 rng = np.random.default_rng(17)
-
-
-def _central(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        out[i] = (f(up) - f(down)) / (2 * h)
-    return out
 
 
 def test_differences_of_neighbours_are_not_unbroadcast():
