@@ -18,24 +18,12 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central_differences as _fd_grad
+
 RNG = np.random.default_rng(13)
 X = RNG.standard_normal((5, 3))
 Y = RNG.standard_normal((5, 3))
 V = RNG.standard_normal(6)
-
-
-def _fd_grad(f, args, i, eps=1e-6):
-    x = np.asarray(args[i], dtype=float)
-    g = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = eps
-        up = list(args)
-        up[i] = x + e
-        down = list(args)
-        down[i] = x - e
-        g[k] = (f(*up) - f(*down)) / (2 * eps)
-    return g
 
 
 def check_both_modes(f, *args, exact=None):

@@ -9,25 +9,9 @@ import pytest
 
 import pullback as pb
 
+from fd_helpers import central_differences as numeric_grad
+
 rng = np.random.default_rng(1)
-
-
-def numeric_grad(f, args, i, eps=1e-6):
-    x = args[i]
-    scalar = not isinstance(x, np.ndarray)
-    base = np.array(x, dtype=np.result_type(x, float))
-    g = np.zeros_like(base)
-    for idx in np.ndindex(base.shape):
-        parts = [1.0] + ([1j] if np.iscomplexobj(base) else [])
-        for unit in parts:
-            d = np.zeros_like(base)
-            d[idx] = eps * unit
-            a_plus, a_minus = list(args), list(args)
-            a_plus[i] = (base + d)[()] if scalar else base + d
-            a_minus[i] = (base - d)[()] if scalar else base - d
-            diff = (f(*a_plus) - f(*a_minus)) / (2 * eps)
-            g[idx] += diff if unit == 1.0 else -1j * diff
-    return g[()] if scalar else g
 
 
 def check(f, *args, rtol=1e-6, atol=1e-8):
