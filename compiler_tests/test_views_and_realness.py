@@ -134,3 +134,29 @@ def test_complex_values_built_from_real_parts(f):
     np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-14)
     _, t = pb.jvp(f, (X,), (T,))
     np.testing.assert_allclose(t, np.dot(want, T), rtol=1e-12)
+
+
+def shuffled_in_place(x):
+    rng = np.random.default_rng(0)
+    y = x.copy()
+    rng.shuffle(y)
+    return np.sum(y * np.arange(6.0))
+
+
+def shuffled_by_index(x):
+    rng = np.random.default_rng(0)
+    return np.sum(x[rng.permutation(len(x))] * np.arange(6.0))
+
+
+def test_a_numpy_method_that_writes_into_its_argument_is_refused():
+    # rng.shuffle(y) (a method of an object whose class the transform does not
+    # know, run as a checked call) changed y unseen: d/dx was arange(6), silently
+    for run in (lambda: pb.grad(shuffled_in_place)(X),
+                lambda: pb.jvp(shuffled_in_place, (X,), (T,))):
+        with pytest.raises(pb.PullbackError, match="Generator.shuffle.*wrote into an array"):
+            run()
+    # what to write instead: index by a permutation
+    perm = np.random.default_rng(0).permutation(6)
+    want = np.zeros(6)
+    want[perm] = np.arange(6.0)
+    np.testing.assert_array_equal(pb.grad(shuffled_by_index)(X), want)
