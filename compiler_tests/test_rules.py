@@ -970,6 +970,8 @@ case(np.vectorize.__call__, lambda G: [_Vectorized(_norm2, excluded={0}), G.norm
                                        G.normal(())], R)
 import rule_cases_round6  # noqa: E402  (issue 13, round 6: block, choose, sets, vecdot...)
 rule_cases_round6.register(case)
+import rule_cases_round7  # noqa: E402  (round 7: np.select's default, np.average's weights)
+rule_cases_round7.register(case)
 
 # (rules.numpy_array_api: the array API's names, the matrix axes last)
 _LA = np.linalg

@@ -9,6 +9,7 @@ from .api import (custom_jvp, custom_vjp, differentiable, grad, jacfwd, jvp, lin
 from .api import check_grads, checkpoint, forward
 from .reverse_jacobians import jacobian, jacrev
 from .sources import source
+from .runtime.gradient_stops import stop_gradient
 from .api import hessian, hvp
 from .pytrees import register_dataclass, register_pytree_node, register_pytree_node_class
 from .errors import (NoRuleError, NonDifferentiableError, NotTraceableError, PullbackError,
@@ -19,5 +20,5 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "diffe
            "custom_vjp", "custom_jvp", "source", "hessian", "hvp",
            "PullbackError", "UnsupportedSyntaxError", "NoRuleError",
            "SourceUnavailableError", "NonDifferentiableError", "NotTraceableError"]
-__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward"]
+__all__ += ["jacrev", "jacobian", "check_grads", "checkpoint", "forward", "stop_gradient"]
 __all__ += ["register_pytree_node", "register_pytree_node_class", "register_dataclass"]

@@ -151,11 +151,20 @@ def _blocked(normal, ops, kinds, merges, updates, is_array):
     body = normal.tree.body
     top = {id(s) for s in body}
     names, views = set(), set()
+    readers = {}                # name -> how many statements read it
+    for s in all_statements(body):
+        for n in {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                  and isinstance(n.ctx, gast.Load)}:
+            readers[n] = readers.get(n, 0) + 1
     for s in body:
         op = ops.get(id(s))
         if op is None or id(s) in merges or not (isinstance(s, gast.Assign)
                                                  and isinstance(s.targets[0], gast.Name)):
             continue
+        if op.kind is OpKind.RULE and _is_view_op(op, kinds) and any(
+                readers.get(n, 0) > 1 for n in op.names()):
+            views.add(s.targets[0].id)    # any view (`m = y.reshape(2, 3)`) of an array
+            # read elsewhere too: its own views are views of a view, not followed here
         source = None
         if op.kind is OpKind.COPY and isinstance(s.value, gast.Name) and is_array(s.value.id):
             source = s.value.id

@@ -200,6 +200,12 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
             break                                 # may be an array: mutation.py decides
         else:
             op.effect = True
+            if op.kind is OpKind.SETITEM and container in varied \
+                    and shape is not Shape.CONTAINER \
+                    and not _container_kind(container, bound, parsed):
+                # `m = y.view(); m[1] = 5.0`: what a call pullback does not see into
+                # returned may share memory with a differentiated array
+                _check_when_run(normal, ops, parsed, s, [container], runtime_check="plain_container")
 
 
 def _append_to_callers(parsed, stmt, p):
@@ -325,15 +331,19 @@ def _dict_refusal(parsed, name):
     return reasons.get(name)
 
 
-def _check_when_run(normal, ops, parsed, stmt, names):
+def _check_when_run(normal, ops, parsed, stmt, names, runtime_check="no_float_in"):
     """Put ``no_float_in(v, ...)`` (``runtime.statement_checks``) before the
     append ``stmt`` for each of ``names``: it refuses a value holding a float
-    (which may carry a gradient the container's reads would not see)."""
+    (which may carry a gradient the container's reads would not see).  With
+    ``runtime_check="plain_container"``, the check before a store into a
+    container of a kind not known: one that is not a dict or a list (an array
+    a call returned, which may be a view of a differentiated one) is refused."""
     import types
     from .. import runtime
     from ..ir.walk import statement_lists
-    fn = normal.namer.fresh("no_float_in")
-    parsed.closure[fn] = types.CellType(runtime.no_float_in)
+    check_fn = getattr(runtime, runtime_check)
+    fn = normal.namer.fresh(runtime_check)
+    parsed.closure[fn] = types.CellType(check_fn)
     block = next(b for b in statement_lists(normal.tree.body) if any(t is stmt for t in b))
     at = next(i for i, t in enumerate(block) if t is stmt)
     for name in names:
@@ -345,5 +355,4 @@ def _check_when_run(normal, ops, parsed, stmt, names):
         for node in gast.walk(check):
             gast.copy_location(node, stmt)
         block.insert(at, check)
-        ops[id(check)] = Op(OpKind.NONDIFF, label="no_float_in", primitive=runtime.no_float_in,
-                            node=call)
+        ops[id(check)] = Op(OpKind.NONDIFF, label=runtime_check, primitive=check_fn, node=call)

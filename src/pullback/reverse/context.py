@@ -108,6 +108,7 @@ class ReverseContext(HelperNames):
         self.loop_builds = 0              # ... and how many adjoints were built (tests count)
         self.assigned_of = {}             # id(simple statement) -> (it, names it assigns)
         self.only_float64 = None          # whole_in_place: every array float64 (lazily)
+        self.real_only = None             # nothing_complex (lazily)
         self.definitions_of = None        # definitions: name -> its assignments (lazily)
         self.shape_classes = None         # same_shape: name -> its class (lazily)
         # names the two functions use, given out by the first step (reverse.primal)
@@ -138,6 +139,17 @@ class ReverseContext(HelperNames):
                 or kind.dtype not in (None, "float64"):
             return False
         return self.all_float64()
+
+    def nothing_complex(self):
+        """No value the function computes may be complex (every number's kind
+        real, no complex literal), worked out once: a real item's cotangent is
+        then real (``1j * x[1]`` gives a complex one, its real part added)."""
+        if self.real_only is None:
+            self.real_only = all(k.complex is False for k in self.kinds.values()
+                                 if k.is_number) and not any(
+                isinstance(node, gast.Constant) and isinstance(node.value, complex)
+                for node in gast.walk(self.normal.tree))
+        return self.real_only
 
     def all_float64(self):
         """Every float array the function computes is float64 and nothing is

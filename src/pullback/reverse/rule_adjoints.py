@@ -105,7 +105,8 @@ class RuleAdjoints:
         # a list's item, `hs[t]`: its one entry of `hs_bar` replaced in place
         # (`index_add`), O(1), not a list as long as `hs` (`unindex`) per read
         simple = (kind.shape is not Shape.CONTAINER and kind.complex is False
-                  and self.ctx.kind(t).complex is False and self.basic_index(op.bound["b"]) and (
+                  and self.ctx.kind(t).complex is False and self.basic_index(op.bound["b"])
+                  and self.ctx.nothing_complex() and (
                       (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
                       or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
                           and self.ctx.typed and self.ctx.all_float64())))

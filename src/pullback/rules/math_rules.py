@@ -39,6 +39,7 @@ import numpy as np
 from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime.reduction_forward import builtin_max_jvp
 from pullback.runtime import abs_grad, indexable, mapping_keys, select_grad, unsum
+from pullback.runtime.gradient_stops import stop_gradient
 from pullback.runtime.opaque_routes import items_cotangent
 
 # --- exponentials, logarithms, powers ---
@@ -289,6 +290,7 @@ nondifferentiable(
     math.isqrt,
     len, int, bool, round, range, isinstance, type, id, hash, str, repr, ord,
     chr,
+    stop_gradient,          # pb.stop_gradient: a value with no gradient, by definition
 )
 
 # --- forward rules: math's functions are elementwise (their rules serve as they

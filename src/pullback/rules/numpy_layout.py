@@ -45,6 +45,8 @@ from pullback.runtime.reduction_forward import (average_jvp as average_jvp_helpe
                                                 ptp_jvp as ptp_jvp_helper,
                                                 real_if_close_jvp as real_if_close_jvp_helper)
 from pullback.rules.registry import facts, elementwise, jvp, linear, vjp
+from pullback.runtime import (average_weights_grad, average_weights_jvp, select_default_grad,
+                              select_default_jvp)
 from pullback.runtime import (atleast_grads, average_grad, corrcoef_grad, cov_grad,
                               cumprod_grad, diff_end_grad, diff_grad, linspace_grads,
                               nan_to_num_grad, pad_grad, partition_grad, ptp_grad,
@@ -189,9 +191,10 @@ def take_along_axis(g, ans, arr, indices, axis=-1):
     return take_along_axis_grad(g, arr, indices, axis)
 
 
-@vjp(np.select, nondiff=("condlist",))
+@vjp(np.select, nondiff=("condlist",), optional=("default",))
 def select(g, ans, condlist, choicelist, default=0):
-    return select_grads(g, condlist, choicelist)
+    # the default gets g where no condition holds
+    return select_grads(g, condlist, choicelist), select_default_grad(g, condlist, default)
 
 
 @vjp(np.nan_to_num)
@@ -244,10 +247,11 @@ def ptp(g, ans, a, axis=None, keepdims=False):
     return ptp_grad(g, a, axis, keepdims)
 
 
-@vjp(np.average)
+@vjp(np.average, optional=("weights",))
 def average(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    # the weights are constants; with returned=True only the average carries g
-    return average_grad(g, ans, a, axis, weights, returned, keepdims)
+    # sum(w a) / sum(w); with returned=True the sum of the weights carries g[1]
+    return (average_grad(g, ans, a, axis, weights, returned, keepdims),
+            average_weights_grad(g, ans, a, axis, weights, returned, keepdims))
 
 
 @vjp(np.cov)
@@ -281,7 +285,8 @@ def ptp_jvp(t, ans, a, axis=None, keepdims=False):
 
 @jvp(np.average)
 def average_jvp(t, ans, a, axis=None, weights=None, returned=False, keepdims=False):
-    return average_jvp_helper(t, ans, a, axis, weights, returned, keepdims)
+    return (average_jvp_helper(t, ans, a, axis, weights, returned, keepdims),
+            average_weights_jvp(t, ans, a, axis, weights, returned, keepdims))
 
 
 @jvp(np.cov)
@@ -307,8 +312,7 @@ def real_if_close_jvp(t, ans, a, tol=100):
 
 @jvp(np.select)
 def select_jvp(t, ans, condlist, choicelist, default=0):
-    # the default is a constant: its tangent is zero
-    return np.select(condlist, t, 0)
+    return np.select(condlist, t, 0), select_default_jvp(t, condlist, ans)
 
 
 @jvp(np.sort)

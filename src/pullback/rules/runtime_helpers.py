@@ -33,7 +33,7 @@ import linecache
 import numpy as np
 
 from ..runtime import core, accumulation, control, rule_support, forward_support, opaque_routes
-from ..runtime import layout_support, statement_checks, structures
+from ..runtime import layout_support, statement_checks, structures, weighted_choices
 from ..runtime import dot_support, index_support
 from ..runtime.rule_support import refuse_reverse_over_generated
 from ..runtime.forward_support import abs_grad_tangent
@@ -108,6 +108,7 @@ _declare(index_support.take_grad, (0,), fresh=True)
 _declare(index_support.unitem, (0,), fresh=True)
 _declare(rule_support.unsum, (0,))
 _declare(rule_support.select_grad, (0,))
+_declare(weighted_choices.select_default_grad, (0,))   # (condlist: a mask)
 _declare(rule_support.c_grad, (0,))
 _declare(rule_support.attribute_cotangent, (0,))     # an array's .T / .real, or a field
 _declare(layout_support.diagonal_grad, (0,))         # (writes through a view of its own zeros)

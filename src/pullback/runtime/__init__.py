@@ -63,6 +63,8 @@ from .array_api_support import *  # noqa: F401,F403
 from .array_api_support import __all__ as _array_api_support
 from .vectorize_support import *  # noqa: F401,F403
 from .vectorize_support import __all__ as _vectorize_support
+from .weighted_choices import *  # noqa: F401,F403
+from .weighted_choices import __all__ as _weighted_choices
 
 from .dict_support import dict_merge_grads, dict_set_grads, dict_setdefault_grads  # noqa: F401
 from .dict_support import dict_item_grads, dict_stored_grad, dict_without  # noqa: F401
@@ -75,7 +77,8 @@ __all__ = (_core + _structures + _statement_checks + _rule_support + _accumulati
            + _layout_support + _fft_support + _scipy_support + _scipy_solvers + _calls + _arguments
            + _objects + _dict_rules + ["items_cotangent"]
            + _series_support + _select_support + _special_support + _callback_support
-           + _array_api_support + _vectorize_support)
+           + _array_api_support + _vectorize_support
+           + _weighted_choices)
 from .assorted_support import *  # noqa: F401,F403,E402  (block, choose, histogram, sets...)
 __all__ += assorted_support.__all__  # noqa: F405
 from .dot_support import *  # noqa: F401,F403,E402  (split from rule_support)

@@ -23,7 +23,7 @@ import types
 
 from .arguments import unseen_method_write
 from .leaves import Unwalkable, Walk
-from .opaque import call, is_library_code
+from .opaque import call, runs_checked
 
 __all__ = ["entered_value", "checked_call", "checked_method_call"]
 
@@ -66,7 +66,7 @@ def checked_call(mask, fn, *args, **kwargs):
             lead, f = (f.__self__,) + lead, f.__func__
         else:
             break
-    if isinstance(f, type) or not callable(f) or not is_library_code(f):
+    if isinstance(f, type) or not callable(f) or not runs_checked(f):
         return fn(*args, **kwargs)
     if set(keywords) & set(kwargs):
         return fn(*args, **kwargs)      # (Python raises)
@@ -86,7 +86,7 @@ def checked_method_call(mask, strict, obj, name, *args, **kwargs):
     fn, lead = method, ()
     if isinstance(method, types.MethodType):
         fn, lead = method.__func__, (method.__self__,)
-    if is_library_code(fn):
+    if runs_checked(fn):
         if lead:
             mask = tuple(0 if k == -1 else k + 1 if isinstance(k, int) else k for k in mask)
         return call(fn, lead + args, kwargs, mask)[0]

@@ -95,7 +95,7 @@ import numpy as np
 from .leaves import ATOMS, Unwalkable, Walk, is_leaf
 from .origin import module_name
 
-__all__ = ["is_library_code", "is_library_object", "call", "callee_name"]
+__all__ = ["is_library_code", "is_library_object", "call", "callee_name", "runs_checked"]
 
 _EXCLUDED = ("numpy", "scipy", "jax", "jaxlib", "math", "pullback", "cmath")
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
@@ -107,15 +107,7 @@ def is_library_code(obj):
     ``site-packages``/``dist-packages``), not NumPy, SciPy, JAX or ``math``
     (their functions have rules or are refused with ``NoRuleError``) and
     not pullback's own."""
-    if isinstance(obj, types.BuiltinMethodType) and not isinstance(
-            getattr(obj, "__self__", None), (types.ModuleType, type(None))):
-        module = module_name(type(obj.__self__))     # `d.values`: the object's type's
-    elif isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
-        module = module_name(obj)
-    elif isinstance(obj, types.MethodType):
-        return is_library_code(obj.__func__)
-    else:
-        module = module_name(type(obj))
+    module = _module_of(obj)
     if not module:
         return False
     top = module.split(".")[0]
@@ -125,6 +117,31 @@ def is_library_code(obj):
         return True
     path = getattr(sys.modules.get(module), "__file__", None) or ""
     return "site-packages" in path or "dist-packages" in path
+
+
+def _module_of(obj):
+    """The module ``obj`` (a function, a method, a class or a callable object)
+    comes from, or None."""
+    if isinstance(obj, types.BuiltinMethodType) and not isinstance(
+            getattr(obj, "__self__", None), (types.ModuleType, type(None))):
+        return module_name(type(obj.__self__))     # `d.values`: the object's type's
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return module_name(obj)
+    if isinstance(obj, types.MethodType):
+        return _module_of(obj.__func__)
+    return module_name(type(obj))
+
+
+def runs_checked(obj):
+    """Whether a call of ``obj`` whose result carries no gradient runs checked
+    (``call``): library code, and NumPy's and SciPy's own functions and methods
+    that reach a checked call (``rng.shuffle(y)``, a method of an object whose
+    class the transform did not know): they may change an array they are
+    given in place, which the check refuses."""
+    if is_library_code(obj):
+        return True
+    modules = (_module_of(obj), module_name(obj))    # (a Cython method: its own)
+    return any(m and m.split(".")[0] in ("numpy", "scipy") for m in modules)
 
 
 def is_library_object(x):

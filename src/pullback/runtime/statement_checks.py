@@ -22,7 +22,7 @@ import numpy as np
 from .structures import is_structure
 
 __all__ = ["indexable", "loops_over_keys", "mapping_keys", "no_float_in", "number_to_update",
-           "plain_operands",
+           "plain_container", "plain_operands",
            "same_method", "store_attribute",
            "update_attribute"]
 
@@ -179,6 +179,32 @@ def no_float_in(value):
                 "container's or the object's reads would not see their gradient.",
                 hint="Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
                      "into the container after the loop, or build the container with it.")
+
+
+def plain_container(container):
+    """Check, before a store of a value that carries no gradient into a
+    container of a kind the transform could not tell (what a call it does not
+    see into returned, ``m = y.view()``), that the container is a dict or a
+    list: an array may share memory with a differentiated one (NumPy's views),
+    and another object's ``__setitem__`` may write into one, so the store would
+    change values the gradient does not see changed (the loader adds the line).
+
+    >>> plain_container({"n": 1})
+    >>> plain_container(np.zeros(2))
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: pullback cannot follow this store into a ndarray that a call it does not see into returned: it may share memory with a differentiated array (a view, `y.view()`, `y.reshape(...)`), whose gradient would not see the write.
+    Make the array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`), or write into `y` by index.
+    """
+    if isinstance(container, (dict, list)):
+        return
+    from ..errors import UnsupportedSyntaxError
+    raise UnsupportedSyntaxError(
+        f"pullback cannot follow this store into a {type(container).__name__} that a call it "
+        "does not see into returned: it may share memory with a differentiated array (a "
+        "view, `y.view()`, `y.reshape(...)`), whose gradient would not see the write.",
+        hint="Make the array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`), "
+             "or write into `y` by index.")
 
 
 def store_attribute(obj, name, value):
