@@ -160,3 +160,18 @@ def test_a_numpy_method_that_writes_into_its_argument_is_refused():
     want = np.zeros(6)
     want[perm] = np.arange(6.0)
     np.testing.assert_array_equal(pb.grad(shuffled_by_index)(X), want)
+
+
+def transpose_updated_from_itself(x):
+    y = (x * 2).reshape(2, 3)
+    t = y.T
+    t[0] += t[1]
+    return np.sum(y ** 3)
+
+
+def test_a_write_through_a_transpose_not_placed_names_the_view():
+    # was "a write into an attribute of `y`", as for an object's attribute
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(transpose_updated_from_itself)(X)
+    text = str(err.value)
+    assert "`t`, which is `y.T`: a view of the array `y`" in text and "y[:, 0]" in text

@@ -144,6 +144,9 @@ def writes_through_attributes(normal, parsed, varied):
             continue
         attr = held[name]
         obj = attr.split(".")[0]
+        if attr.rpartition(".")[2] in _ARRAY_VIEWS:
+            errors.append(_view_attribute_write(parsed, stmt, name, attr, obj))
+            continue
         shown = attr if attr in (parsed.location(stmt).line or "") else f"an attribute of `{obj}`"
         shown = f"`{shown}`" if shown == attr else shown
         errors.append(UnsupportedSyntaxError(
@@ -154,3 +157,19 @@ def writes_through_attributes(normal, parsed, varied):
             "Build the new value in a local name (`x = s.x.copy(); x[0] = v`, "
             "`hist = s.hist + [v]`) and use it, or make a new object with it."))
     return errors
+
+
+_ARRAY_VIEWS = ("T", "mT", "real", "imag", "flat")
+
+
+def _view_attribute_write(parsed, stmt, name, attr, obj):
+    """The refusal of a write into ``t = y.T`` (``.mT``, ``.real``, ``.imag``,
+    ``.flat``) that ``analyses.aliases`` did not place: a view of the array."""
+    return UnsupportedSyntaxError(
+        f"pullback cannot follow this write into `{name}`, which is `{attr}`: a view of the "
+        f"array `{obj}` (NumPy: the write changes `{obj}` too), used here in a way pullback "
+        "does not place (read again after the write, or viewed again).", parsed.location(stmt),
+        f"Write into `{obj}` itself by index"
+        + (f" (for `{obj}.T[0]`, `{obj}[:, 0]`)" if attr.endswith(".T") else "")
+        + f", or take a copy first (`{name} = {attr}.copy()`) if `{obj}` should not change.")
+
