@@ -284,8 +284,8 @@ def derivative_of(fun):
     if isinstance(fun, CustomVJP):
         return fun
     if getattr(fun, "__pullback_forward_only__", False):
-        message, hint = forward_only(fun)
-        raise NonDifferentiableError(message, hint=hint)
+        from .custom_rules import transposed
+        return transposed(fun)          # a pb.custom_jvp function: its rule transposed
     if getattr(fun, "__pullback_nested__", None) is not None and higher_order is not None:
         return higher_order.nested_reverse(fun)        # pb.jvp called inside
     made_by = getattr(fun, "__pullback_api__", None)
@@ -363,7 +363,8 @@ def _called_class(cls):
 def _is_callable_instance(obj):
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
         return False
-    return not isinstance(obj, CustomVJP) and isinstance(
+    return not isinstance(obj, CustomVJP) and not getattr(
+        obj, "__pullback_forward_only__", False) and isinstance(
         getattr(type(obj), "__call__", None), types.FunctionType)
 
 

@@ -83,3 +83,65 @@ class CustomVJP:
             return self.call_primal(self.bind(args, kwargs), mask)
         primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
         return primal, self.call_adjoint
+
+
+class TransposedJVP:
+    """Reverse mode of a ``pb.custom_jvp`` function (as JAX's): its rule's
+    tangent map ``t -> rule(primals, t)[1]`` is linear, and the cotangents of
+    the arguments are its transpose applied to the output's cotangent, which
+    ``pb.vjp`` of the rule with respect to the tangents computes exactly (the
+    rule is the user's own Python, transformed like any function)::
+
+        @pb.custom_jvp                              pb.grad(lambda x: np.sum(softplus(x)))
+        def softplus(x): ...                        ->  vjp of t -> t / (1 + exp(-x)) at x
+        @softplus.defjvp
+        def _(primals, tangents): ...
+
+    The primal runs the function itself; ``call_adjoint`` runs the rule's
+    reverse transform once per call (cached per rule, as any function)."""
+
+    def __init__(self, custom):
+        self.custom = custom
+        self.fun = custom.fun
+        self.__name__ = getattr(custom, "__name__", "custom_jvp")
+        self.params = custom.params
+
+    def bind(self, args, kwargs):
+        return self.custom.bind(args, kwargs)
+
+    def call_primal(self, args, wrt, has_aux=False, inplace=None):
+        if self.custom.rule is None:
+            raise TypeError(f"custom_jvp function {self.__name__} has no rule yet: decorate "
+                            f"its rule with @{self.__name__}.defjvp before differentiating.")
+        return self.fun(*args), (tuple(args), tuple(wrt))
+
+    def call_adjoint(self, res, ct):
+        from .api import vjp
+        from .runtime import forward_support as support
+        args, wrt = res
+        wrt = [i for i in wrt if isinstance(i, int) and 0 <= i < len(args)
+               and np.issubdtype(np.result_type(args[i]), np.inexact)]
+        tangents = tuple(support.zeros_tangent(a) for a in args)
+        # (the user's rule itself, its primals bound: pullback's own code is never
+        # transformed)
+        (out, _), back = vjp(functools.partial(self.custom.rule, tuple(args)), tangents)
+        (grads,) = back((support.zeros_tangent(out), ct))
+        cotangents = [None] * len(args)
+        for i in wrt:
+            cotangents[i] = runtime.project(grads[i], args[i])
+        return tuple(cotangents)
+
+    def for_callers(self, mask, inplace=True):
+        def primal(*args, **kwargs):
+            return self.call_primal(self.bind(args, kwargs), mask)
+        primal.__pullback_callee__ = (self, mask, inplace)
+        return primal, self.call_adjoint
+
+
+def transposed(custom):
+    """The reverse handle of the ``pb.custom_jvp`` function ``custom`` (one per function)."""
+    handle = getattr(custom, "_pullback_transposed", None)
+    if handle is None:
+        handle = TransposedJVP(custom)
+        custom._pullback_transposed = handle
+    return handle

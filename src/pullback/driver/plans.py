@@ -26,7 +26,6 @@ import itertools
 import types
 
 from ..backend import codegen
-from ..callees import forward_only
 from .. import runtime
 from ..analyses.callable_facts import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
@@ -44,8 +43,6 @@ _counter = itertools.count()
 
 def refusal(fn):
     """Why a call of ``fn`` cannot be differentiated yet, or None."""
-    if getattr(fn, "__pullback_forward_only__", False):
-        return forward_only(fn)
     if fn is attempt or fn is nested_value:
         return None
     if getattr(fn, "__pullback_made__", None) is not None \
@@ -200,8 +197,8 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
         return _Maker(fn, mask, why)
     if why is not None:
         raise NonDifferentiableError(why[0], hint=why[1])
-    if isinstance(fn, CustomVJP):
-        return _Differentiated(fn, fn.fun, nargs, kwnames, mask, inplace)
+    if isinstance(fn, CustomVJP) or getattr(fn, "__pullback_forward_only__", False):
+        return _Differentiated(derivative_of(fn), fn.fun, nargs, kwnames, mask, inplace)
     if getattr(fn, "__pullback_made__", None) is not None \
             or getattr(fn, "__pullback_nested__", None) is not None:  # pb.grad(f), pb.jvp inside
         return _Differentiated(derivative_of(fn), fn, nargs, kwnames, mask, inplace)
