@@ -256,6 +256,13 @@ class OpResolver:
         if isinstance(func, gast.Name) and func.id in self.locals:
             return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
+        if obj in _READS_LOCALS and (obj is not builtins.vars or not node.args):
+            raise UnsupportedSyntaxError(
+                f"pullback cannot differentiate {label}(...): it reads the function's "
+                "variables by name, out of sight of the transform, so what it computes from "
+                "them would carry no gradient.", self.parsed.location(node),
+                "Write the expression itself in the function (`np.sin(x)`, not "
+                "`eval('np.sin(x)')`), or pick the function from a dict of functions.")
         if is_mutating_function(obj):
             raise UnsupportedSyntaxError(
                 f"pullback cannot differentiate {label}, which changes its argument in place.",
@@ -439,6 +446,10 @@ class OpResolver:
                               f"Define or import `{name}` before calling the function.")
         return static_value(node, self.parsed, undefined)
 
+
+
+# builtins that read the calling function's variables without being given them
+_READS_LOCALS = (builtins.eval, builtins.exec, builtins.locals, builtins.vars)
 
 
 def _op_symbol(node):
