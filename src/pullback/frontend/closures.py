@@ -110,9 +110,16 @@ class _Lifter:
             nonlocals += [v for v in self.nested[inner].nonlocals if v not in nonlocals]
         previous = self.nested.pop(name, None)    # a call inside is to this new def
         statement = self.statement, self.pre_target, self.post_target
+        outer = self.outer_locals
+        # a function nested in this one captures this one's parameters and locals
+        # too (`mk = lambda a: (lambda v: a * v)`)
+        self.outer_locals = outer | set(params) | {
+            n.id for s in body for n in gast.walk(s)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
         try:
             body = _InnerCalls(self).block(body)
         finally:
+            self.outer_locals = outer
             self.statement, self.pre_target, self.post_target = statement
             if previous is not None:
                 self.nested[name] = previous
