@@ -65,6 +65,17 @@ class PerElement(CustomVJP):
         self.params = list(params)
         self.otypes = otypes
         self._pairs = {}
+        self._forward = None
+
+    @property
+    def jvp_of(self):
+        """Forward mode's handle (``forward.calls.forward_of``): a
+        ``pb.custom_jvp`` function whose rule is the function's tangent at
+        each element (``runtime.vectorize_support.each_element_jvp``), summed
+        over the arguments."""
+        if self._forward is None:
+            self._forward = _tangent_handle(self.fn, self.params, self.otypes)
+        return self._forward
 
     def __call__(self, *args):
         return np.vectorize(self.fn, otypes=self.otypes)(*args)
@@ -122,3 +133,28 @@ class PerElement(CustomVJP):
     def source(self):
         return f"# {self.__name__}: {self.__doc__}"
 
+
+def _tangent_handle(fn, params, otypes):
+    import inspect
+    from ..forward.handles import CustomJVP
+    from ..runtime.vectorize_support import each_element_jvp
+    vec = np.vectorize(fn, otypes=otypes)
+
+    def each(*args):
+        return vec(*args)
+    each.__name__ = f"{getattr(fn, '__name__', 'fn')}_each"
+    each.__signature__ = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in params])
+    handle = CustomJVP(each)
+
+    @handle.defjvp
+    def each_jvp(primals, tangents):
+        out = vec(*primals)
+        total = None
+        for k, t in enumerate(tangents):
+            if not np.issubdtype(np.result_type(primals[k]), np.inexact):
+                continue                    # (an integer argument: no tangent)
+            dot = each_element_jvp(t, out, vec, tuple(primals), {})[k]
+            total = dot if total is None else total + dot
+        return out, (np.zeros_like(out, dtype=float) if total is None else total)
+    return handle
