@@ -217,7 +217,9 @@ def copysign(g, ans, x, y):
 
 @vjp(math.hypot)
 def hypot(g, ans, x, y):
-    return g * x / ans, g * y / ans
+    # at the origin 0 (np.hypot's, np.linalg.norm's)
+    safe = ans or 1.0
+    return g * x / safe, g * y / safe
 
 
 @vjp(math.fmod, math.remainder)

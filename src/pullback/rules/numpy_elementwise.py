@@ -110,7 +110,9 @@ def reciprocal(g, ans, x):
 
 @vjp(np.hypot, broadcasts=True)
 def hypot(g, ans, x1, x2):
-    return g * x1 / ans, g * x2 / ans
+    # at the origin 0, as np.linalg.norm's (a subgradient, not 0/0)
+    safe = np.where(ans == 0, 1, ans)
+    return g * x1 / safe, g * x2 / safe
 
 
 # --- trigonometric and hyperbolic ---

@@ -228,7 +228,7 @@ def norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
                  "(np.sqrt(np.sum(x * x))).")
     inner = np.real(np.conj(x) * t) if np.iscomplexobj(x) or np.iscomplexobj(t) else x * t
     s = np.sum(inner, axis=axis, keepdims=keepdims)
-    return s / ans
+    return s / np.where(ans == 0, 1, ans)      # (0 at 0, as the reverse rule)
 
 
 def solve_a_jvp(t, x, a, b):
