@@ -691,11 +691,11 @@ def test_no_rule_names_line_and_fix(fn, text, cls, hint):
 
 # -- functions pullback cannot read ----------------------------------------------------
 
-def test_numpy_function_without_source_says_to_wrap_it():
+def test_numpy_function_without_a_rule_says_so():
+    # (one with a rule is differentiated by it: test_rules_as_functions)
     with pytest.raises(pb.SourceUnavailableError) as excinfo:
-        pb.grad(np.sin)(1.0)
-    msg = str(excinfo.value)
-    assert "not a Python function" in msg and "lambda x: np.sin(x)" in msg
+        pb.grad(np.argmax)(np.ones(2))
+    assert "not a Python function" in str(excinfo.value)
 
 
 def test_callables_without_source():
@@ -705,7 +705,7 @@ def test_callables_without_source():
     with pytest.raises(pb.SourceUnavailableError, match="(?s)not a Python function.*custom_vjp"):
         pb.grad(sorted)(X)
     with pytest.raises(pb.SourceUnavailableError, match="not a Python function"):
-        pb.grad(math.sin)(1.0)
+        pb.grad(print)(1.0)
     with pytest.raises(pb.SourceUnavailableError, match="not a Python function"):
         pb.vjp(len, X)
 

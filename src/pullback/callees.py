@@ -308,6 +308,9 @@ def derivative_of(fun):
         if isinstance(fun, (functools.partial, types.MethodType)) \
                 or _is_callable_instance(fun):
             return Bound(fun)
+        from .rules.registry import lookup
+        if lookup(fun) is not None:     # pb.grad(np.sin), as jax.grad(jnp.sin)
+            return derivative_of(_calling(fun))
         from .frontend.parse import parse
         parse(fun)          # raises SourceUnavailableError, saying what to do
     handle = _handles.get(fun)
@@ -315,6 +318,25 @@ def derivative_of(fun):
         # (threads asking at once all get the first handle stored: one transform)
         handle = _handles.setdefault(fun, Derivative(fun))
     return handle
+
+
+_callers = {}      # a rule-bearing callable -> the Python function calling it
+
+
+def _calling(fn):
+    """``def sin(*args, **kwargs): return fn(*args, **kwargs)``, made once per
+    ``fn``: a Python function whose one call has ``fn``'s rule."""
+    caller = _callers.get(fn)
+    if caller is None:
+        from .backend import codegen
+        name = "".join(c if c.isalnum() else "_" for c in getattr(fn, "__name__", "callee"))
+        text = f"def {name}(*args, **kwargs):\n    return _callee(*args, **kwargs)\n"
+        filename = f"<pullback rule of {name}>"
+        codegen.register_source(filename, text)
+        namespace = {"_callee": fn, "__name__": __name__}
+        exec(compile(text, filename, "exec"), namespace)
+        caller = _callers[fn] = namespace[name]
+    return caller
 
 
 def forward_only(fn):
