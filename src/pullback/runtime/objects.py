@@ -50,7 +50,7 @@ import numpy as np
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
-           "plain_metaclass", "check_out"]
+           "plain_metaclass", "check_out", "where_mask", "check_array_method"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -191,3 +191,43 @@ def check_out(value, buf, where, exact=False):
                     "array given as out= (NumPy " + (
                         "takes an array of the result's dtype only)" if exact else
                         "casts within a kind only)"))
+
+
+def where_mask(mask, buf, where):
+    """``where=mask`` of ``where(..., out=buf)`` as a boolean array of
+    ``buf``'s shape (``frontend.out_arguments`` selects by it), with NumPy's
+    error for a mask that is not boolean.
+
+    >>> where_mask(True, np.zeros(2), "np.add")
+    array([ True,  True])
+    >>> where_mask(np.array([1, 0]), np.zeros(2), "np.add")
+    Traceback (most recent call last):
+    ...
+    TypeError: np.add(..., where=...) takes a boolean mask, not int64 (NumPy casts it safely only)
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise TypeError(f"{where}(..., where=...) takes a boolean mask, not {mask.dtype} "
+                        "(NumPy casts it safely only)")
+    return np.broadcast_to(mask, np.shape(buf))
+
+
+def check_array_method(obj, name):
+    """Raise where ``obj.name(..., out=buf)`` is not a NumPy array's method
+    (``frontend.out_arguments`` writes it as a write into ``buf``, which is
+    right only for NumPy's methods).
+
+    >>> check_array_method(np.ones(2), "sum")
+    >>> check_array_method([1.0], "sum")
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: pullback follows `.sum(..., out=...)` on a NumPy array only, not on a `list` object, whose method may not write into `out=`.
+    Call `np.sum(x, out=...)`, or assign the result to a name instead of passing `out=`.
+    """
+    if not isinstance(obj, (np.ndarray, np.generic)):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback follows `.{name}(..., out=...)` on a NumPy array only, not on a "
+            f"`{type(obj).__name__}` object, whose method may not write into `out=`.", None,
+            f"Call `np.{name}(x, out=...)`, or assign the result to a name instead of "
+            "passing `out=`.")

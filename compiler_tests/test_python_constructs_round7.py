@@ -1,0 +1,195 @@
+"""Python constructs real programs use, round 7 (issue 13): list methods on
+lists of differentiated values, ``collections.deque`` as a sliding window,
+``functools.cached_property``, ``global`` counters, ``out=`` on array
+methods and ufunc ``where=`` (the safe-division idiom), property reads in
+methods.
+
+Every gradient is checked in both modes (``pb.grad`` and ``pb.jvp``) against
+central finite differences (or exact values), and every refusal names the
+line and what to write instead.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import pullback as pb
+from pullback.testing import function_from_source
+
+X = np.array([0.5, -1.2, 2.0, 0.7, 1.3])
+
+
+def central(f, x, eps=1e-6):
+    """Central differences of the scalar ``f`` at the array ``x``."""
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[k] += eps
+        down[k] -= eps
+        g[k] = (f(up) - f(down)) / (2 * eps)
+    return g
+
+
+def both_modes(f, x=X, want=None):
+    """``pb.grad(f)`` and ``pb.jvp(f)`` at ``x`` against ``want`` (central
+    differences by default); ``x`` is left as it was; the gradient is returned."""
+    before = x.copy()
+    want = central(f, x) if want is None else want
+    np.testing.assert_allclose(pb.grad(f)(x), want, rtol=1e-6, atol=1e-8)
+    t = np.linspace(0.3, 1.1, x.size).reshape(x.shape)
+    y, y_dot = pb.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(y, f(x.copy()), rtol=1e-12)
+    np.testing.assert_allclose(y_dot, np.sum(want * t), rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(x, before)
+    return want
+
+
+def refused(f, words, x=X):
+    """Both modes refuse ``f`` with a PullbackError holding ``words``."""
+    for run in (lambda: pb.grad(f)(x.copy()), lambda: pb.jvp(f, (x.copy(),), (x.copy(),))):
+        with pytest.raises(pb.PullbackError) as info:
+            run()
+        for w in words:
+            assert w in str(info.value), str(info.value)
+
+
+# -- out= on array methods, ufunc where= -----------------------------------------------
+
+
+def test_out_of_an_array_method():
+    f = function_from_source('''
+def f(x):
+    buf = np.zeros(2)
+    m = x[:4].reshape(2, 2)
+    m.sum(axis=0, out=buf)
+    y = (m * m).mean(axis=1, out=np.empty(2))
+    return np.sum(buf * buf) + np.sum(y * buf)
+''')
+    both_modes(f)
+
+
+def test_out_of_a_method_of_another_class_refused_when_it_runs():
+    class Counter:
+        def sum(self, out=None):
+            return 1.0
+    f = function_from_source('''
+def f(x):
+    buf = np.zeros(())
+    y = Counter().sum(out=buf)
+    return y * x[0]
+''', {"Counter": Counter})
+    refused(f, ["`.sum(..., out=...)`", "`Counter`", "line 3", "np.sum(x, out=...)"])
+
+
+def test_ufunc_where_into_a_local_array():
+    f = function_from_source('''
+def f(x):
+    buf = np.full(5, 2.0)
+    np.add(x, x * x, where=x > 0, out=buf)
+    np.multiply(buf, 3.0, out=buf, where=[True, False, True, True, False])
+    return np.sum(buf * buf * x)
+''')
+    mask = X > 0
+    buf = np.where(mask, X + X * X, 2.0) * np.array([3.0, 1, 3, 3, 1])
+    d_buf = np.where(mask, 1 + 2 * X, 0.0) * np.array([3.0, 1, 3, 3, 1])
+    both_modes(f, want=2 * buf * d_buf * X + buf * buf)
+
+
+def test_ufunc_where_broadcasts_operands_and_mask_to_out():
+    f = function_from_source('''
+def f(x):
+    m = x[:4].reshape(2, 2)
+    buf = np.ones((2, 2))
+    np.multiply(m, x[:2], out=buf, where=np.array([True, False]))
+    return np.sum(buf ** 2)
+''')
+    both_modes(f)
+
+
+def test_ufunc_where_in_a_loop():
+    f = function_from_source('''
+def f(x):
+    buf = np.zeros(5)
+    for i in range(3):
+        np.multiply(buf + 1.0, x, out=buf, where=x > -1)
+    return np.sum(buf * buf)
+''')
+    both_modes(f)
+
+
+def test_safe_division_idiom_has_zero_gradient_where_masked_and_no_nan():
+    f = function_from_source('''
+def f(x, b):
+    r = np.divide(x, b, out=np.zeros_like(x), where=b != 0)
+    return np.sum(r * x)
+''')
+    x, b = np.array([0.5, -1.2, 2.0, 0.7]), np.array([0.0, 2.0, 0.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no 0/0 computed where b == 0
+        gx, gb = pb.grad(f, argnums=(0, 1))(x, b)
+        live = b != 0
+        np.testing.assert_allclose(gx, np.where(live, 2 * x / np.where(live, b, 1), 0.0))
+        np.testing.assert_allclose(gb, np.where(live, -x * x / np.where(live, b, 1) ** 2, 0.0))
+        tx, tb = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5, 1.0, 1.5, 2.0])
+        y, y_dot = pb.jvp(f, (x, b), (tx, tb))
+    assert y == f(x, b) and np.isclose(y_dot, gx @ tx + gb @ tb)
+    np.testing.assert_array_equal(b, [0.0, 2.0, 0.0, -1.0])
+
+
+def test_where_without_out_and_where_of_a_reduction_refused():
+    g = function_from_source('''
+def g(x):
+    buf = np.zeros(())
+    np.add.reduce(x, out=buf, where=x > 0)
+    return buf * 2.0
+''')
+    refused(g, ["`out=` with `where=`", "line 3", "np.where(mask"])
+    h = function_from_source('''
+def h(x):
+    r = np.sqrt(x, where=x > 0)
+    return np.sum(r)
+''')
+    refused(h, ["where", "line 2"])
+
+
+def test_where_mask_that_is_not_boolean_raises_numpys_error():
+    f = function_from_source('''
+def f(x):
+    buf = np.zeros(5)
+    np.add(x, 1.0, out=buf, where=np.array([1, 0, 1, 0, 1]))
+    return np.sum(buf)
+''')
+    with pytest.raises(TypeError, match="boolean"):
+        pb.grad(f)(X)
+
+
+# -- property reads in methods ------------------------------------------------------------
+
+
+class Layer:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+    @property
+    def weight(self):
+        return self.a * self.b
+
+    @property
+    def pair(self):
+        return self.a + 1.0, self.b * 2.0
+
+    def run(self, x):
+        h = x
+        for _ in range(3):
+            h = np.tanh(self.weight * h)
+        p, q = self.pair
+        return np.sum(h * p + q)
+
+
+def test_property_read_in_a_loop_and_property_returning_a_tuple():
+    f = function_from_source('''
+def f(x):
+    layer = Layer(x[0], x[1:3])
+    return layer.run(x[3]) + layer.pair[1][0] * layer.weight[1]
+''', {"Layer": Layer})
+    both_modes(f)
