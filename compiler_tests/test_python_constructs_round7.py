@@ -8,6 +8,7 @@ Every gradient is checked in both modes (``pb.grad`` and ``pb.jvp``) against
 central finite differences (or exact values), and every refusal names the
 line and what to write instead.
 """
+import collections
 import warnings
 
 import numpy as np
@@ -193,3 +194,173 @@ def f(x):
     return layer.run(x[3]) + layer.pair[1][0] * layer.weight[1]
 ''', {"Layer": Layer})
     both_modes(f)
+
+
+# -- list methods on lists of differentiated values ------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    # extend, by a display and by a generator
+    """xs = [x[0] * 2.0]
+    xs.extend([x[1] ** 2, np.sin(x[2])])
+    xs.extend(x[i] * i for i in range(3, 5))
+    return sum(v * v for v in xs) * xs[1]""",
+    # pop() and pop(i), as statements, values and inside arithmetic
+    """xs = [x[0], x[1] * 2.0, x[2] ** 2, x[3], x[4]]
+    last = xs.pop()
+    a = xs.pop(1)
+    xs.pop(0)
+    b = 3.0 * xs.pop(-2) + 1.0
+    return last * a + b * xs[0] + len(xs)""",
+    # a stack emptied in a while loop
+    """stack = [x[0], x[1], x[2]]
+    acc = 1.0
+    while stack:
+        acc = acc * stack.pop() + x[3]
+    return acc""",
+    # pop(i) with i known when it runs
+    """xs = [x[0], x[1], x[2], x[3]]
+    i = int(np.argmax(x[:4]))
+    top = xs.pop(i)
+    return top * 10.0 + xs[-1] * xs[0]""",
+    # sort, sort with key and reverse, sorted with key
+    """xs = [x[0], x[1], x[2], x[3]]
+    xs.sort()
+    ys = [x[0], x[1], x[2], x[3]]
+    ys.sort(key=lambda v: v * v, reverse=True)
+    zs = sorted([x[4], x[1] * 3.0, x[0]], key=abs)
+    return xs[0] * 2.0 + xs[-1] ** 2 + ys[0] * ys[1] ** 3 + zs[0] * 5.0 + zs[2]""",
+    # insert (front, middle, past the end, negative), reverse
+    """xs = [x[0], x[1]]
+    xs.insert(1, x[2] * 3.0)
+    xs.insert(0, x[3])
+    xs.insert(10, x[4] ** 2)
+    xs.insert(-1, x[0] * x[1])
+    xs.reverse()
+    return sum(v * (k + 1.0) for k, v in enumerate(xs))""",
+    # del xs[i], remove, clear
+    """xs = [x[0], x[1] * 2.0, x[2], x[3]]
+    del xs[1]
+    del xs[-1]
+    xs.remove(xs[1])
+    ys = [x[4]]
+    ys.clear()
+    ys.append(x[1])
+    return xs[0] * 5.0 + len(xs) + ys[0] ** 2""",
+    # the same list changed in a loop: a queue
+    """queue = [x[0], x[1]]
+    total = 0.0
+    for k in range(2, 5):
+        queue.insert(0, x[k] * k)
+        oldest = queue.pop()
+        total = total + oldest * queue[0]
+    return total""",
+])
+def test_list_methods_followed_in_both_modes(body):
+    f = function_from_source("def f(x):\n    " + body + "\n")
+    both_modes(f)
+
+
+def test_list_methods_keep_pythons_errors():
+    f = function_from_source('''
+def f(x):
+    xs = [x[0]]
+    xs.pop()
+    return xs.pop()
+''')
+    with pytest.raises(IndexError):
+        pb.grad(f)(X)
+    g = function_from_source('''
+def g(x):
+    xs = [x[0], x[1]]
+    xs.remove(7.0)
+    return xs[0]
+''')
+    with pytest.raises(ValueError):
+        pb.grad(g)(X)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("""xs = [x[0], x[1]]
+    ys = xs
+    xs.pop()
+    return ys[-1]""", ["another name", "line 3", "ys = list(xs)"]),
+    ("""xs = [x[0], x[1], x[2]]
+    s = 0.0
+    for v in xs:
+        s = s + xs.pop() * v
+    return s""", ["while a loop runs over it", "line 5", "for v in list(xs)"]),
+    ("""xs = [x[0], x[1], x[2]]
+    if xs.pop() > 0:
+        return xs[0]
+    return xs[1]""", ["`xs.pop()` inside a larger expression or condition", "line 3",
+                      "v = xs.pop(...)"]),
+    ("""xs = [x[0], x[1], x[2]]
+    return xs[-1] * xs.pop()""", ["next to another use of `xs`", "line 3"]),
+    ("""xs = [x[0], x[1]]
+    xs.pop()
+    return keep(xs)[0]""", ["passed to `keep`", "line 4"]),
+    ("""xs = [x[0], x[1]]
+    g = lambda: xs[0]
+    xs.pop()
+    return g()""", ["nested function or lambda", "line 3"]),
+    ("""xs = [x[0], x[1]]
+    g = (v * 2 for v in xs)
+    xs.pop()
+    return sum(g)""", ["generator expression", "line 3"]),
+    ("""xs = [x[0], x[1], x[2]]
+    del xs[0:2]
+    return xs[0]""", ["`del` of a slice", "line 3"]),
+])
+def test_list_methods_refused_where_another_name_could_see_the_change(body, words):
+    f = function_from_source("def f(x):\n    " + body + "\n", {"keep": lambda v: v})
+    refused(f, words)
+
+
+# -- collections.deque as a sliding window ------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    """win = collections.deque(maxlen=3)
+    s = 0.0
+    for i in range(5):
+        win.append(x[i] * 2.0)
+        m = 0.0
+        for v in win:
+            m = m + v
+        s = s + m * m / len(win)
+    return s""",
+    """win = collections.deque([x[0], x[1]])
+    s = 0.0
+    for i in range(2, 5):
+        win.append(x[i])
+        old = win.popleft()
+        s = s + old * win[-1] + sum(win)
+    return s""",
+    """win = collections.deque([x[0]], 2)
+    s = 0.0
+    for i in range(1, 5):
+        win.appendleft(x[i] ** 2)
+        s = s + win[0] * win[-1]
+    win.extend([x[0], x[1] * 3.0, x[2]])
+    last = win.pop()
+    win.clear()
+    win.append(x[3])
+    return s + last * np.mean(np.array(list(win)))""",
+])
+def test_deque_sliding_window_in_both_modes(body):
+    f = function_from_source("def f(x):\n    " + body + "\n", {"collections": collections})
+    both_modes(f)
+
+
+@pytest.mark.parametrize("body, words", [
+    ("""d = collections.deque([x[0], x[1]], maxlen=2)
+    d.append(x[2])
+    return d""", ["returned", "list(...)", "line 4"]),
+    ("""d = collections.deque([x[0], x[1]], maxlen=2)
+    d.rotate(1)
+    return d[0]""", ["`d.rotate`", "line 3"]),
+])
+def test_deque_refused_where_a_list_would_differ(body, words):
+    f = function_from_source("def f(x):\n    " + body + "\n", {"collections": collections})
+    refused(f, words)

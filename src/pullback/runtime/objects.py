@@ -50,7 +50,7 @@ import numpy as np
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
-           "plain_metaclass", "check_out", "where_mask", "check_array_method"]
+           "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -231,3 +231,13 @@ def check_array_method(obj, name):
             f"`{type(obj).__name__}` object, whose method may not write into `out=`.", None,
             f"Call `np.{name}(x, out=...)`, or assign the result to a name instead of "
             "passing `out=`.")
+
+
+def window_start(n, maxlen):
+    """Where the last ``maxlen`` of ``n`` items start (``collections.deque``'s
+    ``maxlen``: None keeps them all; ``frontend.list_methods``).
+
+    >>> window_start(5, 3), window_start(2, 3), window_start(5, None), window_start(5, 0)
+    (2, 0, 0, 5)
+    """
+    return 0 if maxlen is None else max(n - maxlen, 0)
