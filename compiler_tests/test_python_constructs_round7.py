@@ -353,14 +353,29 @@ def test_deque_sliding_window_in_both_modes(body):
     both_modes(f)
 
 
-@pytest.mark.parametrize("body, words", [
-    ("""d = collections.deque([x[0], x[1]], maxlen=2)
-    d.append(x[2])
-    return d""", ["returned", "list(...)", "line 4"]),
-    ("""d = collections.deque([x[0], x[1]], maxlen=2)
-    d.rotate(1)
-    return d[0]""", ["`d.rotate`", "line 3"]),
-])
-def test_deque_refused_where_a_list_would_differ(body, words):
-    f = function_from_source("def f(x):\n    " + body + "\n", {"collections": collections})
-    refused(f, words)
+def test_deque_rotate_reverse_remove():
+    f = function_from_source('''
+def f(x):
+    d = collections.deque([x[0], x[1] * 2.0, x[2]], maxlen=4)
+    d.rotate()
+    s = d[0] * 10.0 + d[1]
+    d.rotate(-2)
+    d.reverse()
+    d.remove(d[1])
+    d.append(x[3])
+    d.append(x[4])
+    return s + d[0] * 3.0 + d[1] ** 2 + d[-1] * len(d)
+''', {"collections": collections})
+    both_modes(f)
+
+
+def test_deque_used_otherwise_is_left_to_python():
+    f = function_from_source('''
+def f(x):
+    d = collections.deque(maxlen=2)
+    for i in range(4):
+        d.append(i)
+    d.extendleft([5])
+    return x * sum(d) + len(d)
+''', {"collections": collections})
+    assert pb.grad(f)(1.5) == 7.0

@@ -22,17 +22,18 @@ and rebuilt (``append`` stays as it is: ``analyses``' APPEND)::
 ``new = list(a)`` and ``new.append(item)`` for each item of ``b``, which
 forward mode follows too.)  ``collections.deque(it, maxlen=k)``
 bound once is such a list too, kept to its last ``k`` items: ``append``,
-``appendleft``, ``pop``, ``popleft``, ``extend`` and ``clear`` (a sliding
-window; iterating it, ``len``, indexing and ``sum`` read the list).
+``appendleft``, ``pop``, ``popleft``, ``extend``, ``clear``, ``rotate``,
+``reverse`` and ``remove`` (a sliding window; iterating it, ``len``,
+indexing and ``sum`` read the list).
 
 Refused, naming the line: such a list handed on (``ys = xs``, put in a
 container or an attribute, passed to a function other than ``len``,
 ``sum``, ``sorted``, ``list``, ``min``, ``max``, ... and NumPy's, captured by
 a nested function), changed while a loop runs over it, or a ``pop`` inside
 a condition or next to another read of the list in one statement (its
-place in Python's order would move); a deque returned, or changed by
-another method (``rotate``).  A list the function does not make (an
-argument) is left to ``analyses.op_resolver``, which refuses the method.
+place in Python's order would move).  A deque used otherwise (returned,
+``extendleft``) and a list the function does not make (an argument) are
+left as they are (``analyses.op_resolver`` refuses a list's method).
 
 >>> from pullback.testing import function_from_source
 >>> from pullback.backend.codegen import unparse
@@ -54,7 +55,7 @@ def f(x):
     xs.append(x * x)
     xs.append(3.0)
     popped = xs[0]
-    xs = xs[1:]
+    xs = list_1(xs[1:])
     v = popped
     xs_new = list_1(xs[:1])
     xs_new.append(v)
@@ -72,7 +73,7 @@ import gast
 from ..ir.build import closure_name, located, name as _name
 from ..ir.walk import scope_nodes
 from ..rules.registry import nondifferentiable
-from ..runtime.objects import window_start
+from ..runtime.objects import rotation_start, window_start
 from .list_owners import DEQUE_METHODS, LIST_METHODS, ancestors, owned_lists
 
 __all__ = ["rewrite_list_methods"]
@@ -186,6 +187,11 @@ class _Rewrite:
         return gast.Assign(targets=[_name(target, True)],
                            value=_expr(template, xs=xs or target, **subs), type_comment=None)
 
+    def sliced(self, n, template, **subs):
+        """``n = list(template)``: a slice of ``n``, a list of its own (which
+        ``analyses.item_stores`` lets the function append to)."""
+        return self.assign(n, f"lst({template})", lst=self.helper(list, "list"), **subs)
+
     def joined(self, n, first, rest, middle=()):
         """``n = first + [*middle] + rest`` for the list expressions ``first``
         and ``rest`` (a template and its names each), written by ``append``
@@ -207,7 +213,7 @@ class _Rewrite:
         """The statements doing ``n.method(*call.args)``; ``value`` names
         what it returns (``pop``)."""
         args, kw = call.args, call.keywords
-        if self.kinds[n] == "deque":
+        if self.kinds[n] == "deque" and method not in ("remove", "reverse"):
             return self.deque_method(n, method, args, value)
         if method == "pop":
             return self.pop(n, args[0] if args else gast.Constant(-1, None), value)
@@ -227,7 +233,7 @@ class _Rewrite:
             return before + self.joined(n, ("xs[:i]", {"i": i}), ("xs[i:]", {"i": i}),
                                         [args[1]])
         if method == "reverse":
-            return [self.assign(n, "xs[::-1]")]
+            return [self.sliced(n, "lst(xs)[::-1]")]     # (a copy: pinned reads, grown_lists)
         if method == "clear":
             return [self.assign(n, "[]")]
         if method == "sort":
@@ -262,7 +268,7 @@ class _Rewrite:
         else:
             out.append(gast.Expr(value=_expr("xs[i]", xs=n, i=index)))   # (IndexError)
         if isinstance(index, gast.Constant) and index.value in (0, -1):
-            return out + [self.assign(n, "xs[1:]" if index.value == 0 else "xs[:-1]")]
+            return out + [self.sliced(n, "xs[1:]" if index.value == 0 else "xs[:-1]")]
         return out + self.joined(n, ("xs[:i]", {"i": index}), ("xs[i + 1:]", {"i": index}))
 
     def delete(self, stmt):
@@ -295,7 +301,7 @@ class _Rewrite:
         """``n`` kept to its last ``maxlen`` items."""
         if isinstance(self.maxlen[n], gast.Constant) and self.maxlen[n].value is None:
             return []
-        return [self.assign(n, "xs[start(ln(xs), k):]", k=self.maxlen[n],
+        return [self.sliced(n, "xs[start(ln(xs), k):]", k=self.maxlen[n],
                             start=self.helper(window_start, "window_start"),
                             ln=self.helper(len, "len"))]
 
@@ -306,9 +312,15 @@ class _Rewrite:
             return [self.assign(n, "[]")]
         if method == "appendleft":
             return self.joined(n, ("[]", {}), ("xs", {}), [args[0]]) + [
-                self.assign(n, "xs[:k]", k=self.maxlen[n])]
+                self.sliced(n, "xs[:k]", k=self.maxlen[n])]
         if method == "append":
             return [self.appended(n, args[0])] + self.trimmed(n)
+        if method == "rotate":
+            k = self.namer.fresh("start")
+            return [self.assign(k, "start(ln(xs), r)", xs=n, r=args[0] if args else
+                                gast.Constant(1, None), ln=self.helper(len, "len"),
+                                start=self.helper(rotation_start, "rotation_start"))] \
+                + self.joined(n, ("xs[k:]", {"k": k}), ("xs[:k]", {"k": k}))
         new, item = self.namer.fresh(f"{n}_tail"), self.namer.fresh("item")
         return [self.assign(new, "lst(e)", e=args[0], lst=self.helper(list, "list")),
                 gast.For(target=_name(item, True), iter=_name(new),
@@ -317,3 +329,4 @@ class _Rewrite:
 
 
 nondifferentiable(window_start)
+nondifferentiable(rotation_start)

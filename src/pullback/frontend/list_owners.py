@@ -6,7 +6,9 @@ no other name, container, attribute, call or nested function holds the list
 and no loop runs over it while it changes.  ``owned_lists`` finds the names
 bound only to new lists (a display, a comprehension, ``list(...)``,
 ``sorted(...)``) or once to a ``collections.deque(...)``, and refuses, naming
-the line, a use that would let another name see the change.
+the line, a use that would let another name see the change (a deque used so
+is left as it is: run by Python, which is right where it holds no gradient,
+and a deque holding one is refused where it is called).
 
 >>> from pullback.testing import function_from_source
 >>> from pullback.frontend.parse import parse
@@ -32,7 +34,8 @@ from .properties import static_value
 __all__ = ["owned_lists", "ancestors", "LIST_METHODS", "DEQUE_METHODS"]
 
 LIST_METHODS = {"extend", "pop", "insert", "reverse", "sort", "remove", "clear"}
-DEQUE_METHODS = {"append", "appendleft", "pop", "popleft", "extend", "clear"}
+DEQUE_METHODS = {"append", "appendleft", "pop", "popleft", "extend", "clear", "rotate",
+                 "reverse", "remove"}
 # methods that read the list (or copy it) and keep nothing of it
 _READS = {"append", "count", "index", "copy"}
 # functions that read a list given them and keep nothing of it
@@ -58,8 +61,12 @@ def owned_lists(fn: gast.FunctionDef, parsed) -> dict:
     kinds = {n: k for n, k in kinds.items() if k == "deque" or _uses_list_methods(fn, n)}
     if kinds:
         parents = {id(c): p for p in gast.walk(fn) for c in gast.iter_child_nodes(p)}
-        for n, kind in kinds.items():
-            _check_uses(fn, n, kind, parents, parsed)
+        for n, kind in list(kinds.items()):
+            refusal = _check_uses(fn, n, kind, parents, parsed)
+            if refusal is not None and kind == "list":
+                raise refusal
+            if refusal is not None:         # (a deque used otherwise: left as it is, run by
+                del kinds[n]                #  Python where it holds no gradient)
     return kinds
 
 
@@ -92,11 +99,7 @@ def _kind(fn, n, parsed):
     if other or not bindings or any(p.id == n for p in params):
         return None
     if any(_is_call_of(v, collections.deque, parsed) for v in bindings):
-        if len(bindings) > 1:
-            raise parsed.unsupported(
-                bindings[1], f"`{n}`, a deque bound more than once",
-                f"Bind `{n}` once, and empty it by `{n}.clear()`.")
-        return "deque"
+        return "deque" if len(bindings) == 1 else None
     if all(isinstance(v, (gast.List, gast.ListComp)) or _is_call_of(v, list, parsed)
            or _is_call_of(v, sorted, parsed) for v in bindings):
         return "list"
@@ -124,8 +127,8 @@ def _locals(fn):
 
 
 def _check_uses(fn, n, kind, parents, parsed):
-    """Refuse a use of the list ``n`` through which another name could see it
-    change (module docstring)."""
+    """The refusal of a use of the list ``n`` through which another name could
+    see it change (module docstring), or None."""
     loops = [node for node in scope_nodes(fn) if isinstance(node, (gast.For, gast.comprehension))
              and any(isinstance(m, gast.Name) and m.id == n for m in gast.walk(node.iter))]
     for node in gast.walk(fn):
@@ -134,7 +137,7 @@ def _check_uses(fn, n, kind, parents, parsed):
             continue
         why = _handed_on(node, n, kind, parents, parsed, fn)
         if why:
-            raise parsed.unsupported(
+            return parsed.unsupported(
                 node, f"a change of the {kind} `{n}` by its methods, where {why}",
                 f"Keep `{n}` to this one name, read by item, `len`, `sum` and loops, and "
                 f"copy it where another needs it (`ys = list({n})`); or build new lists "
@@ -143,7 +146,7 @@ def _check_uses(fn, n, kind, parents, parsed):
         body = loop.body if isinstance(loop, gast.For) else [loop]
         for node in (m for s in body for m in gast.walk(s)):
             if _changes(node, n, kind):
-                raise parsed.unsupported(
+                return parsed.unsupported(
                     node, f"a change of `{n}` while a loop runs over it",
                     f"Loop over a copy: `for v in list({n}):`.")
 

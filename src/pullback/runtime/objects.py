@@ -50,7 +50,8 @@ import numpy as np
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
-           "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start"]
+           "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start",
+           "rotation_start"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -241,3 +242,13 @@ def window_start(n, maxlen):
     (2, 0, 0, 5)
     """
     return 0 if maxlen is None else max(n - maxlen, 0)
+
+
+def rotation_start(n, steps):
+    """Where a list of ``n`` items rotated right by ``steps`` starts
+    (``collections.deque.rotate``: ``xs[k:] + xs[:k]``; ``frontend.list_methods``).
+
+    >>> [[1, 2, 3][k:] + [1, 2, 3][:k] for k in (rotation_start(3, 1), rotation_start(3, -4))]
+    [[3, 1, 2], [2, 3, 1]]
+    """
+    return (-steps) % n if n else 0
