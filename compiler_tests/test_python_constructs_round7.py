@@ -9,6 +9,7 @@ central finite differences (or exact values), and every refusal names the
 line and what to write instead.
 """
 import collections
+import functools
 import warnings
 
 import numpy as np
@@ -379,3 +380,113 @@ def f(x):
     return x * sum(d) + len(d)
 ''', {"collections": collections})
     assert pb.grad(f)(1.5) == 7.0
+
+
+# -- functools.cached_property -------------------------------------------------------------------
+
+
+class Normed:
+    def __init__(self, w):
+        self.w = w
+
+    @functools.cached_property
+    def norm(self):
+        return np.sqrt(np.sum(self.w ** 2))
+
+    def out(self, x):
+        return self.w * x / self.norm
+
+
+class Rescaled(Normed):
+    def scale(self, k):
+        self.w = self.w * k
+
+
+def test_cached_property_of_an_object_built_in_the_function():
+    f = function_from_source('''
+def f(x):
+    m = Normed(x[:3] * 2.0)
+    return np.sum(m.out(x[2:])) + m.norm * m.norm
+''', {"Normed": Normed})
+    both_modes(f)
+    both_modes(f, X * 3.0)       # a new object per call: no value kept from the last
+
+
+def normed_loss(m, x):
+    return np.sum(m.out(x)) + m.norm
+
+
+def test_cached_property_of_an_argument_and_no_value_kept_between_calls():
+    x = X[:3]
+    for scale in (1.0, 3.0):
+        w = np.array([1.0, 2.0, 2.0]) * scale
+        m = Normed(w)
+        gm, gx = pb.grad(normed_loss, argnums=(0, 1))(m, x)
+        assert "norm" not in vars(m)
+        np.testing.assert_allclose(
+            gm.w, central(lambda v: normed_loss(Normed(v), x), w), rtol=1e-6)
+        np.testing.assert_allclose(gx, w / np.linalg.norm(w), rtol=1e-12)
+        y, t = pb.jvp(lambda v: normed_loss(Normed(v), x), (w,), (np.ones(3),))
+        np.testing.assert_allclose(t, gm.w.sum(), rtol=1e-6)
+    # cached before the call: read as Python reads it, a value of the object's own
+    m = Normed(np.array([1.0, 2.0, 2.0]))
+    m.norm
+    gm, gx = pb.grad(normed_loss, argnums=(0, 1))(m, x)
+    np.testing.assert_allclose(gm.w, x / 3.0)
+    np.testing.assert_allclose(gm.norm, 1.0 - np.sum(m.w * x) / 9.0)
+
+
+def test_cached_property_of_a_class_that_changes_its_objects_refused():
+    f = function_from_source('''
+def f(x):
+    m = Rescaled(x)
+    a = m.norm
+    m.scale(2.0)
+    return a + m.norm
+''', {"Rescaled": Rescaled})
+    refused(f, ["`m.norm`", "line 3", "norm"])
+
+
+# -- global counters -----------------------------------------------------------------------------
+
+calls = 0
+mode = "train"
+last = None
+
+
+def counted(x):
+    global calls, mode
+    calls += 1
+    if calls > 1000:
+        mode = "eval"
+    scale = 2.0 if mode == "train" else 1.0
+    return np.sum(np.sin(x)) * scale + calls * 0.0
+
+
+def stores_a_value(x):
+    global last
+    last = x * 2.0
+    return np.sum(x)
+
+
+def test_global_counter_changes_once_per_call_in_both_modes():
+    global calls, mode
+    calls, mode = 0, "train"
+    x = X.copy()
+    np.testing.assert_allclose(pb.grad(counted)(x), 2.0 * np.cos(X), rtol=1e-12)
+    assert calls == 1
+    y, t = pb.jvp(counted, (x,), (np.ones(5),))
+    assert calls == 2 and np.isclose(t, 2.0 * np.sum(np.cos(X)))
+    value, back = pb.vjp(counted, x)
+    assert calls == 3
+    back(1.0)
+    back(2.0)
+    assert calls == 3 and value == counted(X) and calls == 4
+    calls = 1000            # the flag the counter sets is followed too
+    np.testing.assert_allclose(pb.grad(counted)(x), np.cos(X), rtol=1e-12)
+    assert (calls, mode) == (1001, "eval")
+
+
+def test_global_store_of_a_differentiated_value_refused():
+    refused(stores_a_value, ["global `last`", "computed from the function's values",
+                             "Return the value instead"])

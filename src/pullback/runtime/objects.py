@@ -42,16 +42,18 @@ True
 from __future__ import annotations
 
 import abc
+import functools
 import linecache
 import types
 
 import numpy as np
 
+from .cached_properties import followed_cached
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
            "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start",
-           "rotation_start"]
+           "rotation_start", "global_value", "set_global"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -150,6 +152,9 @@ def property_getter(obj, name):
             break
     if type(found) is property and isinstance(found.fget, types.FunctionType):
         return found.fget
+    if isinstance(found, functools.cached_property) and name not in getattr(
+            obj, "__dict__", {name: None}) and followed_cached(type(obj), name):
+        return found.func       # (not cached yet: its function, runtime.cached_properties)
     return _reader(name)
 
 
@@ -252,3 +257,26 @@ def rotation_start(n, steps):
     [[3, 1, 2], [2, 3, 1]]
     """
     return (-steps) % n if n else 0
+
+
+def global_value(namespace, name):
+    """The module's ``name`` (``frontend.global_state``), with Python's error
+    where it has none.
+
+    >>> global_value({"calls": 3}, "calls")
+    3
+    """
+    try:
+        return namespace[name]
+    except KeyError:
+        raise NameError(f"name '{name}' is not defined") from None
+
+
+def set_global(namespace, name, value):
+    """``global name; name = value`` of a function whose module is
+    ``namespace`` (``frontend.global_state``).
+
+    >>> ns = {}; set_global(ns, "calls", 1); ns
+    {'calls': 1}
+    """
+    namespace[name] = value
