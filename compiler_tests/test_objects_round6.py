@@ -595,7 +595,7 @@ def out_view(a, b):
 
 def out_in_expression(a, b):
     buf = np.zeros(3)
-    return np.sum(np.add(a, b, out=buf) * 2)
+    return float(np.sum(np.add(a, b, out=buf) * 2))     # (NumPy's calls only: followed)
 
 
 def out_where(a, b):

@@ -151,7 +151,23 @@ def h(x):
     r = np.sqrt(x, where=x > 0)
     return np.sum(r)
 ''')
-    refused(h, ["where", "line 2"])
+    refused(h, ["`where=` without `out=`", "line 2", "out=np.zeros_like(x), where=mask"])
+
+
+def test_out_inside_a_larger_expression_of_numpy_calls():
+    f = function_from_source('''
+def f(x):
+    b = x * np.array([1.0, 0.0, 2.0, 0.0, -1.0])
+    s = 1.0
+    s += np.sum(np.multiply(x, x, out=np.ones_like(x), where=x > 0))
+    return s * np.sum(x * np.divide(x, b, out=np.zeros_like(x), where=b != 0))
+''')
+    both_modes(f)
+    g = function_from_source('''
+def g(x):
+    return keep(np.sum(np.multiply(x, x, out=np.ones_like(x), where=x > 0)))
+''', {"keep": lambda v: v})
+    refused(g, ["`out=` inside a larger expression", "line 2"])
 
 
 def test_where_mask_that_is_not_boolean_raises_numpys_error():

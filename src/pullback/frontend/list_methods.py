@@ -71,7 +71,7 @@ import copy
 import gast
 
 from ..ir.build import closure_name, located, name as _name
-from ..ir.walk import scope_nodes
+from ..ir.walk import replace_node, scope_nodes
 from ..rules.registry import nondifferentiable
 from ..runtime.objects import rotation_start, window_start
 from .list_owners import DEQUE_METHODS, LIST_METHODS, ancestors, owned_lists
@@ -165,7 +165,7 @@ class _Rewrite:
                       f"another use of `{n}` in the statement",
                 f"Make it a statement of its own: `v = {n}.{method}(...)`, then use `v`.")
         before = self.method(n, method, call, value)
-        self._replace(stmt, call, _name(value))
+        replace_node(stmt, call, _name(value))
         return before + [stmt]
 
     def _ancestors_within(self, node, stmt):
@@ -173,14 +173,6 @@ class _Rewrite:
             if up is stmt:
                 return
             yield up
-
-    def _replace(self, stmt, old, new):
-        for parent in gast.walk(stmt):
-            for field, value in gast.iter_fields(parent):
-                if value is old:
-                    setattr(parent, field, new)
-                elif isinstance(value, list) and any(v is old for v in value):
-                    value[[v is old for v in value].index(True)] = new
 
     def assign(self, target, template, xs=None, **subs):
         """``target = template`` (the name ``xs`` in it: ``xs``, or ``target``)."""

@@ -34,7 +34,10 @@ gradient (zero where masked)::
             out[mask] = value; r = out
 
 The call must be a statement of its own, the value of an assignment or of a
-``return``; ``out=`` into an argument, into a name bound otherwise (a view,
+``return``, or inside one whose other calls are NumPy's (``y = c *
+np.divide(..., out=...)``: it runs first, bound to a name); ``where=``
+without ``out=`` (uninitialized memory where the mask is False), ``out=``
+into an argument, into a name bound otherwise (a view,
 an alias, a loop variable), with ``where=`` of a reduction or a method, or
 into several arrays, is refused naming the line, and so is ``out=`` of a
 function that is not NumPy's (a user function's ``out`` parameter is left
@@ -68,7 +71,7 @@ import numpy as np
 
 from ..analyses.callable_facts import dotted
 from ..ir.build import closure_name as _helper
-from ..ir.walk import scope_nodes
+from ..ir.walk import replace_node, scope_nodes
 from ..rules.registry import nondifferentiable
 from ..runtime.objects import check_array_method, check_out, where_mask
 from ..runtime.origin import module_name
@@ -89,6 +92,15 @@ _OUT_METHODS = frozenset({
 def write_out_arguments(fn: gast.FunctionDef, namer, parsed) -> None:
     """Rewrite, in the FunctionDef ``fn`` (in place), NumPy calls with ``out=``
     into writes into the array (module docstring)."""
+    for n in scope_nodes(fn):
+        if isinstance(n, gast.Call) and isinstance(static_value(n.func, parsed), np.ufunc) \
+                and {k.arg for k in n.keywords} & {"where", "out"} == {"where"} \
+                and len(n.args) <= static_value(n.func, parsed).nin:
+            raise parsed.unsupported(
+                n, "`where=` without `out=`, which leaves the places the mask leaves out "
+                   "as they were in new, uninitialized memory",
+                f"Give the values those places keep: `{dotted(n.func)}(..., "
+                "out=np.zeros_like(x), where=mask)`.")
     if not [n for n in scope_nodes(fn) if isinstance(n, gast.Call) and (
             any(k.arg == "out" for k in n.keywords) or _positional_out(n, parsed))]:
         return
@@ -151,6 +163,20 @@ def _statement(stmt, fresh, namer, parsed):
                 call, "`out=` with `where=` of a reduction or a method, which writes into part "
                       "of the array only",
                 f"Write the selection: `{buf} = np.where(mask, {dotted(call.func)}(...), {buf})`.")
+        if (call is not getattr(stmt, "value", None) or isinstance(stmt, gast.AugAssign)) \
+                and _may_hoist(stmt, call, parsed):
+            # `y = c * np.divide(a, b, out=..., where=...)`: the call first, by a name of
+            # its own (the rest of the statement calls only NumPy: nothing it does
+            # can see the order change)
+            value = namer.fresh(f"{dotted(call.func, '_')}_result")
+            hoisted = gast.Assign(targets=[_name(value, gast.Store())], value=call,
+                                  type_comment=None)
+            replace_node(stmt, call, _name(value, gast.Load()))
+            for n in (m for t in before + [hoisted] for m in gast.walk(t)):
+                if getattr(n, "lineno", None) is None:
+                    gast.copy_location(n, call)
+            return before + _statement(hoisted, fresh, namer, parsed) \
+                + _statement(stmt, fresh, namer, parsed)
         if call is not getattr(stmt, "value", None) or not isinstance(
                 stmt, (gast.Expr, gast.Assign, gast.Return)):
             raise parsed.unsupported(
@@ -187,6 +213,22 @@ def _statement(stmt, fresh, namer, parsed):
                     gast.copy_location(n, call)
         return new
     return [stmt]
+
+
+def _may_hoist(stmt, call, parsed):
+    """Whether ``call``, inside the statement ``stmt``, may run before the rest
+    of it: ``stmt`` an assignment, ``return`` or expression, ``call`` not under
+    a condition, a loop or a lambda in it, and its other calls NumPy's."""
+    if not isinstance(stmt, (gast.Expr, gast.Assign, gast.AugAssign, gast.Return)):
+        return False
+    inside = {id(n) for n in gast.walk(call)}
+    for n in gast.walk(stmt):
+        if isinstance(n, (gast.IfExp, gast.BoolOp, gast.Lambda, gast.comprehension,
+                          gast.NamedExpr)) and id(call) in {id(m) for m in gast.walk(n)}:
+            return False
+        if isinstance(n, gast.Call) and id(n) not in inside and not _numpys(n.func, parsed):
+            return False
+    return True
 
 
 def _checked(namer, parsed, helper, args):
