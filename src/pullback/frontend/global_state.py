@@ -3,8 +3,8 @@ and stores ``calls += 1`` changes its module's ``calls`` once per call, as
 Python does.
 
 The name's reads and stores become reads and stores of the module's
-namespace (the function's ``__globals__``, reached through a closure
-variable), statements of the primal that the adjoint never runs again::
+namespace (the function's module, or its ``__globals__`` where no module
+holds them, reached through a closure variable), statements of the primal that the adjoint never runs again::
 
     def f(x):                                def f(x):
         global calls                             set_global(module, 'calls',
@@ -32,6 +32,8 @@ def f(x):
     return x * global_value(module_globals, 'calls')
 """
 from __future__ import annotations
+
+import sys
 
 import gast
 
@@ -63,7 +65,11 @@ def follow_globals(fn: gast.FunctionDef, namer, parsed) -> None:
                 node, f"the global `{node.id}` bound other than by `{node.id} = value`",
                 f"Bind `{node.id}` by an assignment of a constant, or keep the value in a "
                 "local name.")
-    module = closure_name(namer, parsed, "module_globals", parsed.fn.__globals__)
+    space = parsed.fn.__globals__
+    home = sys.modules.get(space.get("__name__"))
+    if home is not None and getattr(home, "__dict__", None) is space:
+        space = home            # (the module itself: an ahead-of-time artifact imports it)
+    module = closure_name(namer, parsed, "module_globals", space)
     read = closure_name(namer, parsed, "global_value", global_value)
     store = closure_name(namer, parsed, "set_global", set_global)
     _Rewrite(names, module, read, store).generic_visit(fn)

@@ -260,14 +260,14 @@ def rotation_start(n, steps):
 
 
 def global_value(namespace, name):
-    """The module's ``name`` (``frontend.global_state``), with Python's error
-    where it has none.
+    """The module's ``name`` (``frontend.global_state``; ``namespace``: the
+    module or its dict), with Python's error where it has none.
 
     >>> global_value({"calls": 3}, "calls")
     3
     """
     try:
-        return namespace[name]
+        return _namespace(namespace)[name]
     except KeyError:
         raise NameError(f"name '{name}' is not defined") from None
 
@@ -279,4 +279,9 @@ def set_global(namespace, name, value):
     >>> ns = {}; set_global(ns, "calls", 1); ns
     {'calls': 1}
     """
-    namespace[name] = value
+    _namespace(namespace)[name] = value
+
+
+def _namespace(space):
+    """A module's dict (a module, or the dict itself)."""
+    return vars(space) if isinstance(space, types.ModuleType) else space
