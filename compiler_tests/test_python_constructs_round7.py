@@ -506,3 +506,44 @@ def test_global_counter_changes_once_per_call_in_both_modes():
 def test_global_store_of_a_differentiated_value_refused():
     refused(stores_a_value, ["global `last`", "computed from the function's values",
                              "Return the value instead"])
+
+
+def run_layer(layer, x):
+    return layer.run(x)
+
+
+def test_property_read_in_a_method_of_an_argument():
+    layer, w = Layer(0.7, np.array([0.3, -0.4])), np.array([0.7, 0.3, -0.4])
+    gl, gx = pb.grad(run_layer, argnums=(0, 1))(layer, 1.3)
+    want = central(lambda v: run_layer(Layer(v[0], v[1:3]), 1.3), w)
+    np.testing.assert_allclose(np.r_[gl.a, gl.b], want, rtol=1e-6)
+    y, t = pb.jvp(lambda v: run_layer(Layer(v[0], v[1:3]), 1.3), (w,), (np.ones(3),))
+    np.testing.assert_allclose(t, want.sum(), rtol=1e-6)
+    assert np.isclose(gx, central(lambda v: run_layer(layer, v[0]), np.array([1.3]))[0])
+
+
+def test_second_derivatives_against_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    text = '''
+def f(x):
+    xs = [x[0], x[1] * 2.0]
+    xs.insert(1, x[2] ** 2)
+    v = xs.pop(0)
+    xs.extend([v * x[1]])
+    xs.reverse()
+    b = x - 1.0
+    r = np.divide(x * x, b, out=np.zeros_like(x), where=b != 0)
+    return xs[0] * xs[1] + np.sin(xs[2]) * v + np.sum(r * x)
+'''
+    f = function_from_source(text)
+
+    def f_jax(x):
+        xs = [x[0] * x[1], x[1] * 2.0, x[2] ** 2]       # (what the list methods leave)
+        b = x - 1.0
+        r = jnp.where(b != 0, x * x / jnp.where(b != 0, b, 1.0), 0.0)
+        return xs[0] * xs[1] + jnp.sin(xs[2]) * x[0] + jnp.sum(r * x)
+    x = np.array([0.5, 1.0, 3.0])
+    np.testing.assert_allclose(pb.hessian(f)(x), jax.hessian(f_jax)(jnp.asarray(x)),
+                               rtol=1e-10)
