@@ -74,7 +74,9 @@ def _uses_list_methods(fn, n):
     return any(isinstance(c, gast.Call) and isinstance(c.func, gast.Attribute)
                and isinstance(c.func.value, gast.Name) and c.func.value.id == n
                and c.func.attr in LIST_METHODS for c in scope_nodes(fn)) or any(
-        isinstance(d, gast.Delete) for d in scope_nodes(fn))
+        isinstance(d, gast.Delete) and any(isinstance(t, gast.Subscript)
+                                           and getattr(t.value, "id", None) == n
+                                           for t in d.targets) for d in scope_nodes(fn))
 
 
 def _kind(fn, n, parsed):
