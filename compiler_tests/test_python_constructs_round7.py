@@ -264,6 +264,15 @@ def f(x):
     ys.clear()
     ys.append(x[1])
     return xs[0] * 5.0 + len(xs) + ys[0] ** 2""",
+    # del of slices
+    """xs = [x[0], x[1] * 2.0, x[2], x[3], x[4] ** 2]
+    del xs[1:3]
+    del xs[-1:]
+    del xs[5:1]
+    ys = [x[4], x[3]]
+    del ys[:]
+    ys.append(x[0] * 7.0)
+    return xs[0] * 5.0 + xs[1] ** 3 + len(xs) + ys[0]""",
     # the same list changed in a loop: a queue
     """queue = [x[0], x[1]]
     total = 0.0
@@ -326,8 +335,8 @@ def g(x):
     xs.pop()
     return sum(g)""", ["generator expression", "line 3"]),
     ("""xs = [x[0], x[1], x[2]]
-    del xs[0:2]
-    return xs[0]""", ["`del` of a slice", "line 3"]),
+    del xs[::2]
+    return xs[0]""", ["`del` of a slice with a step", "line 3"]),
 ])
 def test_list_methods_refused_where_another_name_could_see_the_change(body, words):
     f = function_from_source("def f(x):\n    " + body + "\n", {"keep": lambda v: v})

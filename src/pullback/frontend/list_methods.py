@@ -16,6 +16,8 @@ and rebuilt (``append`` stays as it is: ``analyses``' APPEND)::
     xs.reverse()            ->  xs = xs[::-1]
     xs.sort(key=k)          ->  xs = sorted(xs, key=k)
     del xs[i]               ->  (as xs.pop(i), the value unused)
+    del xs[a:b]             ->  start, stop = deleted_span(len(xs), a, b)
+                                xs = xs[:start] + xs[stop:]
 
 (``range(len(xs))[i]`` is the position ``i`` names, with ``pop``'s
 ``IndexError`` where there is none; ``a + b`` of lists is written as
@@ -31,7 +33,7 @@ container or an attribute, passed to a function other than ``len``,
 ``sum``, ``sorted``, ``list``, ``min``, ``max``, ... and NumPy's, captured by
 a nested function), changed while a loop runs over it, or a ``pop`` inside
 a condition or next to another read of the list in one statement (its
-place in Python's order would move).  A deque used otherwise (returned,
+place in Python's order would move), ``del`` of a slice with a step.  A deque used otherwise (returned,
 ``extendleft``) and a list the function does not make (an argument) are
 left as they are (``analyses.op_resolver`` refuses a list's method).
 
@@ -73,7 +75,7 @@ import gast
 from ..ir.build import closure_name, located, name as _name
 from ..ir.walk import replace_node, scope_nodes
 from ..rules.registry import nondifferentiable
-from ..runtime.objects import rotation_start, window_start
+from ..runtime.objects import deleted_span, rotation_start, window_start
 from .list_owners import DEQUE_METHODS, LIST_METHODS, ancestors, owned_lists
 
 __all__ = ["rewrite_list_methods"]
@@ -268,15 +270,30 @@ class _Rewrite:
         for t in stmt.targets:
             if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name) \
                     and t.value.id in self.kinds:
+                if isinstance(t.slice, gast.Slice) and t.slice.step is None:
+                    out.extend(self.delete_span(t.value.id, t.slice))
+                    continue
                 if isinstance(t.slice, gast.Slice):
                     raise self.parsed.unsupported(
-                        stmt, f"`del` of a slice of `{t.value.id}`",
+                        stmt, f"`del` of a slice with a step of `{t.value.id}`",
                         f"Build the list of the items you keep: `kept = {t.value.id}[:i]`, then "
-                        f"`kept.append(v)` for each `v` of `{t.value.id}[j:]`.")
+                        f"`kept.append(v)` for each `v` you keep.")
                 out.extend(self.pop(t.value.id, t.slice, None))
             else:
                 out.append(gast.Delete(targets=[t]))
         return out
+
+    def delete_span(self, n, span):
+        """``del n[a:b]``: the items before and after the span joined."""
+        start, stop = self.namer.fresh("start"), self.namer.fresh("stop")
+        bounds = gast.Call(func=_name(self.helper(deleted_span, "deleted_span")), args=[
+            _expr("ln(xs)", xs=n, ln=self.helper(len, "len"))] + [
+            p if p is not None else gast.Constant(None, None) for p in (span.lower, span.upper)],
+            keywords=[])
+        return [gast.Assign(targets=[gast.Tuple(elts=[_name(start, True), _name(stop, True)],
+                                                ctx=gast.Store())], value=bounds,
+                            type_comment=None)] \
+            + self.joined(n, ("xs[:k]", {"k": start}), ("xs[k:]", {"k": stop}))
 
     # -- deques -----------------------------------------------------------------
 
@@ -322,3 +339,4 @@ class _Rewrite:
 
 nondifferentiable(window_start)
 nondifferentiable(rotation_start)
+nondifferentiable(deleted_span)

@@ -53,7 +53,7 @@ from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
            "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start",
-           "rotation_start", "global_value", "set_global"]
+           "rotation_start", "global_value", "set_global", "deleted_span"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -285,3 +285,14 @@ def set_global(namespace, name, value):
 def _namespace(space):
     """A module's dict (a module, or the dict itself)."""
     return vars(space) if isinstance(space, types.ModuleType) else space
+
+
+def deleted_span(n, lower, upper):
+    """The positions ``(start, stop)`` that ``del xs[lower:upper]`` removes
+    from a list of ``n`` items, ``stop >= start`` (``frontend.list_methods``).
+
+    >>> deleted_span(5, 1, 3), deleted_span(5, -2, None), deleted_span(5, 3, 1)
+    ((1, 3), (3, 5), (3, 3))
+    """
+    start, stop, _ = slice(lower, upper).indices(n)
+    return start, max(start, stop)
