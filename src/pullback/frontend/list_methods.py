@@ -28,6 +28,10 @@ bound once is such a list too, kept to its last ``k`` items: ``append``,
 ``reverse`` and ``remove`` (a sliding window; iterating it, ``len``,
 indexing and ``sum`` read the list).
 
+Cost: each change makes a new list, whose adjoint is as long as the list,
+so a loop popping a stack of n items costs O(n**2) in the adjoint (n = 1,000:
+4.5 s); ``append`` alone stays O(1) (the analyses' APPEND, undone by a pop).
+
 Refused, naming the line: such a list handed on (``ys = xs``, put in a
 container or an attribute, passed to a function other than ``len``,
 ``sum``, ``sorted``, ``list``, ``min``, ``max``, ... and NumPy's, captured by
