@@ -62,7 +62,7 @@ def f_yield(x):
 
 def f_global(x):
     global COUNTER
-    COUNTER = 1
+    COUNTER = x * 2.0       # (a counter, `COUNTER += 1`, is followed)
     return x
 
 
@@ -92,7 +92,7 @@ CASES = [
     (f_closure_as_value, "return np.sum(h(x))", pb.UnsupportedSyntaxError,
      ["made as a value", "assigned again later (line", "as a default"]),
     (f_yield, "y = yield x", pb.UnsupportedSyntaxError, ["`yield` used as a value"]),
-    (f_global, "global COUNTER", pb.UnsupportedSyntaxError, ["`global`", "argument"]),
+    (f_global, "COUNTER = x * 2.0", pb.UnsupportedSyntaxError, ["global `COUNTER`", "Return"]),
     (f_del, "del y", pb.UnsupportedSyntaxError, ["`del`"]),
     (f_class, "class Box:", pb.UnsupportedSyntaxError, ["class definition", "module level"]),
     (f_no_rule, "np.trim_zeros(x)", pb.NoRuleError, ["np.trim_zeros", "pb.custom_vjp"]),

@@ -426,10 +426,10 @@ def test_a_global_counter_is_refused_naming_it():
     f = function_from_source("""
 def f(x):
     global COUNT
-    COUNT += 1
+    COUNT += x          # (a counter, `COUNT += 1`, is followed: test_python_constructs_round7)
     return x * COUNT
 """, {"COUNT": 0})
-    with pytest.raises(pb.UnsupportedSyntaxError, match="`global`"):
+    with pytest.raises(pb.UnsupportedSyntaxError, match="global `COUNT`"):
         pb.grad(f)(1.0)
 
 

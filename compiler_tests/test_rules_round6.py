@@ -274,13 +274,11 @@ def _square(v):
 @pytest.mark.parametrize("text", ['''
 def f(x):
     return np.sum(UF(x).astype(float))
-''', pytest.param('''
+''', '''
 def f(x):
     uf = np.frompyfunc(_square, 1, 1)
     return np.sum(uf(x).astype(float))
-''', marks=pytest.mark.xfail(strict=True, reason=(
-    "issue 13: a ufunc known only at run time is refused by driver/plans.py with the generic "
-    "hint; it should read rules.numpy_ufunc_methods.refusal_hint as the static path does")))])
+'''])
 def test_frompyfunc_refused_suggesting_vectorize(text):
     f = function_from_source(text, {"UF": np.frompyfunc(_square, 1, 1), "_square": _square})
     for run in (lambda: pb.grad(f)(np.array([1.0, 2.0])),

@@ -36,6 +36,7 @@ from .analyses import op_resolver
 from .frontend import closures, desugar as desugar_, exceptions, parse as frontend, \
     structure as structure_
 from .frontend import grown_lists, out_arguments, series_calls, state_calls, super_calls, writes
+from .frontend import global_state, list_methods
 from .ir.naming import Namer
 from .normalize import normalize as normalize_
 
@@ -75,6 +76,14 @@ def lower_blocks(t: Transform) -> None:
     exceptions.lower_blocks(t.parsed.tree, t.namer, t.parsed)
 
 
+def follow_globals(t: Transform) -> None:
+    global_state.follow_globals(t.parsed.tree, t.namer, t.parsed)
+
+
+def rewrite_list_methods(t: Transform) -> None:
+    list_methods.rewrite_list_methods(t.parsed.tree, t.namer, t.parsed)
+
+
 def pin_list_indices(t: Transform) -> None:
     grown_lists.pin_list_indices(t.parsed.tree, t.namer, t.parsed)
 
@@ -109,7 +118,7 @@ def resolve_ops(t: Transform) -> None:
 
 
 FRONT = [parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks,
-         pin_list_indices, desugar, lift_closures, structure, follow_state, follow_writes,
+         follow_globals, rewrite_list_methods, pin_list_indices, desugar, lift_closures, structure, follow_state, follow_writes,
          normalize, resolve_ops]
 
 

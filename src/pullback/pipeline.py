@@ -13,7 +13,7 @@ the same front end, analyses and lowering, then the tangents pass
 
 >>> [step.__name__ for step in STEPS[:len(FRONT)]]
 ['parse', 'write_out_arguments', 'write_series_calls', 'write_super_calls', 'lower_blocks',
- 'pin_list_indices', 'desugar',
+ 'follow_globals', 'rewrite_list_methods', 'pin_list_indices', 'desugar',
  'lift_closures', 'structure', 'follow_state', 'follow_writes', 'normalize', 'resolve_ops']
 >>> [step.__name__ for step in FORWARD_STEPS if step not in STEPS]
 ['find_written', 'tangents', 'load_forward']
@@ -36,7 +36,7 @@ from .again import transforming_again
 from .errors import PullbackError
 from .front import (FRONT, Transform, desugar, follow_state, follow_writes,  # noqa: F401
                     lift_closures,
-                    lower_blocks, pin_list_indices,
+                    lower_blocks, pin_list_indices, rewrite_list_methods, follow_globals,
                     normalize, parse, resolve_ops, structure, write_out_arguments, write_series_calls,
                     write_super_calls)
 from .forward import tangents as tangents_
@@ -178,7 +178,7 @@ def load(t: Transform) -> None:
 
 STEPS = [
     # front end (frontend/, normalize/, analyses/ops)
-    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, follow_globals, rewrite_list_methods, pin_list_indices, desugar, lift_closures, structure, follow_state,
     follow_writes,
     normalize, resolve_ops,
     # analyses
@@ -223,7 +223,7 @@ def load_forward(t):
 
 FORWARD_STEPS = [
     # front end, analyses and lowering: reverse mode's
-    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, pin_list_indices, desugar, lift_closures, structure, follow_state,
+    parse, write_out_arguments, write_series_calls, write_super_calls, lower_blocks, follow_globals, rewrite_list_methods, pin_list_indices, desugar, lift_closures, structure, follow_state,
     follow_writes,
     normalize,
     resolve_ops, infer_kinds, follow_aliases, find_output, def_use, activity, mark_item_stores, check_attributes,

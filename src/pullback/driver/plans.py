@@ -29,6 +29,7 @@ from ..backend import codegen
 from .. import runtime
 from ..analyses.callable_facts import is_library, is_mutating_function
 from ..errors import NoRuleError, NonDifferentiableError, UnsupportedSyntaxError
+from ..rules.numpy_ufunc_methods import refusal_hint
 from ..rules.registry import is_nondifferentiable, lookup
 from ..runtime import opaque, opaque_routes
 from ..runtime.opaque import is_library_code
@@ -216,8 +217,8 @@ def _make_plan(fn, nargs, kwnames, mask, inplace):
     raise NoRuleError(
         f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "
         "is called here with a value being differentiated.",
-        hint=f"Give {name} a rule with pb.custom_vjp (define fwd and bwd), or call a NumPy "
-             "function that has a rule or a function defined with def.")
+        hint=refusal_hint(fn) or f"Give {name} a rule with pb.custom_vjp (define fwd and bwd), "
+             "or call a NumPy function that has a rule or a function defined with def.")
 
 
 def _refuse_writes(fn):

@@ -306,8 +306,8 @@ def jvp_call(callee, args, kwargs, mask, tangents, has_aux=False, top=False):
     raise NoRuleError(
         f"pullback has no differentiation rule for {name} (a {type(fn).__name__}), which "
         "is called here with a value being differentiated.",
-        hint=f"Give {name} a forward rule with pb.custom_jvp, or call a NumPy function "
-             "that has a rule or a function defined with def.")
+        hint=plans.refusal_hint(fn) or f"Give {name} a forward rule with pb.custom_jvp, "
+             "or call a NumPy function that has a rule or a function defined with def.")
 
 
 def _by_params(handle, args, kwargs, mask, tangents):

@@ -18,11 +18,30 @@ value's gradient out of ``buf``'s and zeroes it there)::
 ``check_out``, so that a complex value into a real array, or a float one
 into an integer array, raises NumPy's error rather than being cast).
 
+``out=`` may also be a new array (``out=np.zeros_like(a)``: bound to a name
+first) and the call an array's method (``m.sum(axis=0, out=buf)``: checked
+when it runs to be an array's, ``check_array_method``).  A ufunc's
+``where=mask`` writes the selected places only: each operand, broadcast to
+``buf``'s shape, is read there, so the ufunc runs (and is differentiated)
+only where NumPy runs it, and the safe-division idiom ``np.divide(a, b,
+out=np.zeros_like(a), where=b != 0)`` computes no 0/0 and has no NaN in its
+gradient (zero where masked)::
+
+    r = np.divide(a, b, out=np.zeros_like(a), where=b != 0)
+        ->  out = np.zeros_like(a); mask = where_mask(b != 0, out, 'np.divide')
+            value = np.divide(broadcast_to(a, out.shape)[mask],
+                              broadcast_to(b, out.shape)[mask])
+            out[mask] = value; r = out
+
 The call must be a statement of its own, the value of an assignment or of a
-``return``; ``out=`` into an argument, into a name bound otherwise (a view,
-an alias, a loop variable), with ``where=``, or into several arrays, is
-refused naming the line, and so is ``out=`` of a function that is not
-NumPy's (a user function's ``out`` parameter is left alone).
+``return``, or inside one whose other calls are NumPy's (``y = c *
+np.divide(..., out=...)``: it runs first, bound to a name); ``where=``
+without ``out=`` (uninitialized memory where the mask is False), ``out=``
+into an argument, into a name bound otherwise (a view,
+an alias, a loop variable), with ``where=`` of a reduction or a method, or
+into several arrays, is refused naming the line, and so is ``out=`` of a
+function that is not NumPy's (a user function's ``out`` parameter is left
+alone).
 
 >>> from pullback.testing import function_from_source
 >>> from pullback.backend.codegen import unparse
@@ -52,9 +71,9 @@ import numpy as np
 
 from ..analyses.callable_facts import dotted
 from ..ir.build import closure_name as _helper
-from ..ir.walk import scope_nodes
+from ..ir.walk import replace_node, scope_nodes
 from ..rules.registry import nondifferentiable
-from ..runtime.objects import check_out
+from ..runtime.objects import check_array_method, check_out, where_mask
 from ..runtime.origin import module_name
 from .properties import static_value
 
@@ -64,11 +83,24 @@ __all__ = ["write_out_arguments"]
 _FRESH = frozenset({
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
     "array", "copy", "eye", "identity", "arange", "linspace", "tile"})
+# an array's methods that take `out=`
+_OUT_METHODS = frozenset({
+    "sum", "prod", "mean", "std", "var", "max", "min", "cumsum", "cumprod", "clip", "round",
+    "dot", "trace", "ptp"})
 
 
 def write_out_arguments(fn: gast.FunctionDef, namer, parsed) -> None:
     """Rewrite, in the FunctionDef ``fn`` (in place), NumPy calls with ``out=``
     into writes into the array (module docstring)."""
+    for n in scope_nodes(fn):
+        if isinstance(n, gast.Call) and isinstance(static_value(n.func, parsed), np.ufunc) \
+                and {k.arg for k in n.keywords} & {"where", "out"} == {"where"} \
+                and len(n.args) <= static_value(n.func, parsed).nin:
+            raise parsed.unsupported(
+                n, "`where=` without `out=`, which leaves the places the mask leaves out "
+                   "as they were in new, uninitialized memory",
+                f"Give the values those places keep: `{dotted(n.func)}(..., "
+                "out=np.zeros_like(x), where=mask)`.")
     if not [n for n in scope_nodes(fn) if isinstance(n, gast.Call) and (
             any(k.arg == "out" for k in n.keywords) or _positional_out(n, parsed))]:
         return
@@ -94,12 +126,22 @@ def _statement(stmt, fresh, namer, parsed):
     if not calls or isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
         return [stmt]
     for call in calls:
-        if not _numpys(call.func, parsed):
+        method = _array_method(call.func, parsed)
+        if not _numpys(call.func, parsed) and method is None:
             continue            # (a user function's `out` parameter; others: op_resolver)
         k = next(k for k in call.keywords if k.arg == "out")
         if isinstance(k.value, gast.Constant) and k.value.value is None:
             call.keywords.remove(k)     # `out=None`, the default
             continue
+        before = []
+        if _makes_array(k.value, parsed) or _makes_array(getattr(k.value, "elts", [None])[0],
+                                                         parsed):
+            # `out=np.zeros_like(a)`: a new array, bound to a name of its own
+            made = k.value.elts[0] if isinstance(k.value, gast.Tuple) else k.value
+            k.value = _name(namer.fresh(f"{dotted(call.func, '_')}_out"), gast.Load())
+            before.append(gast.Assign(targets=[_name(k.value.id, gast.Store())], value=made,
+                                      type_comment=None))
+            fresh.add(k.value.id)
         buf = _target(k.value)
         if buf is None or buf in fresh.held:
             continue    # (`out=self.x`, `out=(a, b)`, `h = self.hist` then `out=h`: refused
@@ -115,10 +157,26 @@ def _statement(stmt, fresh, namer, parsed):
                 f"Assign the result to a name instead (`y = {dotted(call.func)}(...)` without "
                 "`out=`), or create the array in the function (`buf = np.empty_like(a)`) and "
                 "pass that.")
-        if any(w.arg == "where" for w in call.keywords):
+        where = next((w for w in call.keywords if w.arg == "where"), None)
+        if where is not None and not isinstance(static_value(call.func, parsed), np.ufunc):
             raise parsed.unsupported(
-                call, "`out=` with `where=`, which writes into part of the array only",
+                call, "`out=` with `where=` of a reduction or a method, which writes into part "
+                      "of the array only",
                 f"Write the selection: `{buf} = np.where(mask, {dotted(call.func)}(...), {buf})`.")
+        if (call is not getattr(stmt, "value", None) or isinstance(stmt, gast.AugAssign)) \
+                and _may_hoist(stmt, call, parsed):
+            # `y = c * np.divide(a, b, out=..., where=...)`: the call first, by a name of
+            # its own (the rest of the statement calls only NumPy: nothing it does
+            # can see the order change)
+            value = namer.fresh(f"{dotted(call.func, '_')}_result")
+            hoisted = gast.Assign(targets=[_name(value, gast.Store())], value=call,
+                                  type_comment=None)
+            replace_node(stmt, call, _name(value, gast.Load()))
+            for n in (m for t in before + [hoisted] for m in gast.walk(t)):
+                if getattr(n, "lineno", None) is None:
+                    gast.copy_location(n, call)
+            return before + _statement(hoisted, fresh, namer, parsed) \
+                + _statement(stmt, fresh, namer, parsed)
         if call is not getattr(stmt, "value", None) or not isinstance(
                 stmt, (gast.Expr, gast.Assign, gast.Return)):
             raise parsed.unsupported(
@@ -126,19 +184,26 @@ def _statement(stmt, fresh, namer, parsed):
                 f"Make the call a statement of its own (`{dotted(call.func)}(..., out={buf})`), "
                 f"then use `{buf}`.")
         call.keywords.remove(k)
+        if method is not None:      # `x.sum(axis=0, out=buf)`: checked to be an array's
+            receiver = _hoisted(call.func.value, "receiver", namer, before, call)
+            call.func.value = receiver
+            before.append(_checked(namer, parsed, check_array_method,
+                                   [receiver, gast.Constant(call.func.attr, None)]))
+        index = gast.Constant(Ellipsis, None)
+        if where is not None:
+            index = _selected(call, where, buf, namer, parsed, before)
         # the value, NumPy's casting check (a complex value into a real array, a float
         # one into an integer array: the error NumPy raises), then the write
         value = namer.fresh(f"{dotted(call.func, '_')}_value")
-        check = _helper(namer, parsed, "check_out", check_out)
         exact = static_value(call.func, parsed) is np.dot
-        new = [gast.Assign(targets=[_name(value, gast.Store())], value=call, type_comment=None),
-               gast.Expr(value=gast.Call(func=_name(check, gast.Load()), args=[
-                   _name(value, gast.Load()), _name(buf, gast.Load()),
-                   gast.Constant(dotted(call.func), None), gast.Constant(exact, None)],
-                   keywords=[])),
-               gast.Assign(targets=[gast.Subscript(
-                   value=_name(buf, gast.Load()), slice=gast.Constant(Ellipsis, None),
-                   ctx=gast.Store())], value=_name(value, gast.Load()), type_comment=None)]
+        new = before + [
+            gast.Assign(targets=[_name(value, gast.Store())], value=call, type_comment=None),
+            _checked(namer, parsed, check_out, [
+                _name(value, gast.Load()), _name(buf, gast.Load()),
+                gast.Constant(dotted(call.func), None), gast.Constant(exact, None)]),
+            gast.Assign(targets=[gast.Subscript(
+                value=_name(buf, gast.Load()), slice=index,
+                ctx=gast.Store())], value=_name(value, gast.Load()), type_comment=None)]
         if not isinstance(stmt, gast.Expr):
             stmt.value = _name(buf, gast.Load())
             new.append(stmt)
@@ -148,6 +213,74 @@ def _statement(stmt, fresh, namer, parsed):
                     gast.copy_location(n, call)
         return new
     return [stmt]
+
+
+def _may_hoist(stmt, call, parsed):
+    """Whether ``call``, inside the statement ``stmt``, may run before the rest
+    of it: ``stmt`` an assignment, ``return`` or expression, ``call`` not under
+    a condition, a loop or a lambda in it, and its other calls NumPy's."""
+    if not isinstance(stmt, (gast.Expr, gast.Assign, gast.AugAssign, gast.Return)):
+        return False
+    inside = {id(n) for n in gast.walk(call)}
+    for n in gast.walk(stmt):
+        if isinstance(n, (gast.IfExp, gast.BoolOp, gast.Lambda, gast.comprehension,
+                          gast.NamedExpr)) and id(call) in {id(m) for m in gast.walk(n)}:
+            return False
+        if isinstance(n, gast.Call) and id(n) not in inside and not _numpys(n.func, parsed):
+            return False
+    return True
+
+
+def _checked(namer, parsed, helper, args):
+    """``helper(*args)`` as a statement (a check that raises NumPy's error)."""
+    fn = _helper(namer, parsed, helper.__name__, helper)
+    return gast.Expr(value=gast.Call(func=_name(fn, gast.Load()), args=args, keywords=[]))
+
+
+def _hoisted(node, what, namer, before, call):
+    """A name for the value of ``node``, bound by a statement added to ``before``
+    (a name stays itself)."""
+    if isinstance(node, gast.Name):
+        return _name(node.id, gast.Load())
+    new = namer.fresh(f"{dotted(call.func, '_')}_{what}")
+    before.append(gast.Assign(targets=[_name(new, gast.Store())], value=node, type_comment=None))
+    return _name(new, gast.Load())
+
+
+def _selected(call, where, buf, namer, parsed, before):
+    """``ufunc(a, b, where=mask, out=buf)``: each operand is read, broadcast to
+    ``buf``'s shape, at the selected places only, so that the ufunc runs (and
+    is differentiated) where NumPy runs it and nowhere else
+    (``np.divide(a, b, out=np.zeros_like(a), where=b != 0)`` then has no 0/0,
+    and its gradient no NaN); the index of the write into ``buf`` is returned.
+    Python's order: the operands, then ``where=``, then ``out=``, each once."""
+    call.keywords.remove(where)
+    operands = [_hoisted(a, "operand", namer, before, call) for a in call.args]
+    mask = _hoisted(where.value, "where", namer, before, call)
+    # (`out=np.zeros_like(a)` was bound before the operands: a new array, made from
+    # values the operands do not change)
+    mask_name = namer.fresh(f"{dotted(call.func, '_')}_mask")
+    before.append(gast.Assign(targets=[_name(mask_name, gast.Store())], value=gast.Call(
+        func=_name(_helper(namer, parsed, "where_mask", where_mask), gast.Load()),
+        args=[mask, _name(buf, gast.Load()), gast.Constant(dotted(call.func), None)],
+        keywords=[]), type_comment=None))
+    broadcast = _helper(namer, parsed, "broadcast_to", np.broadcast_to)
+    call.args = [a if isinstance(a, gast.Constant) else gast.Subscript(
+        value=gast.Call(func=_name(broadcast, gast.Load()), args=[
+            a, gast.Attribute(value=_name(buf, gast.Load()), attr="shape", ctx=gast.Load())],
+            keywords=[]), slice=_name(mask_name, gast.Load()), ctx=gast.Load())
+        for a in operands]
+    return _name(mask_name, gast.Load())
+
+
+def _array_method(func, parsed):
+    """``x.sum`` of ``x.sum(axis=0, out=buf)``: a method of an array taking
+    ``out=`` (checked when it runs to be an array's); else None."""
+    if isinstance(func, gast.Attribute) and func.attr in _OUT_METHODS \
+            and static_value(func, parsed) is None \
+            and not isinstance(static_value(func.value, parsed), type):
+        return func.attr
+    return None
 
 
 def _positional_out(call, parsed):
@@ -252,3 +385,5 @@ def _name(id_, ctx):
 
 
 nondifferentiable(check_out)
+nondifferentiable(where_mask)
+nondifferentiable(check_array_method)

@@ -55,6 +55,7 @@ import gast
 import numpy as np
 
 from ..ir.build import closure_name as _helper
+from ..runtime.cached_properties import cached_names, followed_cached
 from ..runtime.objects import plain_metaclass, property_getter
 from ..runtime.opaque import is_library_code
 from ..runtime.origin import module_name
@@ -108,6 +109,8 @@ def follow_properties(tree, namer, parsed, param_kinds=None):
             if cls is None and name in local and (node.attr in later
                                                   or (node.attr, name) in later):
                 return _read_when_run(namer, parsed, node)
+            if cls is not None and followed_cached(cls, node.attr):
+                return _read_when_run(namer, parsed, node)     # (a cached value is read)
             prop = _property(cls, node.attr) if cls is not None else None
             if prop is None:
                 return node
@@ -188,6 +191,7 @@ def _run_time_names(parsed):
         seen.add(cls)
         names.update(k for c in cls.__mro__ for k, v in vars(c).items()
                      if type(v) is property and isinstance(v.fget, types.FunctionType))
+        names.update(cached_names(cls))
         todo.extend(type.__subclasses__(cls))
     return names
 

@@ -39,6 +39,7 @@ import gast
 from ..analyses import kinds as kinds_
 from ..errors import UnsupportedSyntaxError
 from ..ir.build import assign_located, closure_name as _helper, located, name as _name
+from ..ir.walk import replace_node
 from ..runtime.objects import plain_metaclass
 from .call_guards import no_attribute_store as _no_attribute_store, no_writer as _no_writer
 from .attribute_stores import attribute_stores
@@ -345,19 +346,9 @@ class WritingCalls:
         if isinstance(s, gast.Expr) and s.value is call:
             s.value = gast.Constant(None, None)     # a bare constant: normalize drops it
         else:
-            _replace(s, call, _name(result))
+            replace_node(s, call, _name(result))
         return out
 
-
-def _replace(root, old, new):
-    for node in gast.walk(root):
-        for field, value in gast.iter_fields(node):
-            if value is old:
-                setattr(node, field, new)
-            elif isinstance(value, list):
-                for i, v in enumerate(value):
-                    if v is old:
-                        value[i] = new
 
 
 def _builtin_attribute(obj, func):

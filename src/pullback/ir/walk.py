@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import gast
 
-__all__ = ["all_statements", "own_nodes", "scope_nodes", "statement_lists"]
+__all__ = ["all_statements", "own_nodes", "scope_nodes", "statement_lists", "replace_node"]
 
 
 def all_statements(stmts: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
@@ -64,3 +64,15 @@ def scope_nodes(node):
         if n is not node and isinstance(n, _NESTED):
             continue
         stack.extend(reversed(list(gast.iter_child_nodes(n))))
+
+
+def replace_node(root, old, new):
+    """Put ``new`` wherever a node under ``root`` holds the node ``old``."""
+    for node in gast.walk(root):
+        for field, value in gast.iter_fields(node):
+            if value is old:
+                setattr(node, field, new)
+            elif isinstance(value, list):
+                for i, v in enumerate(value):
+                    if v is old:
+                        value[i] = new

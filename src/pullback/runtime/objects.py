@@ -42,15 +42,18 @@ True
 from __future__ import annotations
 
 import abc
+import functools
 import linecache
 import types
 
 import numpy as np
 
+from .cached_properties import followed_cached
 from .structures import field_cotangent  # noqa: F401  (the rule's other half)
 
 __all__ = ["with_attribute", "other_fields", "rebinds", "field_tangent", "property_getter",
-           "plain_metaclass", "check_out"]
+           "plain_metaclass", "check_out", "where_mask", "check_array_method", "window_start",
+           "rotation_start", "global_value", "set_global", "deleted_span"]
 
 # Metaclasses whose classes make, and look attributes up on, their objects as
 # ``type`` does: ``abc.ABCMeta`` only adds the abstract-method check to
@@ -149,6 +152,9 @@ def property_getter(obj, name):
             break
     if type(found) is property and isinstance(found.fget, types.FunctionType):
         return found.fget
+    if isinstance(found, functools.cached_property) and name not in getattr(
+            obj, "__dict__", {name: None}) and followed_cached(type(obj), name):
+        return found.func       # (not cached yet: its function, runtime.cached_properties)
     return _reader(name)
 
 
@@ -191,3 +197,102 @@ def check_out(value, buf, where, exact=False):
                     "array given as out= (NumPy " + (
                         "takes an array of the result's dtype only)" if exact else
                         "casts within a kind only)"))
+
+
+def where_mask(mask, buf, where):
+    """``where=mask`` of ``where(..., out=buf)`` as a boolean array of
+    ``buf``'s shape (``frontend.out_arguments`` selects by it), with NumPy's
+    error for a mask that is not boolean.
+
+    >>> where_mask(True, np.zeros(2), "np.add")
+    array([ True,  True])
+    >>> where_mask(np.array([1, 0]), np.zeros(2), "np.add")
+    Traceback (most recent call last):
+    ...
+    TypeError: np.add(..., where=...) takes a boolean mask, not int64 (NumPy casts it safely only)
+    """
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise TypeError(f"{where}(..., where=...) takes a boolean mask, not {mask.dtype} "
+                        "(NumPy casts it safely only)")
+    return np.broadcast_to(mask, np.shape(buf))
+
+
+def check_array_method(obj, name):
+    """Raise where ``obj.name(..., out=buf)`` is not a NumPy array's method
+    (``frontend.out_arguments`` writes it as a write into ``buf``, which is
+    right only for NumPy's methods).
+
+    >>> check_array_method(np.ones(2), "sum")
+    >>> check_array_method([1.0], "sum")
+    Traceback (most recent call last):
+    ...
+    pullback.errors.UnsupportedSyntaxError: pullback follows `.sum(..., out=...)` on a NumPy array only, not on a `list` object, whose method may not write into `out=`.
+    Call `np.sum(x, out=...)`, or assign the result to a name instead of passing `out=`.
+    """
+    if not isinstance(obj, (np.ndarray, np.generic)):
+        from ..errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError(
+            f"pullback follows `.{name}(..., out=...)` on a NumPy array only, not on a "
+            f"`{type(obj).__name__}` object, whose method may not write into `out=`.", None,
+            f"Call `np.{name}(x, out=...)`, or assign the result to a name instead of "
+            "passing `out=`.")
+
+
+def window_start(n, maxlen):
+    """Where the last ``maxlen`` of ``n`` items start (``collections.deque``'s
+    ``maxlen``: None keeps them all; ``frontend.list_methods``).
+
+    >>> window_start(5, 3), window_start(2, 3), window_start(5, None), window_start(5, 0)
+    (2, 0, 0, 5)
+    """
+    return 0 if maxlen is None else max(n - maxlen, 0)
+
+
+def rotation_start(n, steps):
+    """Where a list of ``n`` items rotated right by ``steps`` starts
+    (``collections.deque.rotate``: ``xs[k:] + xs[:k]``; ``frontend.list_methods``).
+
+    >>> [[1, 2, 3][k:] + [1, 2, 3][:k] for k in (rotation_start(3, 1), rotation_start(3, -4))]
+    [[3, 1, 2], [2, 3, 1]]
+    """
+    return (-steps) % n if n else 0
+
+
+def global_value(namespace, name):
+    """The module's ``name`` (``frontend.global_state``; ``namespace``: the
+    module or its dict), with Python's error where it has none.
+
+    >>> global_value({"calls": 3}, "calls")
+    3
+    """
+    try:
+        return _namespace(namespace)[name]
+    except KeyError:
+        raise NameError(f"name '{name}' is not defined") from None
+
+
+def set_global(namespace, name, value):
+    """``global name; name = value`` of a function whose module is
+    ``namespace`` (``frontend.global_state``).
+
+    >>> ns = {}; set_global(ns, "calls", 1); ns
+    {'calls': 1}
+    """
+    _namespace(namespace)[name] = value
+
+
+def _namespace(space):
+    """A module's dict (a module, or the dict itself)."""
+    return vars(space) if isinstance(space, types.ModuleType) else space
+
+
+def deleted_span(n, lower, upper):
+    """The positions ``(start, stop)`` that ``del xs[lower:upper]`` removes
+    from a list of ``n`` items, ``stop >= start`` (``frontend.list_methods``).
+
+    >>> deleted_span(5, 1, 3), deleted_span(5, -2, None), deleted_span(5, 3, 1)
+    ((1, 3), (3, 5), (3, 3))
+    """
+    start, stop, _ = slice(lower, upper).indices(n)
+    return start, max(start, stop)
