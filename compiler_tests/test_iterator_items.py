@@ -27,16 +27,22 @@ def accumulated(x):
     return list(itertools.accumulate([x[0], x[1], x[2]]))[-1] * x[0]
 
 
-@pytest.mark.parametrize("f", [last_of_iter, first_reversed])
+@pytest.mark.parametrize("f", [last_of_iter])
 def test_new_items_are_refused_not_zero(f):
     with pytest.raises(pb.PullbackError, match="none of the values it was given"):
         pb.grad(f)(X)
 
 
-@pytest.mark.parametrize("f", [last_of_iter, first_reversed])
+@pytest.mark.parametrize("f", [last_of_iter])
 def test_new_items_are_refused_in_forward_mode(f):
     with pytest.raises(pb.PullbackError):
         pb.jvp(f, (X,), (np.ones(3),))
+
+
+def test_reversed_read_into_a_tuple_is_read_by_index():
+    # tuple(reversed(x)) is the list of x[::-1]'s items (frontend.desugar_calls): x[-1]
+    np.testing.assert_array_equal(pb.grad(first_reversed)(X), [0.0, 0.0, 1.0])
+    assert pb.jvp(first_reversed, (X,), (np.array([1.0, 2.0, 5.0]),)) == (3.0, 5.0)
 
 
 def test_accumulate_is_the_loop_it_runs():

