@@ -515,12 +515,6 @@ def replace_result_unused(a, q0):
     return s.q ** 2 * a + 0.0 * (diagnostics.t > 5)
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError,
-                   reason="issue 13: a call whose result the output does not use, of a function calling "
-                          "`state._replace(...)` on a parameter holding differentiated values, "
-                          "is refused: `_replace` 'may store into it' (frontend.written."
-                          "attribute_stores counts every method called on a parameter; a "
-                          "namedtuple's _replace, _asdict and a dict's copy store nothing)")
 def test_an_unused_call_of_a_function_calling_replace():
     # q0^2 a: d/da = q0^2, d/dq0 = 2 q0 a
     g = pb.grad(replace_result_unused, argnums=(0, 1))(1.5, 0.8)

@@ -4,6 +4,8 @@ zip(*pairs)``, ``first, *rest = zip(...)``, ``list(zip(...))`` and
 dict a call returns.  Each gradient is checked against central differences in
 reverse mode (``pb.grad``, every argument) and forward mode (``pb.jvp`` along
 a fixed direction), and against exact values where they are short."""
+import collections
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,27 @@ def test_zip_star_unpacked_exact():
                                zip_of_a_name_unpacked])
 def test_iterators_unpacked_both_modes(f):
     check_both_modes(f, X, 0.5)
+
+
+# ------------------------------------------------ methods that store nothing
+
+State = collections.namedtuple("State", ["q", "p"])
+
+
+def summary(state, scale):
+    d = state._asdict()
+    e = d.copy()
+    moved = state._replace(q=state.q * scale)
+    return len(e) + moved.q
+
+
+def unused_summaries(a, q0):
+    s = State(q=q0, p=a * 2.0)
+    info = summary(s, a)                # not used by the output: runs as plain Python
+    return s.q ** 2 * s.p + 0.0 * (info > 100)
+
+
+def test_replace_asdict_and_copy_of_a_parameter_store_nothing():
+    # 2 a q0^2: d/da = 2 q0^2, d/dq0 = 4 a q0 (was refused: 'may store into it')
+    g = check_both_modes(unused_summaries, 1.5, 0.8)
+    np.testing.assert_allclose(g, (2 * 0.64, 4 * 1.5 * 0.8), rtol=1e-12)
