@@ -435,11 +435,6 @@ def read_between_steps(a, q0):
     return loss + s.q ** 2
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="issue 13: a callee's gradient of a namedtuple (step's for s) is taken as an "
-                          "owned buffer and added into by field (index_add), but it is an "
-                          "immutable namedtuple: AttributeError 'State' object has no "
-                          "attribute 'dtype' (reverse.accumulate / the call's adjoint)")
 def test_namedtuple_gradient_of_a_callee_added_into():
     args = (1.5, 0.8)
     g = pb.grad(read_between_steps, argnums=(0, 1))(*args)
@@ -460,9 +455,6 @@ def method_and_replace(x, b):
     return q.energy() + p.energy()
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="issue 13: add_cotangents of two namedtuple gradients is a namedtuple, "
-                          "then added into by field as if owned: AttributeError")
 def test_namedtuple_method_and_replace():
     # 5 b sum(x^2): d/dx = 10 b x
     np.testing.assert_allclose(pb.grad(method_and_replace)(X, 0.5), 10 * 0.5 * X, rtol=1e-12)
@@ -552,10 +544,6 @@ def first_then_rest(w, data):
     return np.sum(first * w) * 3.0 + sum(np.sum(r * w) for r in rest)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="issue 13: next() on a generator of the user's, which pullback runs as the "
-                          "list of what it yields: TypeError 'list' object is not an iterator "
-                          "(both modes)")
 def test_next_on_a_generator():
     # 3 * 2 w d_0 + 2 w (d_1 + ... ): d/dw = 6 d_0 + 2 (d_1 + d_2 + d_3), d/dd_0 = 6 w
     # (with the data not differentiated, the generator runs as Python's, and passes)

@@ -5,6 +5,7 @@ dict a call returns.  Each gradient is checked against central differences in
 reverse mode (``pb.grad``, every argument) and forward mode (``pb.jvp`` along
 a fixed direction), and against exact values where they are short."""
 import collections
+import dataclasses
 
 import numpy as np
 import pytest
@@ -142,3 +143,160 @@ def test_replace_asdict_and_copy_of_a_parameter_store_nothing():
     # 2 a q0^2: d/da = 2 q0^2, d/dq0 = 4 a q0 (was refused: 'may store into it')
     g = check_both_modes(unused_summaries, 1.5, 0.8)
     np.testing.assert_allclose(g, (2 * 0.64, 4 * 1.5 * 0.8), rtol=1e-12)
+
+
+# ------------------------------ namedtuple and dataclass gradients added into by field
+
+Walker = collections.namedtuple("Walker", ["q", "p", "t"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    w: np.ndarray
+    c: float
+
+
+def walk(state, a):
+    q, p, t = state
+    return state._replace(q=q * a, p=p + q, t=t + 1.0)
+
+
+def shifted(frame, a):
+    return Frame(frame.w * a, frame.c + a)
+
+
+def fields_read_in_a_loop(a, q0):
+    s = Walker(q=q0, p=0.5, t=0.0)
+    loss = 0.0
+    for k in range(3):
+        s = walk(s, a)
+        loss = loss + s.q ** 2 * s.p + s[1]
+    return loss
+
+
+def fields_read_in_branches(a, q0):
+    s = walk(Walker(q=q0, p=a, t=0.0), a)
+    if a > 1.0:
+        u = s.q * s.p
+        s = walk(s, q0)
+    else:
+        u = s.p
+    return u + s.q * s[0] + s.p
+
+
+def dataclass_fields_read_between(a, x):
+    f = shifted(Frame(x, a), a)
+    first = np.sum(f.w ** 2) * f.c
+    f = shifted(f, 2.0)
+    return first + np.sum(f.w) * f.c
+
+
+@pytest.mark.parametrize("f, args", [
+    (fields_read_in_a_loop, (1.3, 0.8)), (fields_read_in_a_loop, (0.7, -0.4)),
+    (fields_read_in_branches, (1.5, 0.8)), (fields_read_in_branches, (0.5, 0.8)),
+    (dataclass_fields_read_between, (0.6, X))])
+def test_gradients_of_structures_a_callee_returns_added_into_by_field(f, args):
+    check_both_modes(f, *args)
+
+
+# ------------------------------------------------------------ next() on iterators made here
+
+def rows_scaled(data, c):
+    for row in data:
+        yield row * c
+
+
+def first_then_rest(w, data):
+    rows = rows_scaled(data, 2.0)
+    first = next(rows)
+    rest = list(rows)
+    return np.sum(first * w) * 3.0 + sum(np.sum(r * w) for r in rest)
+
+
+def next_with_a_default_in_a_while(w, data):
+    it = iter(data * w)
+    total, k = 0.0, 1.0
+    v = next(it, None)
+    while v is not None:
+        total = total + k * v ** 2
+        k = k + 1.0
+        v = next(it, None)
+    return total
+
+
+def next_of_a_generator_expression(w, data):
+    squares = (v * w for v in data)
+    a = next(squares)
+    b = next(squares)
+    return a * b + sum(squares) * np.sin(a)
+
+
+def loop_over_the_rest(w, data):
+    pairs = zip(data, data[::-1])
+    head = next(pairs)
+    out = head[0] * head[1] * w
+    for u, v in pairs:
+        out = out + np.cos(u * w) * v
+    return out + sum(d for d in tuple(rows_scaled(data, w)))
+
+
+def next_in_a_branch(w, data):
+    rows = rows_scaled(data, w)
+    first = next(rows)
+    if first > 0:
+        second = next(rows)
+    else:
+        second = first * 2.0
+    return first * second + sum(rows)
+
+
+@pytest.mark.parametrize("f", [first_then_rest, next_with_a_default_in_a_while,
+                               next_of_a_generator_expression, loop_over_the_rest,
+                               next_in_a_branch])
+def test_next_on_an_iterator_made_in_the_function(f):
+    check_both_modes(f, 0.5, X)
+    check_both_modes(f, -0.8, X[::-1].copy())
+
+
+def test_next_on_a_generator_exact():
+    # 3 * 2 w d_0 + 2 w (d_1 + ... ): d/dw = 6 d_0 + 2 (d_1 + d_2 + d_3), d/dd_0 = 6 w
+    gw, gd = pb.grad(first_then_rest, argnums=(0, 1))(0.5, X)
+    np.testing.assert_allclose(gw, 6 * X[0] + 2 * np.sum(X[1:]), rtol=1e-12)
+    np.testing.assert_allclose(gd, [3.0, 1.0, 1.0, 1.0], rtol=1e-12)
+
+
+def next_past_the_end(w, data):
+    it = iter([w, w * 2.0])
+    return next(it) + next(it) + next(it)
+
+
+def iterator_passed_on(w, data):
+    rows = rows_scaled(data, w)
+    first = next(rows)
+    return first + sum_of(rows)
+
+
+def sum_of(xs):
+    return sum(xs)
+
+
+def loop_that_breaks(w, data):
+    rows = rows_scaled(data, w)
+    first = next(rows)
+    for r in rows:
+        if r > 1.0:
+            break
+    return first + next(rows, 0.0)
+
+
+def test_next_past_the_end_raises_stop_iteration():
+    with pytest.raises(StopIteration):
+        pb.grad(next_past_the_end)(0.5, X)
+
+
+@pytest.mark.parametrize("f, line", [(iterator_passed_on, "sum_of(rows)"),
+                                     (loop_that_breaks, "for r in rows:")])
+def test_other_uses_of_an_iterator_next_reads_are_refused(f, line):
+    with pytest.raises(pb.PullbackError) as err:
+        pb.grad(f)(0.5, X)
+    assert line in str(err.value) and "next()" in str(err.value)

@@ -63,6 +63,7 @@ from .dict_loops import Keyed
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
+from .next_calls import Stepped
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -92,6 +93,7 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
                     raise parsed.unsupported(
                         loop, "a generator that may run forever (`while True`)",
                         "Give the loop a condition, or yield from a finite loop.")
+    d.stepped = Stepped(fn, d)          # next(it) on an iterator made here
     fn.body = d.block(fn.body)
     return fn
 
@@ -187,6 +189,8 @@ class _Desugar:
             head = [_assign(target, _name(index), node)]
             return [self.for_range(index, it, head + body, orelse, node)]
         pre = []
+        if isinstance(it, gast.Name) and it.id in self.stepped.at:
+            it = self.stepped.rest(it, pre)            # what next() left of it
         # Python reads the sequence once: a name the loop rebinds is read before it
         self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
         if (rows := rows_loop(self, node, body, orelse)) is not None:   # itertools of values

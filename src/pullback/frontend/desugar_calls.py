@@ -148,6 +148,8 @@ class Hoist(gast.NodeTransformer):
 
     def visit_Call(self, node):
         d = self.d
+        if (stepped := d.stepped.call(node, self.pre, self.visit)) is not None:
+            return stepped                  # next(it), list(it) of an iterator made here
         if (d.is_builtin(node.func, "list") or d.is_builtin(node.func, "tuple")) \
                 and len(node.args) == 1 and not node.keywords \
                 and (items := self.iterator_items(node.args[0])) is not None:
