@@ -105,6 +105,21 @@ def zip_of_a_name_unpacked(x, b):
     return np.sum(u * v) * c + e
 
 
+def zip_kept_then_unpacked(x, b):
+    t = zip([x, x * 2], [b, b * 3])
+    ws, bs = t
+    return np.sum(ws[1] * bs[0]) + ws[0] * bs[1] @ x
+
+
+def enumerate_kept_then_unpacked_in_a_loop(x, b):
+    total = 0.0
+    for k in range(2):
+        e = enumerate([x * b, x + k])
+        (i, u), (j, v) = e
+        total = total + np.sum(u * v) * (j + k)
+    return total
+
+
 def test_zip_star_unpacked_exact():
     # 2 b sum(x) + 3 b: d/dx = 2 b, d/db = 2 sum(x) + 3
     gx, gb = pb.grad(zip_star_unpacked, argnums=(0, 1))(X, 0.5)
@@ -116,7 +131,8 @@ def test_zip_star_unpacked_exact():
 
 @pytest.mark.parametrize("f", [zip_star_unpacked, zip_unpacked_starred, list_of_zip,
                                tuple_of_enumerate, reversed_unpacked, enumerate_unpacked,
-                               zip_of_a_name_unpacked])
+                               zip_of_a_name_unpacked, zip_kept_then_unpacked,
+                               enumerate_kept_then_unpacked_in_a_loop])
 def test_iterators_unpacked_both_modes(f):
     check_both_modes(f, X, 0.5)
 
@@ -300,3 +316,104 @@ def test_other_uses_of_an_iterator_next_reads_are_refused(f, line):
     with pytest.raises(pb.PullbackError) as err:
         pb.grad(f)(0.5, X)
     assert line in str(err.value) and "next()" in str(err.value)
+
+
+# ------------------------------------------- loops over a dict a call returns, enumerate(d)
+
+def make_dict(x, w):
+    d = {"a": x * w, "b": np.sin(x)}
+    d["c"] = x ** 2
+    return d
+
+
+def make_dict_comprehension(x, w):
+    return {k: x * c + w for k, c in zip("pqr", (1.0, 2.0, 3.0))}
+
+
+def items_of_a_call(x, w):
+    total = 0.0
+    for k, v in make_dict(x, w).items():
+        total = total + np.sum(v) * len(k) * w
+    return total
+
+
+def keys_of_a_call(x, w):
+    total = 0.0
+    for k in make_dict(x, w):
+        total = total + np.sum(make_dict(x, 2.0)[k] * w)
+    return total
+
+
+def values_of_a_call_comprehension(x, w):
+    return sum(np.sum(v * v) for v in make_dict_comprehension(x, w).values())
+
+
+def enumerate_a_dict(x, w):
+    d = {"a": x * 2.0, "b": np.sin(x), "c": w * x}
+    total = 0.0
+    for i, k in enumerate(d):
+        total = total + (i + 1.0) * np.sum(d[k]) * w
+    return total
+
+
+def enumerate_a_dict_a_call_returns(x, w):
+    d = make_dict(x, w)
+    total = 0.0
+    for i, k in enumerate(d, 1):
+        if i == 2:
+            continue
+        total = total + i * np.sum(d[k] ** 2)
+    return total + i
+
+
+def enumerate_items_of_a_call(x, w):
+    out = 0.0
+    for i, (k, v) in enumerate(make_dict_comprehension(x, w).items()):
+        out = out + i * np.sum(np.cos(v))
+    return out
+
+
+@pytest.mark.parametrize("f", [items_of_a_call, keys_of_a_call, values_of_a_call_comprehension,
+                               enumerate_a_dict, enumerate_a_dict_a_call_returns,
+                               enumerate_items_of_a_call])
+def test_loops_over_dicts_both_modes(f):
+    check_both_modes(f, X, 0.5)
+
+
+def test_enumerate_a_dict_exact():
+    # 1 * 2 sum(x) w + 2 sum(sin x) w + 3 w^2 sum(x): d/dw = 2 sum(x) + 2 sum(sin x) + 6 w sum(x)
+    g = pb.grad(enumerate_a_dict, argnums=1)(X, 0.5)
+    np.testing.assert_allclose(g, 2 * np.sum(X) + 2 * np.sum(np.sin(X)) + 3 * np.sum(X),
+                               rtol=1e-12)
+
+
+def enumerate_a_dict_argument(p, w):
+    total = 0.0
+    for i, k in enumerate(p):
+        total = total + i * np.sum(p[k]) * w
+    return total
+
+
+def maybe_a_dict(x, flag):
+    if flag:
+        return {"a": x}
+    return [x, x]
+
+
+def loop_over_a_call_that_may_return_a_dict(x, w):
+    total = 0.0
+    for k in maybe_a_dict(x, True):
+        total = total + w
+    return total
+
+
+@pytest.mark.parametrize("f, args, line", [
+    (enumerate_a_dict_argument, ({"a": X, "b": X * 2}, 0.5), "for i, k in enumerate(p):"),
+    (loop_over_a_call_that_may_return_a_dict, (X, 0.5), "for k in maybe_a_dict(x, True):")])
+def test_loops_over_a_dict_not_known_from_the_source_are_refused_naming_the_line(f, args, line):
+    for run in (lambda: pb.grad(f, argnums=1)(*args),
+                lambda: pb.jvp(f, args, (np.zeros_like(X) if f is not enumerate_a_dict_argument
+                                         else {"a": X, "b": X}, 1.0))):
+        with pytest.raises(pb.PullbackError) as err:
+            run()
+        assert line in str(err.value) and "items()" in str(err.value)

@@ -59,7 +59,7 @@ from ..runtime.loop_items import index_items
 from ..runtime.statement_checks import loops_over_keys
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
-from .dict_loops import Keyed
+from .dict_loops import Keyed, _enumerate_start
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
@@ -96,21 +96,6 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
     d.stepped = Stepped(fn, d)          # next(it) on an iterator made here
     fn.body = d.block(fn.body)
     return fn
-
-
-def _enumerate_start(call):
-    """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
-    ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
-    False for another call."""
-    if any(isinstance(a, gast.Starred) for a in call.args):
-        return False
-    if len(call.args) == 1 and not call.keywords:
-        return None
-    if len(call.args) == 2 and not call.keywords:
-        return call.args[1]
-    if len(call.args) == 1 and len(call.keywords) == 1 and call.keywords[0].arg == "start":
-        return call.keywords[0].value
-    return False
 
 
 class _Desugar:
@@ -177,6 +162,8 @@ class _Desugar:
 
     def loop(self, node):
         """``for target in iterable`` as a loop over ``range``."""
+        if (counted := self.keyed.counted(node, self.namer)) is not None:
+            return counted[:1] + self.loop(counted[1])      # enumerate(d)
         own = self.keyed.loop_names(node)
         body = self.block(node.body)
         orelse = self.block(node.orelse)

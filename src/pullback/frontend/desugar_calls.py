@@ -59,6 +59,8 @@ class Hoist(gast.NodeTransformer):
             # `ws, bs = zip(*pairs)`, `first, *rest = zip(xs, ys)`: the items, read
             # into a list by the loop a comprehension runs (the adjoint reads them)
             stmt.value = self.iterator_items(stmt.value) or stmt.value
+            if isinstance(stmt.value, gast.Name) and stmt.value.id in self.d.stepped.at:
+                stmt.value = self.d.stepped.rest(stmt.value, self.pre)     # `t = zip(..)`
         return self.visit(stmt)
 
     def iterator_items(self, node):

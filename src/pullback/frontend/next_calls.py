@@ -1,10 +1,11 @@
 """``next(it)`` on an iterator the function makes: a generator of the user's
 (which pullback runs as the list of what it yields), a generator expression,
-``iter(xs)``, ``zip``, ``enumerate``, ``reversed`` or ``map``.  The iterator
-is read into a list where it is made, and a position counts what ``next``
-has taken; what reads the rest (``list(it)``, ``tuple(it)``, ``sum(it)``, a
-``for`` loop or a comprehension over it) reads the list from there on, and
-uses it up.  Every item is then read by index, so its gradient flows back
+``iter(xs)``, ``zip``, ``enumerate``, ``reversed`` or ``map`` (and such an
+iterator kept in a name and unpacked, ``t = zip(a, b)`` then ``u, v = t``).
+The iterator is read into a list where it is made, and a position counts
+what ``next`` has taken; what reads the rest (``list(it)``, ``tuple(it)``,
+``sum(it)``, an unpacking, a ``for`` loop or a comprehension over it) reads
+the list from there on, and uses it up.  Every item is then read by index, so its gradient flows back
 through indexing, in both modes::
 
     rows = rows_doubled(data)        rows = list(rows_doubled(data))
@@ -43,10 +44,10 @@ class Stepped:
 
     def __init__(self, fn, d):
         self.d, self.at = d, {}
-        nexts = [n for n in gast.walk(fn) if self.is_next(n)]
-        names = {n.args[0].id for n in nexts} - {a.id for a in fn.args.args}
-        for name in sorted(names):
-            if self.made_here(fn, name):
+        nexts = {n.args[0].id for n in gast.walk(fn) if self.is_next(n)}
+        unpacked = {s.value.id for s in _statements(fn.body) if _unpacks(s)}
+        for name in sorted((nexts | unpacked) - {a.id for a in fn.args.args}):
+            if self.made_here(fn, name) and (name in nexts or self.check_uses(fn, name, False)):
                 self.at[name] = d.namer.fresh(f"{name}_at")
                 self.check_uses(fn, name)
         if self.at:
@@ -74,13 +75,15 @@ class Stepped:
             and (any(d.is_builtin(value.func, m) for m in _MAKERS)
                  or d.is_generator_call(value)))
 
-    def check_uses(self, fn, name):
+    def check_uses(self, fn, name, refuse=True):
         """Refuse a use of the iterator ``name`` that is not a ``next``, a
-        reader of the rest, or a loop over it that reads it once."""
+        reader of the rest, an unpacking or a loop over it that reads it once
+        (without ``refuse``: whether there is none)."""
         allowed = set()
         for n in walk(fn.body):
-            if self.is_next(n) and n.args[0].id == name:
-                allowed.add(id(n.args[0]))
+            if (self.is_next(n) and n.args[0].id == name) or (_unpacks(n)
+                                                              and n.value.id == name):
+                allowed.add(id(n.args[0] if isinstance(n, gast.Call) else n.value))
             elif self.reader(n) == name:
                 allowed.add(id(n.args[0]))
             elif isinstance(n, (gast.For, gast.comprehension)) \
@@ -93,8 +96,11 @@ class Stepped:
         for n in gast.walk(fn):
             if isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load) \
                     and id(n) not in allowed:
+                if not refuse:
+                    return False
                 raise self.d.parsed.unsupported(
                     n, f"this use of `{name}`, an iterator that next() is called on", _HINT)
+        return True
 
     def reader(self, node):
         """``name`` for ``list(name)``, ``tuple(name)`` or ``sum(name)``."""
@@ -176,6 +182,12 @@ def _statements(stmts):
                 yield from _statements(getattr(s, field, None) or [])
             for h in getattr(s, "handlers", ()):
                 yield from _statements(h.body)
+
+
+def _unpacks(stmt):
+    """``a, b = it``: a statement that unpacks the name ``it``."""
+    return isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Name) \
+        and any(isinstance(t, (gast.Tuple, gast.List)) for t in stmt.targets)
 
 
 def _breaks(body):
