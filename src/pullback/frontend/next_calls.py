@@ -19,7 +19,25 @@ through indexing, in both modes::
 
 Any other use of such an iterator (passed to a function, read in a nested
 function, a loop over it that may ``break`` or that calls ``next`` on it
-too) is refused naming the line."""
+too) is refused naming the line.
+
+>>> from pullback.testing import function_from_source, desugared
+>>> print(desugared(function_from_source('''
+... def f(data, w):
+...     it = iter(data)
+...     first = next(it)
+...     return first * w + sum(it)
+... ''')))
+def f(data, w):
+    it = list(data)
+    it_at = 0
+    at = next_at(it, it_at, False)
+    it_at = at + 1
+    first = it[at]
+    at_1 = it_at
+    it_at = len(it)
+    return first * w + sum(it[at_1:])
+"""
 from __future__ import annotations
 
 import gast
