@@ -417,3 +417,23 @@ def test_loops_over_a_dict_not_known_from_the_source_are_refused_naming_the_line
         with pytest.raises(pb.PullbackError) as err:
             run()
         assert line in str(err.value) and "items()" in str(err.value)
+
+
+def counter():
+    i = 0
+    while True:
+        yield i
+        i += 1
+
+
+def indices_from_an_endless_generator(x, w):
+    c = counter()
+    a = next(c)
+    b = next(c)
+    return x[a] * x[b] * w
+
+
+def test_next_on_an_endless_generator_of_indices_runs_as_python():
+    # (not read into a list: it may not end) x0 x1 w
+    g = check_both_modes(indices_from_an_endless_generator, X, 3.0)
+    np.testing.assert_allclose(g[0], [3.0 * X[1], 3.0 * X[0], 0.0, 0.0], rtol=1e-12)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import gast
 
+from ..errors import PullbackError
 from ..ir.build import assign_at as _assign, length as _len, name as _name
 from ..rules.registry import nondifferentiable
 from ..runtime import control
@@ -88,10 +89,16 @@ class Stepped:
 
     def makes_iterator(self, value):
         d = self.d
-        return isinstance(value, gast.GeneratorExp) or (
-            isinstance(value, gast.Call) and not value.keywords
-            and (any(d.is_builtin(value.func, m) for m in _MAKERS)
-                 or d.is_generator_call(value)))
+        if isinstance(value, gast.GeneratorExp):
+            return True
+        if not isinstance(value, gast.Call) or value.keywords:
+            return False
+        if any(d.is_builtin(value.func, m) for m in _MAKERS):
+            return True
+        try:
+            return d.is_generator_call(value)
+        except PullbackError:       # one that may not end (`while True`): left as it is
+            return False
 
     def check_uses(self, fn, name, refuse=True):
         """Refuse a use of the iterator ``name`` that is not a ``next``, a

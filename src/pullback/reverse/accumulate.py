@@ -185,6 +185,7 @@ class Gradients:
     def materialize(self, name, zero_for):
         """Bind a zero gradient for ``name`` (shaped like the primal value)."""
         self.state[name] = OWNED
+        self.frozen.discard(name)
         zero = zero_for(name)
         self._note_shape(self.exact, name, zero)
         return _assign(self.var(name), zero)
@@ -194,6 +195,7 @@ class Gradients:
         state = self.state.get(name, ZERO)
         self.state[name] = OWNED
         if state == ZERO:
+            self.frozen.discard(name)
             zero = zero_for(name)
             self._note_shape(self.exact, name, zero)
             return [_assign(self.var(name), zero)]
