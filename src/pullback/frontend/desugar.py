@@ -59,7 +59,7 @@ from ..runtime.loop_items import index_items
 from ..runtime.statement_checks import loops_over_keys
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
-from .dict_loops import Keyed, _enumerate_start
+from .dict_loops import Keyed, enumerate_start
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
@@ -189,7 +189,7 @@ class _Desugar:
             mapping, method = view
             mapping = self.sequence(mapping, pre, node, check=False)
             return pre + self.keys_loop(mapping, method, target, body, orelse, node)
-        start = _enumerate_start(it) if isinstance(it, gast.Call) \
+        start = enumerate_start(it) if isinstance(it, gast.Call) \
             and self.is_builtin(it.func, "enumerate") else False
         if start is not False and isinstance(target, gast.Tuple) and len(target.elts) == 2:
             if start is not None and not isinstance(start, gast.Constant):

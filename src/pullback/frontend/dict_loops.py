@@ -55,7 +55,7 @@ import gast
 from ..ir.build import assign_at as _assign, name as _name
 from ..ir.walk import scope_nodes
 
-__all__ = ["Keyed"]
+__all__ = ["Keyed", "enumerate_start"]
 
 _SEQUENCE_NODES = (gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp, gast.JoinedStr)
 _UNDUPLICABLE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
@@ -117,7 +117,7 @@ class Keyed:
         it = node.iter
         if not (isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate")
                 and isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2
-                and (start := _enumerate_start(it)) is not False and self.is_dict(it.args[0])):
+                and (start := enumerate_start(it)) is not False and self.is_dict(it.args[0])):
             return None
         count = namer.fresh("count")
         (i, k), body = node.target.elts, node.body
@@ -188,7 +188,7 @@ class Keyed:
         return isinstance(expr, gast.Call) and not self._is_dict(expr)
 
 
-def _enumerate_start(call):
+def enumerate_start(call):
     """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
     ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
     False for another call."""
