@@ -65,7 +65,7 @@ class Hoist(gast.NodeTransformer):
 
     def iterator_items(self, node):
         """``[(a, b) for a, b in zip(xs, ys)]`` for the iterator ``zip(xs, ys)``
-        (``zip(*rows)``, ``enumerate(xs)``, ``reversed(xs)``): the list of its
+        (``zip(*rows)``, ``enumerate(xs)``, ``reversed(xs)``, ``iter(xs)``): the list of its
         items, which ``desugar`` reads by index; None for another expression."""
         d = self.d
         if not isinstance(node, gast.Call) or node.keywords:
@@ -78,9 +78,11 @@ class Hoist(gast.NodeTransformer):
         elif d.is_builtin(node.func, "enumerate") and len(node.args) in (1, 2) \
                 and not any(isinstance(a, gast.Starred) for a in node.args):
             names = [d.namer.fresh("count"), d.namer.fresh("item")]
-        elif d.is_builtin(node.func, "reversed") and len(node.args) == 1 \
-                and not isinstance(node.args[0], gast.Starred):
+        elif (d.is_builtin(node.func, "reversed") or d.is_builtin(node.func, "iter")) \
+                and len(node.args) == 1 and not isinstance(node.args[0], gast.Starred):
             names = [d.namer.fresh("item")]
+            if d.is_builtin(node.func, "iter"):
+                node = node.args[0]             # iter(xs) gives what a loop over xs reads
         else:
             return None
         target = _name(names[0], gast.Store()) if len(names) == 1 else gast.Tuple(
