@@ -94,7 +94,7 @@ class Stepped:
         if not isinstance(value, gast.Call) or value.keywords:
             return False
         if any(d.is_builtin(value.func, m) for m in _MAKERS):
-            return True
+            return len(value.args) == 1 or not d.is_builtin(value.func, "iter")  # (no sentinel)
         try:
             return d.is_generator_call(value)
         except PullbackError:       # one that may not end (`while True`): left as it is
