@@ -266,9 +266,19 @@ def next_in_a_branch(w, data):
     return first * second + sum(rows)
 
 
+def made_again_in_a_loop(w, data):
+    out = 0.0
+    for e in range(2):
+        it = iter(data * (w + e))
+        a = next(it)
+        rest = list(it)
+        out = out + a * sum(rest)
+    return out
+
+
 @pytest.mark.parametrize("f", [first_then_rest, next_with_a_default_in_a_while,
                                next_of_a_generator_expression, loop_over_the_rest,
-                               next_in_a_branch])
+                               next_in_a_branch, made_again_in_a_loop])
 def test_next_on_an_iterator_made_in_the_function(f):
     check_both_modes(f, 0.5, X)
     check_both_modes(f, -0.8, X[::-1].copy())
