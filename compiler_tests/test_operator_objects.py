@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pullback as pb
-from pullback.errors import NonDifferentiableError, PullbackError, UnsupportedSyntaxError
+from pullback.errors import UnsupportedSyntaxError
 
 X = np.array([0.3, -1.2, 2.0, 0.8])
 
@@ -112,9 +112,8 @@ def test_rows_of_a_matrix_given_to_a_library_call_leave_the_input_writable():
         cols = list(zip(*M))
         return sum(c[0] * c[1] for c in cols)
     x = X.copy()
-    with pytest.raises(PullbackError) as err:
-        pb.grad(f)(x)
-    assert isinstance(err.value, NonDifferentiableError) and "zip" in str(err.value)
+    # (list(zip(*M)) is read by index since issue 13: x0 x2 + x1 x3)
+    np.testing.assert_array_equal(pb.grad(f)(x), x[[2, 3, 0, 1]])
     assert x.flags.writeable
     x[0] = 1.0
 

@@ -250,9 +250,6 @@ XFAIL = {
     # compiler; each fails in both modes today, none with a number.
     # The fifth round's (corpus, 2026-12-02): none gives a number.
     # The sixth round's (corpus): none gives a number.
-    "layer_stack_zip": "`weights, biases = zip(*layers)` is refused naming the line "
-                       "(core.pack_like: the adjoint needs the values the used-up iterator "
-                       "gave; it was a silent zero gradient before this round)",
 }
 
 DIFFERENTIATED = [n for n in programs.NAMES if not hasattr(load(n), "refuses")]

@@ -341,26 +341,32 @@ def f(w):
         pb.hessian(f)(np.ones(6))
 
 
-# -- known gaps outside the rules: a result holding integers, indexed -------------------------
+# -- a result holding integers, indexed ------------------------------------------------------
 # The adjoint accumulates into every part of a tuple result that is indexed
 # (`r = np.unique(x, return_counts=True); r[1]`): an integer part's buffer
-# (owned_zeros: integer zeros) cannot take a float, and a namedtuple's buffer
-# (runtime.core.FieldGrads, keyed by field name) is written by position
-# (`r_bar[1] += ...`, reverse.accumulate's "simple" path).  Unpacking the
-# result (`u, c = np.unique(...)`) works; these crash (no wrong number).
+# (owned_zeros: integer zeros) cannot take a float in place, and a namedtuple's
+# (runtime.core.FieldGrads, keyed by field name) is not read by position, so
+# such a result is added into by index_add, never `r_bar[1] += g`.
 
 
-@pytest.mark.parametrize("body", [
-    "r = np.frexp(x)\n    return np.sum(r[0] * r[1])",
-    "r = np.unique(x, return_counts=True)\n    return np.sum(r[0] * r[1])",
-    pytest.param("r = np.unique_counts(x)\n    return np.sum(r[0] * r[1])", marks=numpy2),
-    pytest.param("return np.sum(np.unique_counts(x)[0])", marks=numpy2)])
-@pytest.mark.xfail(strict=True, raises=(KeyError, TypeError),
-                   reason="issue 13: adjoint accumulation into the integer or named parts of an indexed "
-                          "tuple result (owned_zeros, FieldGrads by position)")
-def test_indexed_result_with_integer_parts(body):
+XD = np.array([0.3, -1.2, 2.1, 0.7, 5.0])      # distinct: each count 1, np.unique sorts
+_E = np.frexp(XD)[1]
+
+
+@pytest.mark.parametrize("body, want", [
+    ("r = np.frexp(x)\n    return np.sum(r[0] * r[1])", _E * 2.0 ** -_E),
+    ("r = np.unique(x, return_counts=True)\n    return np.sum(r[0] * r[1])", np.ones(5)),
+    pytest.param("r = np.unique_counts(x)\n    return np.sum(r[0] * r[1] * r[0])", 2 * XD,
+                 marks=numpy2),
+    pytest.param("return np.sum(np.unique_counts(x)[0] ** 3)", 3 * XD ** 2, marks=numpy2)])
+def test_indexed_result_with_integer_parts(body, want):
+    # (was a crash, KeyError or TypeError: the adjoint added into the integer or
+    # named parts of the tuple in place, `r_bar[1] += g`; reverse.rule_adjoints now
+    # adds into a call's tuple result by index_add). sum(m e) of x = m 2^e: e 2^-e
     f = function_from_source("def f(x):\n    " + body + "\n")
-    pb.grad(f)(X)
+    np.testing.assert_allclose(pb.grad(f)(XD), want, rtol=1e-12)
+    t = np.linspace(0.5, 1.5, 5)
+    np.testing.assert_allclose(pb.jvp(f, (XD,), (t,))[1], want @ t, rtol=1e-12)
 
 
 def test_lists_of_numbers_as_arguments():

@@ -59,10 +59,11 @@ from ..runtime.loop_items import index_items
 from ..runtime.statement_checks import loops_over_keys
 from ..ir.naming import Namer
 from .desugar_calls import Hoist
-from .dict_loops import Keyed
+from .dict_loops import Keyed, enumerate_start
 from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
+from .next_calls import Stepped
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -92,23 +93,9 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
                     raise parsed.unsupported(
                         loop, "a generator that may run forever (`while True`)",
                         "Give the loop a condition, or yield from a finite loop.")
+    d.stepped = Stepped(fn, d)          # next(it) on an iterator made here
     fn.body = d.block(fn.body)
     return fn
-
-
-def _enumerate_start(call):
-    """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
-    ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
-    False for another call."""
-    if any(isinstance(a, gast.Starred) for a in call.args):
-        return False
-    if len(call.args) == 1 and not call.keywords:
-        return None
-    if len(call.args) == 2 and not call.keywords:
-        return call.args[1]
-    if len(call.args) == 1 and len(call.keywords) == 1 and call.keywords[0].arg == "start":
-        return call.keywords[0].value
-    return False
 
 
 class _Desugar:
@@ -175,6 +162,8 @@ class _Desugar:
 
     def loop(self, node):
         """``for target in iterable`` as a loop over ``range``."""
+        if (counted := self.keyed.counted(node, self.namer)) is not None:
+            return counted[:1] + self.loop(counted[1])      # enumerate(d)
         own = self.keyed.loop_names(node)
         body = self.block(node.body)
         orelse = self.block(node.orelse)
@@ -187,6 +176,8 @@ class _Desugar:
             head = [_assign(target, _name(index), node)]
             return [self.for_range(index, it, head + body, orelse, node)]
         pre = []
+        if isinstance(it, gast.Name) and it.id in self.stepped.at:
+            it = self.stepped.rest(it, pre)            # what next() left of it
         # Python reads the sequence once: a name the loop rebinds is read before it
         self.rebound = assigned_names(body + [_assign(target, gast.Constant(None, None), node)])
         if (rows := rows_loop(self, node, body, orelse)) is not None:   # itertools of values
@@ -198,7 +189,7 @@ class _Desugar:
             mapping, method = view
             mapping = self.sequence(mapping, pre, node, check=False)
             return pre + self.keys_loop(mapping, method, target, body, orelse, node)
-        start = _enumerate_start(it) if isinstance(it, gast.Call) \
+        start = enumerate_start(it) if isinstance(it, gast.Call) \
             and self.is_builtin(it.func, "enumerate") else False
         if start is not False and isinstance(target, gast.Tuple) and len(target.elts) == 2:
             if start is not None and not isinstance(start, gast.Constant):

@@ -54,7 +54,43 @@ class Hoist(gast.NodeTransformer):
             return stmt
         if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
             return stmt
+        if isinstance(stmt, gast.Assign) and any(
+                isinstance(t, (gast.Tuple, gast.List)) for t in stmt.targets):
+            # `ws, bs = zip(*pairs)`, `first, *rest = zip(xs, ys)`: the items, read
+            # into a list by the loop a comprehension runs (the adjoint reads them)
+            stmt.value = self.iterator_items(stmt.value) or stmt.value
+            if isinstance(stmt.value, gast.Name) and stmt.value.id in self.d.stepped.at:
+                stmt.value = self.d.stepped.rest(stmt.value, self.pre)     # `t = zip(..)`
         return self.visit(stmt)
+
+    def iterator_items(self, node):
+        """``[(a, b) for a, b in zip(xs, ys)]`` for the iterator ``zip(xs, ys)``
+        (``zip(*rows)``, ``enumerate(xs)``, ``reversed(xs)``, ``iter(xs)``): the list of its
+        items, which ``desugar`` reads by index; None for another expression."""
+        d = self.d
+        if not isinstance(node, gast.Call) or node.keywords:
+            return None
+        if d.is_builtin(node.func, "zip") and len(node.args) == 1 \
+                and isinstance(node.args[0], gast.Starred):
+            names = [d.namer.fresh("column")]
+        elif d.is_zip(node) and not any(isinstance(a, gast.Starred) for a in node.args):
+            names = [d.namer.fresh("item") for _ in node.args]
+        elif d.is_builtin(node.func, "enumerate") and len(node.args) in (1, 2) \
+                and not any(isinstance(a, gast.Starred) for a in node.args):
+            names = [d.namer.fresh("count"), d.namer.fresh("item")]
+        elif (d.is_builtin(node.func, "reversed") or d.is_builtin(node.func, "iter")) \
+                and len(node.args) == 1 and not isinstance(node.args[0], gast.Starred):
+            names = [d.namer.fresh("item")]
+            if d.is_builtin(node.func, "iter"):
+                node = node.args[0]             # iter(xs) gives what a loop over xs reads
+        else:
+            return None
+        target = _name(names[0], gast.Store()) if len(names) == 1 else gast.Tuple(
+            elts=[_name(n, gast.Store()) for n in names], ctx=gast.Store())
+        elt = _name(names[0]) if len(names) == 1 else gast.Tuple(
+            elts=[_name(n) for n in names], ctx=gast.Load())
+        return gast.copy_location(gast.ListComp(elt=elt, generators=[gast.comprehension(
+            target=target, iter=node, ifs=[], is_async=0)]), node)
 
     def visit_Lambda(self, node):
         return node
@@ -116,6 +152,15 @@ class Hoist(gast.NodeTransformer):
 
     def visit_Call(self, node):
         d = self.d
+        if (stepped := d.stepped.call(node, self.pre, self.visit)) is not None:
+            return stepped                  # next(it), list(it) of an iterator made here
+        if (d.is_builtin(node.func, "list") or d.is_builtin(node.func, "tuple")) \
+                and len(node.args) == 1 and not node.keywords \
+                and (items := self.iterator_items(node.args[0])) is not None:
+            # list(zip(xs, ys)): the comprehension's list (tuple(...) of it)
+            if d.is_builtin(node.func, "list"):
+                return self.visit(items)
+            node.args[0] = items
         if d.is_builtin(node.func, "sum") and node.args and not node.keywords \
                 and isinstance(node.args[0], gast.Call) \
                 and d.is_builtin(node.args[0].func, "map") and len(node.args[0].args) >= 2:

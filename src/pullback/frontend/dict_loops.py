@@ -4,8 +4,9 @@
 keys, over a sequence its items by position.  This module tells, from the
 function's own source, whether the iterated value is
 
-- certainly a dict (a display, a comprehension, ``dict(...)``, or a name
-  bound only to those): the loop runs over ``d.keys()``;
+- certainly a dict (a display, a comprehension, ``dict(...)``, a call of a
+  function of the user's that returns only those, or a name bound only to
+  those): the loop runs over ``d.keys()``;
 - taken not to be one (a list, tuple, string, slice, arithmetic, a call's
   result, or a name bound only to those): the loop reads by position
   (``indexable`` refuses a dict, a set or an iterator when it runs);
@@ -47,12 +48,14 @@ def f(p, w):
 from __future__ import annotations
 
 import collections
+import types
 
 import gast
 
+from ..ir.build import assign_at as _assign, name as _name
 from ..ir.walk import scope_nodes
 
-__all__ = ["Keyed"]
+__all__ = ["Keyed", "enumerate_start"]
 
 _SEQUENCE_NODES = (gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp, gast.JoinedStr)
 _UNDUPLICABLE = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef,
@@ -106,6 +109,24 @@ class Keyed:
             return names
         return None
 
+    def counted(self, node, namer):
+        """``for i, k in enumerate(d, start)`` over a dict as ``count = start``
+        and ``for k in d`` with ``i`` counted beside it (the two, for
+        ``desugar`` to turn the loop into an index loop); None for another
+        loop."""
+        it = node.iter
+        if not (isinstance(it, gast.Call) and self.is_builtin(it.func, "enumerate")
+                and isinstance(node.target, gast.Tuple) and len(node.target.elts) == 2
+                and (start := enumerate_start(it)) is not False and self.is_dict(it.args[0])):
+            return None
+        count = namer.fresh("count")
+        (i, k), body = node.target.elts, node.body
+        node.target, node.iter = k, it.args[0]
+        node.body = [_assign(i, _name(count), node), _assign(_name(count, gast.Store()), gast.BinOp(
+            left=_name(count), op=gast.Add(), right=gast.Constant(1, None)), node)] + body
+        first = gast.Constant(0, None) if start is None else start
+        return [_assign(_name(count, gast.Store()), first, node), node]
+
     def _all(self, expr, test):
         if not isinstance(expr, gast.Name):
             return test(expr)
@@ -122,7 +143,36 @@ class Keyed:
 
     def _is_dict(self, expr):
         return isinstance(expr, (gast.Dict, gast.DictComp)) or (
-            isinstance(expr, gast.Call) and self.is_builtin(expr.func, "dict"))
+            isinstance(expr, gast.Call) and (self.is_builtin(expr.func, "dict")
+                                             or self._returns_dict(expr)))
+
+    _asked = set()          # the functions being read (a recursive one returns no dict)
+
+    def _returns_dict(self, call):
+        """``call`` calls a function of the user's (a global or a closure
+        value) each of whose ``return`` statements returns a dict."""
+        from ..analyses.callable_facts import static_value
+        from ..errors import PullbackError
+        from .parse import parse
+        fn = static_value(call.func, self.parsed)
+        if not isinstance(fn, types.FunctionType) or fn in Keyed._asked \
+                or getattr(fn, "__module__", "").startswith("pullback"):
+            return False
+        try:
+            parsed = parse(fn)
+        except PullbackError:
+            return False
+        returns = [n.value for n in scope_nodes(parsed.tree) if isinstance(n, gast.Return)]
+        if not returns or any(v is None for v in returns):
+            return False
+        Keyed._asked.add(fn)
+        try:
+            inner = Keyed(parsed.tree, parsed, lambda node, name: isinstance(node, gast.Name)
+                          and node.id == name and name not in parsed.globals
+                          and name not in parsed.closure)
+            return all(inner.is_dict(v) for v in returns)
+        finally:
+            Keyed._asked.discard(fn)
 
     def _is_sequence(self, expr):
         if isinstance(expr, _SEQUENCE_NODES):
@@ -136,3 +186,18 @@ class Keyed:
         # a call's result (but dict(...)): read by position, as before (a function
         # building a list of layers is followed by frontend.state_calls in that form)
         return isinstance(expr, gast.Call) and not self._is_dict(expr)
+
+
+def enumerate_start(call):
+    """The ``start`` of ``enumerate(seq)``, ``enumerate(seq, k)`` or
+    ``enumerate(seq, start=k)``: None for the first, the expression ``k``;
+    False for another call."""
+    if any(isinstance(a, gast.Starred) for a in call.args):
+        return False
+    if len(call.args) == 1 and not call.keywords:
+        return None
+    if len(call.args) == 2 and not call.keywords:
+        return call.args[1]
+    if len(call.args) == 1 and len(call.keywords) == 1 and call.keywords[0].arg == "start":
+        return call.keywords[0].value
+    return False

@@ -66,8 +66,8 @@ def _library(fn):
 
 
 def _known_method(name):
-    """A method of arrays (with a rule, or non-differentiable) or of the
-    builtin containers, which stores no attribute."""
+    """A method of arrays (with a rule, or non-differentiable), of the
+    builtin containers or of a namedtuple, which stores no attribute."""
     from ..rules.registry import is_nondifferentiable, lookup
     if name in _CONTAINER_METHODS:
         return True
@@ -76,7 +76,8 @@ def _known_method(name):
 
 
 _CONTAINER_METHODS = frozenset(
-    n for t in (list, tuple, dict, str, set) for n in dir(t) if not n.startswith("_"))
+    n for t in (list, tuple, dict, str, set) for n in dir(t) if not n.startswith("_")) | {
+    "_replace", "_asdict"}      # a namedtuple's: a new object, a new dict
 
 
 def walk(stmts):

@@ -88,6 +88,9 @@ class Gradients:
         self.names = {}        # primal name -> the variable holding it now
         self.state = {}        # primal name -> ZERO | OWNED | SHARED
         self.exact = set()     # names whose buffer has exactly the primal's shape
+        # owned names whose value may be immutable (a callee's gradient of a
+        # namedtuple, a sum of two): made updatable before an indexed add
+        self.frozen = set()
 
     # -- states ----------------------------------------------------------------
 
@@ -128,15 +131,16 @@ class Gradients:
         self.exact.discard(name)
 
     def snapshot(self):
-        return dict(self.state), dict(self.names), set(self.exact)
+        return dict(self.state), dict(self.names), set(self.exact), set(self.frozen)
 
     def restore(self, snap):
         self.state, self.names, self.exact = dict(snap[0]), dict(snap[1]), set(snap[2])
+        self.frozen = set(snap[3])
 
     def merge(self, a, b, zero_for):
         """States after an ``if`` whose branches ended in snapshots ``a`` and
         ``b``; returns the statements each branch must append so both agree."""
-        (sa_all, na, ea), (sb_all, nb, eb) = a, b
+        (sa_all, na, ea, fa), (sb_all, nb, eb, fb) = a, b
         ea, eb = set(ea), set(eb)
         plain_zero = zero_for
 
@@ -167,7 +171,7 @@ class Gradients:
             merged[name] = ZERO if sa == sb == ZERO else (
                 OWNED if sa == sb == OWNED else SHARED)
             names[name] = va or self.stable_var(name)
-        return (merged, names, ea & eb), fix_a, fix_b
+        return (merged, names, ea & eb, set(fa) | set(fb)), fix_a, fix_b
 
     def _note_shape(self, exact, name, expr, shaped=False):
         """Record in ``exact`` whether the buffer ``expr`` now bound for
@@ -181,6 +185,7 @@ class Gradients:
     def materialize(self, name, zero_for):
         """Bind a zero gradient for ``name`` (shaped like the primal value)."""
         self.state[name] = OWNED
+        self.frozen.discard(name)
         zero = zero_for(name)
         self._note_shape(self.exact, name, zero)
         return _assign(self.var(name), zero)
@@ -190,10 +195,16 @@ class Gradients:
         state = self.state.get(name, ZERO)
         self.state[name] = OWNED
         if state == ZERO:
+            self.frozen.discard(name)
             zero = zero_for(name)
             self._note_shape(self.exact, name, zero)
             return [_assign(self.var(name), zero)]
+        if state == OWNED and name in self.frozen:
+            self.frozen.discard(name)
+            return [_assign(self.var(name), _call(self.helper(
+                "updatable", runtime.updatable), _name(self.var(name))))]
         if state == SHARED:
+            self.frozen.discard(name)
             # a list's: a list (a reduction's rule, `np.sum(items)`, gives it an array)
             listed = getattr(self.kinds.get(name), "shape", None) == "container"
             helper = "owned_items" if listed else "owned_copy"
@@ -212,12 +223,15 @@ class Gradients:
         if alias_of is not None and self.state.get(alias_of) == OWNED:
             self.state[alias_of] = SHARED
         var = self.var(name)
+        kind = self.kinds.get(name)
+        self.frozen.discard(name)
+        if kind is None or not kind.is_number:
+            self.frozen.add(name)
         if not self.bound(name):
             self.state[name] = OWNED if fresh else SHARED
             self._note_shape(self.exact, name, expr, shaped)
             out.append(_assign(var, expr))
             return
-        kind = self.kinds.get(name)
         if kind is not None and kind.is_number:
             if self.inplace and self.state[name] == OWNED and name in self.exact \
                     and self.whole_in_place is not None and self.whole_in_place(name):

@@ -194,8 +194,10 @@ class LoopAdjoint:
             for n in restart:
                 if n in self.ctx.active and not self.ctx.grads.bound(n):
                     body.adjoint.append(self.ctx.grads.materialize(n, zero_like))
-            weaker = [n for n in touched if entry[0].get(n) == OWNED
-                      and self.ctx.grads.state.get(n) != OWNED] if rounds == 0 else []
+            weaker = [n for n in touched if entry[0].get(n) == OWNED and (
+                self.ctx.grads.state.get(n) != OWNED or (n in self.ctx.grads.frozen
+                                                         and n not in entry[3]))
+                      ] if rounds == 0 else []
             # every iteration must begin as the first did: a buffer whose shape
             # is known on entry but not when the body's adjoint ends is not
             # known on entry either
@@ -209,7 +211,7 @@ class LoopAdjoint:
             for n in weaker:
                 self.ctx.grads.state[n] = SHARED
             self.ctx.grads.exact -= lost
-            entry = (entry[0], entry[1], set(self.ctx.grads.exact))
+            entry = (entry[0], entry[1], set(self.ctx.grads.exact), entry[3])
             block.children.remove(body)
         self.ctx.grads.exact &= entry[2]
         # a loop may run no times: after it a buffer is owned only if it was

@@ -36,6 +36,7 @@ import numpy as np
 from ..again import transforming_again
 from .. import runtime
 from ..analyses.kinds import Shape
+from ..analyses.ops import OpKind
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..errors import NonDifferentiableError
 from ..frontend.spelling import spelled
@@ -109,11 +110,32 @@ class RuleAdjoints:
                   and self.ctx.nothing_complex() and (
                       (kind.shape is Shape.ARRAY and kind.dtype == "float64" and self.ctx.float64)
                       or (kind.shape in (Shape.ARRAY, Shape.NUMBER) and kind.dtype is None
-                          and self.ctx.typed and self.ctx.all_float64())))
+                          and self.ctx.typed and self.ctx.all_float64()
+                          and not self.may_hold_parts(x.id))))
         self.ctx.grads.add_indexed(out, x.id, index, g, self.ctx.zero_buffer, simple,
                                    clone(op.bound["b"]))
         self.ctx.indexed.add(x.id)
         return True
+
+    def may_hold_parts(self, name):
+        """``name`` may be a tuple of parts (``np.frexp(x)``, ``np.unique(x,
+        return_counts=True)``, a namedtuple of ``np.unique_counts``), some of
+        them integers, which ``name_bar[i] += g`` cannot take: the value of a
+        ufunc of several outputs, of a call with a ``return_...`` flag (or
+        ``full``...), of a NumPy function that returns a tuple, or of a call
+        without a rule."""
+        for s in self.ctx.definitions(name):
+            op = self.ctx.ops.get(id(s))
+            if op is None or op.kind in (OpKind.COPY, OpKind.FIELD, OpKind.SETITEM):
+                continue
+            prim, node = op.primitive, op.node
+            if op.kind is not OpKind.RULE or getattr(prim, "nout", 1) > 1 \
+                    or getattr(prim, "__name__", None) in _TUPLE_RESULTS or (
+                    isinstance(node, gast.Call) and any(
+                        (k.arg or "").startswith("return_") or k.arg in _TUPLE_FLAGS
+                        for k in node.keywords)):
+                return True
+        return False
 
     def basic_index(self, node):
         """An index NumPy treats as basic (no repeats): ints, slices, None."""
@@ -214,6 +236,15 @@ class RuleAdjoints:
 
 from ..rules.registry import OWNED as _FRESH_NUMPY  # noqa: E402  (declared beside each rule: facts)
 _PASS_FIRST = {runtime.unbroadcast, runtime.realify}
+
+
+# NumPy functions whose result is a tuple (or a namedtuple) of arrays
+_TUPLE_RESULTS = frozenset({
+    "unique_all", "unique_counts", "unique_inverse", "histogram", "histogram2d",
+    "histogramdd", "meshgrid", "broadcast_arrays", "nonzero", "divmod", "eig", "eigh",
+    "svd", "qr", "slogdet", "lstsq", "split", "array_split", "hsplit", "vsplit", "dsplit",
+    "gradient", "ix_", "unravel_index", "tril_indices", "triu_indices"})
+_TUPLE_FLAGS = ("full", "cov", "retstep", "sparse")     # (polyfit, linspace, indices)
 
 
 def _is_none(node):

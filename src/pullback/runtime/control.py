@@ -52,7 +52,7 @@ __all__ = ["context_enter", "context_exit", "open_contexts", "close_contexts",
            "entered_count", "take_entered", "attempt", "star_call", "spread", "nested_value",
            "list_index",
            "expire_value", "check_live",
-           "sort_order", "zip_length", "reduce_start", "caught_exception",
+           "sort_order", "zip_length", "reduce_start", "caught_exception", "next_at",
            "dict_set", "dict_set_in_place", "dict_merge", "dict_setdefault", "item_rebinds", "loop_keys",
            "pick_index", "dict_set_grads", "dict_setdefault_grads", "dict_merge_grads"]
 
@@ -285,3 +285,14 @@ def list_index(seq, index):
     if isinstance(index, int) and not isinstance(index, bool) and -n <= index < 0:
         return index + n
     return index
+
+
+def next_at(items, at, has_default=False):
+    """The position ``next(it)`` reads, for an iterator read into the list
+    ``items`` and ``at`` items in (``frontend.next_calls``): ``StopIteration``
+    past the end, as ``next`` raises, or ``len(items)`` with a default."""
+    if at < len(items):
+        return at
+    if has_default:
+        return len(items)
+    raise StopIteration

@@ -26,7 +26,7 @@ from .structures import (_NO_GRADIENT, _computed_attribute, _entry, _held, attri
 
 __all__ = ["unbroadcast", "project", "zeros_like", "unreduce", "realify", "pack_like",
            "add_cotangents", "meta", "Meta", "FieldGrads", "join_grads", "repeat_grads",
-           "per_output"]
+           "per_output", "updatable"]
 
 
 def join_grads(g, x, y):
@@ -406,6 +406,27 @@ class FieldGrads(dict):
         out.of = type(x)
         return out
 
+
+
+def updatable(g):
+    """``g`` as a buffer ``index_add`` can update by position or field: a
+    tuple's entries in a list, a namedtuple's or a dataclass's in a
+    ``FieldGrads`` (a callee's gradient, a sum of two are immutable); any
+    other ``g`` itself.  The entries are not copied: ``index_add`` replaces
+    them, it never writes into them.
+
+    >>> import collections
+    >>> updatable(collections.namedtuple("P", "w b")(1.0, 2.0))
+    {'w': 1.0, 'b': 2.0}
+    """
+    if type(g) is tuple:
+        return list(g)
+    if isinstance(g, tuple) and hasattr(g, "_fields") or (
+            dataclasses.is_dataclass(g) and not isinstance(g, type)):
+        out = FieldGrads(fields_of(g))
+        out.of = type(g)
+        return out
+    return g
 
 
 def _project_structure(g, x, copy):
