@@ -108,9 +108,10 @@ _caller_primals = {}
 
 _CALLER_POSITIONAL = """\
 def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
-    # the last hit, one tuple (threads): the argument types, then the Loaded,
-    # its primal and its Bindings, read by position (no tuple of types made
-    # and compared, no attribute lookup on the Loaded)
+    # the last hit, one tuple (threads): the argument types, then the
+    # Loaded's adjoint, the Loaded, its primal and its Bindings, read by
+    # position (no tuple of types made and compared, no attribute lookup on
+    # the Loaded)
     last = [None]
 
     def primal(PARAMS):
@@ -123,15 +124,15 @@ def make(bind, call_primal, run_primal, scalar_cache, mask, inplace):
                     _unwind(False, 0, 0, err)
                     hit[-3].annotate(err)
                     raise
-                return out, RESULT(hit[-3])
+                return out, FAST(hit[-4], hit[-3])
             return SLOW(run_primal(hit[-3], (PARAMS,), mask))
         types_ = TYPES
         entry = scalar_cache.get((types_, mask, False, inplace))
         if entry is not None and entry[1].current():
-            last[0] = types_ + (entry[0], entry[0].primal, entry[1])
-            if control.blocks_used:
-                return SLOW(run_primal(entry[0], (PARAMS,), mask))
             loaded = entry[0]
+            last[0] = types_ + (loaded.adjoint, loaded, loaded.primal, entry[1])
+            if control.blocks_used:
+                return SLOW(run_primal(loaded, (PARAMS,), mask))
             try:
                 out, res = loaded.primal(PARAMS)
             except Exception as err:
@@ -173,10 +174,13 @@ def _caller_primal(n, positional=False, compact=False):
                 if 0 <= n <= 64 else "tuple(map(type, args))"
             text = _CALLER_PRIMAL.replace("TYPES", types_)
         if compact:     # the adjoint itself, or one that runs under the errstate entered
+            text = text.replace("FAST(hit[-4], hit[-3])", "((hit[-4], res) if not "
+                                "control.blocks_used else _late(hit[-3], res))")
             text = re.sub(r"RESULT\((.*?)\)\n",
                           r"((\1.adjoint, res) if not control.blocks_used else _late(\1, res))\n",
                           text).replace("SLOW(", "_compacted(")
         else:
+            text = re.sub(r"FAST\(.*?\)\n", "RESULT(hit[-3])\n", text)
             text = re.sub(r"RESULT\((.*?)\)\n", r"(\1, res, mask, n, _settle(0, 0) "
                           r"if control.blocks_used else None)\n", text)
             text = re.sub(r"SLOW\((.*)\)\n", r"\1\n", text)

@@ -14,9 +14,14 @@ imports only ``pullback.runtime``)::
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
+import types
 
 import numpy as np
+
+from .calls import _HOOKS, _hook
 
 __all__ = ["arguments_apart", "result_apart", "number_argument", "view_of", "alias_of",
            "held_array_write", "held_arrays_apart", "follow_path", "instance_attribute",
@@ -135,7 +140,6 @@ def _held_arrays(values, limit=2000):
 
 
 def _attributes(obj):
-    import types
     if isinstance(obj, (types.ModuleType, types.FunctionType, types.MethodType,
                         types.BuiltinFunctionType)):
         return []
@@ -221,9 +225,6 @@ def _method_writes(obj, name):
     """``(attribute chain, source line, array)`` of each write the method
     ``name`` of ``obj``'s class makes into an array ``obj`` holds
     (``self.w[0] = v``), also through the methods it calls on ``self``."""
-    import inspect
-    import types
-    from .calls import _hook
     fn = inspect.getattr_static(type(obj), name, None)
     if not isinstance(fn, types.FunctionType):
         return []
@@ -246,9 +247,6 @@ def unseen_method_write(obj, name):
     self.total + x``): the value would go into ``obj`` with no gradient, and
     the reads of it after the call would be differentiated as constants (was
     a zero gradient)."""
-    import inspect
-    import types
-    from .calls import _HOOKS
     found = [w for w in _method_writes(obj, name) if isinstance(w[2], np.ndarray)]
     if found:
         chain, line, _ = found[0]
@@ -334,8 +332,6 @@ def unwrapped(fn, kwargs=None):
     """``(function, leading arguments, keywords)``: the function under the
     partials and bound methods ``fn`` wraps, with the arguments they hold
     (``kwargs`` added after a partial's own keywords)."""
-    import functools
-    import types
     first, kwargs = [], dict(kwargs or {})
     while isinstance(fn, (functools.partial, types.MethodType)):
         if isinstance(fn, functools.partial):
@@ -348,14 +344,18 @@ def unwrapped(fn, kwargs=None):
 
 def held_writes_of_value(fn, args, kwargs, *arguments):
     """``held_arrays_apart`` for a call of a function value (``g = hh; g(p)``),
-    whose function is known only when the call runs."""
-    import inspect
-    import types
-    from .calls import _hook
-    fn, first, kwargs = unwrapped(fn, kwargs)
-    if not isinstance(fn, types.FunctionType) or getattr(fn, "__pullback_variant__", None):
+    whose function is known only when the call runs.  Generated code calls
+    this before every such call, so a plain function that writes nothing
+    through its parameters (what ``held_writes`` finds is kept per function)
+    costs a type test, an attribute test and the hook's dictionary lookup."""
+    first = ()
+    if type(fn) is not types.FunctionType:
+        fn, first, kwargs = unwrapped(fn, kwargs)
+        if not isinstance(fn, types.FunctionType):
+            return
+    if getattr(fn, "__pullback_variant__", None):
         return
-    found = _hook("held_writes")(fn)
+    found = (_HOOKS.get("held_writes") or _hook("held_writes"))(fn)
     if not found:
         return
     try:
