@@ -1,0 +1,256 @@
+"""Findings of the seventh corpus round (issue 13): the smallest reproductions
+of what the new programs in ``compiler_tests/programs/`` and the probes
+written around them found.
+
+Each gradient is checked against exact values (the functions are linear or
+quadratic in the value differentiated), so the tests can fail.  Strict xfails
+are findings in files this round does not own; each names the owner's file in
+its reason and turns into a failure the moment the fix lands: remove the
+mark then.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import pullback as pb
+
+
+X = np.array([0.7, -0.4, 1.3, 0.25])
+
+
+def refused_at(f, line_text, *args):
+    """``pb.grad(f)`` raises a PullbackError naming the line holding ``line_text``."""
+    import inspect
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(f)(*args)
+    lines, start = inspect.getsourcelines(f)
+    lineno = start + next(i for i, t in enumerate(lines) if line_text in t)
+    assert f"line {lineno}" in str(info.value), str(info.value)
+    return str(info.value)
+
+
+# ------------------------------------------- appends to a list another name holds
+# `b = a; b.append(v)` grew the one list both names hold, but the gradient of
+# `sum(a)` never reached `v`: a silent zero (in a loop, an all-zero gradient).
+# analyses/item_stores.py now refuses the append, naming the other holder.
+
+
+def append_through_alias(x):
+    a = [x[0]]
+    b = a
+    b.append(x[1] * 5.0)
+    return sum(a)
+
+
+def append_to_alias_in_loop(x):
+    acc = []
+    view = acc
+    for v in x:
+        view.append(v * 2.0)
+    return sum(acc)
+
+
+def append_after_packing(x):
+    inner = [x[0]]
+    outer = [inner, 1.0]
+    inner.append(x[1] * 5.0)
+    return sum(outer[0])
+
+
+def append_after_dict_holds_it(x):
+    inner = [x[0]]
+    d = {"xs": inner}
+    inner.append(x[1] * 5.0)
+    return sum(d["xs"])
+
+
+def rows_appended_before_filled(x):
+    rows = []
+    for i in range(2):
+        row = []
+        rows.append(row)
+        for j in range(2):
+            row.append(x[2 * i + j] * (j + 1.0))
+    return sum(sum(r) for r in rows)
+
+
+@pytest.mark.parametrize("f, line", [
+    (append_through_alias, "b.append"),
+    (append_to_alias_in_loop, "view.append"),
+    (append_after_packing, "inner.append"),
+    (append_after_dict_holds_it, "inner.append"),
+    (rows_appended_before_filled, "row.append"),
+])
+def test_append_to_a_list_another_name_holds_is_refused(f, line):
+    message = refused_at(f, line, X)
+    assert "holds the same list" in message
+
+
+def append_then_alias(x):
+    a = [x[0]]
+    a.append(x[1] * 5.0)
+    b = a
+    return sum(b)
+
+
+def rows_filled_then_appended(x):
+    rows = []
+    for i in range(2):
+        row = []
+        for j in range(2):
+            row.append(x[2 * i + j] * (j + 1.0))
+        rows.append(row)
+    return sum(sum(r) for r in rows)
+
+
+def alias_rebound_before_append(x):
+    a = [x[0]]
+    b = a
+    a = []
+    a.append(x[1] * 5.0)
+    return sum(a) + 2.0 * sum(b)
+
+
+def copied_list(x):
+    a = [x[0]]
+    b = list(a)
+    b.append(x[1] * 5.0)
+    return sum(a) + 2.0 * sum(b)
+
+
+@pytest.mark.parametrize("f, expected", [
+    (append_then_alias, [1.0, 5.0, 0.0, 0.0]),
+    (rows_filled_then_appended, [1.0, 2.0, 1.0, 2.0]),
+    (alias_rebound_before_append, [2.0, 5.0, 0.0, 0.0]),
+    (copied_list, [3.0, 10.0, 0.0, 0.0]),
+])
+def test_lists_held_by_one_name_while_they_grow_are_followed(f, expected):
+    np.testing.assert_allclose(pb.grad(f)(X), expected, rtol=1e-12)
+
+
+def _same(lst):
+    return lst
+
+
+def append_through_returned_alias(x):
+    a = [x[0]]
+    b = _same(a)
+    b.append(x[1] * 5.0)
+    return sum(a)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: a list a user function hands back (`b = "
+                   "same(a)`) is the caller's list; an append to it is not refused and the "
+                   "gradient through `a` misses the appended value (analyses/item_stores.py "
+                   "does not know what a call returns; gives [1, 0, 0, 0])")
+def test_append_through_a_list_a_function_returns():
+    try:
+        g = pb.grad(append_through_returned_alias)(X)
+    except pb.PullbackError:
+        return
+    np.testing.assert_allclose(g, [1.0, 5.0, 0.0, 0.0])
+
+
+# -------------------------------- generators and map run when they are consumed
+# A generator expression (or `map`) reads its free variables when it is
+# consumed, not when it is made; pullback runs it where it is written, so a
+# variable rebound between the two gives another value and another gradient,
+# silently (frontend/desugar.py, unpack's).
+
+
+def lazy_generator(x):
+    s = x[0]
+    gen = (s * v for v in x[1:])
+    s = x[1] * 3.0
+    return sum(gen)
+
+
+def lazy_map(x):
+    k = 1.0
+    m = map(lambda v: v * k, x)
+    k = 4.0
+    return sum(m)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: a generator expression bound to a name is "
+                   "run where it is written, not where it is consumed: a variable rebound in "
+                   "between gives a wrong value (0.805 for -1.38) and gradient "
+                   "(frontend/desugar.py: refuse, or desugar at the consumer)")
+def test_generator_reads_variables_when_consumed():
+    try:
+        value, g = pb.value_and_grad(lazy_generator)(X)
+    except pb.PullbackError:
+        return
+    assert value == lazy_generator(X)
+    np.testing.assert_allclose(g, [0.0, 3.0 * np.sum(X[1:]) + 3.0 * X[1], 3.0 * X[1],
+                                   3.0 * X[1]])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: `map(lambda v: v * k, x)` consumed after `k` "
+                   "is rebound: value 1.85 for 7.4 and gradient 1 for 4 "
+                   "(frontend/desugar.py)")
+def test_map_reads_variables_when_consumed():
+    try:
+        value, g = pb.value_and_grad(lazy_map)(X)
+    except pb.PullbackError:
+        return
+    assert value == lazy_map(X)
+    np.testing.assert_allclose(g, [4.0] * 4)
+
+
+# ------------------------------------------------------------- crashes, refusals
+
+
+class Slotted:
+    __slots__ = ("w",)
+
+    def __init__(self, w):
+        self.w = w
+
+    def scaled(self, s):
+        return Slotted(self.w * s)
+
+
+def slotted_objects(x):
+    return np.sum(Slotted(x).scaled(2.0).w ** 2)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: a class with __slots__ built inside the "
+                   "function crashes (TypeError: vars() argument must have __dict__ attribute, "
+                   "driver/dispatch.py dynamic_method_call)")
+def test_slotted_class():
+    np.testing.assert_allclose(pb.grad(slotted_objects)(X), 8.0 * X)
+
+
+@dataclasses.dataclass
+class Layer:
+    W: np.ndarray
+
+    def __call__(self, x):
+        return np.tanh(x @ self.W)
+
+
+class PlainLayer:
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, x):
+        return np.tanh(x @ self.W)
+
+
+def call_dataclass_layer(W, x):
+    return np.sum(Layer(W)(x))
+
+
+def call_plain_layer(W, x):
+    return np.sum(PlainLayer(W)(x))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: calling an instance of a dataclass with "
+                   "__call__ built from the values differentiated is refused as 'a function "
+                   "value' while the same plain class is followed (frontend/instances.py)")
+def test_callable_dataclass_built_inside():
+    W, x = 0.3 * np.ones((2, 2)), np.arange(2.0)
+    np.testing.assert_allclose(pb.grad(call_dataclass_layer)(W, x),
+                               pb.grad(call_plain_layer)(W, x))
