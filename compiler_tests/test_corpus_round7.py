@@ -199,6 +199,26 @@ def test_map_reads_variables_when_consumed():
     np.testing.assert_allclose(g, [4.0] * 4)
 
 
+def map_before_a_write(x):
+    y = x * 1.0
+    m = map(np.sin, y)
+    y[0] = 2.0 * x[1]
+    return sum(m)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: `map(np.sin, y)` consumed after a write into "
+                   "`y`: the write is not seen (gradient cos(x0) for 0 at x0, "
+                   "frontend/desugar.py)")
+def test_map_sees_a_write_made_before_it_is_consumed():
+    try:
+        value, g = pb.value_and_grad(map_before_a_write)(X)
+    except pb.PullbackError:
+        return
+    assert value == map_before_a_write(X)
+    np.testing.assert_allclose(g, [0.0, np.cos(X[1]) + 2.0 * np.cos(2.0 * X[1]),
+                                   np.cos(X[2]), np.cos(X[3])])
+
+
 # ------------------------------------------------------------- crashes, refusals
 
 
@@ -254,3 +274,30 @@ def test_callable_dataclass_built_inside():
     W, x = 0.3 * np.ones((2, 2)), np.arange(2.0)
     np.testing.assert_allclose(pb.grad(call_dataclass_layer)(W, x),
                                pb.grad(call_plain_layer)(W, x))
+
+
+def reduction_into_a_zero_d_out(x):
+    out = np.zeros(())
+    np.sum(x ** 2, out=out)
+    return float(out)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: `np.sum(v, out=out)` into a 0-d array read "
+                   "back by float(out) crashes in the adjoint (TypeError: 'float' object does "
+                   "not support item assignment, at `out_bar[...] = 0`; "
+                   "frontend/out_arguments.py)")
+def test_reduction_into_a_zero_d_out_array():
+    np.testing.assert_allclose(pb.grad(reduction_into_a_zero_d_out)(X), 2.0 * X)
+
+
+def polynomial_features(x):
+    return sum((k + 1.0) * np.sum(x ** k) for k in range(4))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: the Hessian of `x ** k` with `k` an int "
+                   "variable is NaN where x < 0: forward over reverse gives the int residual "
+                   "`k` a zero tangent and adds `k_dot * x ** k * np.log(x)` = 0 * nan "
+                   "(rules/operators.py pow's forward rule, forward/rule_tangents.py)")
+def test_hessian_of_a_power_with_an_int_variable_exponent():
+    expected = np.diag(sum((k + 1.0) * k * (k - 1) * X ** max(k - 2, 0) for k in range(2, 4)))
+    np.testing.assert_allclose(pb.hessian(polynomial_features)(X), expected, rtol=1e-12)
