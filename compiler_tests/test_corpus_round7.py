@@ -301,3 +301,17 @@ def polynomial_features(x):
 def test_hessian_of_a_power_with_an_int_variable_exponent():
     expected = np.diag(sum((k + 1.0) * k * (k - 1) * X ** max(k - 2, 0) for k in range(2, 4)))
     np.testing.assert_allclose(pb.hessian(polynomial_features)(X), expected, rtol=1e-12)
+
+
+def complex_from_real_slices(x):
+    z = x[:2] + 1j * x[2:]
+    return np.sum(np.abs(z) ** 2)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: a slice of a real argument in complex "
+                   "arithmetic (`x[:2] + 1j * x[2:]`, `x[:2] * (1 + 1j)`) crashes in the "
+                   "in-place adjoint: `x_bar[2:] += x_item_bar` of a complex cotangent into "
+                   "the real buffer (UFuncOutputCastingError); out of place projects it and "
+                   "gives 2x (reverse/accumulate.py)")
+def test_complex_built_from_real_slices():
+    np.testing.assert_allclose(pb.grad(complex_from_real_slices)(X), 2.0 * X)
