@@ -402,3 +402,26 @@ def checkpointed_counter(x):
 def test_checkpointed_function_computing_another_result_again_is_refused():
     with pytest.raises(pb.NonDifferentiableError, match="gave another result"):
         pb.grad(checkpointed_counter)(X)
+
+
+def forward_dropout(x):
+    return np.sum(x * (np.random.rand(4) > 0.5) * W4)
+
+
+def forward_partials_of_dropout(x, store):
+    return pb.forward(forward_dropout, store=store)(x) * 2.0
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_forward_partials_of_a_function_drawing_numbers_see_one_draw(store):
+    """pb.forward runs the tangent function once per input: each run drew
+    another mask (store=False: the adjoint's runs too), and the partials
+    were the other masks'."""
+    for seed in range(3):
+        np.random.seed(seed)
+        value, g = pb.value_and_grad(forward_partials_of_dropout)(np.ones(4), store)
+        after = np.random.rand()
+        np.random.seed(seed)
+        mask = np.random.rand(4) > 0.5
+        assert value == 2.0 * np.sum(W4 * mask) and after == np.random.rand()
+        np.testing.assert_array_equal(g, 2.0 * W4 * mask)

@@ -221,7 +221,19 @@ class ForwardPartials(_Made):
         along the leaf's ``k``-th element (along its real and imaginary
         parts for a complex leaf: the gradient's convention, JAX's)."""
         wrt = self._wrt(args, wrt)
-        run = self._tangent_runner()
+        tangent_run = self._tangent_runner()
+        replay = _Replay(self.fun, args)
+
+        def run(args, wrt, tangents):
+            # each run draws what the first drew (dropout: one mask for every partial)
+            if replay.first is not None:
+                replay.rewind()
+            o, o_dot = tangent_run(args, wrt, tangents)
+            if replay.first is None:
+                replay.first = _summary(o)
+            else:
+                replay.check(self, o)
+            return o, o_dot
         zeros = {i: runtime.zeros_like(args[i]) for i in wrt}
         out, done = None, False
         partials = {}
@@ -267,16 +279,23 @@ class _Replay:
         self.states = [_state(g) for g in self.generators]
         self.first = None
 
-    def again(self, handle, run):
-        now = [_state(g) for g in self.generators]
+    def rewind(self):
         for g, state in zip(self.generators, self.states):
             _set_state(g, state)
+
+    def again(self, handle, run):
+        now = [_state(g) for g in self.generators]
+        self.rewind()
         try:
             result = run()
         finally:
             for g, state in zip(self.generators, now):
                 _set_state(g, state)
-        if not _same_summary(self.first, _summary(result[0])):
+        self.check(handle, result[0])
+        return result
+
+    def check(self, handle, out):
+        if not _same_summary(self.first, _summary(out)):
             from .errors import NonDifferentiableError
             api = "pb.checkpoint" if isinstance(handle, Checkpoint) else "pb.forward"
             name = getattr(handle.fun, "__name__", "the function")
@@ -286,7 +305,6 @@ class _Replay:
                 "since), so the gradient would belong to another result.",
                 hint=f"Draw the random numbers outside `{name}` and pass them in, or pass the "
                      f"generator as an argument; or call `{name}` without {api}.")
-        return result
 
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
