@@ -255,7 +255,7 @@ XFAIL = {
                        "gave; it was a silent zero gradient before this round)",
     # The seventh round's (corpus7): refusals naming their line; none gives a number.
     "quaternion_attitude": "`self / self.norm()`: operators of the user's class refused; then __slots__ crashes",
-    "multitask_defaultdict": "`defaultdict(float)` refused as 'an array', `d.setdefault(k, []).append(r)` refused",
+    "multitask_defaultdict": "`d.setdefault(k, []).append(r)` is refused; then stores into `defaultdict(float)`",
     "walrus_newton_implicit": "an assignment expression (`:=`) in a loop test is refused",
     "dataclass_weightnorm": "a dataclass with `__call__` built from the weights is refused; then `match`",
     "batch_container_protocol": "`params[\"w\"]` of a class's own `__getitem__` refused; then `for` over `__iter__`",
