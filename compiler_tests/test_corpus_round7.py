@@ -8,6 +8,7 @@ are findings in files this round does not own; each names the owner's file in
 its reason and turns into a failure the moment the fix lands: remove the
 mark then.
 """
+import collections
 import dataclasses
 
 import numpy as np
@@ -425,3 +426,39 @@ def test_forward_partials_of_a_function_drawing_numbers_see_one_draw(store):
         mask = np.random.rand(4) > 0.5
         assert value == 2.0 * np.sum(W4 * mask) and after == np.random.rand()
         np.testing.assert_array_equal(g, 2.0 * W4 * mask)
+
+
+
+# --------------------------------------------------------------- refusal messages
+
+
+def defaultdict_losses(x):
+    losses = collections.defaultdict(float)
+    for i in range(4):
+        losses[i % 2] += x[i] * x[i]
+    return sum(losses.values())
+
+
+def setdefault_groups(x):
+    groups = {}
+    for i in range(4):
+        groups.setdefault(i % 2, []).append(x[i])
+    return sum(sum(g) for g in groups.values())
+
+
+def test_defaultdict_refusal_names_it_and_the_plain_dict_spelling():
+    """It said 'writes only into arrays ... may share memory with another
+    array; make a new array (np.zeros(n), ...)'."""
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(defaultdict_losses)(X)
+    message = str(info.value)
+    assert "a defaultdict (`losses`)" in message and "losses.get(k, 0.0) + v" in message
+    assert "array" not in message
+
+
+def test_setdefault_refusal_says_what_to_write_for_it():
+    """It offered an array's `.fill(v)` for a dict's `.setdefault()`."""
+    with pytest.raises(pb.PullbackError) as info:
+        pb.grad(setdefault_groups)(X)
+    assert "groups.get(k, []) + [v]" in str(info.value)
+    assert "full_like" not in str(info.value)
