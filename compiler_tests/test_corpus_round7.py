@@ -462,3 +462,17 @@ def test_setdefault_refusal_says_what_to_write_for_it():
         pb.grad(setdefault_groups)(X)
     assert "groups.get(k, []) + [v]" in str(info.value)
     assert "full_like" not in str(info.value)
+
+
+
+def tuple_grown_through_a_second_name(x):
+    a = (x[0],)
+    b = a
+    b += (x[1],)                  # a new tuple for b; a is unchanged
+    return sum(a) * 2.0 + sum(b)
+
+
+def test_tuple_grown_by_plus_equals_through_a_second_name():
+    """Refused as 'an in-place update of a list that other names may share'."""
+    np.testing.assert_array_equal(pb.grad(tuple_grown_through_a_second_name)(X),
+                                  [3.0, 1.0, 0.0, 0.0])
