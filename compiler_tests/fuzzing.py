@@ -38,7 +38,12 @@ loops over ``enumerate(zip(v, w))`` unpacked into ``i, (a, b)``, and over index
 pairs from ``itertools.pairwise``, ``combinations`` and ``product`` of ranges.
 What the sixth round found: a namedtuple state stepped by a helper returning
 ``state._replace(...)``, in a loop that reads it (its gradient was lost), and
-``a, u = d.values()`` (the same).  Some programs are also differentiated
+``a, u = d.values()`` (the same).  The seventh round's: helpers returning a
+tuple (``return p + 0.5 * step, step * q``, an option ``scale=1.0``) whose
+result is indexed, unpacked, summed or spread into a call (``np.multiply(*h(a,
+b))``), and a dict of parameters stepped in a loop (``for key, val in
+prm.items(): prm[key] = val - ...`` or rebuilt by a comprehension over
+``.items()``), read by key or through ``.values()``.  Some programs are also differentiated
 through ``pb.grad`` of ``functools.partial(f, x)``, of a bound method and of
 a callable instance; some rebind a module-level function (or the ``model``
 instance) in the program's globals after the first gradient, and the next
@@ -367,6 +372,12 @@ class Gen:
             q = self.shared(env, self.pick(_BELOW[t]), d)
             n = f", n={self.draw(st.integers(1, 2))}" if self.chance(0.3) else ""
             return f"{name}({fn}, {a}, args=({q},){n})"
+        if kind == "pair":
+            a, q = self.shared(env, t, d), self.shared(env, self.pick(_BELOW[t]), d)
+            scale = f", scale={self.pick(['0.5', '2.0'])}" if self.chance(0.4) else ""
+            return self.pick([f"{name}({a}, {q}{scale})[{self.pick('01')}]",
+                              f"sum({name}({a}, {q}{scale}))",
+                              f"np.multiply(*{name}({a}, {q}{scale}))"])
         if kind == "partialable":
             a = self.shared(env, t, d)
             c = self.pick(["0.5", "1.5", "-0.7"])
@@ -554,6 +565,8 @@ class Gen:
                 kinds += ["state"]
             if indent == 1 and not self.loop_depth and self.chance(0.3):
                 kinds += ["phase"]
+            if depth > 0 and self.chance(0.3):
+                kinds += ["dictloop"]
         if self.risky_allowed:
             kinds += ["risky"]
         getattr(self, "stmt_" + self.pick(kinds))(env, depth, indent)
@@ -720,6 +733,14 @@ class Gen:
         env[name] = Var(t, "shared", known=env[src].known)
 
     def stmt_unpack(self, env, depth, indent):
+        pairs = [n for n, kind, _ in self.helpers if kind == "pair"]
+        if pairs and self.chance(0.5):
+            t = self.pick("sv" if self.names(env, "v") else "s")
+            n1, n2 = (self.fresh_name("a" if t == "s" else "u") for _ in range(2))
+            q = self.shared(env, self.pick(_BELOW[t]), 1)
+            self.emit(indent, f"{n1}, {n2} = {self.pick(pairs)}({self.shared(env, t, 1)}, {q})")
+            env[n1], env[n2] = Var(t, "shared", known=False), Var(t, "shared", known=False)
+            return
         scalars = self.names(env, "s")
         if len(scalars) >= 2 and self.chance(0.5):
             a, b = self.pick(scalars), self.pick(scalars)
@@ -742,6 +763,28 @@ class Gen:
         if self.chance(0.5):
             self.emit(indent, f"{name}.append({self.expr(env, 's', 1)})")
         self.emit(indent, f"{out} = {self.pick([f'sum({name})', f'{name}[0] * {name}[-1]', f'np.sum(np.array({name}))'])}")
+        env[out] = Var("s", "shared", known=False)
+
+    def stmt_dictloop(self, env, depth, indent):
+        """A dict of parameters stepped in a loop, as optimiser code writes it:
+        ``for name, p in prm.items(): prm[name] = p - ...`` (a store into a key
+        the loop walks, which Python allows) or rebuilt by a comprehension over
+        ``.items()``; then read by key or through ``.values()``."""
+        d, key, val = self.fresh_name("prm"), self.fresh_name("key"), self.fresh_name("val")
+        a, b = self.shared(env, "s", 1), self.shared(env, "v", 1)
+        rate = self.shared(env, "s", 1)
+        self.emit(indent, f'{d} = {{"a": {a}, "b": {b}}}')
+        self.emit(indent, f"for _ in range({self.draw(st.integers(1, 2))}):")
+        if self.chance(0.5):
+            self.emit(indent + 1, f"for {key}, {val} in {d}.items():")
+            self.emit(indent + 2, f"{d}[{key}] = {val} - 0.1 * np.tanh({val}) * np.cos({rate})")
+        else:
+            self.emit(indent + 1, f"{d} = {{{key}: {val} * 0.9 + 0.05 * np.sin({val} * {rate}) "
+                                  f"for {key}, {val} in {d}.items()}}")
+        out = self.fresh_name("a")
+        self.emit(indent, f"{out} = " + self.pick([f'{d}["a"] * np.sum({d}["b"])',
+                                                   f"sum(np.sum({val}) for {val} in "
+                                                   f"{d}.values())"]))
         env[out] = Var("s", "shared", known=False)
 
     def stmt_if(self, env, depth, indent):
@@ -1307,7 +1350,7 @@ def _helpers(gen):
         name = f"h{k}"
         kind = gen.pick(["elementwise", "scalar", "recursive", "vector", "act", "apply",
                          "applyfn", "partialable", "dictarg", "starargs", "kwargs",
-                         "annotated", "cached", "integrator"])
+                         "annotated", "cached", "integrator", "pair"])
         env = {"p": Var("s", "shared", known=False), "q": Var("s", "shared", known=False)}
         if kind == "elementwise":
             body = gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2)
@@ -1384,6 +1427,13 @@ def _helpers(gen):
                      "    for _ in range(n):",
                      f"        p = p + {gen.pick(['0.1', '0.25'])} * fn(p, *args)",
                      "    return p"]
+        elif kind == "pair":
+            # two results returned as a tuple, an option with a default (a
+            # step returning the new state and its increment); callers index
+            # it, unpack it, add its parts or spread it into a call
+            body = _elementwise(gen.expr({"p": Var("s"), "q": Var("s")}, "s", 2))
+            lines = [f"def {name}(p, q, scale=1.0):", f"    step = scale * ({body})",
+                     f"    return p + {gen.pick(['0.5', '0.1'])} * step, step * q + 0.5 * p"]
         else:
             body = _elementwise(gen.expr({"p": Var("s")}, "s", 2))
             lines = [f"def {name}(p, a=1.0, b=0.0):", f"    return a * ({body}) + b * p + 0.5 * p"]

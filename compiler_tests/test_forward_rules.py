@@ -38,7 +38,7 @@ REVERSE_ONLY = {
     "odeint": "scipy.integrate.odeint: its adjoint is an ODE solved backwards; a forward "
               "rule needs the sensitivity equations (not written yet)",
     **{name: _SP_LINALG for name in (
-        "solve_triangular", "cholesky", "cho_factor", "cho_solve", "sqrtm",
+        "cho_factor", "cho_solve", "sqrtm",
         "solve_sylvester", "expm", "inv", "solve")},
     **{name: _STATS for name in (
         "norm_logpdf", "norm_pdf", "norm_cdf", "norm_logcdf", "norm_sf", "norm_logsf",

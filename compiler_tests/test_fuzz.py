@@ -67,6 +67,9 @@ FEATURES = {
                                                          p.source),
     "itertools index loop": lambda p: "in itertools." in p.source,
     "namedtuple state with _replace": lambda p: "._replace(" in p.source,
+    "tuple-returning helper": lambda p: re.search(r"def h\d\(p, q, scale=1.0\)", p.source),
+    "dict of parameters stepped in a loop": lambda p: re.search(r"in prm\d+\.items\(\)",
+                                                                p.source),
 }
 
 

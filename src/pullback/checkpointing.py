@@ -147,13 +147,15 @@ class Checkpoint(_Made):
     def call_primal(self, args, wrt, has_aux=False, inplace=None):
         self._refuse_writer()
         inner = self.inner
+        replay = _Replay(self.fun, args)
         out, _ = inner.call_primal(args, wrt, has_aux, inplace)    # residuals dropped here
-        return out, (args, wrt, has_aux, inplace)
+        replay.first = _summary(out)
+        return out, (args, wrt, has_aux, inplace, replay)
 
     def call_adjoint(self, res, ct):
-        args, wrt, has_aux, inplace = res
+        args, wrt, has_aux, inplace, replay = res
         inner = self.inner
-        _, again = inner.call_primal(args, wrt, has_aux, inplace)
+        out, again = replay.again(self, lambda: inner.call_primal(args, wrt, has_aux, inplace))
         return inner.call_adjoint(again, ct)
 
 
@@ -178,14 +180,16 @@ class ForwardPartials(_Made):
             return out, (args, wrt, partials)
         from .forward.calls import forward_of
         forward_of(self.fun).specialize(args, self._wrt(args, wrt))   # refusals come now
+        replay = _Replay(self.fun, args)
         out = self.fun(*args)
         _check_output(self, out)
-        return out, (args, wrt, None)
+        replay.first = _summary(out)
+        return out, (args, wrt, replay)
 
     def call_adjoint(self, res, ct):
         args, wrt, partials = res
-        if partials is None:
-            _, partials = self.partials(args, wrt)
+        if isinstance(partials, _Replay):
+            _, partials = partials.again(self, lambda: self.partials(args, wrt))
         grads = [None] * len(args)
         for i in wrt:
             if i not in partials:           # an integer: no partials, a zero
@@ -217,7 +221,19 @@ class ForwardPartials(_Made):
         along the leaf's ``k``-th element (along its real and imaginary
         parts for a complex leaf: the gradient's convention, JAX's)."""
         wrt = self._wrt(args, wrt)
-        run = self._tangent_runner()
+        tangent_run = self._tangent_runner()
+        replay = _Replay(self.fun, args)
+
+        def run(args, wrt, tangents):
+            # each run draws what the first drew (dropout: one mask for every partial)
+            if replay.first is not None:
+                replay.rewind()
+            o, o_dot = tangent_run(args, wrt, tangents)
+            if replay.first is None:
+                replay.first = _summary(o)
+            else:
+                replay.check(self, o)
+            return o, o_dot
         zeros = {i: runtime.zeros_like(args[i]) for i in wrt}
         out, done = None, False
         partials = {}
@@ -247,6 +263,106 @@ class ForwardPartials(_Made):
             out = self.fun(*args)
             _check_output(self, out)
         return out, partials
+
+
+class _Replay:
+    """What a second run of ``fun`` in the adjoint must see as the first run
+    did (issue 13: dropout in a checkpointed block drew another mask, and the
+    gradient was the other mask's, silently): the states of the random
+    generators it may draw from (NumPy's global one; Generators, RandomStates
+    and BitGenerators among its arguments, globals and closure), rewound for
+    the second run and put back after it; then the second run's output must
+    be the first's (a summary of it), or the call is refused."""
+
+    def __init__(self, fun, args):
+        self.generators = _generators(fun, args)
+        self.states = [_state(g) for g in self.generators]
+        self.first = None
+
+    def rewind(self):
+        for g, state in zip(self.generators, self.states):
+            _set_state(g, state)
+
+    def again(self, handle, run):
+        now = [_state(g) for g in self.generators]
+        self.rewind()
+        try:
+            result = run()
+        finally:
+            for g, state in zip(self.generators, now):
+                _set_state(g, state)
+        self.check(handle, result[0])
+        return result
+
+    def check(self, handle, out):
+        if not _same_summary(self.first, _summary(out)):
+            from .errors import NonDifferentiableError
+            api = "pb.checkpoint" if isinstance(handle, Checkpoint) else "pb.forward"
+            name = getattr(handle.fun, "__name__", "the function")
+            raise NonDifferentiableError(
+                f"{api}: `{name}` gave another result when its adjoint ran it again (it "
+                "reads a random generator pullback does not see, or state that changed "
+                "since), so the gradient would belong to another result.",
+                hint=f"Draw the random numbers outside `{name}` and pass them in, or pass the "
+                     f"generator as an argument; or call `{name}` without {api}.")
+
+
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
+def _generators(fun, args):
+    found = [np.random.get_state.__self__]          # NumPy's global RandomState
+    seen = list(args)
+    code = getattr(fun, "__code__", None)
+    if code is not None:
+        names = getattr(fun, "__globals__", {})
+        seen += [names[n] for n in code.co_names if n in names]
+        for cell in getattr(fun, "__closure__", None) or ():
+            try:
+                seen.append(cell.cell_contents)
+            except ValueError:                      # an empty cell
+                pass
+    for value in seen:
+        if isinstance(value, _GENERATORS) and not any(value is g for g in found):
+            found.append(value)
+    return found
+
+
+def _state(g):
+    return g.get_state() if isinstance(g, np.random.RandomState) else (
+        g.bit_generator.state if isinstance(g, np.random.Generator) else g.state)
+
+
+def _set_state(g, state):
+    if isinstance(g, np.random.RandomState):
+        g.set_state(state)
+    elif isinstance(g, np.random.Generator):
+        g.bit_generator.state = state
+    else:
+        g.state = state
+
+
+def _summary(out):
+    """Shapes and two sums (plain, and weighted by position) of the float
+    leaves of ``out``: a second run that computed something else differs."""
+    if isinstance(out, (list, tuple)):
+        return [s for v in out for s in _summary(v)]
+    if isinstance(out, dict):
+        return [s for v in out.values() for s in _summary(v)]
+    if isinstance(out, (bool, np.bool_)) or not isinstance(
+            out, (np.ndarray, np.generic, float, complex, int)):
+        return []
+    flat = np.asarray(out).ravel()
+    if flat.dtype.kind not in "fc":
+        return []
+    weights = np.cos(0.7 * np.arange(flat.size)) + 2.0
+    return [(np.shape(out), complex(np.sum(flat)), complex(np.dot(weights, flat)))]
+
+
+def _same_summary(a, b):
+    return a is None or len(a) == len(b) and all(
+        sa == sb and np.allclose([x1, y1], [x2, y2], rtol=1e-9, atol=1e-12, equal_nan=True)
+        for (sa, x1, y1), (sb, x2, y2) in zip(a, b))
 
 
 def _unit(leaf, k, d):

@@ -125,6 +125,8 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                         parsed.location(s),
                         "Keep the list in a local name (`xs = []`, `xs.append(v)`) and store it "
                         "into the container after the loop, or build the container with it.")
+            if op.kind is OpKind.APPEND and any(v in varied for v in values):
+                _refuse_shared_list(normal, ops, statements, s, container, parsed, bound)
             if op.kind is OpKind.SETITEM:
                 _refuse_item_of_item(s, container, bound, parsed)
             kind = _container_kind(container, bound, parsed)
@@ -206,6 +208,78 @@ def mark(normal, ops, act, parsed, kinds=None) -> None:
                 # `m = y.view(); m[1] = 5.0`: what a call pullback does not see into
                 # returned may share memory with a differentiated array
                 _check_when_run(normal, ops, parsed, s, [container], runtime_check="plain_container")
+
+
+def _refuse_shared_list(normal, ops, statements, s, name, parsed, bound):
+    """Refuse ``name.append(v)`` of a differentiated ``v`` where another name
+    or container may hold the list when the append runs: ``b = a`` (either
+    way round), ``[a, 1.0]``, ``{"xs": a}``, ``rows.append(a)``.  The primal
+    grows the one list all of them hold, but the gradient of what is read
+    through the other holder never reached ``v`` (issue 13: a silent zero).
+    A holder that takes the list only after the append (``rows.append(row)``
+    after the row is built, in a loop that binds ``row = []`` afresh before
+    the append) is fine.  So is a list a call returns, unless a function of
+    the user's was handed a list the function built (``b = f(a)``: ``f`` may
+    return ``a``; ``list(a)`` copies it)."""
+    order = {id(t): i for i, t in enumerate(statements)}
+    loops = [t for t in statements if isinstance(t, (gast.For, gast.While))]
+    for t in statements:
+        if t is s or id(t) in normal.renames or not isinstance(t, (gast.Assign, gast.Expr)):
+            continue
+        v = t.value
+        target = t.targets[0] if isinstance(t, gast.Assign) else None
+        defines = isinstance(target, gast.Name) and target.id == name
+        if defines and isinstance(v, gast.Name) and v.id != name:
+            holder = v.id                          # `b = a`, then `b.append(v)`: `a` holds it
+            holder = holder if _read_elsewhere(statements, holder, t) else None
+        elif defines and getattr(ops.get(id(t)), "kind", None) is OpKind.USER and any(
+                isinstance(a, gast.Name) and isinstance(bound.get(a.id), gast.List)
+                for a in v.args):                  # `b = f(a)`: f may hand `a` back
+            holder = next(f"`{a.id}`, which the call may hand back" for a in v.args
+                          if isinstance(a, gast.Name) and isinstance(bound.get(a.id), gast.List))
+        elif isinstance(v, gast.Name) and v.id == name and target is not None:
+            holder = target.id if isinstance(target, gast.Name) \
+                and _read_elsewhere(statements, target.id, t) else None
+        elif isinstance(v, (gast.List, gast.Tuple, gast.Set, gast.Dict)) and any(
+                isinstance(e, gast.Name) and e.id == name
+                for e in (v.values if isinstance(v, gast.Dict) else v.elts)):
+            holder = "the container built at this line" if not isinstance(
+                target, gast.Name) or _read_elsewhere(statements, target.id, t) else None
+        elif isinstance(t, gast.Expr) and isinstance(v, gast.Call) \
+                and isinstance(v.func, gast.Attribute) and v.func.attr == "append" \
+                and any(isinstance(a, gast.Name) and a.id == name for a in v.args):
+            holder = f"`{v.func.value.id}`" if isinstance(v.func.value, gast.Name) else None
+        else:
+            continue
+        if holder is None or not defines and order[id(t)] > order[id(s)] and all(
+                _rebinds(loop, name, s, order) for loop in loops
+                if _inside(loop, t) and _inside(loop, s)):
+            continue                               # holds it only once it has grown
+        holder = holder if holder.startswith(("the", "`")) else f"`{holder}`"
+        raise UnsupportedSyntaxError(
+            f"pullback cannot differentiate `{name}.append(...)` of a differentiated value "
+            f"here: {holder} (line {getattr(t, 'lineno', '?')}) holds the same list, and "
+            "the gradient of what is read through it would not reach the appended value.",
+            parsed.location(s),
+            f"Give the list one name until its last append (copy it where it is handed on: "
+            f"`list({name})`), or build the container from it after the appends.")
+
+
+def _read_elsewhere(statements, name, t):
+    """Whether a statement other than ``t`` reads ``name`` (normalize's own
+    temporaries, ``pack = []; layers = pack``, are read once)."""
+    return any(u is not t and any(n.id == name and isinstance(n.ctx, gast.Load)
+                                  for n in _own_names(u)) for u in statements)
+
+
+def _inside(loop, stmt):
+    return any(t is stmt for t in all_statements(loop.body + loop.orelse))
+
+
+def _rebinds(loop, name, s, order):
+    """Whether ``loop``'s body binds ``name`` anew (at its top level) before ``s``."""
+    return any(isinstance(t, gast.Assign) and isinstance(t.targets[0], gast.Name)
+               and t.targets[0].id == name and order[id(t)] < order[id(s)] for t in loop.body)
 
 
 def _append_to_callers(parsed, stmt, p):

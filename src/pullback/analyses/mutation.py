@@ -101,6 +101,12 @@ def check(normal: Normal, ops: dict[int, Op], parsed: Parsed,
         if any(t in group for t in targets) and not _allocates(op, s):
             shown, held = _user_expression(targets[0], s, parsed)
             shown, what = user_words(normal, shown, parsed.location(s).line)
+            if what in ("defaultdict", "Counter", "OrderedDict"):
+                raise UnsupportedSyntaxError(
+                    f"pullback does not follow stores into a {what} (`{shown}`): it follows "
+                    "stores into the dicts the function makes with `{}` or `dict(...)`.",
+                    parsed.location(s), f"Use a plain dict: `{shown} = {{}}`, then "
+                    f"`{shown}[k] = {shown}.get(k, 0.0) + v`.")
             raise UnsupportedSyntaxError(
                 f"pullback can follow writes only into {what}s the function creates itself, "
                 + (f"and `{shown}` may share memory with another array" if what == "array" else

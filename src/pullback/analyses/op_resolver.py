@@ -62,6 +62,16 @@ _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
 _MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
                      "setflags", "byteswap", "reverse", "extend", "insert", "pop",
                      "remove", "clear", "update", "setdefault", "popitem"}
+#: what to write instead of the method, in the refusal's hint (issue 13)
+_NEW_VALUE = {
+    "fill": "for an array's `.fill(v)`: `{y} = np.full_like({y}, v)`; ",
+    "sort": "`{y} = np.sort({y})` for an array, `{y} = sorted({y})` for a list; ",
+    "reverse": "`{y} = {y}[::-1]`; ", "extend": "`{y} = {y} + more`; ",
+    "insert": "`{y} = {y}[:i] + [v] + {y}[i:]`; ", "update": "`{y} = {{**{y}, **more}}`; ",
+    "setdefault": "`{y}[k] = {y}.get(k, default)`; a list grown under a key: "
+                  "`{y}[k] = {y}.get(k, []) + [v]`; ",
+    "put": "`{y} = {y}.copy(); {y}[idx] = v`; ",
+}
 
 
 def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
@@ -234,13 +244,13 @@ class OpResolver:
                 obj = dotted(func.value)
                 raise UnsupportedSyntaxError(
                     f"pullback cannot differentiate `.{func.attr}()`, which changes `{obj}` "
-                    f"in place (an array's `.{func.attr}()`; a method `{func.attr}` of your "
-                    f"own class, where the class of `{obj}` is not known when the function "
-                    "is transformed, would change the object, which pullback does not "
-                    "follow either).", self.parsed.location(node),
-                    f"Compute a new value instead of changing `{obj}` (for an array's "
-                    f"`.fill(v)`: `y = np.full_like(y, v)`; for a method of your own "
-                    f"class: make it return a new object and bind it, `{obj} = "
+                    f"in place (as a list's, a dict's or an array's `.{func.attr}()` does; a "
+                    f"method `{func.attr}` of your own class, where the class of `{obj}` is "
+                    "not known when the function is transformed, would change the object, "
+                    "which pullback does not follow either).", self.parsed.location(node),
+                    f"Compute a new value instead of changing `{obj}` ("
+                    + _NEW_VALUE.get(func.attr, "").format(y=obj) + "for a method of your "
+                    f"own class: make it return a new object and bind it, `{obj} = "
                     f"{obj}.with_{func.attr}(...)`).")
             key = f"ndarray.{func.attr}"
             if lookup(key) is not None or is_nondifferentiable(key) \

@@ -254,8 +254,8 @@ def _check_numbers(normal, ops, parsed, guards):
 
 def _tuple_valued(name, normal, chains, ops, seen):
     """Whether ``name`` certainly holds a tuple: every definition (through
-    normalize's copies) is a tuple literal, ``.shape``, ``tuple(...)``, or a
-    tuple joined with ``+``."""
+    normalize's copies) is a tuple literal, ``.shape``, ``tuple(...)``, a
+    tuple joined with ``+``, or another name that holds a tuple."""
     if name in seen:
         return True             # a loop's carried value: its other definitions decide
     seen.add(name)
@@ -274,6 +274,8 @@ def _tuple_valued(name, normal, chains, ops, seen):
             continue
         if isinstance(value, gast.Call) and ops[id(d)].primitive is tuple:
             continue
+        if isinstance(value, gast.Name) and _tuple_valued(value.id, normal, chains, ops, seen):
+            continue            # `b = a` of a tuple: `b += (v,)` rebinds b, a is unchanged
         if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and any(
                 isinstance(side, gast.Name) and _tuple_valued(side.id, normal, chains, ops,
                                                               seen)

@@ -45,4 +45,16 @@ def user_words(normal, name, line):
                 what = "dict"
             elif isinstance(s.value, (gast.List, gast.ListComp)):
                 what = "list"
+            elif _called(s.value) in _DICTS:
+                what = _called(s.value)    # `defaultdict(float)`: the message says so
     return shown, what
+
+
+#: calls that make a dict the transform does not know to be new (issue 13)
+_DICTS = ("defaultdict", "Counter", "OrderedDict")
+
+
+def _called(value):
+    func = value.func if isinstance(value, gast.Call) else None
+    return func.id if isinstance(func, gast.Name) else \
+        func.attr if isinstance(func, gast.Attribute) else None

@@ -28,7 +28,9 @@ Conventions (the project's ``np.linalg`` ones, JAX's where they agree):
 import scipy.linalg as linalg
 
 from pullback.rules.registry import facts, jvp, vjp
-from pullback.runtime.forward_support import det_jvp as det_jvp_helper
+from pullback.runtime.forward_support import (cholesky_jvp as cholesky_jvp_helper,
+                                              det_jvp as det_jvp_helper)
+from pullback.runtime.scipy_solvers import solve_triangular_jvp as solve_triangular_jvp_helper
 from pullback.runtime import (cho_factor_grad, cho_solve_grad, cholesky_grad, det_grad,
                               expm_grad, scipy_inv_grad, scipy_solve_grad, solve_triangular_grad,
                               sqrtm_grad, sylvester_grad)
@@ -96,6 +98,18 @@ def solve(g, ans, a, b, lower=False, overwrite_a=False, overwrite_b=False, check
 @jvp(linalg.det)
 def det_jvp(t, ans, a, overwrite_a=False, check_finite=True):
     return det_jvp_helper(t, ans, a)
+
+
+@jvp(linalg.cholesky)
+def cholesky_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    return cholesky_jvp_helper(t, ans, a, not lower)
+
+
+@jvp(linalg.solve_triangular)
+def solve_triangular_jvp(t, ans, a, b, trans=0, lower=False, unit_diagonal=False,
+                         overwrite_b=False, check_finite=True):
+    return (solve_triangular_jvp_helper(t, ans, a, b, trans, lower, unit_diagonal, "a"),
+            solve_triangular_jvp_helper(t, ans, a, b, trans, lower, unit_diagonal, "b"))
 
 
 # -- facts (rules/registry.py: facts): a real matrix may have a complex root -------

@@ -13,7 +13,7 @@ from .scipy_support import _like
 
 __all__ = ["solve_triangular_grad", "cho_factor_grad", "cho_solve_grad", "sylvester_grad",
            "sqrtm_grad", "expm_grad", "scipy_solve_grad", "signal_conv_grad",
-           "odeint_grad", "set_odeint_vjp", "scipy_inv_grad"]
+           "odeint_grad", "set_odeint_vjp", "scipy_inv_grad", "solve_triangular_jvp"]
 
 
 # --- scipy.linalg --------------------------------------------------------------
@@ -49,6 +49,20 @@ def solve_triangular_grad(g, ans, a, b, trans, lower, unit_diagonal, wrt):
     else:
         ga = np.tril(ga) if lower else np.triu(ga)
     return _like(ga, a)
+
+
+def solve_triangular_jvp(t, ans, a, b, trans, lower, unit_diagonal, wrt):
+    """Tangent of ``x = solve_triangular(a, b, trans, lower, unit_diagonal)``
+    along ``a``'s tangent ``t`` (``-M^-1 op(tri(t)) x``, the triangle read) or
+    along ``b``'s (``M^-1 t``), ``M = op(tri(a))``."""
+    from scipy.linalg import solve_triangular
+    if wrt == "a":
+        k = (-1 if lower else 1) if unit_diagonal else 0
+        m = np.tril(t, k) if lower else np.triu(t, k)
+        op = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}[trans]
+        m = m if op == 0 else _T(m) if op == 1 else np.conj(_T(m))
+        t = -np.matmul(m, ans)
+    return solve_triangular(a, t, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
 
 
 def cho_factor_grad(g, ans, a, lower):
