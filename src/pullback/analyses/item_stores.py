@@ -266,10 +266,15 @@ def _refuse_shared_list(normal, ops, statements, s, name, parsed, bound):
 
 
 def _read_elsewhere(statements, name, t):
-    """Whether a statement other than ``t`` reads ``name`` (normalize's own
-    temporaries, ``pack = []; layers = pack``, are read once)."""
-    return any(u is not t and any(n.id == name and isinstance(n.ctx, gast.Load)
-                                  for n in _own_names(u)) for u in statements)
+    """Whether a statement other than ``t`` that may run after it reads
+    ``name`` (normalize's own temporaries, ``pack = []; layers = pack``, are
+    read once; a list a rewrite builds, ``xs_new.append(v)`` then ``xs =
+    xs_new``, only before): one after it, or one in a loop around it."""
+    at = next(i for i, u in enumerate(statements) if u is t)
+    loops = [u for u in statements if isinstance(u, (gast.For, gast.While)) and _inside(u, t)]
+    return any(u is not t and (i > at or any(_inside(loop, u) for loop in loops)) and any(
+        n.id == name and isinstance(n.ctx, gast.Load) for n in _own_names(u))
+        for i, u in enumerate(statements))
 
 
 def _inside(loop, stmt):

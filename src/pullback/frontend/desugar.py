@@ -64,6 +64,7 @@ from .dict_stores import follow_dict_stores
 from .iterator_names import follow_iterator_names
 from .itertools_rows import list_value_iterators, rows_loop
 from .next_calls import Stepped
+from .lazy_iterators import check_lazy_iterators
 from .parse import Parsed
 
 __all__ = ["desugar"]
@@ -93,6 +94,7 @@ def desugar(fn: gast.FunctionDef, namer: Namer, parsed: Parsed,
                     raise parsed.unsupported(
                         loop, "a generator that may run forever (`while True`)",
                         "Give the loop a condition, or yield from a finite loop.")
+    check_lazy_iterators(fn, parsed, d.generators, d.is_builtin)
     d.stepped = Stepped(fn, d)          # next(it) on an iterator made here
     fn.body = d.block(fn.body)
     return fn

@@ -3,10 +3,10 @@ their rules once took as constants: ``default`` (what no condition picks)
 and ``weights`` (a weighted mean is a ratio of sums, each weight in both).
 
 >>> import numpy as np
->>> select_default_grad(np.ones(3), [np.array([True, False, False])], 0.0)
-1.0
->>> average_weights_grad(1.0, 2.5, np.array([1.0, 3.0]), None, np.array([1.0, 1.0]))
-array([-0.75,  0.25])
+>>> float(select_default_grad(np.ones(3), [np.array([True, False, False])], 0.0))
+2.0
+>>> average_weights_grad(1.0, 2.0, np.array([1.0, 3.0]), None, np.array([1.0, 1.0]))
+array([-0.5,  0.5])
 """
 from __future__ import annotations
 
