@@ -532,13 +532,9 @@ def cubes(x):
     return np.sum(power_of(x, 3.0))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: NaN, silently: the Hessian of sum(power_of(x, 3.0)), "
-                   "`a ** k` in a helper given the constant 3.0, has NaN where x < 0 (JAX: "
-                   "6x). Forward over reverse gives the helper's exponent a zero tangent, and "
-                   "the derived tangent of `a ** k` adds k_dot * a**k * log(a) = 0 * nan "
-                   "(rules/operators.pow_'s d/dy term through the registry's derived forward "
-                   "rule); a literal exponent (np.sum(x ** 3.0)) is right")
 def test_hessian_of_a_power_with_the_exponent_passed_in():
+    # NaN where x < 0 before: the helper's exponent, a residual, has a zero tangent under
+    # forward over reverse, times a**k * log(a) (rules/operators.pow_jvp now guards it)
     x = np.array([0.3, -1.2, 0.9])
     np.testing.assert_allclose(pb.hessian(cubes)(x), np.diag(6 * x), rtol=1e-12, atol=1e-15)
 

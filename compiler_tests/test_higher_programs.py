@@ -15,6 +15,7 @@ methods of user classes, ``custom_vjp`` inside ``hessian``."""
 import copy
 import dataclasses
 import importlib
+import math
 import os
 import sys
 import zlib
@@ -379,3 +380,81 @@ def test_custom_vjp_inside_hessian():
     c = RNG.standard_normal(3)
     assert_close(pb.vjp(pb.grad(uses_softplus), W, X)[1](c)[0],
                  jax.vjp(jax.grad(jf), W, X)[1](c)[0], "vjp(grad)")
+
+
+# -- powers whose exponent a helper is given: its tangent is a real zero ------------------
+
+def power_of(a, k):
+    return a ** k
+
+
+def np_power_of(a, k):
+    return np.power(a, k)
+
+
+def float_power_of(a, k):
+    return np.float_power(a, k)
+
+
+def builtin_power_of(a, k):
+    return pow(a, k)
+
+
+def math_power_of(a, k):
+    return math.pow(a, k)
+
+
+POWERS = {"**": power_of, "np.power": np_power_of, "np.float_power": float_power_of,
+          "pow": builtin_power_of}
+
+
+@pytest.mark.parametrize("how", POWERS)
+@pytest.mark.parametrize("k", [2.0, 3.0, 4])
+def test_second_derivatives_of_a_power_with_the_exponent_passed_in(how, k):
+    # x < 0, x == 0 and x > 0 with integer-valued exponents: JAX's values everywhere (the
+    # exponent's term of the tangent, k_dot * x**k * log(x), was 0 * NaN for x < 0)
+    helper = POWERS[how]
+
+    def f(x):
+        return np.sum(helper(x, k) * x)
+
+    x = np.array([0.3, -1.2, 0.0, 0.9, -2.0])
+    t = np.array([0.5, -1.0, 2.0, 0.25, 1.5])
+    want = jax.hessian(lambda x: jnp.sum(x ** k * x))(x)
+    assert np.all(np.isfinite(want))
+    with np.errstate(invalid="raise", divide="raise"):     # and no warning on the way
+        np.testing.assert_allclose(pb.hessian(f)(x), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.jacfwd(pb.grad(f))(x), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.hvp(f, (x,), (t,)), want @ t, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.jvp(pb.grad(f), (x,), (t,))[1], want @ t, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(pb.jacfwd(lambda x: helper(x, k))(x),
+                                   jax.jacfwd(lambda x: x ** k)(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("x", [-1.2, 0.0, 0.7])
+def test_second_derivative_of_math_pow_with_the_exponent_passed_in(x):
+    def f(x):
+        return math_power_of(x, 3.0)
+
+    assert pb.hessian(f)(x) == pytest.approx(6 * x, rel=1e-12, abs=1e-15)
+    assert pb.jvp(pb.grad(f), (x,), (2.0,))[1] == pytest.approx(12 * x, rel=1e-12, abs=1e-15)
+
+
+def power_both(x, y):
+    return np.sum(x ** y)
+
+
+def test_hessian_of_a_power_with_both_operands_varying():
+    # d2/dx2 is finite for x < 0 with an integer exponent (JAX's is NaN there: its
+    # exponent's tangent is a real zero in those columns); the entries with log(x) agree
+    x = np.array([0.3, -1.2, 0.0, 0.9])
+    for y in (2.0, 3.0):
+        (hxx, hxy), (hyx, hyy) = pb.hessian(power_both, argnums=(0, 1))(x, y)
+        (jxx, jxy), (jyx, jyy) = jax.hessian(lambda x, y: jnp.sum(x ** y), argnums=(0, 1))(x, y)
+        np.testing.assert_allclose(hxx, np.diag(y * (y - 1) * x ** (y - 2)), rtol=1e-12)
+        np.testing.assert_allclose(hxy, jxy, rtol=1e-12)      # NaN where x < 0 in both
+        assert np.isnan(hyy) and np.isnan(jyy)               # sum(x**y log(x)**2), x < 0
+        t = (np.array([1.0, 0.0, 0.0, -0.5]), 0.0)       # along x only, away from x < 0
+        got = pb.hvp(power_both, (x, y), t)
+        np.testing.assert_allclose(got[0], hxx @ t[0], rtol=1e-12)
