@@ -458,3 +458,32 @@ def test_hessian_of_a_power_with_both_operands_varying():
         t = (np.array([1.0, 0.0, 0.0, -0.5]), 0.0)       # along x only, away from x < 0
         got = pb.hvp(power_both, (x, y), t)
         np.testing.assert_allclose(got[0], hxx @ t[0], rtol=1e-12)
+
+
+# -- builtin max/min over tuples: the first winning item is the result ---------------------
+
+def max_of_two_pairs(x):
+    score, v = max((x[0] ** 2, x[0]), (x[1] ** 2, x[1] * 3.0))
+    return score * v
+
+
+def min_of_pairs_with_sums(x):
+    score, v = min([(-np.sum(x ** 2), x[0]), (np.sum(x), x[1])])
+    return score * v
+
+
+def test_max_and_min_of_tuples_in_forward_mode_and_hessians():
+    x = np.array([0.3, -1.2, 0.9, 0.5])
+    t = np.array([1.0, 0.5, -0.3, 2.0])
+    # b = (1.44, -3.6) beats a = (0.09, 0.3): 3 x1^3, Hessian 18 x1 at (1, 1)
+    want = np.zeros((4, 4))
+    want[1, 1] = 18 * x[1]
+    np.testing.assert_allclose(pb.hessian(max_of_two_pairs)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(pb.jvp(max_of_two_pairs, (x,), (t,))[1], 9 * x[1] ** 2 * t[1],
+                               rtol=1e-12)
+    # -sum(x^2) wins: f = -sum(x^2) x0, H = -2 x0 I - 2 (x e0' + e0 x')
+    e0 = np.eye(4)[0]
+    want = -2 * x[0] * np.eye(4) - 2 * (np.outer(x, e0) + np.outer(e0, x))
+    np.testing.assert_allclose(pb.hessian(min_of_pairs_with_sums)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(pb.jacfwd(min_of_pairs_with_sums)(x),
+                               pb.grad(min_of_pairs_with_sums)(x), rtol=1e-12)

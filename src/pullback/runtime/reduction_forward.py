@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forward_support import max_jvp
+from .forward_support import max_jvp, zeros_tangent
 from .layout_support import cov_jvp, cumprod_jvp
 from .quantile_support import quantile_jvp
 
@@ -111,7 +111,15 @@ def real_if_close_jvp(t, ans, a, tol=100):
 def builtin_max_jvp(t, ans, args):
     """Tangent of builtin ``max(*args)``/``min(*args)`` for the tangent ``t``
     of each argument in turn: one contribution per positional argument (the
-    winners share it equally); a single iterable's tangent has its items'."""
+    winners share it equally); a single iterable's tangent has its items'.
+    Tuples compare item by item, and Python returns the first winning item
+    itself: all of the result's tangent is that item's (as the reverse rule)."""
+    if isinstance(ans, (tuple, list)):
+        items, parts = (list(args[0]), list(t)) if len(args) == 1 else (args, None)
+        first = next(i for i, x in enumerate(items) if x is ans)
+        if parts is not None:
+            return (parts[first],)
+        return tuple(t if i == first else zeros_tangent(x) for i, x in enumerate(items))
     if len(args) == 1:
         items = args[0]
         hits = np.asarray([bool(x == ans) for x in np.ravel(items)] if isinstance(
