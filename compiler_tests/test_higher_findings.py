@@ -35,14 +35,6 @@ def star_call(x):
     return spread_inner(*args) ** 2
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "issue 13: forward over reverse refuses star_call ('cannot differentiate the gradient of a "
-    "call with starred arguments again', higher.reverse_calls.DynamicCallForward): "
-    "the mapping of the call's mask to the spread callee's lives inline in "
-    "driver.dispatch._star_call (perf); split out, the forward version could reuse it. "
-    "8 corpus programs (config_dict_regressor, coupling_flow, crf_tagger, "
-    "decorated_loss, gauss_hermite_elbo, gauss_legendre_cached, hmm_forward...) are "
-    "refused in hvp/vjp(grad)"))
 def test_hessian_through_a_starred_call():
     x = np.array([0.3, -0.4])
     want = jax.hessian(lambda x: jnp.sum(jnp.tanh(x) * 3.0) ** 2)(x)

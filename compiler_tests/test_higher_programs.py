@@ -487,3 +487,40 @@ def test_max_and_min_of_tuples_in_forward_mode_and_hessians():
     np.testing.assert_allclose(pb.hessian(min_of_pairs_with_sums)(x), want, rtol=1e-12)
     np.testing.assert_allclose(pb.jacfwd(min_of_pairs_with_sums)(x),
                                pb.grad(min_of_pairs_with_sums)(x), rtol=1e-12)
+
+
+# -- calls with starred arguments under forward over reverse --------------------------------
+
+def scaled_tanh(x, s=1.0, *, t=2.0):
+    return np.sum(np.tanh(x) * s * t)
+
+
+def starred_and_keywords(x, y):
+    d = {"t": y}
+    a = [x]
+    return scaled_tanh(*a, 3.0, **d) ** 2
+
+
+class Scaled:
+    def __init__(self, w):
+        self.w = w
+
+    def f(self, x, s):
+        return np.sum(np.tanh(x * self.w) * s)
+
+
+def starred_method(x, w):
+    args = (x, 2.0)
+    return Scaled(w).f(*args) ** 2
+
+
+def test_hessians_through_starred_calls_of_functions_and_methods():
+    x = np.array([0.3, -0.4, 1.1])
+    got = pb.hessian(starred_and_keywords, argnums=(0, 1))(x, 0.7)
+    want = jax.hessian(lambda x, y: jnp.sum(jnp.tanh(x) * 3.0 * y) ** 2, argnums=(0, 1))(x, 0.7)
+    assert_close(got, want, "f(*a, 3.0, **d)")
+    got = pb.hessian(starred_method, argnums=(0, 1))(x, 1.3)
+    want = jax.hessian(lambda x, w: jnp.sum(jnp.tanh(x * w) * 2.0) ** 2, argnums=(0, 1))(x, 1.3)
+    assert_close(got, want, "obj.f(*args)")
+    t = np.array([1.0, 0.0, -2.0])
+    assert_close(pb.hvp(lambda x: starred_method(x, 1.3), (x,), (t,)), want[0][0] @ t, "hvp")

@@ -34,6 +34,7 @@ from .handles import forward_handle
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, name_of, params_of
 from .reverse_over_reverse import GradVJP, PullbackVJP
+from .star_forward import star_adjoint_forward, star_call_forward
 from .tangent_calls import nested_forward
 
 __all__ = ["CalleePrimalForward", "CalleeAdjointForward", "DynamicCallForward",
@@ -159,11 +160,8 @@ class DynamicCallForward:
         from ..runtime import control
         if callee is control.attempt:       # a `try` body (higher.attempt_forward)
             return attempt_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
-        if callee is control.star_call:
-            raise NonDifferentiableError(
-                "pullback cannot differentiate the gradient of a call with starred arguments "
-                "(`f(*args)`) again.", hint="Pass the arguments one by one (`f(a, b)`), or "
-                "take one derivative of this function.")
+        if callee is control.star_call:     # `f(*xs, **d)` (higher.star_forward)
+            return star_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
         given = {}
         for k, t in zip(keys, tangents):
             if t is None:
@@ -304,6 +302,8 @@ class DynamicAdjointForward:
             return out, tuple(zeros_tangent(o) for o in out)
         if isinstance(plan, dispatch._Attempt):
             return attempt_adjoint_forward(self, r, ct, res_dot, ct_dot)
+        if isinstance(plan, dispatch._Spread):
+            return star_adjoint_forward(self, plan, r, ct, res_dot, ct_dot)
         handle = plan.pair[0].__pullback_callee__[0]
         r_dot = res_dot[1] if res_dot is not None else None
         full, full_dot = CalleeAdjointForward(handle).call(
