@@ -50,13 +50,6 @@ def lse_loss(x):
     return np.sum(logsumexp_rows(x, 1) ** 2)
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "issue 13: a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
-    "varied when forward mode transforms that adjoint (every residual has a tangent), "
-    "so the static-argument check (reverse/adjoints.check_static_arguments, the rule "
-    "of np.max's adjoint line `np.sum(max_winners, axis=axis)`) refuses: 'The `axis` "
-    "argument of np.sum carries no gradient, but `axis` depends on the inputs'. "
-    "gaussian_mixture, mlp_classifier, equilibrium_early_return are refused in hvp"))
 def test_hessian_of_a_helper_taking_axis():
     x = np.arange(6.0).reshape(2, 3) / 5
 

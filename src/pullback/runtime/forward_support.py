@@ -30,7 +30,7 @@ from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
-           "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
+           "kernel_tangent", "check_real", "check_static", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp",
            "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
 
@@ -172,6 +172,30 @@ def check_real(x, what):
             hint="Use pb.vjp for this function, or write it with the real and imaginary "
                  "parts (np.real, np.imag).")
     return x
+
+
+def check_static(value, param, what):
+    """A value that forward mode finds depending on the inputs, passed where a
+    rule takes no gradient (``axis``), whose kind the transform did not know
+    (a helper's ``axis`` read from its residuals: forward over reverse gives
+    every residual a tangent).  An integer, None, a string or a tuple of them
+    carries no tangent; anything else (a float, a function holding values)
+    would lose its own: refused."""
+    if not _no_tangent(value):
+        raise NonDifferentiableError(
+            f"The `{param}` argument of {what} carries no gradient, but its value (a "
+            f"{type(value).__name__}) depends on the inputs being differentiated.",
+            hint=f"Pass a constant as `{param}`, or rewrite the expression so that it enters "
+                 "through a differentiable argument.")
+    return value
+
+
+def _no_tangent(v):
+    if isinstance(v, (tuple, list)):
+        return all(_no_tangent(e) for e in v)
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "biu"
+    return v is None or isinstance(v, (bool, int, str, np.integer, np.bool_))
 
 
 # -- forward rules too long to inline ------------------------------------------
