@@ -558,3 +558,55 @@ def test_a_static_argument_checked_when_it_runs():
     for bad in (1.0, np.float64(2.0), (0, 1.5), lambda v: v):
         with pytest.raises(pb.NonDifferentiableError, match="The `axis` argument of np.sum"):
             check_static(bad, "axis", "np.sum")
+
+
+# -- einsum differentiated twice: the adjoint's einsum_grads has a forward rule ------------
+
+EA = np.random.default_rng(3).standard_normal((3, 4))
+EB = np.random.default_rng(4).standard_normal((4, 4))
+EINSUMS = {
+    "ij,j->i": (lambda x: np.sum(np.einsum('ij,j->i', EA, x) ** 2),
+                lambda x: jnp.sum(jnp.einsum('ij,j->i', EA, x) ** 2)),
+    "i,i-> (x twice)": (lambda x: np.einsum('i,i->', x, x) ** 2,
+                        lambda x: jnp.einsum('i,i->', x, x) ** 2),
+    "three operands": (lambda x: np.sum(np.sin(np.einsum('ij,jk,k->i', EA, np.outer(x, x), x))),
+                       lambda x: jnp.sum(jnp.sin(jnp.einsum('ij,jk,k->i', EA, jnp.outer(x, x),
+                                                            x)))),
+    "interleaved": (lambda x: np.sum(np.einsum(EA, [0, 1], x, [1], [0]) ** 3),
+                    lambda x: jnp.sum(jnp.einsum(EA, [0, 1], x, [1], [0]) ** 3)),
+    "tensordot": (lambda x: np.sum(np.tensordot(EB * x, np.outer(x, x), axes=1) ** 2),
+                  lambda x: jnp.sum(jnp.tensordot(EB * x, jnp.outer(x, x), axes=1) ** 2)),
+    "trace ii->": (lambda x: np.einsum('ii->', np.outer(x, np.sin(x))) ** 2,
+                   lambda x: jnp.einsum('ii->', jnp.outer(x, jnp.sin(x))) ** 2),
+}
+
+
+@pytest.mark.parametrize("what", EINSUMS)
+def test_hessians_of_einsum_match_jax(what):
+    f, jf = EINSUMS[what]
+    x = np.random.default_rng(5).standard_normal(4)
+    want = jax.hessian(jf)(x)
+    assert_close(pb.hessian(f)(x), want, f"{what}: hessian")
+    t = np.array([0.5, -1.0, 2.0, 0.25])
+    assert_close(pb.hvp(f, (x,), (t,)), want @ t, f"{what}: hvp")
+
+
+def test_einsum_grads_tangent_against_central_differences():
+    from pullback.runtime import einsum_grads
+    from pullback.runtime.forward_support import einsum_grads_tangent
+    rng = np.random.default_rng(6)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    g = rng.standard_normal(2)
+    ta, tc, tg = rng.standard_normal((2, 3)), rng.standard_normal(4), rng.standard_normal(2)
+    for args, t in ((("ij,jk,k->i", a, b, c), (None, ta, None, tc)),
+                    ((a, [0, 1], b, [1, 2], c, [2], [0]), (ta, None, None, None, tc, None, None))):
+        def at(s):
+            moved = tuple(x if d is None else x + s * d for x, d in zip(args, t))
+            return einsum_grads(g + s * tg, moved)
+        h = 1e-6
+        want = [None if p is None else (p - m) / (2 * h) for p, m in zip(at(h), at(-h))]
+        got = einsum_grads_tangent(t, g, args)
+        lin = einsum_grads(tg, args)
+        for w, d, lin_part in zip(want, got, lin):
+            if w is not None:
+                np.testing.assert_allclose(d + lin_part, w, rtol=1e-6, atol=1e-8)

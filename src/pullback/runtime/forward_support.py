@@ -28,11 +28,13 @@ from .core import project
 from .structures import fields_of, is_structure, rebuild_like
 from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
+from .contraction_support import einsum_grads
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
            "kernel_tangent", "check_real", "check_static", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp",
-           "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
+           "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents",
+           "einsum_grads_tangent"]
 
 
 def _inexact(x):
@@ -116,7 +118,11 @@ def output_tangent(t, y, fresh=False):
 
 def add_tangents(*terms):
     """The sum of tangent terms that may be structures (a decomposition's
-    result with two active arguments, ``lstsq(a, b)``): summed entry by entry."""
+    result with two active arguments, ``lstsq(a, b)``): summed entry by entry,
+    an entry that is None in a term (a subscript's) left out."""
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return None
     first = terms[0]
     if isinstance(first, (tuple, list)):
         parts = [add_tangents(*items) for items in zip(*terms)]
@@ -199,6 +205,32 @@ def _no_tangent(v):
 
 
 # -- forward rules too long to inline ------------------------------------------
+
+def einsum_grads_tangent(t, g, args, optimize=False):
+    """The tangent of ``einsum_grads(g, args)`` (the operands' cotangents of
+    ``np.einsum(*args)``) along the tangent ``t`` of ``args`` (a tuple like
+    it: None or zeros for the subscripts and sublists).  Each cotangent is
+    multilinear in ``g`` and the other operands: one term per operand with a
+    tangent, that operand's tangent in its place, its own cotangent left out
+    (it does not read itself; the same array passed twice is two operands)."""
+    n = len(args)
+    if isinstance(args[0], str):
+        operands = range(1, n)
+    else:
+        operands = range(0, n - 1 if n % 2 else n, 2)
+    total = [None] * n
+    for k in operands:
+        if t[k] is None:
+            continue
+        part = einsum_grads(g, args[:k] + (t[k],) + args[k + 1:], optimize)
+        total = [a if i == k else add_tangents(a, p) for i, (a, p) in enumerate(zip(total, part))]
+    dtype = np.result_type(g, *(args[k] for k in operands))
+    for k in operands:
+        if total[k] is None:      # no other operand moves
+            total[k] = np.zeros(np.shape(args[k]), dtype=dtype)
+    return tuple(total)
+
+
 
 def max_jvp(t, ans, a, axis=None, keepdims=False):
     """Tangent of ``np.max``/``np.min``: tied winners share it equally."""
