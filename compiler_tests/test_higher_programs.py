@@ -610,3 +610,31 @@ def test_einsum_grads_tangent_against_central_differences():
         for w, d, lin_part in zip(want, got, lin):
             if w is not None:
                 np.testing.assert_allclose(d + lin_part, w, rtol=1e-6, atol=1e-8)
+
+
+# -- a staticmethod called on an object holding differentiated values ----------------------
+
+class SoftplusNet:
+    def __init__(self, W):
+        self.W = W
+
+    @staticmethod
+    def softplus(z):
+        return np.log1p(np.exp(z))
+
+    def logits(self, x):
+        return self.softplus(x @ self.W)
+
+
+def staticmethod_loss(W, x):
+    return np.sum(SoftplusNet(W).logits(x) ** 2)
+
+
+def test_hessian_through_a_staticmethod_called_on_self():
+    # refused before: "`.softplus` of a SoftplusNet is not a method defined in Python"
+    W, x = RNG.standard_normal((3, 2)), RNG.standard_normal((4, 3))
+    want = jax.hessian(lambda W: jnp.sum(jnp.log1p(jnp.exp(x @ W)) ** 2))(W)
+    assert_close(pb.hessian(staticmethod_loss)(W, x), want, "hessian")
+    t = RNG.standard_normal((3, 2))
+    assert_close(pb.hvp(lambda W: staticmethod_loss(W, x), (W,), (t,)),
+                 np.tensordot(want, t, axes=2), "hvp")

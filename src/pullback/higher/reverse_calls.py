@@ -22,6 +22,7 @@ forwards from its own source like a user function.
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import weakref
 
@@ -245,7 +246,7 @@ class DynamicMethodForward:
 
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _RECEIVER
-        from ..driver import plans
+        from ..driver import dispatch, plans
         from ..rules.registry import lookup
         obj, name, mask, inplace = args[:4]
         rest = tuple(args[4:])
@@ -262,6 +263,17 @@ class DynamicMethodForward:
             callee = plans._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
         else:
             method = getattr(obj, name)
+            if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
+                    inspect.getattr_static(type(obj), name, None), staticmethod)):
+                # a staticmethod (a module's function): the object is not passed on, and
+                # its gradient is zeros (dispatch._NoReceiverGradient)
+                at = mask.index(_RECEIVER)
+                moved.pop(3, None)
+                (out, r), (out_dot, r_dot) = DynamicCallForward().call_kw(
+                    (method, tuple(k for k in mask if k != _RECEIVER), inplace) + rest, kwargs,
+                    tuple(k - 1 if isinstance(k, int) else k for k in moved),
+                    tuple(moved.values()))
+                return (out, (dispatch._NoReceiverGradient(at, obj), r)), (out_dot, (None, r_dot))
             if not (isinstance(method, type(self.call_kw)) and method.__self__ is obj):
                 if 0 in given:
                     raise NonDifferentiableError(
@@ -293,10 +305,14 @@ class DynamicAdjointForward:
             out = plan.adjoint(r, ct)
             return out, (plan.adjoint(r, ct_dot) if ct_dot is not None
                          else tuple(zeros_tangent(o) for o in out))
-        if isinstance(plan, dispatch._HeldValues):
+        if isinstance(plan, (dispatch._HeldValues, dispatch._NoReceiverGradient)):
             inner_dot = res_dot[1] if res_dot is not None else None
             out, out_dot = self.call((r, ct), (0, 1), (inner_dot, ct_dot))
-            return plan.regroup(out), plan.regroup(out_dot)
+            if isinstance(plan, dispatch._HeldValues):
+                return plan.regroup(out), plan.regroup(out_dot)
+            # a staticmethod's object: zeros, whose tangent is zeros
+            return tuple(_inserted(out, plan.at, plan.obj)), \
+                tuple(_inserted(out_dot, plan.at, plan.obj))
         if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
@@ -310,6 +326,13 @@ class DynamicAdjointForward:
             (r, ct), (0, 1), (r_dot, ct_dot))
         return tuple(full[i] for i in plan.positions), \
             tuple(full_dot[i] for i in plan.positions)
+
+
+def _inserted(grads, at, obj):
+    from .. import runtime
+    grads = list(grads)
+    grads.insert(at, runtime.zeros_like(obj))
+    return grads
 
 
 _helpers = weakref.WeakKeyDictionary()
