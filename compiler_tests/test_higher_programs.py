@@ -593,7 +593,7 @@ def test_hessians_of_einsum_match_jax(what):
 
 def test_einsum_grads_tangent_against_central_differences():
     from pullback.runtime import einsum_grads
-    from pullback.runtime.forward_support import einsum_grads_tangent
+    from pullback.runtime.reduction_forward import einsum_grads_tangent
     rng = np.random.default_rng(6)
     a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
     g = rng.standard_normal(2)
@@ -638,3 +638,35 @@ def test_hessian_through_a_staticmethod_called_on_self():
     t = RNG.standard_normal((3, 2))
     assert_close(pb.hvp(lambda W: staticmethod_loss(W, x), (W,), (t,)),
                  np.tensordot(want, t, axes=2), "hvp")
+
+
+# -- library code that moves data (runtime.opaque), differentiated twice --------------------
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    w: np.ndarray
+    b: float
+
+
+def fields_step(p, lr):
+    updates = {f.name: getattr(p, f.name) - lr * getattr(p, f.name) ** 3
+               for f in dataclasses.fields(p)}
+    return dataclasses.replace(p, **updates)
+
+
+def fields_loss(w, b):
+    p = fields_step(fields_step(Pair(w, b), 0.1), 0.1)
+    return np.sum(np.sin(p.w)) * p.b
+
+
+def test_hessian_through_dataclasses_fields_and_replace():
+    # refused before: 'cannot differentiate the gradient of fields again'
+    def jstep(w, b):
+        return w - 0.1 * w ** 3, b - 0.1 * b ** 3
+
+    def jloss(w, b):
+        w, b = jstep(*jstep(w, b))
+        return jnp.sum(jnp.sin(w)) * b
+    w, b = np.array([0.3, -0.5, 0.8]), 0.7
+    got = pb.hessian(fields_loss, argnums=(0, 1))(w, b)
+    assert_close(got, jax.hessian(jloss, argnums=(0, 1))(w, b), "hessian")

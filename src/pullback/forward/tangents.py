@@ -215,6 +215,15 @@ class _Forward(HelperNames):
             # function runs, so that what it does with them is followed or
             # refused there (reverse.reverse does the same), never dropped
             stmt.value = self.jvp_call(stmt.value, op, varied)
+        elif op.kind == "dynamic" and isinstance(stmt, gast.Expr) and varied \
+                and isinstance(stmt.value, gast.Call):
+            # a library method run for its effect on an object holding values with
+            # tangents (`b.apply_defaults()`): refused where it changes the object's
+            # structure, which the tangent held for it would not follow
+            call = stmt.value
+            held = gast.Tuple(elts=[_name(n) for _, n in varied], ctx=gast.Load())
+            stmt.value = gast.Call(func=_name(self.support("kept_structure")),
+                                   args=[held, call.func] + call.args, keywords=call.keywords)
 
     def returned(self, stmt):
         value = stmt.value

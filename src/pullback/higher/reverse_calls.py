@@ -182,6 +182,10 @@ class DynamicCallForward:
         if isinstance(plan, plans._Constant):
             out, res = plan.primal(rest2, kwargs2)
             return (out, res), (zeros_tangent(out), None)
+        if isinstance(plan, plans._Opaque):
+            # library code that only moves data (runtime.opaque): each leaf of its result
+            # has the tangent of the argument's leaf it is; its adjoint is linear in ct
+            return _opaque_forward(plan, fn, rest2, kwargs2, mask2, given)
         tag = getattr(plan.pair[0], "__pullback_callee__", None) \
             if isinstance(plan, plans._Differentiated) else None    # (a library call: none)
         if tag is None:
@@ -316,6 +320,10 @@ class DynamicAdjointForward:
         if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
+        if isinstance(plan, plans._Opaque):        # linear in ct, the routes fixed
+            out = plan.adjoint(r, ct)
+            return out, (plan.adjoint(r, ct_dot) if ct_dot is not None
+                         else tuple(zeros_tangent(o) for o in out))
         if isinstance(plan, dispatch._Attempt):
             return attempt_adjoint_forward(self, r, ct, res_dot, ct_dot)
         if isinstance(plan, dispatch._Spread):
@@ -326,6 +334,21 @@ class DynamicAdjointForward:
             (r, ct), (0, 1), (r_dot, ct_dot))
         return tuple(full[i] for i in plan.positions), \
             tuple(full_dot[i] for i in plan.positions)
+
+
+def _opaque_forward(plan, fn, args, kwargs, mask, given):
+    from ..runtime import opaque_routes
+    from ..runtime.forward_support import kept_structure
+    if any(k not in mask for k in given):
+        raise NonDifferentiableError(
+            f"pullback cannot differentiate the gradient of {name_of(fn)} again: an argument "
+            "whose gradient it does not take carries a tangent.",
+            hint="Pass the values it reads as arguments of a function defined with def.")
+    # refused where it changes an argument holding tangents (their tangents would not follow)
+    moving = tuple(args[k] if isinstance(k, int) else kwargs[k] for k in given)
+    out, res = kept_structure(moving, plan.primal, args, kwargs)
+    out_dot = opaque_routes.routed_tangent(fn, out, res[1][0], [given.get(k) for k in mask])
+    return (out, res), (out_dot, None)
 
 
 def _inserted(grads, at, obj):

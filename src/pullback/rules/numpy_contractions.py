@@ -32,7 +32,7 @@ import numpy as np
 
 from pullback.rules.registry import facts, jvp, vjp, linear, multilinear
 from pullback.rules.runtime_helpers import _register_linear
-from pullback.runtime.forward_support import einsum_grads_tangent
+from pullback.runtime.reduction_forward import einsum_grads_tangent
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
                               kron_grads, matvec_lhs_grad, matvec_rhs_grad,
                               tensordot_subscripts, trace_grad, vecdot_lhs_grad,
@@ -120,7 +120,7 @@ linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.t
 
 
 # the adjoint's helper, differentiated again (forward over reverse): linear in the
-# cotangent, and in each operand apart (runtime.forward_support.einsum_grads_tangent)
+# cotangent, and in each operand apart (runtime.reduction_forward.einsum_grads_tangent)
 _register_linear(einsum_grads, (0, 1))
 
 

@@ -28,13 +28,11 @@ from .core import project
 from .structures import fields_of, is_structure, rebuild_like
 from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
-from .contraction_support import einsum_grads
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
-           "kernel_tangent", "check_real", "check_static", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
+           "kernel_tangent", "check_real", "check_static", "kept_structure", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp",
-           "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents",
-           "einsum_grads_tangent"]
+           "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
 
 
 def _inexact(x):
@@ -196,6 +194,32 @@ def check_static(value, param, what):
     return value
 
 
+def kept_structure(held, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call run for its effect on the values
+    ``held``, which carry tangents (``b.apply_defaults()``, a library method):
+    refused where it adds, moves or removes their items, since the tangents
+    held for them would not follow (a later read of the new item found none)."""
+    from .leaves import Walk
+
+    def places():       # (a move of a value with a tangent the call itself refuses)
+        return [sorted(repr(p) for p, _ in Walk().leaves(v)) for v in held]
+    try:
+        before = places()
+    except Exception:
+        return fn(*args, **kwargs)        # (the call itself says what it cannot check)
+    out = fn(*args, **kwargs)
+    if places() != before:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        if name == "checked_method_call" and len(args) > 3:
+            name = args[3]
+        raise NonDifferentiableError(
+            f"forward mode cannot follow tangents through `{name}`, which changes an object "
+            "holding values being differentiated in place (adds, moves or removes its items).",
+            hint="Build the new value in your own function (a new list or dict), or use "
+                 "reverse mode (pb.grad) for one derivative.")
+    return out
+
+
 def _no_tangent(v):
     if isinstance(v, (tuple, list)):
         return all(_no_tangent(e) for e in v)
@@ -205,31 +229,6 @@ def _no_tangent(v):
 
 
 # -- forward rules too long to inline ------------------------------------------
-
-def einsum_grads_tangent(t, g, args, optimize=False):
-    """The tangent of ``einsum_grads(g, args)`` (the operands' cotangents of
-    ``np.einsum(*args)``) along the tangent ``t`` of ``args`` (a tuple like
-    it: None or zeros for the subscripts and sublists).  Each cotangent is
-    multilinear in ``g`` and the other operands: one term per operand with a
-    tangent, that operand's tangent in its place, its own cotangent left out
-    (it does not read itself; the same array passed twice is two operands)."""
-    n = len(args)
-    if isinstance(args[0], str):
-        operands = range(1, n)
-    else:
-        operands = range(0, n - 1 if n % 2 else n, 2)
-    total = [None] * n
-    for k in operands:
-        if t[k] is None:
-            continue
-        part = einsum_grads(g, args[:k] + (t[k],) + args[k + 1:], optimize)
-        total = [a if i == k else add_tangents(a, p) for i, (a, p) in enumerate(zip(total, part))]
-    dtype = np.result_type(g, *(args[k] for k in operands))
-    for k in operands:
-        if total[k] is None:      # no other operand moves
-            total[k] = np.zeros(np.shape(args[k]), dtype=dtype)
-    return tuple(total)
-
 
 
 def max_jvp(t, ans, a, axis=None, keepdims=False):

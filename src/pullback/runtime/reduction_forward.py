@@ -1,7 +1,8 @@
 """Forward rules' helpers for reductions, statistics and selections
 (``np.cumprod``, ``ptp``, ``average``, ``cov``, ``corrcoef``, ``interp``,
 ``partition``, ``nanmax``/``nanmin``, ``angle``, ``real_if_close``, builtin
-``max``/``min``), declared with their rules in ``rules/``.
+``max``/``min``; the adjoint's ``einsum_grads``), declared with their rules in
+``rules/``.
 
 Each takes the tangent ``t`` of one differentiable argument and returns its
 contribution to the output's tangent; ties follow the reverse rules (tied
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forward_support import max_jvp, zeros_tangent
+from .contraction_support import einsum_grads
+from .forward_support import add_tangents, max_jvp, zeros_tangent
 from .layout_support import cov_jvp, cumprod_jvp
 from .quantile_support import quantile_jvp
 
@@ -24,7 +26,7 @@ __all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
            "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
            "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp", "cummax_jvp",
            "logaddexp_reduce_jvp", "quantile_jvp", "series_jvp",
-           "ediff1d_jvp", "vander_jvp"]
+           "ediff1d_jvp", "vander_jvp", "einsum_grads_tangent"]
 
 
 def ptp_jvp(t, ans, a, axis=None, keepdims=False):
@@ -202,3 +204,28 @@ def vander_jvp(t, x, N=None, increasing=False):
     t = np.asarray(t)
     return (t[:, None] * k * np.power(x[:, None], np.maximum(k - 1, 0)) * (k > 0)).astype(
         np.result_type(t, x), copy=False)
+
+
+def einsum_grads_tangent(t, g, args, optimize=False):
+    """The tangent of ``einsum_grads(g, args)`` (the operands' cotangents of
+    ``np.einsum(*args)``) along the tangent ``t`` of ``args`` (a tuple like
+    it: None or zeros for the subscripts and sublists).  Each cotangent is
+    multilinear in ``g`` and the other operands: one term per operand with a
+    tangent, that operand's tangent in its place, its own cotangent left out
+    (it does not read itself; the same array passed twice is two operands)."""
+    n = len(args)
+    if isinstance(args[0], str):
+        operands = range(1, n)
+    else:
+        operands = range(0, n - 1 if n % 2 else n, 2)
+    total = [None] * n
+    for k in operands:
+        if t[k] is None:
+            continue
+        part = einsum_grads(g, args[:k] + (t[k],) + args[k + 1:], optimize)
+        total = [a if i == k else add_tangents(a, p) for i, (a, p) in enumerate(zip(total, part))]
+    dtype = np.result_type(g, *(args[k] for k in operands))
+    for k in operands:
+        if total[k] is None:      # no other operand moves
+            total[k] = np.zeros(np.shape(args[k]), dtype=dtype)
+    return tuple(total)
