@@ -670,3 +670,40 @@ def test_hessian_through_dataclasses_fields_and_replace():
     w, b = np.array([0.3, -0.5, 0.8]), 0.7
     got = pb.hessian(fields_loss, argnums=(0, 1))(w, b)
     assert_close(got, jax.hessian(jloss, argnums=(0, 1))(w, b), "hessian")
+
+
+# -- callable objects holding weights, and functions they hold ------------------------------
+
+class Dense:
+    def __init__(self, W, activation):
+        self.W, self.activation = W, activation
+
+    def __call__(self, x):
+        return self.activation(x @ self.W)
+
+
+class Stack:
+    def __init__(self, W1, W2):
+        self.first, self.second = Dense(W1, np.tanh), Dense(W2, np.sin)
+
+    def __call__(self, x):
+        return self.second(self.first(x))
+
+
+def stack_loss(W1, x):
+    net = Stack(W1, W1.T * 0.5)
+    return np.sum(net(x) ** 2)
+
+
+def test_hessian_through_callable_objects_and_held_functions():
+    # refused before: 'cannot differentiate a gradient again through a function value that
+    # depends on the inputs' (net(x)), then '`.activation` of a Dense is not a method'
+    W1, x = RNG.standard_normal((3, 3)), RNG.standard_normal((2, 3))
+
+    def jloss(W1):
+        return jnp.sum(jnp.sin(jnp.tanh(x @ W1) @ (W1.T * 0.5)) ** 2)
+    want = jax.hessian(jloss)(W1)
+    assert_close(pb.hessian(stack_loss)(W1, x), want, "hessian")
+    t = RNG.standard_normal((3, 3))
+    assert_close(pb.hvp(lambda W: stack_loss(W, x), (W1,), (t,)),
+                 np.tensordot(want, t, axes=2), "hvp")
