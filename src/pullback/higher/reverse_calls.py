@@ -35,6 +35,8 @@ from .handles import forward_handle
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, name_of, params_of
 from .reverse_over_reverse import GradVJP, PullbackVJP
+from .routed_calls import (callee_value_call, held, held_callee_call, inserted,
+                           opaque_forward)
 from .star_forward import star_adjoint_forward, star_call_forward
 from .tangent_calls import nested_forward
 
@@ -185,7 +187,7 @@ class DynamicCallForward:
         if isinstance(plan, plans._Opaque):
             # library code that only moves data (runtime.opaque): each leaf of its result
             # has the tangent of the argument's leaf it is; its adjoint is linear in ct
-            return _opaque_forward(plan, fn, rest2, kwargs2, mask2, given)
+            return opaque_forward(plan, fn, rest2, kwargs2, mask2, given)
         tag = getattr(plan.pair[0], "__pullback_callee__", None) \
             if isinstance(plan, plans._Differentiated) else None    # (a library call: none)
         if tag is None:
@@ -218,7 +220,7 @@ def _function_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tan
             callee, rest, kwargs, tuple(k for k, _ in given), tuple(t for _, t in given))
         return (value, res), (value_dot, None)
     if _CALLEE in mask and not isinstance(callee, functools.partial):
-        return _callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents)
+        return callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents)
     if not (isinstance(callee, functools.partial) and _CALLEE in mask):
         return None
     func, inner_mask, args2, kwargs2, regroup = dispatch.partial_route(
@@ -273,7 +275,7 @@ class DynamicMethodForward:
             if _RECEIVER in mask and is_instance(obj) and name in vars(obj):
                 # `self.activation(z)`: a value the object holds, called; its tangent is
                 # that of the object's field (dispatch._HeldCallee)
-                return _held_callee_call(obj, name, mask, inplace, rest, kwargs, moved)
+                return held_callee_call(obj, name, mask, inplace, rest, kwargs, moved)
             if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
                     inspect.getattr_static(type(obj), name, None), staticmethod)):
                 # a staticmethod (a module's function): the object is not passed on, and
@@ -323,10 +325,10 @@ class DynamicAdjointForward:
             if isinstance(plan, dispatch._HeldValues):
                 return plan.regroup(out), plan.regroup(out_dot)
             if isinstance(plan, dispatch._HeldCallee):    # the field's, as the object's
-                return _held(out, plan), _held(out_dot, plan)
+                return held(out, plan), held(out_dot, plan)
             # a staticmethod's object, a function value: zeros, whose tangent is zeros
             obj = getattr(plan, "obj", 0.0)
-            return _inserted(out, plan.at, obj), _inserted(out_dot, plan.at, obj)
+            return inserted(out, plan.at, obj), inserted(out_dot, plan.at, obj)
         if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
@@ -344,79 +346,6 @@ class DynamicAdjointForward:
             (r, ct), (0, 1), (r_dot, ct_dot))
         return tuple(full[i] for i in plan.positions), \
             tuple(full_dot[i] for i in plan.positions)
-
-
-def _callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents):
-    """``model(x)`` where ``model``, an object of the user's class with
-    ``__call__``, holds values with tangents: ``model.__call__(x)``, the
-    object the receiver; a plain function value carries no gradient; as
-    ``dispatch._callee_call`` routes them (None: refused there)."""
-    from ..callees import _CALLEE, _RECEIVER, _is_callable_instance
-    from ..driver import dispatch
-    from ..runtime import is_instance
-    keep = [(k, t) for k, t in zip(keys, tangents) if t is not None and k not in (1, 2)]
-    if _is_callable_instance(callee) and is_instance(callee):
-        mask2 = tuple(_RECEIVER if k == _CALLEE else k for k in mask)
-        return DynamicMethodForward().call_kw(
-            (callee, "__call__", mask2, inplace) + rest, kwargs,
-            tuple(k + 1 if isinstance(k, int) and k > 0 else k for k, _ in keep),
-            tuple(t for _, t in keep))
-    if isinstance(callee, types.MethodType) or _is_callable_instance(callee) \
-            or is_instance(callee):
-        return None
-    keep = [(k, t) for k, t in keep if k != 0]
-    (out, r), (out_dot, r_dot) = forward.call_kw(
-        (callee, tuple(k for k in mask if k != _CALLEE), inplace) + rest, kwargs,
-        tuple(k for k, _ in keep), tuple(t for _, t in keep))
-    return (out, (dispatch._NoCalleeGradient(mask.index(_CALLEE)), r)), (out_dot, (None, r_dot))
-
-
-def _held_callee_call(obj, name, mask, inplace, rest, kwargs, moved):
-    """``DynamicMethodForward`` of ``obj.name(*args)`` where ``obj`` holds the
-    value called (``moved``: the tangents keyed as ``dynamic_call`` takes
-    the method's function, 3: ``obj``)."""
-    from ..callees import _CALLEE, _RECEIVER
-    from ..driver import dispatch
-    from ..runtime.objects import field_tangent
-    value = vars(obj)[name]
-    given = {(0 if k == 3 else k - 1 if isinstance(k, int) else k): t
-             for k, t in moved.items()}
-    if 0 in given:
-        given[0] = field_tangent(given[0], obj, name)
-    (out, r), (out_dot, r_dot) = DynamicCallForward().call_kw(
-        (value, tuple(_CALLEE if k == _RECEIVER else k for k in mask), inplace) + rest, kwargs,
-        tuple(given), tuple(given.values()))
-    return (out, (dispatch._HeldCallee(mask.index(_RECEIVER), name), r)), \
-        (out_dot, (None, r_dot))
-
-
-def _opaque_forward(plan, fn, args, kwargs, mask, given):
-    from ..runtime import opaque_routes
-    from ..runtime.forward_support import kept_structure
-    if any(k not in mask for k in given):
-        raise NonDifferentiableError(
-            f"pullback cannot differentiate the gradient of {name_of(fn)} again: an argument "
-            "whose gradient it does not take carries a tangent.",
-            hint="Pass the values it reads as arguments of a function defined with def.")
-    # refused where it changes an argument holding tangents (their tangents would not follow)
-    moving = tuple(args[k] if isinstance(k, int) else kwargs[k] for k in given)
-    out, res = kept_structure(moving, plan.primal, args, kwargs)
-    out_dot = opaque_routes.routed_tangent(fn, out, res[1][0], [given.get(k) for k in mask])
-    return (out, res), (out_dot, None)
-
-
-def _held(grads, plan):
-    from .. import runtime
-    grads = list(grads)
-    grads[plan.at] = runtime.FieldGrads({plan.name: grads[plan.at]})
-    return tuple(grads)
-
-
-def _inserted(grads, at, obj):
-    from .. import runtime
-    grads = list(grads)
-    grads.insert(at, runtime.zeros_like(obj))
-    return tuple(grads)
 
 
 _helpers = weakref.WeakKeyDictionary()
