@@ -707,3 +707,33 @@ def test_hessian_through_callable_objects_and_held_functions():
     t = RNG.standard_normal((3, 3))
     assert_close(pb.hvp(lambda W: stack_loss(W, x), (W1,), (t,)),
                  np.tensordot(want, t, axes=2), "hvp")
+
+
+class Momentum:
+    def __init__(self):
+        self.velocity = {}
+
+    def update(self, name, w, g):
+        v = self.velocity.get(name, 0.0)   # a C method of a dict holding values with tangents
+        self.velocity[name] = 0.9 * v + np.sin(w) * g
+        return w - 0.1 * self.velocity[name]
+
+
+def momentum_steps(w, g):
+    opt = Momentum()
+    for _ in range(3):
+        w = opt.update("w", w, g)
+    return np.sum(w ** 2)
+
+
+def test_hessian_through_dict_get():
+    # refused before: '`.get` of a dict is not a method defined in Python'
+    def jsteps(w, g):
+        v = 0.0
+        for _ in range(3):
+            v = 0.9 * v + jnp.sin(w) * g
+            w = w - 0.1 * v
+        return jnp.sum(w ** 2)
+    w, g = np.array([0.3, -0.8, 1.2]), np.array([1.0, 0.5, -2.0])
+    got = pb.hessian(momentum_steps, argnums=(0, 1))(w, g)
+    assert_close(got, jax.hessian(jsteps, argnums=(0, 1))(w, g), "hessian")

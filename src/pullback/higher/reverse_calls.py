@@ -30,13 +30,14 @@ import numpy as np
 
 from ..errors import NonDifferentiableError
 from ..runtime.forward_support import add_tangents, zeros_tangent
+from ..runtime.opaque import is_library_code
 from .attempt_forward import attempt_adjoint_forward, attempt_call_forward
 from .handles import forward_handle
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, name_of, params_of
 from .reverse_over_reverse import GradVJP, PullbackVJP
 from .routed_calls import (callee_value_call, held, held_callee_call, inserted,
-                           opaque_forward)
+                           library_method_call, opaque_forward)
 from .star_forward import star_adjoint_forward, star_call_forward
 from .tangent_calls import nested_forward
 
@@ -288,6 +289,12 @@ class DynamicMethodForward:
                     tuple(moved.values()))
                 return (out, (dispatch._NoReceiverGradient(at, obj), r)), (out_dot, (None, r_dot))
             if not (isinstance(method, type(self.call_kw)) and method.__self__ is obj):
+                if 0 in given and _RECEIVER in mask and is_library_code(method):
+                    # `velocity.get(name, 0.0)`, a C method of a dict holding values with
+                    # tangents: library code that moves data (runtime.opaque)
+                    routed = library_method_call(method, mask, inplace, rest, kwargs, moved)
+                    if routed is not None:
+                        return routed
                 if 0 in given:
                     raise NonDifferentiableError(
                         f"`.{name}` of a {type(obj).__name__} is not a method defined in "

@@ -20,7 +20,8 @@ import types
 from ..errors import NonDifferentiableError
 from .made import name_of
 
-__all__ = ["callee_value_call", "held_callee_call", "opaque_forward", "held", "inserted"]
+__all__ = ["callee_value_call", "held_callee_call", "library_method_call", "opaque_forward",
+           "held", "inserted"]
 
 
 def callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents):
@@ -69,8 +70,26 @@ def held_callee_call(obj, name, mask, inplace, rest, kwargs, moved):
         (out_dot, (None, r_dot))
 
 
+def library_method_call(method, mask, inplace, rest, kwargs, moved):
+    """``DynamicMethodForward`` of ``obj.name(*args)``, a C method of an object
+    holding values with tangents (``d.get(k, 0.0)``), planned as the reverse
+    call plans it; None where that is not library code moving data."""
+    from ..callees import _RECEIVER, _unwrap
+    from ..driver import plans
+    fn, args, kwargs2, mask2 = _unwrap(method, rest, dict(kwargs), tuple(mask))
+    if len(args) != len(rest):
+        return None
+    plan = plans._plan(fn, len(args), tuple(kwargs2), mask2, inplace)
+    if not isinstance(plan, plans._Opaque):
+        return None
+    given = {(_RECEIVER if k == 3 else k - 4 if isinstance(k, int) else k): t
+             for k, t in moved.items()}
+    return opaque_forward(plan, fn, args, kwargs2, mask2, given)
+
+
 def opaque_forward(plan, fn, args, kwargs, mask, given):
     from ..runtime import opaque_routes
+    from ..callees import _RECEIVER
     from ..runtime.forward_support import kept_structure
     if any(k not in mask for k in given):
         raise NonDifferentiableError(
@@ -78,7 +97,8 @@ def opaque_forward(plan, fn, args, kwargs, mask, given):
             "whose gradient it does not take carries a tangent.",
             hint="Pass the values it reads as arguments of a function defined with def.")
     # refused where it changes an argument holding tangents (their tangents would not follow)
-    moving = tuple(args[k] if isinstance(k, int) else kwargs[k] for k in given)
+    moving = tuple(fn.__self__ if k == _RECEIVER else args[k] if isinstance(k, int)
+                   else kwargs[k] for k in given)
     out, res = kept_structure(moving, plan.primal, args, kwargs)
     out_dot = opaque_routes.routed_tangent(fn, out, res[1][0], [given.get(k) for k in mask])
     return (out, res), (out_dot, None)
