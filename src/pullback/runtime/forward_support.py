@@ -212,6 +212,8 @@ def kept_structure(held, fn, *args, **kwargs):
         name = getattr(fn, "__name__", type(fn).__name__)
         if name == "checked_method_call" and len(args) > 3:
             name = args[3]
+        elif name == "checked_call" and len(args) > 1:
+            name = getattr(args[1], "__name__", name)
         raise NonDifferentiableError(
             f"forward mode cannot follow tangents through `{name}`, which changes an object "
             "holding values being differentiated in place (adds, moves or removes its items).",
