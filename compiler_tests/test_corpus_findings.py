@@ -261,12 +261,10 @@ def replaced_cubes(x):
     return np.sum(q.w ** 3) * q.b
 
 
-def test_second_derivative_through_a_library_call_is_refused():
-    # the library call's plan has no primal/adjoint pair to differentiate again:
-    # AttributeError '_Opaque' object has no attribute 'pair'
-    with pytest.raises(pb.PullbackError) as err:
-        pb.hessian(replaced_cubes)(X)
-    assert "_replace" in str(err.value)
+def test_second_derivative_through_a_library_call():
+    # an AttributeError ('_Opaque' object has no attribute 'pair'), then refused; followed
+    # since issue 13 (higher.routed_calls.opaque_forward): 3 sum(x^3), Hessian diag(18 x)
+    np.testing.assert_allclose(pb.hessian(replaced_cubes)(X), np.diag(18 * X), rtol=1e-12)
 
 
 class Batches:
