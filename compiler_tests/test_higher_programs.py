@@ -11,7 +11,11 @@ Then patterns: a checkpointed step inside ``pb.hessian``, a method with
 and an attribute read differentiated twice, ``pb.jacfwd`` with an empty
 input, MAML-style inner SGD steps, ``value_and_grad`` inside, a loop with
 in-place writes under ``jacfwd(jacfwd)``, dict and dataclass Hessians,
-methods of user classes, ``custom_vjp`` inside ``hessian``."""
+methods of user classes, ``custom_vjp`` inside ``hessian``; and (issue 13)
+powers whose exponent a helper is given (``**``, ``np.power``, ``pow``,
+``math.pow`` at x < 0, 0, > 0), ``max``/``min`` of tuples, starred calls, a
+helper's ``axis``, ``einsum`` and ``tensordot``, a staticmethod on ``self``,
+``dataclasses.fields``, callable objects holding weights, ``dict.get``."""
 import copy
 import dataclasses
 import importlib
