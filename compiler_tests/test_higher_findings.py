@@ -35,14 +35,6 @@ def star_call(x):
     return spread_inner(*args) ** 2
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "issue 13: forward over reverse refuses star_call ('cannot differentiate the gradient of a "
-    "call with starred arguments again', higher.reverse_calls.DynamicCallForward): "
-    "the mapping of the call's mask to the spread callee's lives inline in "
-    "driver.dispatch._star_call (perf); split out, the forward version could reuse it. "
-    "8 corpus programs (config_dict_regressor, coupling_flow, crf_tagger, "
-    "decorated_loss, gauss_hermite_elbo, gauss_legendre_cached, hmm_forward...) are "
-    "refused in hvp/vjp(grad)"))
 def test_hessian_through_a_starred_call():
     x = np.array([0.3, -0.4])
     want = jax.hessian(lambda x: jnp.sum(jnp.tanh(x) * 3.0) ** 2)(x)
@@ -58,13 +50,6 @@ def lse_loss(x):
     return np.sum(logsumexp_rows(x, 1) ** 2)
 
 
-@pytest.mark.xfail(strict=True, raises=pb.PullbackError, reason=(
-    "issue 13: a helper's int `axis` parameter, read in its adjoint from the residuals, counts as "
-    "varied when forward mode transforms that adjoint (every residual has a tangent), "
-    "so the static-argument check (reverse/adjoints.check_static_arguments, the rule "
-    "of np.max's adjoint line `np.sum(max_winners, axis=axis)`) refuses: 'The `axis` "
-    "argument of np.sum carries no gradient, but `axis` depends on the inputs'. "
-    "gaussian_mixture, mlp_classifier, equilibrium_early_return are refused in hvp"))
 def test_hessian_of_a_helper_taking_axis():
     x = np.arange(6.0).reshape(2, 3) / 5
 

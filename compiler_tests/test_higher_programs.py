@@ -11,10 +11,15 @@ Then patterns: a checkpointed step inside ``pb.hessian``, a method with
 and an attribute read differentiated twice, ``pb.jacfwd`` with an empty
 input, MAML-style inner SGD steps, ``value_and_grad`` inside, a loop with
 in-place writes under ``jacfwd(jacfwd)``, dict and dataclass Hessians,
-methods of user classes, ``custom_vjp`` inside ``hessian``."""
+methods of user classes, ``custom_vjp`` inside ``hessian``; and (issue 13)
+powers whose exponent a helper is given (``**``, ``np.power``, ``pow``,
+``math.pow`` at x < 0, 0, > 0), ``max``/``min`` of tuples, starred calls, a
+helper's ``axis``, ``einsum`` and ``tensordot``, a staticmethod on ``self``,
+``dataclasses.fields``, callable objects holding weights, ``dict.get``."""
 import copy
 import dataclasses
 import importlib
+import math
 import os
 import sys
 import zlib
@@ -379,3 +384,364 @@ def test_custom_vjp_inside_hessian():
     c = RNG.standard_normal(3)
     assert_close(pb.vjp(pb.grad(uses_softplus), W, X)[1](c)[0],
                  jax.vjp(jax.grad(jf), W, X)[1](c)[0], "vjp(grad)")
+
+
+# -- powers whose exponent a helper is given: its tangent is a real zero ------------------
+
+def power_of(a, k):
+    return a ** k
+
+
+def np_power_of(a, k):
+    return np.power(a, k)
+
+
+def float_power_of(a, k):
+    return np.float_power(a, k)
+
+
+def builtin_power_of(a, k):
+    return pow(a, k)
+
+
+def math_power_of(a, k):
+    return math.pow(a, k)
+
+
+POWERS = {"**": power_of, "np.power": np_power_of, "np.float_power": float_power_of,
+          "pow": builtin_power_of}
+
+
+@pytest.mark.parametrize("how", POWERS)
+@pytest.mark.parametrize("k", [2.0, 3.0, 4])
+def test_second_derivatives_of_a_power_with_the_exponent_passed_in(how, k):
+    # x < 0, x == 0 and x > 0 with integer-valued exponents: JAX's values everywhere (the
+    # exponent's term of the tangent, k_dot * x**k * log(x), was 0 * NaN for x < 0)
+    helper = POWERS[how]
+
+    def f(x):
+        return np.sum(helper(x, k) * x)
+
+    x = np.array([0.3, -1.2, 0.0, 0.9, -2.0])
+    t = np.array([0.5, -1.0, 2.0, 0.25, 1.5])
+    want = jax.hessian(lambda x: jnp.sum(x ** k * x))(x)
+    assert np.all(np.isfinite(want))
+    with np.errstate(invalid="raise", divide="raise"):     # and no warning on the way
+        np.testing.assert_allclose(pb.hessian(f)(x), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.jacfwd(pb.grad(f))(x), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.hvp(f, (x,), (t,)), want @ t, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(pb.jvp(pb.grad(f), (x,), (t,))[1], want @ t, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(pb.jacfwd(lambda x: helper(x, k))(x),
+                                   jax.jacfwd(lambda x: x ** k)(x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("x", [-1.2, 0.0, 0.7])
+def test_second_derivative_of_math_pow_with_the_exponent_passed_in(x):
+    def f(x):
+        return math_power_of(x, 3.0)
+
+    assert pb.hessian(f)(x) == pytest.approx(6 * x, rel=1e-12, abs=1e-15)
+    assert pb.jvp(pb.grad(f), (x,), (2.0,))[1] == pytest.approx(12 * x, rel=1e-12, abs=1e-15)
+
+
+def power_both(x, y):
+    return np.sum(x ** y)
+
+
+def test_hessian_of_a_power_with_both_operands_varying():
+    # d2/dx2 is finite for x < 0 with an integer exponent (JAX's is NaN there: its
+    # exponent's tangent is a real zero in those columns); the entries with log(x) agree
+    with np.errstate(invalid="ignore"):           # log(x) for x < 0: NaN, as JAX's
+        _power_both_checks(np.array([0.3, -1.2, 0.0, 0.9]))
+
+
+def _power_both_checks(x):
+    for y in (2.0, 3.0):
+        (hxx, hxy), (hyx, hyy) = pb.hessian(power_both, argnums=(0, 1))(x, y)
+        (jxx, jxy), (jyx, jyy) = jax.hessian(lambda x, y: jnp.sum(x ** y), argnums=(0, 1))(x, y)
+        np.testing.assert_allclose(hxx, np.diag(y * (y - 1) * x ** (y - 2)), rtol=1e-12)
+        np.testing.assert_allclose(hxy, jxy, rtol=1e-12)      # NaN where x < 0 in both
+        assert np.isnan(hyy) and np.isnan(jyy)               # sum(x**y log(x)**2), x < 0
+        t = (np.array([1.0, 0.0, 0.0, -0.5]), 0.0)       # along x only, away from x < 0
+        got = pb.hvp(power_both, (x, y), t)
+        np.testing.assert_allclose(got[0], hxx @ t[0], rtol=1e-12)
+
+
+# -- builtin max/min over tuples: the first winning item is the result ---------------------
+
+def max_of_two_pairs(x):
+    score, v = max((x[0] ** 2, x[0]), (x[1] ** 2, x[1] * 3.0))
+    return score * v
+
+
+def min_of_pairs_with_sums(x):
+    score, v = min([(-np.sum(x ** 2), x[0]), (np.sum(x), x[1])])
+    return score * v
+
+
+def test_max_and_min_of_tuples_in_forward_mode_and_hessians():
+    x = np.array([0.3, -1.2, 0.9, 0.5])
+    t = np.array([1.0, 0.5, -0.3, 2.0])
+    # b = (1.44, -3.6) beats a = (0.09, 0.3): 3 x1^3, Hessian 18 x1 at (1, 1)
+    want = np.zeros((4, 4))
+    want[1, 1] = 18 * x[1]
+    np.testing.assert_allclose(pb.hessian(max_of_two_pairs)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(pb.jvp(max_of_two_pairs, (x,), (t,))[1], 9 * x[1] ** 2 * t[1],
+                               rtol=1e-12)
+    # -sum(x^2) wins: f = -sum(x^2) x0, H = -2 x0 I - 2 (x e0' + e0 x')
+    e0 = np.eye(4)[0]
+    want = -2 * x[0] * np.eye(4) - 2 * (np.outer(x, e0) + np.outer(e0, x))
+    np.testing.assert_allclose(pb.hessian(min_of_pairs_with_sums)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(pb.jacfwd(min_of_pairs_with_sums)(x),
+                               pb.grad(min_of_pairs_with_sums)(x), rtol=1e-12)
+
+
+# -- calls with starred arguments under forward over reverse --------------------------------
+
+def scaled_tanh(x, s=1.0, *, t=2.0):
+    return np.sum(np.tanh(x) * s * t)
+
+
+def starred_and_keywords(x, y):
+    d = {"t": y}
+    a = [x]
+    return scaled_tanh(*a, 3.0, **d) ** 2
+
+
+class Scaled:
+    def __init__(self, w):
+        self.w = w
+
+    def f(self, x, s):
+        return np.sum(np.tanh(x * self.w) * s)
+
+
+def starred_method(x, w):
+    args = (x, 2.0)
+    return Scaled(w).f(*args) ** 2
+
+
+def test_hessians_through_starred_calls_of_functions_and_methods():
+    x = np.array([0.3, -0.4, 1.1])
+    got = pb.hessian(starred_and_keywords, argnums=(0, 1))(x, 0.7)
+    want = jax.hessian(lambda x, y: jnp.sum(jnp.tanh(x) * 3.0 * y) ** 2, argnums=(0, 1))(x, 0.7)
+    assert_close(got, want, "f(*a, 3.0, **d)")
+    got = pb.hessian(starred_method, argnums=(0, 1))(x, 1.3)
+    want = jax.hessian(lambda x, w: jnp.sum(jnp.tanh(x * w) * 2.0) ** 2, argnums=(0, 1))(x, 1.3)
+    assert_close(got, want, "obj.f(*args)")
+    t = np.array([1.0, 0.0, -2.0])
+    assert_close(pb.hvp(lambda x: starred_method(x, 1.3), (x,), (t,)), want[0][0] @ t, "hvp")
+
+
+# -- a helper's integer `axis`, read by its adjoint from the residuals ----------------------
+
+def moments(a, axis, keepdims=False):
+    m = np.mean(a ** 3, axis=axis, keepdims=keepdims)
+    return np.max(m * np.sin(a), axis=axis)
+
+
+def moments_loss(x):
+    return np.sum(moments(x, (0, 2), True) ** 2) + np.sum(moments(x, 1, True))
+
+
+def jax_moments_loss(x):
+    def jm(a, axis, keepdims=False):
+        m = jnp.mean(a ** 3, axis=axis, keepdims=keepdims)
+        return jnp.max(m * jnp.sin(a), axis=axis)
+    return jnp.sum(jm(x, (0, 2), True) ** 2) + jnp.sum(jm(x, 1, True))
+
+
+def test_hessian_of_helpers_taking_an_axis_and_a_tuple_of_axes():
+    # the residual `axis` has a tangent under forward over reverse, so it counted as varied
+    # and np.sum's static `axis` was refused; it is checked when it runs instead
+    x = np.random.default_rng(0).standard_normal((2, 3, 2))
+    assert_close(pb.hessian(moments_loss)(x), jax.hessian(jax_moments_loss)(x), "hessian")
+
+
+def test_a_static_argument_checked_when_it_runs():
+    from pullback.runtime.forward_support import check_static
+    for ok in (1, None, (0, 2), np.int64(1), "fro", np.arange(2), True):
+        assert check_static(ok, "axis", "np.sum") is ok
+    for bad in (1.0, np.float64(2.0), (0, 1.5), lambda v: v):
+        with pytest.raises(pb.NonDifferentiableError, match="The `axis` argument of np.sum"):
+            check_static(bad, "axis", "np.sum")
+
+
+# -- einsum differentiated twice: the adjoint's einsum_grads has a forward rule ------------
+
+EA = np.random.default_rng(3).standard_normal((3, 4))
+EB = np.random.default_rng(4).standard_normal((4, 4))
+EINSUMS = {
+    "ij,j->i": (lambda x: np.sum(np.einsum('ij,j->i', EA, x) ** 2),
+                lambda x: jnp.sum(jnp.einsum('ij,j->i', EA, x) ** 2)),
+    "i,i-> (x twice)": (lambda x: np.einsum('i,i->', x, x) ** 2,
+                        lambda x: jnp.einsum('i,i->', x, x) ** 2),
+    "three operands": (lambda x: np.sum(np.sin(np.einsum('ij,jk,k->i', EA, np.outer(x, x), x))),
+                       lambda x: jnp.sum(jnp.sin(jnp.einsum('ij,jk,k->i', EA, jnp.outer(x, x),
+                                                            x)))),
+    "interleaved": (lambda x: np.sum(np.einsum(EA, [0, 1], x, [1], [0]) ** 3),
+                    lambda x: jnp.sum(jnp.einsum(EA, [0, 1], x, [1], [0]) ** 3)),
+    "tensordot": (lambda x: np.sum(np.tensordot(EB * x, np.outer(x, x), axes=1) ** 2),
+                  lambda x: jnp.sum(jnp.tensordot(EB * x, jnp.outer(x, x), axes=1) ** 2)),
+    "trace ii->": (lambda x: np.einsum('ii->', np.outer(x, np.sin(x))) ** 2,
+                   lambda x: jnp.einsum('ii->', jnp.outer(x, jnp.sin(x))) ** 2),
+}
+
+
+@pytest.mark.parametrize("what", EINSUMS)
+def test_hessians_of_einsum_match_jax(what):
+    f, jf = EINSUMS[what]
+    x = np.random.default_rng(5).standard_normal(4)
+    want = jax.hessian(jf)(x)
+    assert_close(pb.hessian(f)(x), want, f"{what}: hessian")
+    t = np.array([0.5, -1.0, 2.0, 0.25])
+    assert_close(pb.hvp(f, (x,), (t,)), want @ t, f"{what}: hvp")
+
+
+def test_einsum_grads_tangent_against_central_differences():
+    from pullback.runtime import einsum_grads
+    from pullback.runtime.reduction_forward import einsum_grads_tangent
+    rng = np.random.default_rng(6)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    g = rng.standard_normal(2)
+    ta, tc, tg = rng.standard_normal((2, 3)), rng.standard_normal(4), rng.standard_normal(2)
+    for args, t in ((("ij,jk,k->i", a, b, c), (None, ta, None, tc)),
+                    ((a, [0, 1], b, [1, 2], c, [2], [0]), (ta, None, None, None, tc, None, None))):
+        def at(s):
+            moved = tuple(x if d is None else x + s * d for x, d in zip(args, t))
+            return einsum_grads(g + s * tg, moved)
+        h = 1e-6
+        want = [None if p is None else (p - m) / (2 * h) for p, m in zip(at(h), at(-h))]
+        got = einsum_grads_tangent(t, g, args)
+        lin = einsum_grads(tg, args)
+        for w, d, lin_part in zip(want, got, lin):
+            if w is not None:
+                np.testing.assert_allclose(d + lin_part, w, rtol=1e-6, atol=1e-8)
+
+
+# -- a staticmethod called on an object holding differentiated values ----------------------
+
+class SoftplusNet:
+    def __init__(self, W):
+        self.W = W
+
+    @staticmethod
+    def softplus(z):
+        return np.log1p(np.exp(z))
+
+    def logits(self, x):
+        return self.softplus(x @ self.W)
+
+
+def staticmethod_loss(W, x):
+    return np.sum(SoftplusNet(W).logits(x) ** 2)
+
+
+def test_hessian_through_a_staticmethod_called_on_self():
+    # refused before: "`.softplus` of a SoftplusNet is not a method defined in Python"
+    W, x = RNG.standard_normal((3, 2)), RNG.standard_normal((4, 3))
+    want = jax.hessian(lambda W: jnp.sum(jnp.log1p(jnp.exp(x @ W)) ** 2))(W)
+    assert_close(pb.hessian(staticmethod_loss)(W, x), want, "hessian")
+    t = RNG.standard_normal((3, 2))
+    assert_close(pb.hvp(lambda W: staticmethod_loss(W, x), (W,), (t,)),
+                 np.tensordot(want, t, axes=2), "hvp")
+
+
+# -- library code that moves data (runtime.opaque), differentiated twice --------------------
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    w: np.ndarray
+    b: float
+
+
+def fields_step(p, lr):
+    updates = {f.name: getattr(p, f.name) - lr * getattr(p, f.name) ** 3
+               for f in dataclasses.fields(p)}
+    return dataclasses.replace(p, **updates)
+
+
+def fields_loss(w, b):
+    p = fields_step(fields_step(Pair(w, b), 0.1), 0.1)
+    return np.sum(np.sin(p.w)) * p.b
+
+
+def test_hessian_through_dataclasses_fields_and_replace():
+    # refused before: 'cannot differentiate the gradient of fields again'
+    def jstep(w, b):
+        return w - 0.1 * w ** 3, b - 0.1 * b ** 3
+
+    def jloss(w, b):
+        w, b = jstep(*jstep(w, b))
+        return jnp.sum(jnp.sin(w)) * b
+    w, b = np.array([0.3, -0.5, 0.8]), 0.7
+    got = pb.hessian(fields_loss, argnums=(0, 1))(w, b)
+    assert_close(got, jax.hessian(jloss, argnums=(0, 1))(w, b), "hessian")
+
+
+# -- callable objects holding weights, and functions they hold ------------------------------
+
+class Dense:
+    def __init__(self, W, activation):
+        self.W, self.activation = W, activation
+
+    def __call__(self, x):
+        return self.activation(x @ self.W)
+
+
+class Stack:
+    def __init__(self, W1, W2):
+        self.first, self.second = Dense(W1, np.tanh), Dense(W2, np.sin)
+
+    def __call__(self, x):
+        return self.second(self.first(x))
+
+
+def stack_loss(W1, x):
+    net = Stack(W1, W1.T * 0.5)
+    return np.sum(net(x) ** 2)
+
+
+def test_hessian_through_callable_objects_and_held_functions():
+    # refused before: 'cannot differentiate a gradient again through a function value that
+    # depends on the inputs' (net(x)), then '`.activation` of a Dense is not a method'
+    W1, x = RNG.standard_normal((3, 3)), RNG.standard_normal((2, 3))
+
+    def jloss(W1):
+        return jnp.sum(jnp.sin(jnp.tanh(x @ W1) @ (W1.T * 0.5)) ** 2)
+    want = jax.hessian(jloss)(W1)
+    assert_close(pb.hessian(stack_loss)(W1, x), want, "hessian")
+    t = RNG.standard_normal((3, 3))
+    assert_close(pb.hvp(lambda W: stack_loss(W, x), (W1,), (t,)),
+                 np.tensordot(want, t, axes=2), "hvp")
+
+
+class Momentum:
+    def __init__(self):
+        self.velocity = {}
+
+    def update(self, name, w, g):
+        v = self.velocity.get(name, 0.0)   # a C method of a dict holding values with tangents
+        self.velocity[name] = 0.9 * v + np.sin(w) * g
+        return w - 0.1 * self.velocity[name]
+
+
+def momentum_steps(w, g):
+    opt = Momentum()
+    for _ in range(3):
+        w = opt.update("w", w, g)
+    return np.sum(w ** 2)
+
+
+def test_hessian_through_dict_get():
+    # refused before: '`.get` of a dict is not a method defined in Python'
+    def jsteps(w, g):
+        v = 0.0
+        for _ in range(3):
+            v = 0.9 * v + jnp.sin(w) * g
+            w = w - 0.1 * v
+        return jnp.sum(w ** 2)
+    w, g = np.array([0.3, -0.8, 1.2]), np.array([1.0, 0.5, -2.0])
+    got = pb.hessian(momentum_steps, argnums=(0, 1))(w, g)
+    assert_close(got, jax.hessian(jsteps, argnums=(0, 1))(w, g), "hessian")

@@ -67,7 +67,10 @@ class _Spread:
 
     def adjoint(self, r, ct):
         inner, res = r
-        grads = dynamic_adjoint(res, ct)
+        return self.regroup(dynamic_adjoint(res, ct))
+
+    def regroup(self, grads):
+        """The callee's cotangents (or their tangents) grouped by the call's items."""
         out = []
         for g in self.groups:
             if g[0] == "one":
@@ -83,6 +86,20 @@ def _star_call(mask, inplace, spec, callee, items, kwargs):
     """``dynamic_call`` of ``star_call``: ``mask`` holds positions of
     ``star_call``'s own arguments (2: the object a method is called on, 3...:
     the items) and keyword names."""
+    fn, args, all_kwargs, inner_mask, groups = star_route(mask, spec, callee, items, kwargs)
+    if spec[1] is not None:
+        out, res = dynamic_method_call(callee, spec[1], inner_mask, inplace, *args,
+                                       **all_kwargs)
+    else:
+        out, res = dynamic_call(fn, inner_mask, inplace, *args, **all_kwargs)
+    return out, (_Spread(groups), (None, res))
+
+
+def star_route(mask, spec, callee, items, kwargs):
+    """A call with starred arguments spread: ``(fn, args, kwargs, inner_mask,
+    groups)``, ``inner_mask`` the callee's positions (``_RECEIVER``) and keyword
+    names of ``mask``'s entries, ``groups`` per entry where its parts went
+    (``_Spread``; forward over reverse maps tangents by it too)."""
     how, method = spec
     materialized = []
     for i, (h, v) in enumerate(zip(how, items)):
@@ -129,12 +146,7 @@ def _star_call(mask, inplace, spec, callee, items, kwargs):
                     keys[key] = len(inner_mask)
                     inner_mask.append(key)
                 groups.append(("d", w[1], keys))
-    if method is not None:
-        out, res = dynamic_method_call(callee, method, tuple(inner_mask), inplace, *args,
-                                       **all_kwargs)
-    else:
-        out, res = dynamic_call(fn, tuple(inner_mask), inplace, *args, **all_kwargs)
-    return out, (_Spread(groups), (None, res))
+    return fn, args, all_kwargs, tuple(inner_mask), groups
 
 
 class _Attempt:

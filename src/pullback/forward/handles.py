@@ -67,6 +67,11 @@ class ForwardDerivative:
         return self.driver.transform(self, args, wrt, has_aux)
 
     def call(self, args, wrt, tangents, has_aux=False):
+        if any(_integral(args[i]) for i in wrt):
+            # an integer carries no tangent (a residual's zero, under forward over reverse:
+            # a helper's `axis`): its parameter is then not varied
+            keep = [(i, t) for i, t in zip(wrt, tangents) if not _integral(args[i])]
+            wrt, tangents = tuple(i for i, _ in keep), tuple(t for _, t in keep)
         loaded = self.specialize(args, wrt, has_aux)
         # the `with` blocks a `return` or an exception leaves are closed here, as
         # reverse mode's call_primal does (runtime.control)
@@ -101,6 +106,13 @@ class ForwardDerivative:
             fwd.__pullback_forward__ = (self, mask)
             self._callers[mask] = fwd
         return fwd
+
+
+def _integral(x):
+    """``x`` is an integer, a boolean or None, or an array of integers or booleans."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in "biu"
+    return x is None or isinstance(x, (int, np.integer, np.bool_))
 
 
 class CustomJVP:

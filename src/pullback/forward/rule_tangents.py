@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 
 import gast
+import numpy as np
 
 from ..errors import NonDifferentiableError, UnsupportedSyntaxError
 from ..ir.build import call as _call, name as _name, sum_of as _sum
@@ -32,6 +33,14 @@ from ..rules.inline import instantiate, parameter_value
 from .rules import ELEMENTWISE, complex_exception, how
 
 __all__ = ["RuleTangents"]
+
+
+def _dtype_kind(dtype):
+    """NumPy's kind letter of a kind's dtype (``"f"``), or None when not known."""
+    try:
+        return np.dtype(dtype).kind if dtype is not None else None
+    except TypeError:
+        return None
 
 
 class _RuleView:
@@ -50,7 +59,58 @@ class RuleTangents:
 
 
     def tangent_rule(self, stmt, op, t):
-        self.fwd.adjoints.check_static_arguments(op)
+        checks = self.static_checks(op)
+        got = self.tangent_of_rule(stmt, op, t)
+        if not checks:
+            return got
+        pre, expr = got if isinstance(got, tuple) else ([], got)
+        return checks + pre, expr
+
+    def static_checks(self, op):
+        """Reverse mode's refusal of a varied name passed where the rule takes
+        no gradient (``axis``), but for a name read from a structure passed in
+        (a residual: forward over reverse gives a helper's adjoint's residuals,
+        its ``axis`` among them, a tangent), whose kind is not known to be
+        inexact: its value is checked when it runs (``check_static``), an
+        integer carrying no tangent."""
+        rule, later = op.rule, []
+        for p in rule.params:
+            if p in rule.diff or p in rule.discrete or p not in op.bound:
+                continue
+            for v in op.static_names(p):
+                if v not in self.fwd.varied:
+                    continue
+                sort = _dtype_kind(self.fwd.kind(v).dtype)
+                if sort in ("f", "c") or not self.read_from_a_structure(v):
+                    self.fwd.adjoints.check_static_arguments(op)    # raises, saying where
+                if sort not in ("b", "i", "u"):
+                    later.append(gast.Expr(value=_call(
+                        self.fwd.support("check_static"), _name(v), gast.Constant(p, None),
+                        gast.Constant(op.label or rule.name, None))))
+        return later
+
+    def read_from_a_structure(self, name, seen=()):
+        """``name`` is only ever unpacked from a name (``k, axis = residuals``),
+        an item of one (``residuals[2]``) or a tuple of such names
+        (``(r, c)``)."""
+        defs = self.fwd.definitions(name)
+
+        def read(s):
+            if not isinstance(s, gast.Assign):
+                return False
+            v = s.value
+            if isinstance(s.targets[0], gast.Tuple) and isinstance(v, gast.Name):
+                return True
+            if isinstance(v, gast.Subscript) and isinstance(v.value, gast.Name):
+                return True
+            return isinstance(v, (gast.Tuple, gast.List)) and all(
+                isinstance(e, gast.Constant) or isinstance(e, gast.Name) and (
+                    e.id not in self.fwd.varied
+                    or e.id not in seen and self.read_from_a_structure(e.id, seen + (name,)))
+                for e in v.elts)
+        return bool(defs) and all(read(s) for s in defs)
+
+    def tangent_of_rule(self, stmt, op, t):
         active = [(p, n) for p, n in op.operands if n in self.fwd.active]
         if not active:
             return None

@@ -48,6 +48,7 @@ from ..reverse.adjoints import Adjoints
 from ..reverse.context import assignments
 from ..rules.inline import clone
 from ..runtime import forward_support as support
+from .effects import library_effect
 from .rule_tangents import RuleTangents
 
 __all__ = ["Tangent", "differentiate"]
@@ -215,6 +216,8 @@ class _Forward(HelperNames):
             # function runs, so that what it does with them is followed or
             # refused there (reverse.reverse does the same), never dropped
             stmt.value = self.jvp_call(stmt.value, op, varied)
+        elif op.kind == "dynamic" and isinstance(stmt, gast.Expr) and varied:
+            library_effect(self, stmt, op, varied)      # (forward.effects)
 
     def returned(self, stmt):
         value = stmt.value

@@ -22,6 +22,7 @@ forwards from its own source like a user function.
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import weakref
 
@@ -29,11 +30,15 @@ import numpy as np
 
 from ..errors import NonDifferentiableError
 from ..runtime.forward_support import add_tangents, zeros_tangent
+from ..runtime.opaque import is_library_code
 from .attempt_forward import attempt_adjoint_forward, attempt_call_forward
 from .handles import forward_handle
 from .inner import annotated, inner_transform, jvp
 from .made import ForwardCallers, name_of, params_of
 from .reverse_over_reverse import GradVJP, PullbackVJP
+from .routed_calls import (callee_value_call, held, held_callee_call, inserted,
+                           library_method_call, opaque_forward)
+from .star_forward import star_adjoint_forward, star_call_forward
 from .tangent_calls import nested_forward
 
 __all__ = ["CalleePrimalForward", "CalleeAdjointForward", "DynamicCallForward",
@@ -159,11 +164,8 @@ class DynamicCallForward:
         from ..runtime import control
         if callee is control.attempt:       # a `try` body (higher.attempt_forward)
             return attempt_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
-        if callee is control.star_call:
-            raise NonDifferentiableError(
-                "pullback cannot differentiate the gradient of a call with starred arguments "
-                "(`f(*args)`) again.", hint="Pass the arguments one by one (`f(a, b)`), or "
-                "take one derivative of this function.")
+        if callee is control.star_call:     # `f(*xs, **d)` (higher.star_forward)
+            return star_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
         given = {}
         for k, t in zip(keys, tangents):
             if t is None:
@@ -183,6 +185,10 @@ class DynamicCallForward:
         if isinstance(plan, plans._Constant):
             out, res = plan.primal(rest2, kwargs2)
             return (out, res), (zeros_tangent(out), None)
+        if isinstance(plan, plans._Opaque):
+            # library code that only moves data (runtime.opaque): each leaf of its result
+            # has the tangent of the argument's leaf it is; its adjoint is linear in ct
+            return opaque_forward(plan, fn, rest2, kwargs2, mask2, given)
         tag = getattr(plan.pair[0], "__pullback_callee__", None) \
             if isinstance(plan, plans._Differentiated) else None    # (a library call: none)
         if tag is None:
@@ -214,6 +220,8 @@ def _function_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tan
         _, value_dot = forward_calls._make_function_jvp(
             callee, rest, kwargs, tuple(k for k, _ in given), tuple(t for _, t in given))
         return (value, res), (value_dot, None)
+    if _CALLEE in mask and not isinstance(callee, functools.partial):
+        return callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents)
     if not (isinstance(callee, functools.partial) and _CALLEE in mask):
         return None
     func, inner_mask, args2, kwargs2, regroup = dispatch.partial_route(
@@ -247,8 +255,9 @@ class DynamicMethodForward:
 
     def call_kw(self, args, kwargs, keys, tangents):
         from ..callees import _RECEIVER
-        from ..driver import plans
+        from ..driver import dispatch, plans
         from ..rules.registry import lookup
+        from ..runtime import is_instance
         obj, name, mask, inplace = args[:4]
         rest = tuple(args[4:])
         given = {}
@@ -264,7 +273,28 @@ class DynamicMethodForward:
             callee = plans._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
         else:
             method = getattr(obj, name)
+            if _RECEIVER in mask and is_instance(obj) and name in vars(obj):
+                # `self.activation(z)`: a value the object holds, called; its tangent is
+                # that of the object's field (dispatch._HeldCallee)
+                return held_callee_call(obj, name, mask, inplace, rest, kwargs, moved)
+            if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
+                    inspect.getattr_static(type(obj), name, None), staticmethod)):
+                # a staticmethod (a module's function): the object is not passed on, and
+                # its gradient is zeros (dispatch._NoReceiverGradient)
+                at = mask.index(_RECEIVER)
+                moved.pop(3, None)
+                (out, r), (out_dot, r_dot) = DynamicCallForward().call_kw(
+                    (method, tuple(k for k in mask if k != _RECEIVER), inplace) + rest, kwargs,
+                    tuple(k - 1 if isinstance(k, int) else k for k in moved),
+                    tuple(moved.values()))
+                return (out, (dispatch._NoReceiverGradient(at, obj), r)), (out_dot, (None, r_dot))
             if not (isinstance(method, type(self.call_kw)) and method.__self__ is obj):
+                if 0 in given and _RECEIVER in mask and is_library_code(method):
+                    # `velocity.get(name, 0.0)`, a C method of a dict holding values with
+                    # tangents: library code that moves data (runtime.opaque)
+                    routed = library_method_call(method, mask, inplace, rest, kwargs, moved)
+                    if routed is not None:
+                        return routed
                 if 0 in given:
                     raise NonDifferentiableError(
                         f"`.{name}` of a {type(obj).__name__} is not a method defined in "
@@ -295,15 +325,28 @@ class DynamicAdjointForward:
             out = plan.adjoint(r, ct)
             return out, (plan.adjoint(r, ct_dot) if ct_dot is not None
                          else tuple(zeros_tangent(o) for o in out))
-        if isinstance(plan, dispatch._HeldValues):
+        if isinstance(plan, (dispatch._HeldValues, dispatch._NoReceiverGradient,
+                             dispatch._NoCalleeGradient, dispatch._HeldCallee)):
             inner_dot = res_dot[1] if res_dot is not None else None
             out, out_dot = self.call((r, ct), (0, 1), (inner_dot, ct_dot))
-            return plan.regroup(out), plan.regroup(out_dot)
+            if isinstance(plan, dispatch._HeldValues):
+                return plan.regroup(out), plan.regroup(out_dot)
+            if isinstance(plan, dispatch._HeldCallee):    # the field's, as the object's
+                return held(out, plan), held(out_dot, plan)
+            # a staticmethod's object, a function value: zeros, whose tangent is zeros
+            obj = getattr(plan, "obj", 0.0)
+            return inserted(out, plan.at, obj), inserted(out_dot, plan.at, obj)
         if isinstance(plan, plans._Constant):
             out = plan.adjoint(r, ct)
             return out, tuple(zeros_tangent(o) for o in out)
+        if isinstance(plan, plans._Opaque):        # linear in ct, the routes fixed
+            out = plan.adjoint(r, ct)
+            return out, (plan.adjoint(r, ct_dot) if ct_dot is not None
+                         else tuple(zeros_tangent(o) for o in out))
         if isinstance(plan, dispatch._Attempt):
             return attempt_adjoint_forward(self, r, ct, res_dot, ct_dot)
+        if isinstance(plan, dispatch._Spread):
+            return star_adjoint_forward(self, plan, r, ct, res_dot, ct_dot)
         handle = plan.pair[0].__pullback_callee__[0]
         r_dot = res_dot[1] if res_dot is not None else None
         full, full_dot = CalleeAdjointForward(handle).call(

@@ -36,7 +36,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import elementwise, facts, jvp, linear, nondifferentiable, vjp
+from pullback.rules.registry import facts, jvp, linear, nondifferentiable, vjp
 from pullback.runtime.reduction_forward import builtin_max_jvp
 from pullback.runtime import abs_grad, indexable, mapping_keys, select_grad, unsum
 from pullback.runtime.gradient_stops import stop_gradient
@@ -281,8 +281,18 @@ def max_jvp(t, ans, *args):
     return builtin_max_jvp(t, ans, args)
 
 
-# pow(base, exp) of numbers: the reverse rule's partials read forwards
-elementwise(pow)
+# pow: the exponent's term is exactly 0 where its tangent is, as operators.pow_jvp's
+@jvp(math.pow)
+def math_pow_jvp(t, ans, x, y):
+    return (t * y * math.pow(x, y - 1.0 + (y == 0)),
+            t * ans * math.log(x) if x > 0 else (0.0 if x == 0 or t == 0 else math.nan))
+
+
+@jvp(pow)
+def builtin_pow_jvp(t, ans, base, exp, mod=None):
+    safe = np.where(t == 0, 1.0, base + (base == 0))
+    return (t * exp * base ** (exp - 1 + (exp == 0)),
+            np.where(t == 0, 0.0, t * ans * np.log(safe)))
 
 
 nondifferentiable(

@@ -30,7 +30,9 @@ def f_adjoint(residuals, out_bar):
 """
 import numpy as np
 
-from pullback.rules.registry import facts, vjp, linear, multilinear
+from pullback.rules.registry import facts, jvp, vjp, linear, multilinear
+from pullback.rules.runtime_helpers import _register_linear
+from pullback.runtime.reduction_forward import einsum_grads_tangent
 from pullback.runtime import (cross_grads, diag_grad, diagonal_grad, einsum_grads,
                               kron_grads, matvec_lhs_grad, matvec_rhs_grad,
                               tensordot_subscripts, trace_grad, vecdot_lhs_grad,
@@ -115,6 +117,16 @@ if hasattr(np, "matvec"):      # NumPy 2.2+
 
 multilinear(np.einsum, np.tensordot, np.kron, np.cross)
 linear(np.trace, "ndarray.trace", np.diagonal, "ndarray.diagonal", np.diag, np.tril, np.triu)
+
+
+# the adjoint's helper, differentiated again (forward over reverse): linear in the
+# cotangent, and in each operand apart (runtime.reduction_forward.einsum_grads_tangent)
+_register_linear(einsum_grads, (0, 1))
+
+
+@jvp(einsum_grads)
+def einsum_grads_jvp(t, ans, cot, args, optimize=False):
+    return einsum_grads(t, args, optimize), einsum_grads_tangent(t, cot, args, optimize)
 
 
 # -- facts (rules/registry.py: facts) ----------------------------------------------

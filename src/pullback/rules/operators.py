@@ -35,7 +35,7 @@ import operator
 
 import numpy as np
 
-from pullback.rules.registry import nondifferentiable, vjp, multilinear
+from pullback.rules.registry import jvp, nondifferentiable, vjp, multilinear
 from pullback.runtime import matmul_lhs_grad, matmul_rhs_grad
 
 
@@ -109,3 +109,21 @@ nondifferentiable(
 # --- forward rules (the elementwise operators need none: see registry) ---
 
 multilinear(operator.matmul, np.matmul)
+
+
+@jvp(operator.pow, np.power)
+def pow_jvp(t, ans, x, y):
+    # the reverse rule read forwards, but the exponent's term is exactly 0 where its
+    # tangent is: x**y * log(x) is NaN for x < 0, and a zero tangent times it must not be
+    # (forward over reverse gives a helper's constant exponent, a residual, a zero tangent)
+    # (the log's argument is 1 there too, so that no warning is raised for it)
+    base = np.where(t == 0, 1.0, x + (x == 0))
+    return (t * y * x ** (y - 1 + (y == 0)),
+            np.where(t == 0, 0.0, t * ans * np.log(base)))
+
+
+@jvp(np.float_power)
+def float_power_jvp(t, ans, x1, x2):
+    base = np.where(t == 0, 1.0, x1 + (x1 == 0))
+    return (t * x2 * np.float_power(x1, x2 - 1 + (x2 == 0)),
+            np.where(t == 0, 0.0, t * ans * np.log(base)))

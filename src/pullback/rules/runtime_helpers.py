@@ -141,6 +141,7 @@ nondifferentiable(np.result_type, core.meta, core.zeros_like, statement_checks.i
                   statement_checks.mapping_keys, statement_checks.same_method,
                   statement_checks.plain_operands, statement_checks.no_float_in,
                   accumulation.owned_zeros, forward_support.zeros_tangent,
-                  forward_support.check_real, forward_support.takes_tangent,
+                  forward_support.check_real, forward_support.check_static,
+                  forward_support.takes_tangent, forward_support.kept_structure,
                   control.caught_exception)
 facts(core.zeros_like, accumulation.owned_zeros, forward_support.zeros_tangent, fresh=True)

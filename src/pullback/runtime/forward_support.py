@@ -30,7 +30,7 @@ from .linalg_support import _concrete, det_grad
 from .rule_support import abs_grad, is_array_value
 
 __all__ = ["attribute_tangent", "zeros_tangent", "owned_tangent", "broadcast_tangent", "output_tangent",
-           "kernel_tangent", "check_real", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
+           "kernel_tangent", "check_real", "check_static", "kept_structure", "max_jvp", "prod_jvp", "norm_jvp", "det_jvp",
            "slogdet_jvp", "cholesky_jvp", "sort_jvp", "solve_a_jvp", "pad_jvp",
            "ravel_tangent", "reshape_tangent", "abs_grad_tangent", "add_tangents"]
 
@@ -116,7 +116,11 @@ def output_tangent(t, y, fresh=False):
 
 def add_tangents(*terms):
     """The sum of tangent terms that may be structures (a decomposition's
-    result with two active arguments, ``lstsq(a, b)``): summed entry by entry."""
+    result with two active arguments, ``lstsq(a, b)``): summed entry by entry,
+    an entry that is None in a term (a subscript's) left out."""
+    terms = [t for t in terms if t is not None]
+    if not terms:
+        return None
     first = terms[0]
     if isinstance(first, (tuple, list)):
         parts = [add_tangents(*items) for items in zip(*terms)]
@@ -174,7 +178,60 @@ def check_real(x, what):
     return x
 
 
+def check_static(value, param, what):
+    """A value that forward mode finds depending on the inputs, passed where a
+    rule takes no gradient (``axis``), whose kind the transform did not know
+    (a helper's ``axis`` read from its residuals: forward over reverse gives
+    every residual a tangent).  An integer, None, a string or a tuple of them
+    carries no tangent; anything else (a float, a function holding values)
+    would lose its own: refused."""
+    if not _no_tangent(value):
+        raise NonDifferentiableError(
+            f"The `{param}` argument of {what} carries no gradient, but its value (a "
+            f"{type(value).__name__}) depends on the inputs being differentiated.",
+            hint=f"Pass a constant as `{param}`, or rewrite the expression so that it enters "
+                 "through a differentiable argument.")
+    return value
+
+
+def kept_structure(held, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call run for its effect on the values
+    ``held``, which carry tangents (``b.apply_defaults()``, a library method):
+    refused where it adds, moves or removes their items, since the tangents
+    held for them would not follow (a later read of the new item found none)."""
+    from .leaves import Walk
+
+    def places():       # (a move of a value with a tangent the call itself refuses)
+        return [sorted(repr(p) for p, _ in Walk().leaves(v)) for v in held]
+    try:
+        before = places()
+    except Exception:
+        return fn(*args, **kwargs)        # (the call itself says what it cannot check)
+    out = fn(*args, **kwargs)
+    if places() != before:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        if name == "checked_method_call" and len(args) > 3:
+            name = args[3]
+        elif name == "checked_call" and len(args) > 1:
+            name = getattr(args[1], "__name__", name)
+        raise NonDifferentiableError(
+            f"forward mode cannot follow tangents through `{name}`, which changes an object "
+            "holding values being differentiated in place (adds, moves or removes its items).",
+            hint="Build the new value in your own function (a new list or dict), or use "
+                 "reverse mode (pb.grad) for one derivative.")
+    return out
+
+
+def _no_tangent(v):
+    if isinstance(v, (tuple, list)):
+        return all(_no_tangent(e) for e in v)
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "biu"
+    return v is None or isinstance(v, (bool, int, str, np.integer, np.bool_))
+
+
 # -- forward rules too long to inline ------------------------------------------
+
 
 def max_jvp(t, ans, a, axis=None, keepdims=False):
     """Tangent of ``np.max``/``np.min``: tied winners share it equally."""

@@ -159,7 +159,14 @@ def bag_cotangent(items, cts):
 def forward(fn, args, kwargs, mask, tangents):
     """``fn(*args, **kwargs)`` and the tangent of its result: each leaf of the
     result has the tangent of the argument's leaf it is (zero for constants)."""
-    out, (routes, held, _, _) = call(fn, args, kwargs, mask)
+    out, res = call(fn, args, kwargs, mask)
+    return out, routed_tangent(fn, out, res[0], tangents)
+
+
+def routed_tangent(fn, out, routes, tangents):
+    """The tangent of ``out``, the result of the library call ``fn`` whose
+    ``routes`` (``opaque.call``) say which argument's leaf each of its leaves
+    is; ``tangents``: one per entry of the call's mask (None: none)."""
     placed = {}
     if any(isinstance(key, tuple) for path, _, inpath in routes for key in path + inpath):
         from ..errors import NonDifferentiableError
@@ -168,14 +175,12 @@ def forward(fn, args, kwargs, mask, tangents):
             "result is an object that holds values it does not show (an iterator).",
             None, "Make a list of it first (`list(...)`), or use reverse mode (pb.grad).")
     for path, k, inpath in routes:
-        t = at_path(tangents[k], inpath, _at)
+        t = at_path(tangents[k], inpath, _at) if tangents[k] is not None else None
         if t is not None:
             placed[path] = t
     if () in placed:
-        return out, placed[()]
-    if not placed:
-        return out, _tangent(out, placed, ())
-    return out, _tangent(out, placed, ())
+        return placed[()]
+    return _tangent(out, placed, ())
 
 
 class _Fields(dict):

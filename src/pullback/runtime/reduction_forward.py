@@ -1,7 +1,8 @@
 """Forward rules' helpers for reductions, statistics and selections
 (``np.cumprod``, ``ptp``, ``average``, ``cov``, ``corrcoef``, ``interp``,
 ``partition``, ``nanmax``/``nanmin``, ``angle``, ``real_if_close``, builtin
-``max``/``min``), declared with their rules in ``rules/``.
+``max``/``min``; the adjoint's ``einsum_grads``), declared with their rules in
+``rules/``.
 
 Each takes the tangent ``t`` of one differentiable argument and returns its
 contribution to the output's tangent; ties follow the reverse rules (tied
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forward_support import max_jvp
+from .contraction_support import einsum_grads
+from .forward_support import add_tangents, max_jvp, zeros_tangent
 from .layout_support import cov_jvp, cumprod_jvp
 from .quantile_support import quantile_jvp
 
@@ -24,7 +26,7 @@ __all__ = ["cumprod_jvp", "ptp_jvp", "average_jvp", "cov_jvp", "corrcoef_jvp",
            "interp_x_jvp", "interp_fp_jvp", "partition_jvp", "nanmax_jvp", "angle_jvp",
            "real_if_close_jvp", "builtin_max_jvp", "logsumexp_jvp", "cummax_jvp",
            "logaddexp_reduce_jvp", "quantile_jvp", "series_jvp",
-           "ediff1d_jvp", "vander_jvp"]
+           "ediff1d_jvp", "vander_jvp", "einsum_grads_tangent"]
 
 
 def ptp_jvp(t, ans, a, axis=None, keepdims=False):
@@ -111,7 +113,15 @@ def real_if_close_jvp(t, ans, a, tol=100):
 def builtin_max_jvp(t, ans, args):
     """Tangent of builtin ``max(*args)``/``min(*args)`` for the tangent ``t``
     of each argument in turn: one contribution per positional argument (the
-    winners share it equally); a single iterable's tangent has its items'."""
+    winners share it equally); a single iterable's tangent has its items'.
+    Tuples compare item by item, and Python returns the first winning item
+    itself: all of the result's tangent is that item's (as the reverse rule)."""
+    if isinstance(ans, (tuple, list)):
+        items, parts = (list(args[0]), list(t)) if len(args) == 1 else (args, None)
+        first = next(i for i, x in enumerate(items) if x is ans)
+        if parts is not None:
+            return (parts[first],)
+        return tuple(t if i == first else zeros_tangent(x) for i, x in enumerate(items))
     if len(args) == 1:
         items = args[0]
         hits = np.asarray([bool(x == ans) for x in np.ravel(items)] if isinstance(
@@ -194,3 +204,28 @@ def vander_jvp(t, x, N=None, increasing=False):
     t = np.asarray(t)
     return (t[:, None] * k * np.power(x[:, None], np.maximum(k - 1, 0)) * (k > 0)).astype(
         np.result_type(t, x), copy=False)
+
+
+def einsum_grads_tangent(t, g, args, optimize=False):
+    """The tangent of ``einsum_grads(g, args)`` (the operands' cotangents of
+    ``np.einsum(*args)``) along the tangent ``t`` of ``args`` (a tuple like
+    it: None or zeros for the subscripts and sublists).  Each cotangent is
+    multilinear in ``g`` and the other operands: one term per operand with a
+    tangent, that operand's tangent in its place, its own cotangent left out
+    (it does not read itself; the same array passed twice is two operands)."""
+    n = len(args)
+    if isinstance(args[0], str):
+        operands = range(1, n)
+    else:
+        operands = range(0, n - 1 if n % 2 else n, 2)
+    total = [None] * n
+    for k in operands:
+        if t[k] is None:
+            continue
+        part = einsum_grads(g, args[:k] + (t[k],) + args[k + 1:], optimize)
+        total = [a if i == k else add_tangents(a, p) for i, (a, p) in enumerate(zip(total, part))]
+    dtype = np.result_type(g, *(args[k] for k in operands))
+    for k in operands:
+        if total[k] is None:      # no other operand moves
+            total[k] = np.zeros(np.shape(args[k]), dtype=dtype)
+    return tuple(total)
