@@ -738,8 +738,8 @@ def test_forward_rule(case, kind):
             moved[i] = tr.tmap(lambda x, d: tr.shifted(x, d, t), moved[i], tan)
         return tr.call(case.key, moved, tr.tmap(tr.upcast, case.kw))
     try:
-        jv = tr.tmap(lambda p, m: (np.asarray(p) - np.asarray(m)) / (2 * tr.STEP),
-                     at(tr.STEP), at(-tr.STEP))
+        jv = tr.tmap(lambda p, m: None if isinstance(p, bool) else    # cho_factor's lower
+                     (np.asarray(p) - np.asarray(m)) / (2 * tr.STEP), at(tr.STEP), at(-tr.STEP))
     except ValueError:                     # math.pow off its domain, one step away
         pytest.skip("a central-difference step leaves the function's domain (math.pow "
                     "near its edge): this case cannot be checked by differences")
