@@ -27,6 +27,7 @@ is not unique (the extra columns of a full ``Q`` of a tall matrix).
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lu_solve, solve_triangular
 
 from ..errors import NonDifferentiableError
 from .linalg_forward import qr_jvp
@@ -64,7 +65,6 @@ def _check_square(lu, what):
 
 def _tri_solves(low, up, m, left_t=False):
     """``L^-1 m U^-1`` (``left_t``: ``L^-T m U^-T``)."""
-    from scipy.linalg import solve_triangular
     if left_t:
         y = solve_triangular(low, m, trans=1, lower=True, unit_diagonal=True)
         return _T(solve_triangular(up, _T(y), trans=0, lower=False))
@@ -85,9 +85,7 @@ def lu_factor_grad(g, ans, a):
     low, up = _factors(lu)
     f_bar = np.tril(np.matmul(_T(low), np.tril(gl, -1)), -1) + \
         np.triu(np.matmul(np.triu(gl), _T(up)))
-    out = np.empty_like(f_bar)
-    out[_perm(piv)] = _tri_solves(low, up, f_bar, left_t=True)
-    return _like(out, a)
+    return _like(_tri_solves(low, up, f_bar, left_t=True)[np.argsort(_perm(piv))], a)
 
 
 def lu_factor_jvp(t, ans, a):
@@ -107,7 +105,6 @@ def _trans(trans):
 def lu_solve_grad(g, ans, lu_and_piv, b, trans, wrt):
     """Cotangent of ``lu_and_piv`` (``(lu_bar, None)``) or ``b`` in ``x =
     lu_solve((lu, piv), b, trans)``."""
-    from scipy.linalg import lu_solve
     lu, piv = lu_and_piv
     _check_square(lu, "lu_solve")
     k = _trans(trans)
@@ -130,7 +127,6 @@ def lu_solve_grad(g, ans, lu_and_piv, b, trans, wrt):
 def lu_solve_jvp(t, ans, lu_and_piv, b, trans, wrt):
     """Tangent of ``x = lu_solve((lu, piv), b, trans)`` along the tangent of
     ``(lu, piv)`` (its ``lu`` part) or of ``b``."""
-    from scipy.linalg import lu_solve
     lu, piv = lu_and_piv
     _check_square(lu, "lu_solve")
     if wrt == "b":
@@ -139,8 +135,7 @@ def lu_solve_jvp(t, ans, lu_and_piv, b, trans, wrt):
     dlu = t[0]
     low, up = _factors(lu)
     db = np.matmul(np.tril(dlu, -1), up) + np.matmul(low, np.triu(dlu))
-    da = np.empty_like(db)
-    da[_perm(piv)] = db
+    da = db[np.argsort(_perm(piv))]
     op = da if k == 0 else _T(da) if k == 1 else np.conj(_T(da))
     out = -lu_solve((lu, piv), np.matmul(op, ans), trans=trans)
     return out.astype(np.result_type(ans), copy=False)

@@ -15,6 +15,7 @@ moves with that triangle of ``t`` only, so the two modes agree::
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_solve, solve, solve_sylvester, solve_triangular
 
 from ..errors import NonDifferentiableError
 from .forward_support import cholesky_jvp
@@ -45,7 +46,6 @@ def _back(v, b):
 
 def solve_triangular_jvp(t, ans, a, b, trans, lower, unit_diagonal, wrt):
     """``x_dot = M^-1 (b_dot - op(tri(a_dot)) x)`` with ``M = op(tri(a))``."""
-    from scipy.linalg import solve_triangular
     if wrt == "b":
         rhs = t
     else:
@@ -80,7 +80,6 @@ def _refuse_complex(*xs):
 def cho_solve_jvp(t, ans, c_and_lower, b, wrt):
     """``x_dot = A^-1 (b_dot - A_dot x)``, ``A_dot = L_dot L^T + L L_dot^T`` from
     the factor's triangle of ``c_dot`` (``U^T U`` for an upper factor)."""
-    from scipy.linalg import cho_solve
     c, lower = c_and_lower
     if wrt == "b":
         _refuse_complex(c, t)
@@ -95,7 +94,6 @@ def cho_solve_jvp(t, ans, c_and_lower, b, wrt):
 
 def sqrtm_jvp(t, ans):
     """``X dX + dX X = dA`` (a Sylvester equation)."""
-    from scipy.linalg import solve_sylvester
     if np.ndim(ans) > 2:
         return np.stack([sqrtm_jvp(ti, xi) for ti, xi in
                          zip(np.broadcast_to(t, np.shape(ans)), ans)])
@@ -104,7 +102,6 @@ def sqrtm_jvp(t, ans):
 
 def sylvester_jvp(t, ans, a, b, wrt):
     """``a dX + dX b = dq - da X - X db``."""
-    from scipy.linalg import solve_sylvester
     rhs = t if wrt == "q" else -np.matmul(t, ans) if wrt == "a" else -np.matmul(ans, t)
     return _out(solve_sylvester(a, b, rhs), ans)
 
@@ -126,7 +123,6 @@ def scipy_inv_jvp(t, ans, assume_a):
 def scipy_solve_jvp(t, ans, a, b, assume_a, lower, transposed, wrt):
     """``x_dot = M^-1 (b_dot - M_dot x)``; ``M`` is ``a`` (``transposed``: ``a^T``),
     or for ``'sym'``/``'pos'`` the symmetric matrix built from one triangle."""
-    from scipy.linalg import solve
     kind = assume_a or "gen"
     if kind not in ("gen", "general", "sym", "symmetric", "pos", "positive definite") or (
             np.iscomplexobj(a) and kind not in ("gen", "general")):

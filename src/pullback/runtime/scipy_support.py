@@ -299,13 +299,13 @@ def mvn_grad(g, ans, fn, wrt, x, mean=None, cov=1):
     r = xs - m
     prec = np.linalg.inv(full)
     pr = np.matmul(r, prec)                     # C^-1 r (C symmetric)
-    gg = np.reshape(gg, pr.shape[:-1] + (1,))
+    gg = np.expand_dims(np.reshape(gg, np.shape(pr)[:-1]), -1)
     if wrt == "x":
         return _like(np.reshape(-gg * pr, np.shape(x)), x)
     if wrt == "mean":
         return _like(np.reshape(np.sum(gg * pr, axis=tuple(range(pr.ndim - 1))),
                                 np.shape(mean)), mean)
-    flat = np.reshape(pr, (-1, dim))
+    flat = np.reshape(pr, (-1, np.shape(pr)[-1]))
     w = np.reshape(gg, (-1,))
     gcov = -0.5 * (np.sum(w) * prec - np.matmul(flat.T * w, flat))
     cov_arr = np.asarray(cov)
