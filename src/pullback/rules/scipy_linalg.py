@@ -32,9 +32,11 @@ import scipy.linalg as linalg
 
 from pullback.rules.registry import facts, jvp, vjp
 from pullback.runtime.forward_support import det_jvp as det_jvp_helper
-from pullback.runtime import (cho_factor_grad, cho_solve_grad, cholesky_grad, det_grad,
-                              expm_grad, scipy_inv_grad, scipy_solve_grad, solve_triangular_grad,
-                              sqrtm_grad, sylvester_grad)
+from pullback.runtime import cholesky_grad, det_grad
+from pullback.runtime.scipy_linalg_grads import (cho_factor_grad, cho_solve_grad, expm_grad,
+                                                 scipy_inv_grad, scipy_solve_grad,
+                                                 solve_triangular_grad, sqrtm_grad,
+                                                 sylvester_grad)
 from pullback.runtime.scipy_factor import (lu_factor_grad, lu_factor_jvp as lu_factor_jvp_helper,
                                            lu_solve_grad, lu_solve_jvp as lu_solve_jvp_helper,
                                            sp_qr_grad, sp_qr_jvp)

@@ -19,7 +19,7 @@ from scipy.linalg import cho_solve, solve, solve_sylvester, solve_triangular
 
 from ..errors import NonDifferentiableError
 from .forward_support import cholesky_jvp
-from .scipy_solvers import _mat, _T, expm_grad
+from .scipy_linalg_grads import _mat, _T, expm_grad
 from .scipy_support import _mvn_parts, _special
 
 __all__ = ["solve_triangular_jvp", "sp_cholesky_jvp", "cho_factor_jvp", "cho_solve_jvp",
