@@ -180,7 +180,7 @@ def test_qr_against_jax_both_modes(mode):
             out = out + jnp.sum(jla.qr(B * x, mode=mode)[0][:, :2] ** 3)
         return out
 
-    both_modes(f, fj, hessian=False)
+    both_modes(f, fj)
 
 
 def test_cholesky_expm_forward_against_jax():

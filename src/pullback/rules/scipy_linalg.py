@@ -30,6 +30,8 @@ Conventions (the project's ``np.linalg`` ones, JAX's where they agree):
 """
 import scipy.linalg as linalg
 
+import pullback.runtime as runtime
+
 from pullback.rules.registry import facts, jvp, vjp
 from pullback.runtime.forward_support import det_jvp as det_jvp_helper
 from pullback.runtime import cholesky_grad, det_grad
@@ -44,6 +46,15 @@ from pullback.runtime.scipy_linalg_forward import (
     cho_factor_jvp as cho_factor_jvp_helper, cho_solve_jvp as cho_solve_jvp_helper,
     expm_jvp as expm_jvp_helper, scipy_inv_jvp, scipy_solve_jvp, solve_triangular_jvp as
     solve_triangular_jvp_helper, sp_cholesky_jvp, sqrtm_jvp as sqrtm_jvp_helper, sylvester_jvp)
+
+from pullback.runtime import scipy_factor, scipy_linalg_grads
+
+# the helpers of SciPy's rules join pullback.runtime when they load (import pullback
+# does not import SciPy; these modules import it at module level, so that forward
+# mode differentiates them from their source under pb.hessian)
+for _module in (scipy_factor, scipy_linalg_grads):
+    runtime.__all__ += [n for n in _module.__all__ if n not in runtime.__all__]
+    vars(runtime).update({n: getattr(_module, n) for n in _module.__all__})
 
 
 @vjp(linalg.solve_triangular)
