@@ -32,21 +32,10 @@ from jax import tree_util  # noqa: E402
 
 # -- every rule has a forward rule, or is listed with why it has none ----------------------
 
-_STATS = "scipy.stats distributions: reverse only for now (forward rules not written yet)"
-_SP_LINALG = "scipy.linalg solver or factorization: reverse only for now (not written yet)"
 REVERSE_ONLY = {
     "odeint": "scipy.integrate.odeint: its adjoint is an ODE solved backwards; a forward "
-              "rule needs the sensitivity equations (not written yet)",
-    **{name: _SP_LINALG for name in (
-        "cho_factor", "cho_solve", "sqrtm",
-        "solve_sylvester", "expm", "inv", "solve")},
-    **{name: _STATS for name in (
-        "norm_logpdf", "norm_pdf", "norm_cdf", "norm_logcdf", "norm_sf", "norm_logsf",
-        "chi2_logpdf", "chi2_pdf", "chi2_cdf", "t_logpdf", "t_pdf", "t_cdf", "t_logcdf",
-        "gamma_logpdf", "gamma_pdf", "gamma_cdf", "gamma_logcdf", "beta_logpdf", "beta_pdf",
-        "beta_cdf", "beta_logcdf", "poisson_logpmf", "poisson_pmf", "poisson_cdf",
-        "poisson_logcdf", "dirichlet_logpdf", "dirichlet_pdf", "mvn_logpdf", "mvn_pdf",
-        "mvn_entropy")},
+              "rule needs the sensitivity equations, and registry.jvp's tangent parameter "
+              "`t` clashes with odeint's own `t` (not written yet)",
 }
 
 

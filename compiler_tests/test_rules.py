@@ -1262,6 +1262,10 @@ if scipy is not None:
         F, tol=1e-5, rtol=1e-11, atol=1e-11, tfirst=True, fixed=("t",))
 
 
+import rule_cases_scipy7  # noqa: E402  (round 7: expon, laplace, kv, loggamma, lu, qr)
+rule_cases_scipy7.register(case, SCIPY_NAMES)
+
+
 def _decay(y, t, k, c):
     return -k * y + c * np.sin(t) + 0.1 * y[::-1] * y
 

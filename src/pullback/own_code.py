@@ -52,7 +52,8 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 SOURCE_HELPERS = frozenset(f"pullback.runtime.{m}" for m in (
     "accumulation", "complex_forward", "contraction_support", "core", "fft_support", "forward_support", "layout_support",
     "linalg_forward", "linalg_support", "quantile_support", "reduction_forward", "rule_support",
-    "scipy_solvers", "scipy_support", "dot_support", "index_support"))
+    "scipy_factor", "scipy_linalg_forward", "scipy_linalg_grads", "scipy_solvers", "scipy_support",
+    "dot_support", "index_support"))
 
 _own_files = {}     # co_filename -> whether it is one of pullback's own files
 

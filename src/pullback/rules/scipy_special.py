@@ -9,7 +9,9 @@ rule bodies stay inlinable.  Before/after::
 
 Conventions (JAX's where the derivative is not unique):
 
-- ``jn`` is SciPy's ``jv`` (one rule).
+- ``jn`` is SciPy's ``jv`` (one rule).  ``kv``/``kve`` (real ``x > 0``) by the
+  recurrence ``K'_v = -(K_{v-1} + K_{v+1}) / 2``; ``loggamma`` of a real or
+  complex argument is ``digamma`` (holomorphic off its branch cut).
 - ``gammainc``/``gammaincc``/``betainc`` differentiate in ``x`` only; their
   shape parameters are refused when they carry a gradient (as autograd; JAX
   has no derivative in them either).  ``gammasgn`` is piecewise constant.
@@ -74,6 +76,12 @@ def sp_polygamma_vjp(g, ans, n, x):
 
 
 elementwise(sp_digamma, sp_polygamma)
+
+
+@vjp(special.loggamma)
+def loggamma(g, ans, x):
+    # holomorphic off the branch cut: g * digamma(z), unconjugated (JAX's convention)
+    return g * sp_digamma(x)
 
 
 @vjp(special.gamma)
@@ -253,6 +261,16 @@ def ive(g, ans, v, z):
     return bessel_grad(g, "ive", v, z)
 
 
+@vjp(special.kv, nondiff=("v",), broadcasts=True)
+def kv(g, ans, v, z):
+    return bessel_grad(g, "kv", v, z)
+
+
+@vjp(special.kve, nondiff=("v",), broadcasts=True)
+def kve(g, ans, v, z):
+    return bessel_grad(g, "kve", v, z)
+
+
 # --- incomplete gamma and beta functions (in x only, as autograd and JAX) ---
 
 
@@ -301,7 +319,8 @@ def log_softmax(g, ans, x, axis=None):
 elementwise(special.digamma, special.psi, special.polygamma, special.rgamma, special.beta,
             special.betaln, special.multigammaln, special.erfcinv, special.jv, special.jn,
             special.yv, special.yn, special.j0, special.j1, special.y0, special.y1,
-            special.iv, special.ive, special.gammainc, special.gammaincc, special.betainc)
+            special.iv, special.ive, special.kv, special.kve, special.loggamma,
+            special.gammainc, special.gammaincc, special.betainc)
 
 
 @jvp(special.softmax)

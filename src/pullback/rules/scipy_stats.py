@@ -32,58 +32,105 @@ Conventions:
 """
 from scipy import stats
 
+from pullback.rules.registry import RULES, elementwise, jvp
 from pullback.rules.scipy_common import vjp_diff
 from pullback.runtime import dirichlet_grad, mvn_entropy_grad, mvn_grad, stats_grad
+from pullback.runtime.scipy_linalg_forward import dirichlet_jvp, mvn_entropy_jvp, mvn_jvp
 
 # --- norm ---
 
 
-@vjp_diff(stats.norm.logpdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.logpdf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_logpdf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "logpdf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logpdf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logpdf", "scale", x, None, None, loc, scale))
 
 
-@vjp_diff(stats.norm.pdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.pdf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_pdf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "pdf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "pdf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "pdf", "scale", x, None, None, loc, scale))
 
 
-@vjp_diff(stats.norm.cdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.cdf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_cdf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "cdf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "cdf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "cdf", "scale", x, None, None, loc, scale))
 
 
-@vjp_diff(stats.norm.logcdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.logcdf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_logcdf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "logcdf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logcdf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logcdf", "scale", x, None, None, loc, scale))
 
 
-@vjp_diff(stats.norm.sf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.sf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_sf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "sf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "sf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "sf", "scale", x, None, None, loc, scale))
 
 
-@vjp_diff(stats.norm.logsf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.norm.logsf, diff=("x", "loc", "scale"), broadcasts=True)
 def norm_logsf(g, ans, x, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "norm", "logsf", "x", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logsf", "loc", x, None, None, loc, scale),
             stats_grad(g, ans, "norm", "logsf", "scale", x, None, None, loc, scale))
 
 
+# --- expon and laplace (location-scale families without shape parameters) ---
+
+
+@vjp_diff(stats.expon.logpdf, diff=("x", "loc", "scale"), broadcasts=True)
+def expon_logpdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "expon", "logpdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "logpdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "logpdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.expon.pdf, diff=("x", "loc", "scale"), broadcasts=True)
+def expon_pdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "expon", "pdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "pdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "pdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.expon.cdf, diff=("x", "loc", "scale"), broadcasts=True)
+def expon_cdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "expon", "cdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "cdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "expon", "cdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.laplace.logpdf, diff=("x", "loc", "scale"), broadcasts=True)
+def laplace_logpdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "laplace", "logpdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "logpdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "logpdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.laplace.pdf, diff=("x", "loc", "scale"), broadcasts=True)
+def laplace_pdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "laplace", "pdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "pdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "pdf", "scale", x, None, None, loc, scale))
+
+
+@vjp_diff(stats.laplace.cdf, diff=("x", "loc", "scale"), broadcasts=True)
+def laplace_cdf(g, ans, x, loc=0.0, scale=1.0):
+    return (stats_grad(g, ans, "laplace", "cdf", "x", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "cdf", "loc", x, None, None, loc, scale),
+            stats_grad(g, ans, "laplace", "cdf", "scale", x, None, None, loc, scale))
+
+
 # --- chi2 (gamma with a = df / 2 and twice the scale) ---
 
 
-@vjp_diff(stats.chi2.logpdf, diff=("x", "df", "loc", "scale"))
+@vjp_diff(stats.chi2.logpdf, diff=("x", "df", "loc", "scale"), broadcasts=True)
 def chi2_logpdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "chi2", "logpdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "chi2", "logpdf", "p1", x, df, None, loc, scale),
@@ -91,7 +138,7 @@ def chi2_logpdf(g, ans, x, df, loc=0.0, scale=1.0):
             stats_grad(g, ans, "chi2", "logpdf", "scale", x, df, None, loc, scale))
 
 
-@vjp_diff(stats.chi2.pdf, diff=("x", "df", "loc", "scale"))
+@vjp_diff(stats.chi2.pdf, diff=("x", "df", "loc", "scale"), broadcasts=True)
 def chi2_pdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "chi2", "pdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "chi2", "pdf", "p1", x, df, None, loc, scale),
@@ -99,7 +146,7 @@ def chi2_pdf(g, ans, x, df, loc=0.0, scale=1.0):
             stats_grad(g, ans, "chi2", "pdf", "scale", x, df, None, loc, scale))
 
 
-@vjp_diff(stats.chi2.cdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.chi2.cdf, diff=("x", "loc", "scale"), broadcasts=True)
 def chi2_cdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "chi2", "cdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "chi2", "cdf", "loc", x, df, None, loc, scale),
@@ -109,7 +156,7 @@ def chi2_cdf(g, ans, x, df, loc=0.0, scale=1.0):
 # --- t ---
 
 
-@vjp_diff(stats.t.logpdf, diff=("x", "df", "loc", "scale"))
+@vjp_diff(stats.t.logpdf, diff=("x", "df", "loc", "scale"), broadcasts=True)
 def t_logpdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "t", "logpdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "t", "logpdf", "p1", x, df, None, loc, scale),
@@ -117,7 +164,7 @@ def t_logpdf(g, ans, x, df, loc=0.0, scale=1.0):
             stats_grad(g, ans, "t", "logpdf", "scale", x, df, None, loc, scale))
 
 
-@vjp_diff(stats.t.pdf, diff=("x", "df", "loc", "scale"))
+@vjp_diff(stats.t.pdf, diff=("x", "df", "loc", "scale"), broadcasts=True)
 def t_pdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "t", "pdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "t", "pdf", "p1", x, df, None, loc, scale),
@@ -125,14 +172,14 @@ def t_pdf(g, ans, x, df, loc=0.0, scale=1.0):
             stats_grad(g, ans, "t", "pdf", "scale", x, df, None, loc, scale))
 
 
-@vjp_diff(stats.t.cdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.t.cdf, diff=("x", "loc", "scale"), broadcasts=True)
 def t_cdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "t", "cdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "t", "cdf", "loc", x, df, None, loc, scale),
             stats_grad(g, ans, "t", "cdf", "scale", x, df, None, loc, scale))
 
 
-@vjp_diff(stats.t.logcdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.t.logcdf, diff=("x", "loc", "scale"), broadcasts=True)
 def t_logcdf(g, ans, x, df, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "t", "logcdf", "x", x, df, None, loc, scale),
             stats_grad(g, ans, "t", "logcdf", "loc", x, df, None, loc, scale),
@@ -142,7 +189,7 @@ def t_logcdf(g, ans, x, df, loc=0.0, scale=1.0):
 # --- gamma ---
 
 
-@vjp_diff(stats.gamma.logpdf, diff=("x", "a", "loc", "scale"))
+@vjp_diff(stats.gamma.logpdf, diff=("x", "a", "loc", "scale"), broadcasts=True)
 def gamma_logpdf(g, ans, x, a, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "gamma", "logpdf", "x", x, a, None, loc, scale),
             stats_grad(g, ans, "gamma", "logpdf", "p1", x, a, None, loc, scale),
@@ -150,7 +197,7 @@ def gamma_logpdf(g, ans, x, a, loc=0.0, scale=1.0):
             stats_grad(g, ans, "gamma", "logpdf", "scale", x, a, None, loc, scale))
 
 
-@vjp_diff(stats.gamma.pdf, diff=("x", "a", "loc", "scale"))
+@vjp_diff(stats.gamma.pdf, diff=("x", "a", "loc", "scale"), broadcasts=True)
 def gamma_pdf(g, ans, x, a, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "gamma", "pdf", "x", x, a, None, loc, scale),
             stats_grad(g, ans, "gamma", "pdf", "p1", x, a, None, loc, scale),
@@ -158,14 +205,14 @@ def gamma_pdf(g, ans, x, a, loc=0.0, scale=1.0):
             stats_grad(g, ans, "gamma", "pdf", "scale", x, a, None, loc, scale))
 
 
-@vjp_diff(stats.gamma.cdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.gamma.cdf, diff=("x", "loc", "scale"), broadcasts=True)
 def gamma_cdf(g, ans, x, a, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "gamma", "cdf", "x", x, a, None, loc, scale),
             stats_grad(g, ans, "gamma", "cdf", "loc", x, a, None, loc, scale),
             stats_grad(g, ans, "gamma", "cdf", "scale", x, a, None, loc, scale))
 
 
-@vjp_diff(stats.gamma.logcdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.gamma.logcdf, diff=("x", "loc", "scale"), broadcasts=True)
 def gamma_logcdf(g, ans, x, a, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "gamma", "logcdf", "x", x, a, None, loc, scale),
             stats_grad(g, ans, "gamma", "logcdf", "loc", x, a, None, loc, scale),
@@ -175,7 +222,7 @@ def gamma_logcdf(g, ans, x, a, loc=0.0, scale=1.0):
 # --- beta ---
 
 
-@vjp_diff(stats.beta.logpdf, diff=("x", "a", "b", "loc", "scale"))
+@vjp_diff(stats.beta.logpdf, diff=("x", "a", "b", "loc", "scale"), broadcasts=True)
 def beta_logpdf(g, ans, x, a, b, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "beta", "logpdf", "x", x, a, b, loc, scale),
             stats_grad(g, ans, "beta", "logpdf", "p1", x, a, b, loc, scale),
@@ -184,7 +231,7 @@ def beta_logpdf(g, ans, x, a, b, loc=0.0, scale=1.0):
             stats_grad(g, ans, "beta", "logpdf", "scale", x, a, b, loc, scale))
 
 
-@vjp_diff(stats.beta.pdf, diff=("x", "a", "b", "loc", "scale"))
+@vjp_diff(stats.beta.pdf, diff=("x", "a", "b", "loc", "scale"), broadcasts=True)
 def beta_pdf(g, ans, x, a, b, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "beta", "pdf", "x", x, a, b, loc, scale),
             stats_grad(g, ans, "beta", "pdf", "p1", x, a, b, loc, scale),
@@ -193,14 +240,14 @@ def beta_pdf(g, ans, x, a, b, loc=0.0, scale=1.0):
             stats_grad(g, ans, "beta", "pdf", "scale", x, a, b, loc, scale))
 
 
-@vjp_diff(stats.beta.cdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.beta.cdf, diff=("x", "loc", "scale"), broadcasts=True)
 def beta_cdf(g, ans, x, a, b, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "beta", "cdf", "x", x, a, b, loc, scale),
             stats_grad(g, ans, "beta", "cdf", "loc", x, a, b, loc, scale),
             stats_grad(g, ans, "beta", "cdf", "scale", x, a, b, loc, scale))
 
 
-@vjp_diff(stats.beta.logcdf, diff=("x", "loc", "scale"))
+@vjp_diff(stats.beta.logcdf, diff=("x", "loc", "scale"), broadcasts=True)
 def beta_logcdf(g, ans, x, a, b, loc=0.0, scale=1.0):
     return (stats_grad(g, ans, "beta", "logcdf", "x", x, a, b, loc, scale),
             stats_grad(g, ans, "beta", "logcdf", "loc", x, a, b, loc, scale),
@@ -210,22 +257,22 @@ def beta_logcdf(g, ans, x, a, b, loc=0.0, scale=1.0):
 # --- poisson (k and loc are integers) ---
 
 
-@vjp_diff(stats.poisson.logpmf, diff=("mu",))
+@vjp_diff(stats.poisson.logpmf, diff=("mu",), broadcasts=True)
 def poisson_logpmf(g, ans, k, mu, loc=0):
     return stats_grad(g, ans, "poisson", "logpmf", "p1", k, mu, None, loc)
 
 
-@vjp_diff(stats.poisson.pmf, diff=("mu",))
+@vjp_diff(stats.poisson.pmf, diff=("mu",), broadcasts=True)
 def poisson_pmf(g, ans, k, mu, loc=0):
     return stats_grad(g, ans, "poisson", "pmf", "p1", k, mu, None, loc)
 
 
-@vjp_diff(stats.poisson.cdf, diff=("mu",))
+@vjp_diff(stats.poisson.cdf, diff=("mu",), broadcasts=True)
 def poisson_cdf(g, ans, k, mu, loc=0):
     return stats_grad(g, ans, "poisson", "cdf", "p1", k, mu, None, loc)
 
 
-@vjp_diff(stats.poisson.logcdf, diff=("mu",))
+@vjp_diff(stats.poisson.logcdf, diff=("mu",), broadcasts=True)
 def poisson_logcdf(g, ans, k, mu, loc=0):
     return stats_grad(g, ans, "poisson", "logcdf", "p1", k, mu, None, loc)
 
@@ -263,3 +310,41 @@ def mvn_pdf(g, ans, x, mean=None, cov=1, allow_singular=False):
 def mvn_entropy(g, ans, mean=None, cov=1):
     # the entropy does not depend on the mean: its cotangent is zero
     return mvn_entropy_grad(g, mean, cov, "mean"), mvn_entropy_grad(g, mean, cov, "cov")
+
+
+# --- forward rules: the elementwise ones are their reverse rules read forwards ---
+
+_FAMILIES = ("norm", "expon", "laplace", "chi2", "t", "gamma", "beta", "poisson")
+elementwise(*[m for d in _FAMILIES for f in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf",
+                                              "logpmf", "pmf")
+              if (m := getattr(getattr(stats, d), f, None)) is not None and m in RULES])
+
+
+@jvp(stats.dirichlet.logpdf)
+def dirichlet_logpdf_jvp(t, ans, x, alpha):
+    return dirichlet_jvp(t, ans, "logpdf", "x", x, alpha), dirichlet_jvp(t, ans, "logpdf",
+                                                                         "alpha", x, alpha)
+
+
+@jvp(stats.dirichlet.pdf)
+def dirichlet_pdf_jvp(t, ans, x, alpha):
+    return dirichlet_jvp(t, ans, "pdf", "x", x, alpha), dirichlet_jvp(t, ans, "pdf", "alpha",
+                                                                      x, alpha)
+
+
+@jvp(stats.multivariate_normal.logpdf)
+def mvn_logpdf_jvp(t, ans, x, mean=None, cov=1, allow_singular=False):
+    return (mvn_jvp(t, ans, "logpdf", "x", x, mean, cov),
+            mvn_jvp(t, ans, "logpdf", "mean", x, mean, cov),
+            mvn_jvp(t, ans, "logpdf", "cov", x, mean, cov))
+
+
+@jvp(stats.multivariate_normal.pdf)
+def mvn_pdf_jvp(t, ans, x, mean=None, cov=1, allow_singular=False):
+    return (mvn_jvp(t, ans, "pdf", "x", x, mean, cov), mvn_jvp(t, ans, "pdf", "mean", x, mean, cov),
+            mvn_jvp(t, ans, "pdf", "cov", x, mean, cov))
+
+
+@jvp(stats.multivariate_normal.entropy)
+def mvn_entropy_jvp_rule(t, ans, mean=None, cov=1):
+    return mvn_entropy_jvp(t, ans, mean, cov, "mean"), mvn_entropy_jvp(t, ans, mean, cov, "cov")

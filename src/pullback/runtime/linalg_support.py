@@ -272,7 +272,7 @@ def qr_grad(g, ans, a, mode="reduced"):
         gq, gr = np.zeros_like(q), g[..., :n, :]
     else:
         (q, r), (gq, gr) = ans, _parts(g, ans)
-        gq, gr = np.broadcast_to(gq, q.shape), np.broadcast_to(gr, r.shape)
+        gq, gr = np.broadcast_to(gq, np.shape(q)), np.broadcast_to(gr, np.shape(r))
         if m != n and mode == "complete":
             if np.any(gq[..., n:]):
                 raise NotImplementedError("the gradient of qr(mode='complete') does not "

@@ -57,10 +57,10 @@ def multigammaln_grad(g, a, d):
 
 def bessel_grad(g, name, v, x):
     """Cotangent of ``x`` in ``jv``/``yv``/``jn``/``yn``/``j0``/``j1``/``y0``/``y1``/
-    ``iv``/``ive``/``i0``/``i1``/``i0e``/``i1e``.
+    ``iv``/``ive``/``kv``/``kve``/``i0``/``i1``/``i0e``/``i1e``.
 
     ``J'_v = (J_{v-1} - J_{v+1}) / 2`` (the same recurrence for ``Y``),
-    ``I'_v = (I_{v-1} + I_{v+1}) / 2``;
+    ``I'_v = (I_{v-1} + I_{v+1}) / 2``, ``K'_v = -(K_{v-1} + K_{v+1}) / 2``;
     ``i0' = i1``, ``i1' = i0 - i1 / x`` (``1/2`` at 0), and the exponentially
     scaled ``i0e = exp(-|x|) i0``, ``i1e = exp(-|x|) i1`` by the product rule."""
     sp = _special()
@@ -71,6 +71,10 @@ def bessel_grad(g, name, v, x):
         d = 0.5 * (sp.yv(v - 1, x) - sp.yv(v + 1, x))
     elif name == "iv":
         d = 0.5 * (sp.iv(v - 1, x) + sp.iv(v + 1, x))
+    elif name == "kv":
+        d = -0.5 * (sp.kv(v - 1, x) + sp.kv(v + 1, x))
+    elif name == "kve":        # kve = exp(x) kv
+        d = sp.kve(v, x) - 0.5 * (sp.kve(v - 1, x) + sp.kve(v + 1, x))
     elif name == "ive":        # ive = exp(-|x|) iv
         d = 0.5 * (sp.ive(v - 1, x) + sp.ive(v + 1, x)) - np.sign(x) * sp.ive(v, x)
     elif name in ("yv", "yn"):
@@ -169,7 +173,9 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
     families go through ``z = (x - loc) / scale``: ``d/dx = d/dz / scale``,
     ``d/dloc = -d/dx``, ``d/dscale = -(1 + z d/dz) / scale`` for densities
     and ``-z d/dz / scale`` for distribution functions.  The result is
-    unbroadcast onto the argument."""
+    elementwise, of the broadcast shape: the rule is registered with
+    ``broadcasts=True`` (the machinery sums it onto the argument), and read
+    forwards with the tangent in place of ``g``."""
     sp = _special()
     arg = {"x": x, "loc": loc, "scale": scale, "p1": p1, "p2": p2}[wrt]
     if dist == "poisson":
@@ -181,13 +187,13 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
         else:
             pmf = np.exp(sp.xlogy(k, mu) - mu - sp.gammaln(k + 1.0)) * (k >= 0)
             out = -g * pmf if fn == "cdf" else -g * pmf / np.exp(ans)
-        return _like(unbroadcast(out, arg), arg)
+        return _like(out, arg)
     if dist == "chi2":
         # chi2(df, loc, scale) is gamma(df / 2, loc, 2 scale)
         out = stats_grad(g, ans, "gamma", fn, wrt, x, 0.5 * p1, None, loc, 2.0 * scale)
         if wrt == "p1":
-            return _like(unbroadcast(0.5 * out, p1), p1)
-        return _like(unbroadcast(2.0 * out if wrt == "scale" else out, arg), arg)
+            return _like(0.5 * out, p1)
+        return _like(2.0 * out if wrt == "scale" else out, arg)
     if fn in ("sf", "logsf"):
         # sf = 1 - cdf: the cdf's derivatives negated; logsf's are the density over
         # sf, which is logcdf's formula with logsf's value in place of logcdf's
@@ -203,6 +209,10 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
             dz = _t_logpdf_dz(z, p1)
         elif dist == "gamma":
             dz = (p1 - 1.0) / z - 1.0
+        elif dist == "expon":
+            dz = -np.ones_like(z)
+        elif dist == "laplace":
+            dz = -np.sign(z)
         else:    # beta
             dz = (p1 - 1.0) / z - (p2 - 1.0) / (1.0 - z)
         if wrt == "x":
@@ -221,8 +231,10 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
             d = np.log(z) - sp.digamma(p1) + sp.digamma(p1 + p2)
         else:                 # beta's b
             d = np.log1p(-z) - sp.digamma(p2) + sp.digamma(p1 + p2)
+        if dist == "expon":       # -inf (or 0) off the support, as JAX's where
+            d = d * (z >= 0)
         out = g * d if fn == "logpdf" else g * ans * d
-        return _like(unbroadcast(out, arg), arg)
+        return _like(out, arg)
     # distribution functions: d cdf / dz is the standard density
     if dist == "norm":
         logphi = -0.5 * z * z - LOG_SQRT_2PI
@@ -232,6 +244,10 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
                   - 0.5 * (nu + 1.0) * np.log1p(z * z / nu))
     elif dist == "gamma":
         logphi = sp.xlogy(p1 - 1.0, z) - z - sp.gammaln(p1)
+    elif dist == "expon":
+        logphi = np.where(z >= 0, -z, -np.inf)
+    elif dist == "laplace":
+        logphi = -np.abs(z) - math.log(2.0)
     else:
         logphi = sp.xlogy(p1 - 1.0, z) + sp.xlog1py(p2 - 1.0, -z) - sp.betaln(p1, p2)
     dcdf = np.exp(logphi - ans) if fn == "logcdf" else np.exp(logphi)
@@ -241,7 +257,7 @@ def stats_grad(g, ans, dist, fn, wrt, x, p1=None, p2=None, loc=0.0, scale=1.0):
         d = -dcdf / scale
     else:
         d = -z * dcdf / scale
-    return _like(unbroadcast(g * d, arg), arg)
+    return _like(g * d, arg)
 
 
 def _mvn_parts(x, mean, cov):
@@ -283,13 +299,13 @@ def mvn_grad(g, ans, fn, wrt, x, mean=None, cov=1):
     r = xs - m
     prec = np.linalg.inv(full)
     pr = np.matmul(r, prec)                     # C^-1 r (C symmetric)
-    gg = np.reshape(gg, pr.shape[:-1] + (1,))
+    gg = np.expand_dims(np.reshape(gg, np.shape(pr)[:-1]), -1)
     if wrt == "x":
         return _like(np.reshape(-gg * pr, np.shape(x)), x)
     if wrt == "mean":
         return _like(np.reshape(np.sum(gg * pr, axis=tuple(range(pr.ndim - 1))),
                                 np.shape(mean)), mean)
-    flat = np.reshape(pr, (-1, dim))
+    flat = np.reshape(pr, (-1, np.shape(pr)[-1]))
     w = np.reshape(gg, (-1,))
     gcov = -0.5 * (np.sum(w) * prec - np.matmul(flat.T * w, flat))
     cov_arr = np.asarray(cov)
