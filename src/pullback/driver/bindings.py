@@ -5,7 +5,9 @@ A transform looks up the globals and closure variables the function names
 (``act`` resolves to a user function, ``np.tanh`` to a rule, ``DT`` is a
 float) and bakes the answer into the generated code.  Python looks them up
 again at every call, so after ``mod.act = act_b`` or a closure cell
-rebound, the old transform would be wrong.  ``Bindings.capture`` records,
+rebound, or a function's code replaced in place (``f.__code__ = ...``, as
+IPython's autoreload does), the old transform would be wrong.
+``Bindings.capture`` records,
 before a transform, each such name with what it holds (the object itself for
 functions, modules and classes; the type, dtype and rank for data, which is
 all the transform depends on), and ``current()`` says whether that still
@@ -36,6 +38,7 @@ __all__ = ["Bindings"]
 
 _ABSENT = object()       # a name not bound in the globals (a builtin, or undefined)
 _EMPTY = object()        # an empty closure cell
+_CODE = object()         # a check of a function's `__code__`
 # library modules whose attributes are not rebound by programs: the module's
 # own identity is checked, not every function looked up in it
 _LIBRARIES = ("numpy", "math", "builtins", "scipy", "jax", "functools", "operator")
@@ -86,7 +89,9 @@ class Bindings:
         same, other = [], []
         for check in checks:
             how, where, name, snap = check
-            if how == "global" and (snap is _ABSENT or snap[0] == "is"):
+            if how == "code":           # `fn.__code__ is code`: an identity test too
+                same.append((where, _CODE, snap))
+            elif how == "global" and (snap is _ABSENT or snap[0] == "is"):
                 same.append((where, name, _ABSENT if snap is _ABSENT else snap[1]))
             else:
                 other.append(check)
@@ -102,7 +107,8 @@ class Bindings:
         terms, namespace = [], {}
         for k, (where, name, obj) in enumerate(self._same):
             namespace[f"g{k}"], namespace[f"n{k}"], namespace[f"o{k}"] = where, name, obj
-            terms.append(f"n{k} not in g{k}" if obj is _ABSENT else f"g{k}[n{k}] is o{k}")
+            terms.append(f"n{k} not in g{k}" if obj is _ABSENT else f"g{k}.__code__ is o{k}"
+                         if name is _CODE else f"g{k}[n{k}] is o{k}")
         if self._other:
             namespace["other"] = self._current_other
             terms.append("other()")
@@ -132,6 +138,12 @@ class Bindings:
                 continue
             checks.append(("cell", cell, n, _snapshot(v)))
             roots.append(v)
+        # a function's code replaced in place (IPython's autoreload, a hot reload):
+        # its own, and that of each function it names (inlined or fused into its
+        # transform)
+        for v in [fn] + roots:
+            if isinstance(v, types.FunctionType):
+                checks.append(("code", v, "__code__", v.__code__))
         for v in roots:           # `mod.act`, `cfg.scale`: attributes one level down
             if isinstance(v, types.ModuleType) \
                     and v.__name__.split(".")[0] in _LIBRARIES:
@@ -148,7 +160,7 @@ class Bindings:
         """Whether every name still holds what it held at capture (``current``,
         which the instance holds compiled)."""
         for where, name, obj in self._same:
-            if where.get(name, _ABSENT) is not obj:
+            if (where.__code__ if name is _CODE else where.get(name, _ABSENT)) is not obj:
                 return False
         return self._current_other()
 
