@@ -41,6 +41,8 @@ from .callable_facts import (dispatches, dotted, is_library, is_mutating_functio
                              is_variadic, is_wrapper, static_value, structure_fields)
 from .operator_objects import method_self, refuse_overloaded
 from .ops import Op, OpKind, all_statements
+from .call_refusals import (MUTATING_METHODS, refuse_mutating_method, refuse_out,
+                            refuse_unseen_effects)
 from .r_ranges import r_ranges
 
 if TYPE_CHECKING:     # (not loaded by `import pullback`)
@@ -56,22 +58,6 @@ _BINOPS = {
 }
 _UNARY = {gast.USub: operator.neg, gast.UAdd: operator.pos}
 _WRITE_SYMBOL = {"set": "=", "add": "+=", "sub": "-=", "add_at": "(np.add.at)"}
-
-# write into an argument: pullback cannot follow them, so they are refused
-# rather than differentiated as if nothing had changed.
-_MUTATING_METHODS = {"sort", "fill", "put", "resize", "partition", "itemset", "setfield",
-                     "setflags", "byteswap", "reverse", "extend", "insert", "pop",
-                     "remove", "clear", "update", "setdefault", "popitem"}
-#: what to write instead of the method, in the refusal's hint (issue 13)
-_NEW_VALUE = {
-    "fill": "for an array's `.fill(v)`: `{y} = np.full_like({y}, v)`; ",
-    "sort": "`{y} = np.sort({y})` for an array, `{y} = sorted({y})` for a list; ",
-    "reverse": "`{y} = {y}[::-1]`; ", "extend": "`{y} = {y} + more`; ",
-    "insert": "`{y} = {y}[:i] + [v] + {y}[i:]`; ", "update": "`{y} = {{**{y}, **more}}`; ",
-    "setdefault": "`{y}[k] = {y}.get(k, default)`; a list grown under a key: "
-                  "`{y}[k] = {y}.get(k, []) + [v]`; ",
-    "put": "`{y} = {y}.copy(); {y}[idx] = v`; ",
-}
 
 
 def resolve(normal: Normal, parsed: Parsed) -> dict[int, Op]:
@@ -232,26 +218,12 @@ class OpResolver:
         kwargs = {k.arg: k.value for k in node.keywords}
         func = node.func
         if "out" in kwargs and not self.users_function(func):
-            raise UnsupportedSyntaxError(
-                f"pullback cannot differentiate `out=`, which writes the result of "
-                f"{dotted(func)} into an existing array.", self.parsed.location(node),
-                "Assign the result to a name instead: `y = np.sin(x)`, not "
-                "`np.sin(x, out=y)`.")
+            raise refuse_out(func, node, self.parsed)
         if isinstance(func, gast.Attribute) and not self.is_static(func):
             own = isinstance(func.value, gast.Name) and isinstance(inspect.getattr_static(
                 self.objects.get(func.value.id), func.attr, None), types.FunctionType)
-            if func.attr in _MUTATING_METHODS and not own:
-                obj = dotted(func.value)
-                raise UnsupportedSyntaxError(
-                    f"pullback cannot differentiate `.{func.attr}()`, which changes `{obj}` "
-                    f"in place (as a list's, a dict's or an array's `.{func.attr}()` does; a "
-                    f"method `{func.attr}` of your own class, where the class of `{obj}` is "
-                    "not known when the function is transformed, would change the object, "
-                    "which pullback does not follow either).", self.parsed.location(node),
-                    f"Compute a new value instead of changing `{obj}` ("
-                    + _NEW_VALUE.get(func.attr, "").format(y=obj) + "for a method of your "
-                    f"own class: make it return a new object and bind it, `{obj} = "
-                    f"{obj}.with_{func.attr}(...)`).")
+            if func.attr in MUTATING_METHODS and not own:
+                raise refuse_mutating_method(func, node, self.parsed)
             key = f"ndarray.{func.attr}"
             if lookup(key) is not None or is_nondifferentiable(key) \
                     or not isinstance(func.value, gast.Name):
@@ -266,19 +238,7 @@ class OpResolver:
         if isinstance(func, gast.Name) and func.id in self.locals:
             return self.dynamic(node, kwargs, label)      # a function value
         obj = self.lookup_static(func)
-        if obj in _READS_LOCALS and (obj is not builtins.vars or not node.args):
-            raise UnsupportedSyntaxError(
-                f"pullback cannot differentiate {label}(...): it reads the function's "
-                "variables by name, out of sight of the transform, so what it computes from "
-                "them would carry no gradient.", self.parsed.location(node),
-                "Write the expression itself in the function (`np.sin(x)`, not "
-                "`eval('np.sin(x)')`), or pick the function from a dict of functions.")
-        if is_mutating_function(obj):
-            raise UnsupportedSyntaxError(
-                f"pullback cannot differentiate {label}, which changes its argument in place.",
-                self.parsed.location(node),
-                "Build the new array with indexing writes into an array the function "
-                "creates (`y = x.copy(); y[idx] = v`), or with np.where.")
+        refuse_unseen_effects(obj, label, node, self.parsed)
         from ..custom_rules import CustomVJP
         if isinstance(obj, CustomVJP):
             return self.bind_python(obj.fun, OpKind.CUSTOM, obj, node, label)
@@ -456,10 +416,6 @@ class OpResolver:
                               f"Define or import `{name}` before calling the function.")
         return static_value(node, self.parsed, undefined)
 
-
-
-# builtins that read the calling function's variables without being given them
-_READS_LOCALS = (builtins.eval, builtins.exec, builtins.locals, builtins.vars)
 
 
 def _op_symbol(node):
