@@ -293,10 +293,7 @@ def polynomial_features(x):
     return sum((k + 1.0) * np.sum(x ** k) for k in range(4))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: the Hessian of `x ** k` with `k` an int "
-                   "variable is NaN where x < 0: forward over reverse gives the int residual "
-                   "`k` a zero tangent and adds `k_dot * x ** k * np.log(x)` = 0 * nan "
-                   "(rules/operators.py pow's forward rule, forward/rule_tangents.py)")
+# (NaN where x < 0 until pow's forward rule guarded the exponent's term, round 7)
 def test_hessian_of_a_power_with_an_int_variable_exponent():
     expected = np.diag(sum((k + 1.0) * k * (k - 1) * X ** max(k - 2, 0) for k in range(2, 4)))
     np.testing.assert_allclose(pb.hessian(polynomial_features)(X), expected, rtol=1e-12)

@@ -581,8 +581,6 @@ def _program(name):
 REFUSED_BOTH = set()
 # programs forward mode alone refuses, and why
 REFUSED_FORWARD = {
-    "student_t_regression": "scipy.stats has no forward rules yet (test_forward_rules' "
-                            "reverse-only list)",
     "gp_ard_cho_solve": "scipy.linalg.cho_factor and cho_solve have no forward rules yet",
     "nonlocal_accumulator": "`list(filter(lambda g: g > 0.0, gaps))`: no tangents through filter",
 }

@@ -21,7 +21,7 @@ from .driver import jit  # noqa: F401  (installs the just-in-time driver: Deriva
 from .driver import forward_jit  # noqa: F401  (forward mode's: ForwardDerivative.driver)
 from .higher import Made
 from .runtime.forward_support import zeros_tangent
-from . import pytree_boundary, pytrees
+from . import custom_rules, pytree_boundary, pytrees
 from .pytree_boundary import to_user_grad
 from .pytrees import needs_boundary
 
@@ -194,6 +194,9 @@ def vjp(fun, *primals, has_aux=False, inplace=None):
     if jx is not None:              # ... and handed back as JAX arrays
         value = jx.back(value)
     return (value, pullback, aux) if has_aux else (value, pullback)
+
+
+custom_rules._api_vjp[0] = vjp     # (custom_jvp in reverse mode: TransposedJVP)
 
 
 def _with_defaults(handle, args):

@@ -85,6 +85,11 @@ class CustomVJP:
         return primal, self.call_adjoint
 
 
+#: ``pb.vjp``, which ``api`` installs when it is imported (it imports this
+#: module; importing it here would close a ring)
+_api_vjp = [None]
+
+
 class TransposedJVP:
     """Reverse mode of a ``pb.custom_jvp`` function (as JAX's): its rule's
     tangent map ``t -> rule(primals, t)[1]`` is linear, and the cotangents of
@@ -116,8 +121,8 @@ class TransposedJVP:
         return self.fun(*args), (tuple(args), tuple(wrt))
 
     def call_adjoint(self, res, ct):
-        from .api import vjp
         from .runtime import forward_support as support
+        vjp = _api_vjp[0]
         args, wrt = res
         wrt = [i for i in wrt if isinstance(i, int) and 0 <= i < len(args)
                and np.issubdtype(np.result_type(args[i]), np.inexact)]

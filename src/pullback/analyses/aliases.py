@@ -45,7 +45,7 @@ import gast
 import numpy as np
 
 from ..ir.build import closure_name as _helper, name as _name
-from ..ir.walk import all_statements
+from ..ir.walk import all_statements, own_nodes
 from .kinds import ARRAY, Shape  # noqa: F401  (ARRAY: the docstring's)
 from .ops import OpKind
 
@@ -153,7 +153,7 @@ def _blocked(normal, ops, kinds, merges, updates, is_array):
     names, views = set(), set()
     readers = {}                # name -> how many statements read it
     for s in all_statements(body):
-        for n in {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+        for n in {n.id for n in own_nodes(s) if isinstance(n, gast.Name)
                   and isinstance(n.ctx, gast.Load)}:
             readers[n] = readers.get(n, 0) + 1
     for s in body:

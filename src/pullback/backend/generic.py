@@ -380,7 +380,8 @@ GENERIC = {_core.meta: "meta", _core.unbroadcast: "unbroadcast", _core.unreduce:
 #: helpers that only take structures apart, check them or add leaves (`a + b`):
 #: the NumPy helper itself is namespace-generic
 _STRUCTURAL = ("add_cotangents", "indexable", "field_cotangent", "mapping_keys",
-               "plain_operands", "loops_over_keys", "no_float_in")
+               "plain_operands", "loops_over_keys", "no_float_in", "updatable",
+               "plain_container")
 GENERIC.update({fn: fn.__name__ for fn in _REBOUND})
 GENERIC.update({_core.pack_like: "pack_like", _core.join_grads: "join_grads",
                 _rule_support.prod_grad: "prod_grad", _index_support.take_grad: "take_grad",

@@ -26,6 +26,7 @@ import types
 import gast
 
 from ..errors import PullbackError
+from ..ir.walk import unnested_nodes as walk  # noqa: F401  (writes, written read it here)
 from ..runtime.origin import module_name
 
 
@@ -78,17 +79,6 @@ def _known_method(name):
 _CONTAINER_METHODS = frozenset(
     n for t in (list, tuple, dict, str, set) for n in dir(t) if not n.startswith("_")) | {
     "_replace", "_asdict"}      # a namedtuple's: a new object, a new dict
-
-
-def walk(stmts):
-    """The nodes of ``stmts``, nested functions and lambdas left out."""
-    work = list(stmts)
-    while work:
-        node = work.pop()
-        yield node
-        for child in gast.iter_child_nodes(node):
-            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                work.append(child)
 
 
 def static_callee(func, parsed, local):

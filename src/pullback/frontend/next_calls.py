@@ -46,7 +46,7 @@ from ..errors import PullbackError
 from ..ir.build import assign_at as _assign, length as _len, name as _name
 from ..rules.registry import nondifferentiable
 from ..runtime import control
-from .function_scans import walk
+from ..ir.walk import unnested_nodes as walk
 
 __all__ = ["Stepped"]
 

@@ -165,7 +165,8 @@ class DynamicCallForward:
         if callee is control.attempt:       # a `try` body (higher.attempt_forward)
             return attempt_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
         if callee is control.star_call:     # `f(*xs, **d)` (higher.star_forward)
-            return star_call_forward(self, mask, inplace, rest, kwargs, keys, tangents)
+            return star_call_forward(self, mask, inplace, rest, kwargs, keys, tangents,
+                                     DynamicMethodForward)
         given = {}
         for k, t in zip(keys, tangents):
             if t is None:
@@ -221,7 +222,8 @@ def _function_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tan
             callee, rest, kwargs, tuple(k for k, _ in given), tuple(t for _, t in given))
         return (value, res), (value_dot, None)
     if _CALLEE in mask and not isinstance(callee, functools.partial):
-        return callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents)
+        return callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents,
+                                     DynamicMethodForward)
     if not (isinstance(callee, functools.partial) and _CALLEE in mask):
         return None
     func, inner_mask, args2, kwargs2, regroup = dispatch.partial_route(
@@ -276,7 +278,8 @@ class DynamicMethodForward:
             if _RECEIVER in mask and is_instance(obj) and name in vars(obj):
                 # `self.activation(z)`: a value the object holds, called; its tangent is
                 # that of the object's field (dispatch._HeldCallee)
-                return held_callee_call(obj, name, mask, inplace, rest, kwargs, moved)
+                return held_callee_call(obj, name, mask, inplace, rest, kwargs, moved,
+                                        DynamicCallForward)
             if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(
                     inspect.getattr_static(type(obj), name, None), staticmethod)):
                 # a staticmethod (a module's function): the object is not passed on, and

@@ -24,19 +24,21 @@ __all__ = ["callee_value_call", "held_callee_call", "library_method_call", "opaq
            "held", "inserted"]
 
 
-def callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents):
+def callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangents,
+                      method_forward):
     """``model(x)`` where ``model``, an object of the user's class with
     ``__call__``, holds values with tangents: ``model.__call__(x)``, the
     object the receiver; a plain function value carries no gradient; as
-    ``dispatch._callee_call`` routes them (None: refused there)."""
+    ``dispatch._callee_call`` routes them (None: refused there).
+    ``method_forward``: ``reverse_calls.DynamicMethodForward`` (passed in: that
+    module imports this one)."""
     from ..callees import _CALLEE, _RECEIVER, _is_callable_instance
     from ..driver import dispatch
     from ..runtime import is_instance
     keep = [(k, t) for k, t in zip(keys, tangents) if t is not None and k not in (1, 2)]
     if _is_callable_instance(callee) and is_instance(callee):
         mask2 = tuple(_RECEIVER if k == _CALLEE else k for k in mask)
-        from .reverse_calls import DynamicMethodForward
-        return DynamicMethodForward().call_kw(
+        return method_forward().call_kw(
             (callee, "__call__", mask2, inplace) + rest, kwargs,
             tuple(k + 1 if isinstance(k, int) and k > 0 else k for k, _ in keep),
             tuple(t for _, t in keep))
@@ -50,20 +52,20 @@ def callee_value_call(forward, callee, mask, inplace, rest, kwargs, keys, tangen
     return (out, (dispatch._NoCalleeGradient(mask.index(_CALLEE)), r)), (out_dot, (None, r_dot))
 
 
-def held_callee_call(obj, name, mask, inplace, rest, kwargs, moved):
+def held_callee_call(obj, name, mask, inplace, rest, kwargs, moved, call_forward):
     """``DynamicMethodForward`` of ``obj.name(*args)`` where ``obj`` holds the
     value called (``moved``: the tangents keyed as ``dynamic_call`` takes
-    the method's function, 3: ``obj``)."""
+    the method's function, 3: ``obj``; ``call_forward``:
+    ``reverse_calls.DynamicCallForward``)."""
     from ..callees import _CALLEE, _RECEIVER
     from ..driver import dispatch
     from ..runtime.objects import field_tangent
-    from .reverse_calls import DynamicCallForward
     value = vars(obj)[name]
     given = {(0 if k == 3 else k - 1 if isinstance(k, int) else k): t
              for k, t in moved.items()}
     if 0 in given:
         given[0] = field_tangent(given[0], obj, name)
-    (out, r), (out_dot, r_dot) = DynamicCallForward().call_kw(
+    (out, r), (out_dot, r_dot) = call_forward().call_kw(
         (value, tuple(_CALLEE if k == _RECEIVER else k for k in mask), inplace) + rest, kwargs,
         tuple(given), tuple(given.values()))
     return (out, (dispatch._HeldCallee(mask.index(_RECEIVER), name), r)), \

@@ -23,14 +23,14 @@ from ..errors import NonDifferentiableError
 __all__ = ["star_call_forward", "star_adjoint_forward"]
 
 
-def star_call_forward(forward, mask, inplace, rest, kwargs, keys, tangents):
+def star_call_forward(forward, mask, inplace, rest, kwargs, keys, tangents, method_forward):
     """``DynamicCallForward.call_kw`` of ``dynamic_call(star_call, mask,
     inplace, how, method, callee, *items)``: ``keys`` are positions among
     ``dynamic_call``'s own arguments (5: the callee or the object a method is
-    called on, 6...: the items) and keyword names."""
+    called on, 6...: the items) and keyword names; ``method_forward``:
+    ``reverse_calls.DynamicMethodForward`` (passed in: that module imports this one)."""
     from ..callees import _RECEIVER
     from ..driver import dispatch
-    from .reverse_calls import DynamicMethodForward
     spec, target, items = tuple(rest[:2]), rest[2], tuple(rest[3:])
     given = {}
     for k, t in zip(keys, tangents):
@@ -66,7 +66,7 @@ def star_call_forward(forward, mask, inplace, rest, kwargs, keys, tangents):
         # dynamic_method_call(obj, name, mask, inplace, *args): the object at 0
         shifted = {(0 if k == _RECEIVER else k + 4 if isinstance(k, int) else k): t
                    for k, t in inner.items()}
-        (out, r), (out_dot, r_dot) = DynamicMethodForward().call_kw(
+        (out, r), (out_dot, r_dot) = method_forward().call_kw(
             (target, method, inner_mask, inplace) + tuple(args), all_kwargs, tuple(shifted),
             tuple(shifted.values()))
     return (out, (dispatch._Spread(groups), (None, r))), (out_dot, (None, (None, r_dot)))

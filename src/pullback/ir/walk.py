@@ -76,3 +76,14 @@ def replace_node(root, old, new):
                 for i, v in enumerate(value):
                     if v is old:
                         value[i] = new
+
+
+def unnested_nodes(stmts):
+    """The nodes of ``stmts``, nested functions, lambdas and classes left out."""
+    work = list(stmts)
+    while work:
+        node = work.pop()
+        yield node
+        for child in gast.iter_child_nodes(node):
+            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+                work.append(child)

@@ -23,7 +23,7 @@ import types
 
 from .arguments import unseen_method_write
 from .leaves import Unwalkable, Walk
-from .opaque import call, runs_checked
+from .opaque import call, call_protected, is_library_code, is_numpy_code
 
 __all__ = ["entered_value", "checked_call", "checked_method_call"]
 
@@ -66,7 +66,11 @@ def checked_call(mask, fn, *args, **kwargs):
             lead, f = (f.__self__,) + lead, f.__func__
         else:
             break
-    if isinstance(f, type) or not callable(f) or not runs_checked(f):
+    if isinstance(f, type) or not callable(f):
+        return fn(*args, **kwargs)
+    if is_numpy_code(f):            # NumPy's own: its writes into what it is given refused
+        return call_protected(fn, args, kwargs, mask)
+    if not is_library_code(f):
         return fn(*args, **kwargs)
     if set(keywords) & set(kwargs):
         return fn(*args, **kwargs)      # (Python raises)
@@ -86,7 +90,9 @@ def checked_method_call(mask, strict, obj, name, *args, **kwargs):
     fn, lead = method, ()
     if isinstance(method, types.MethodType):
         fn, lead = method.__func__, (method.__self__,)
-    if runs_checked(fn):
+    if is_numpy_code(fn):
+        return call_protected(method, args, kwargs, mask)
+    if is_library_code(fn):
         if lead:
             mask = tuple(0 if k == -1 else k + 1 if isinstance(k, int) else k for k in mask)
         return call(fn, lead + args, kwargs, mask)[0]

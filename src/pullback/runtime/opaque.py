@@ -95,7 +95,8 @@ import numpy as np
 from .leaves import ATOMS, Unwalkable, Walk, is_leaf
 from .origin import module_name
 
-__all__ = ["is_library_code", "is_library_object", "call", "callee_name", "runs_checked"]
+__all__ = ["is_library_code", "is_library_object", "call", "callee_name", "is_numpy_code",
+           "call_protected"]
 
 _EXCLUDED = ("numpy", "scipy", "jax", "jaxlib", "math", "pullback", "cmath")
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
@@ -132,15 +133,10 @@ def _module_of(obj):
     return module_name(type(obj))
 
 
-def runs_checked(obj):
-    """Whether a call of ``obj`` whose result carries no gradient runs checked
-    (``call``): library code, and NumPy's and SciPy's own functions and methods
-    that reach a checked call (``rng.shuffle(y)``, a method of an object whose
-    class the transform did not know): they may change an array they are
-    given in place, which the check refuses."""
-    if is_library_code(obj):
-        return True
-    modules = (_module_of(obj), module_name(obj))    # (a Cython method: its own)
+def is_numpy_code(obj):
+    """Whether ``obj`` is NumPy's or SciPy's own function or method (a Cython
+    method by its own ``__module__`` too), which ``is_library_code`` leaves out."""
+    modules = (_module_of(obj), module_name(obj))
     return any(m and m.split(".")[0] in ("numpy", "scipy") for m in modules)
 
 
@@ -239,6 +235,35 @@ def _receiver(fn):
     object is an input of the call too (``-1``, as the receiver of a method)."""
     return isinstance(fn, types.BuiltinMethodType) and not isinstance(
         getattr(fn, "__self__", None), (types.ModuleType, type(None)))
+
+
+def call_protected(fn, args, kwargs, mask):
+    """``fn(*args, **kwargs)`` for NumPy's or SciPy's own code reached as a
+    call whose result carries no gradient (``fn0 = getattr(np, "sin")`` called
+    for nothing, ``rng.shuffle(y)``): run as it is, with the differentiated
+    arrays it is given read-only while it runs, so that one written into in
+    place is refused rather than changed unseen."""
+    keys, values = _inputs(fn, args, kwargs, _receiver(fn))
+    given = []
+    for k in mask:
+        if k in keys:
+            try:
+                leaves = Walk().leaves(values[keys.index(k)])
+            except Unwalkable:
+                continue
+            given.extend(leaf for _, leaf in leaves if isinstance(leaf, np.ndarray))
+    guard = _Protect(given)
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as err:
+        if "read-only" in str(err):
+            _refuse(fn, f"it wrote into an array being differentiated ({err}).",
+                    "Pass a copy (`x.copy()`) if the function may change it, or compute "
+                    "the change in your own function (`y = y[rng.permutation(len(y))]` "
+                    "for a shuffle).")
+        raise
+    finally:
+        guard.restore()
 
 
 def call(fn, args, kwargs, mask):
