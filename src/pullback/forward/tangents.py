@@ -40,8 +40,6 @@ import gast
 import numpy as np
 
 from ..analyses import kinds as kinds_
-from ..driver import dispatch
-from ..errors import NonDifferentiableError
 from ..ir.build import assign as _assign, call as _call, name as _name
 from ..ir.naming import HelperNames
 from ..reverse.adjoints import Adjoints
@@ -49,6 +47,7 @@ from ..reverse.context import assignments
 from ..rules.inline import clone
 from ..runtime import forward_support as support
 from .effects import library_effect
+from .call_tangents import CallTangents
 from .rule_tangents import RuleTangents
 
 __all__ = ["Tangent", "differentiate"]
@@ -68,7 +67,7 @@ def differentiate(normal, parsed, ops, kinds, activity, wrt, output, written=fro
     return _Forward(normal, parsed, ops, kinds, activity, wrt, output, written).run()
 
 
-class _Forward(HelperNames):
+class _Forward(CallTangents, HelperNames):
     def __init__(self, normal, parsed, ops, kinds, activity, wrt, output, written):
         self.normal, self.parsed, self.ops, self.kinds = normal, parsed, ops, kinds
         self.active, self.varied = activity.active, activity.varied
@@ -352,106 +351,6 @@ class _Forward(HelperNames):
         return self.adjoints.may_broadcast(op, param, t)
 
     # -- calls -------------------------------------------------------------------------
-
-    def call(self, stmt, op, t):
-        active = [(p, n) for p, n in op.operands if n in self.active]
-        if op.kind == "custom":
-            from ..lowering.kernels import Kernel
-            if isinstance(op.primitive, Kernel):
-                return self.kernel_call(stmt, op, t, active)
-            if getattr(op.primitive, "jvp_of", None) is not None:
-                return self.user_call(stmt, op, t, active)    # pb.checkpoint, pb.forward
-            if not active:
-                return [stmt, _assign(self.dot(t), self.zero_of(_name(t)))]
-            raise NonDifferentiableError(
-                f"forward mode has no rule for {op.label}, a pb.custom_vjp function (it has "
-                "a reverse rule only).", self.parsed.location(op.node),
-                "Use pb.vjp or pb.grad for this function, or define the function with "
-                "pb.custom_jvp and its defjvp rule.")
-        if op.kind == "dynamic":
-            return self.dynamic_call(stmt, op, t)
-        return self.user_call(stmt, op, t, active)
-
-    def user_call(self, stmt, op, t, active):
-        """A call of a user function: its own tangent function."""
-        if not active:
-            return [stmt, _assign(self.dot(t), self.zero_of(_name(t)))]
-        stmt.value = self.jvp_call(stmt.value, op, active)
-        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
-                                   ctx=gast.Store())]
-        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
-        return [stmt]
-
-    def jvp_call(self, call, op, active):
-        """``call`` of a user function made a call of its tangent function."""
-        from .calls import forward_of
-        handle = forward_of(op.primitive)
-        params = list(handle.params)
-        mask = tuple(sorted({params.index(p) for p, _ in active}))
-        by_index = {params.index(p): n for p, n in active}
-        fn = handle.for_callers(mask)
-        name = getattr(op.primitive, "__name__", "callee")
-        callee = self.helper(f"{name}_jvp", fn)
-        tangents = gast.Tuple(elts=[self.tangent_or_zero(_name(by_index[i])) for i in mask],
-                              ctx=gast.Load())
-        return gast.Call(func=_name(callee), args=[tangents] + call.args,
-                         keywords=call.keywords)
-
-    def kernel_call(self, stmt, op, t, active):
-        """``y = fused(x, w)`` -> ``y, y_dot = fused_tangent(x, w, (x_dot, w_dot))``:
-        the value and its tangent in one call (``lowering.kernel_tangents``)."""
-        kernel = op.primitive
-        names = dict(op.operands)
-        mask = tuple(sorted(kernel.params.index(p) for p, _ in active))
-        fn = kernel.for_forward(mask)
-        stmt.value.func = _name(self.helper(fn.__name__, fn))
-        stmt.value.args.append(gast.Tuple(
-            elts=[_name(self.dot(names[kernel.params[i]])) for i in mask], ctx=gast.Load()))
-        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
-                                   ctx=gast.Store())]
-        out = [stmt]
-        if t in self.written:
-            out.append(_assign(self.dot(t), _call(self.support("owned_tangent"),
-                                                  _name(self.dot(t)), _name(t))))
-        # a new array (NumPy's t * partial, or JAX's, copied where the value
-        # leaves the region: Kernel.copy_out): handed out without a copy
-        self.assigned.setdefault(self.dot(t), []).append((self.depth, True))
-        return out
-
-    def dynamic_call(self, stmt, op, t):
-        from . import calls
-        where = self.parsed.location(op.node if op.node is not None else stmt)
-        why = dispatch.refusal(op.primitive) if op.primitive is not None else None
-        if why is not None and not calls.is_forward_callable(op.primitive):
-            raise NonDifferentiableError(why[0], where, why[1])
-        callee = op.bound["callee"]
-        if isinstance(callee, gast.Name) and callee.id in self.varied:
-            self.adjoints.check_function_value(callee.id, where)
-        receiver = op.bound["receiver"]
-        if receiver is not None and receiver.id in self.active \
-                and self.kind(receiver.id).is_number:
-            self.refuse_opaque(stmt, op)
-        active = [(k, n) for k, n in op.operands if n in self.active]
-        mask = gast.Tuple(elts=[gast.Constant(k, None) for k, _ in active], ctx=gast.Load())
-        tangents = gast.Tuple(elts=[_name(self.dot(n)) for _, n in active], ctx=gast.Load())
-        call = stmt.value
-        if receiver is not None:
-            head = [_name(receiver.id), gast.Constant(call.func.attr, None)]
-            func = self.helper("dynamic_method_jvp", calls.dynamic_method_jvp)
-        else:
-            head = [call.func]
-            func = self.helper("dynamic_jvp", calls.dynamic_jvp)
-        stmt.value = gast.Call(func=_name(func), args=head + [mask, tangents] + call.args,
-                               keywords=call.keywords)
-        stmt.targets = [gast.Tuple(elts=[_name(t, True), _name(self.dot(t), True)],
-                                   ctx=gast.Store())]
-        self.assigned.setdefault(self.dot(t), []).append((self.depth, False))
-        return [stmt]
-
-    # -- refusals ----------------------------------------------------------------------
-
-    def refuse_opaque(self, stmt, op):
-        self.adjoints.adjoint_opaque(None, stmt, op, None, None)
 
     def definitions(self, name):
         """The statements that assign ``name``."""
