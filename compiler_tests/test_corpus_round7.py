@@ -235,9 +235,6 @@ def slotted_objects(x):
     return np.sum(Slotted(x).scaled(2.0).w ** 2)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13: a class with __slots__ built inside the "
-                   "function crashes (TypeError: vars() argument must have __dict__ attribute, "
-                   "driver/dispatch.py dynamic_method_call)")
 def test_slotted_class():
     np.testing.assert_allclose(pb.grad(slotted_objects)(X), 8.0 * X)
 

@@ -386,10 +386,10 @@ def dynamic_method_call(obj, name, mask, inplace, *args, **kwargs):
         mask = tuple(0 if k == _RECEIVER else k + 1 if isinstance(k, int) else k
                      for k in mask)
         return dynamic_call(wrapper, mask, inplace, obj, *args, **kwargs)
-    if _RECEIVER in mask and runtime.is_instance(obj) and name in vars(obj):
+    if _RECEIVER in mask and runtime.is_instance(obj) and name in getattr(obj, "__dict__", ()):
         # `self.activation(z)`, `self.layer1(x)`: a value held by the object, called
         at = mask.index(_RECEIVER)
-        out, res = dynamic_call(vars(obj)[name], tuple(_CALLEE if k == _RECEIVER else k
+        out, res = dynamic_call(obj.__dict__[name], tuple(_CALLEE if k == _RECEIVER else k
                                                        for k in mask), inplace, *args, **kwargs)
         return out, (_HeldCallee(at, name), res)
     if _RECEIVER in mask and (isinstance(obj, types.ModuleType) or isinstance(

@@ -275,7 +275,7 @@ class DynamicMethodForward:
             callee = plans._rule_wrapper(name, len(rest) + 1, tuple(kwargs), method=True)
         else:
             method = getattr(obj, name)
-            if _RECEIVER in mask and is_instance(obj) and name in vars(obj):
+            if _RECEIVER in mask and is_instance(obj) and name in getattr(obj, "__dict__", ()):
                 # `self.activation(z)`: a value the object holds, called; its tangent is
                 # that of the object's field (dispatch._HeldCallee)
                 return held_callee_call(obj, name, mask, inplace, rest, kwargs, moved,
