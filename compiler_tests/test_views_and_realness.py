@@ -54,7 +54,7 @@ def test_writes_through_views_not_followed_are_refused(f):
         with pytest.raises(pb.PullbackError) as err:
             run()
         text = str(err.value)
-        assert "view" in text and "share memory" in text
+        assert "share memory" in text
         assert "m[1] = 5.0" in text or "m = " in text
 
 
@@ -175,3 +175,27 @@ def test_a_write_through_a_transpose_not_placed_names_the_view():
         pb.grad(transpose_updated_from_itself)(X)
     text = str(err.value)
     assert "`t`, which is `y.T`: a view of the array `y`" in text and "y[:, 0]" in text
+
+
+def rows_listed_then_written(x):
+    A = (x * 1.0).reshape(2, 3)
+    rows = [r for r in A]
+    rows[0][1] = 5.0
+    return np.sum(A ** 2)
+
+
+def dict_item_written(x):
+    y = x.copy()
+    d = {"a": y}
+    d["a"][0] = 3.0
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f", [rows_listed_then_written, dict_item_written],
+                         ids=lambda f: f.__name__)
+def test_a_store_into_an_array_held_by_a_list_or_a_dict_is_refused(f):
+    # the rows of A (views) in a list, an array in a dict: the write changes A / y,
+    # which the gradient did not see (both wrong at the session's start, silently)
+    for run in (lambda: pb.grad(f)(X), lambda: pb.jvp(f, (X,), (T,))):
+        with pytest.raises(pb.PullbackError, match="cannot trace to the array it came from"):
+            run()

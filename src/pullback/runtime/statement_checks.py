@@ -193,18 +193,19 @@ def plain_container(container):
     >>> plain_container(np.zeros(2))
     Traceback (most recent call last):
     ...
-    pullback.errors.UnsupportedSyntaxError: pullback cannot follow this store into a ndarray that a call it does not see into returned: it may share memory with a differentiated array (a view, `y.view()`, `y.reshape(...)`), whose gradient would not see the write.
-    Make the array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`), or write into `y` by index.
+    pullback.errors.UnsupportedSyntaxError: pullback cannot follow this store into a ndarray it cannot trace to the array it came from (a call's result, an item of a list or a dict): it may be, or share memory with, a differentiated array (`y.view()`, `rows = [r for r in A]`, `d = {"a": y}`), whose gradient would not see the write.
+    Write into the array itself by index (`y[0] = v`, `A[0, 1] = v`), or make the array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`).
     """
     if isinstance(container, (dict, list)):
         return
     from ..errors import UnsupportedSyntaxError
     raise UnsupportedSyntaxError(
-        f"pullback cannot follow this store into a {type(container).__name__} that a call it "
-        "does not see into returned: it may share memory with a differentiated array (a "
-        "view, `y.view()`, `y.reshape(...)`), whose gradient would not see the write.",
-        hint="Make the array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`), "
-             "or write into `y` by index.")
+        f"pullback cannot follow this store into a {type(container).__name__} it cannot trace "
+        "to the array it came from (a call's result, an item of a list or a dict): it may "
+        "be, or share memory with, a differentiated array (`y.view()`, `rows = [r for r in "
+        "A]`, `d = {\"a\": y}`), whose gradient would not see the write.",
+        hint="Write into the array itself by index (`y[0] = v`, `A[0, 1] = v`), or make the "
+             "array to write into yourself (`m = y.copy()`, `np.zeros_like(y)`).")
 
 
 def store_attribute(obj, name, value):
