@@ -79,10 +79,7 @@ class CustomVJP:
                      for g, a in zip(grads, args))
 
     def for_callers(self, mask, inplace=True):
-        def primal(*args, **kwargs):
-            return self.call_primal(self.bind(args, kwargs), mask)
-        primal.__pullback_callee__ = (self, mask, inplace)   # describable (cache.describe)
-        return primal, self.call_adjoint
+        return _callers_pair(self, mask, inplace)
 
 
 #: ``pb.vjp``, which ``api`` installs when it is imported (it imports this
@@ -137,10 +134,7 @@ class TransposedJVP:
         return tuple(cotangents)
 
     def for_callers(self, mask, inplace=True):
-        def primal(*args, **kwargs):
-            return self.call_primal(self.bind(args, kwargs), mask)
-        primal.__pullback_callee__ = (self, mask, inplace)
-        return primal, self.call_adjoint
+        return _callers_pair(self, mask, inplace)
 
 
 def transposed(custom):
@@ -150,3 +144,12 @@ def transposed(custom):
         handle = TransposedJVP(custom)
         custom._pullback_transposed = handle
     return handle
+
+
+def _callers_pair(handle, mask, inplace):
+    """The (primal, adjoint) pair a call site of ``handle`` (a ``CustomVJP`` or
+    a ``TransposedJVP``) runs: the primal binds the call's arguments."""
+    def primal(*args, **kwargs):
+        return handle.call_primal(handle.bind(args, kwargs), mask)
+    primal.__pullback_callee__ = (handle, mask, inplace)   # describable (cache.describe)
+    return primal, handle.call_adjoint

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .weighted_choices import weights_like
 from .core import unbroadcast, unreduce
 from .linalg_support import _concrete
 from .contraction_support import *  # noqa: F401,F403
@@ -269,10 +270,7 @@ def average_grad(g, ans, a, axis=None, weights=None, returned=False, keepdims=Fa
     a = np.asarray(a)
     if weights is None:
         return unreduce(g, a, axis, keepdims) / (a.size // np.size(ans))
-    w = np.asarray(weights)
-    if w.shape != a.shape:
-        w = np.reshape(w, [-1 if d == axis % a.ndim else 1 for d in range(a.ndim)])
-    w = np.broadcast_to(w, a.shape)
+    w = weights_like(weights, a, axis)
     return unreduce(g, a, axis, keepdims) * w / np.sum(w, axis=axis, keepdims=True)
 
 

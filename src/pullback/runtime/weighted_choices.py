@@ -38,7 +38,7 @@ def select_default_jvp(t, condlist, ans):
         np.result_type(ans, t), copy=False)
 
 
-def _weights_like(weights, a, axis):
+def weights_like(weights, a, axis):
     """The weights broadcast to ``a``'s shape, as np.average does (a 1-D
     weight vector runs along ``axis``)."""
     w = np.asarray(weights)
@@ -63,7 +63,7 @@ def average_weights_grad(g, ans, a, axis=None, weights=None, returned=False, kee
     if weights is None:
         return None
     a = np.asarray(a)
-    w = _weights_like(weights, a, axis)
+    w = weights_like(weights, a, axis)
     total = np.sum(w, axis=axis, keepdims=True)
     mean = np.sum(w * a, axis=axis, keepdims=True) / total
     g0 = g[0] if returned else g
@@ -78,8 +78,8 @@ def average_weights_jvp(t, ans, a, axis=None, weights=None, returned=False, keep
     if weights is None:
         return None
     a = np.asarray(a)
-    w = _weights_like(weights, a, axis)
-    tw = _weights_like(t, a, axis)
+    w = weights_like(weights, a, axis)
+    tw = weights_like(t, a, axis)
     total = np.sum(w, axis=axis, keepdims=True)
     mean = np.sum(w * a, axis=axis, keepdims=True) / total
     avg_dot = np.sum(tw * (a - mean), axis=axis, keepdims=keepdims) / np.sum(
